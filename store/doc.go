@@ -1,0 +1,26 @@
+// Package store owns the depot's namespace and content: entries (files and
+// directories) addressed by clean depot paths, content addressed by SHA-256,
+// uploads in progress, and the stream of change events.
+//
+// The [Store] interface is what vfs and mcpserver program against; package
+// store/bolt is its embedded bbolt implementation, and store/storetest is the
+// conformance suite every implementation must pass.
+//
+// # Revisions and events
+//
+// Every change gets a store-wide revision, strictly increasing. [Store.Watch]
+// yields changes in revision order; a subscriber that asks for history older
+// than the store keeps gets an [EventResync] instead of blocking writers.
+//
+// # Paths
+//
+// Every path passed to a Store must already be clean (see package depotpath);
+// a Store rejects unclean paths with an error wrapping depotpath.ErrInvalid
+// rather than guessing.
+//
+// # Caveats
+//
+// Byte slices passed to a Store (PutRequest.Data, Chunk.Data) are not retained
+// after the call returns. Byte slices returned by a Store belong to the caller.
+// This package must not import vfs, mcpserver or any FUSE or MCP library.
+package store

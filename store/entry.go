@@ -1,0 +1,58 @@
+package store
+
+import (
+	"io/fs"
+	"time"
+)
+
+// Kind says whether an entry is a file or a directory.
+type Kind uint8
+
+// The kinds of entry.
+const (
+	KindFile Kind = iota + 1
+	KindDir
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindFile:
+		return "file"
+	case KindDir:
+		return "directory"
+	}
+	return "unknown"
+}
+
+// RootIno is the inode number of the root directory.
+const RootIno uint64 = 1
+
+// Entry is one file or directory in the depot. Entries are values: a Store
+// returns copies, and changing one changes nothing in the store.
+type Entry struct {
+	Path string // clean depot path
+	Kind Kind
+	Ino  uint64 // stable for the path across restarts; RootIno for "/"
+
+	Size     int64       // content size; for a placeholder, the declared size
+	SHA256   string      // lowercase hex content hash; "" for directories and unknown content
+	Mode     fs.FileMode // permission bits only (0 means the mount's default)
+	MTime    time.Time   // the agent's mtime, else the arrival time
+	Encoding string      // how the agent sent the content: "utf-8" or "base64"
+	Source   string      // where the content came from (tool and upload id), for provenance
+
+	Created time.Time // first creation of this path
+	Updated time.Time // last change of content or metadata
+	Updates uint64    // times the entry's content was replaced (0 when created)
+	Writer  string    // identity that last wrote the entry
+
+	Expires  time.Time // zero: never expires
+	Pinned   bool      // exempt from eviction and expiry
+	Present  bool      // content is stored (files); false for a placeholder
+	Explicit bool      // a directory created on purpose, not only as a parent
+
+	Revision uint64 // store revision of the entry's last change
+}
+
+// IsDir reports whether e is a directory.
+func (e Entry) IsDir() bool { return e.Kind == KindDir }

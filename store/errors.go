@@ -1,0 +1,44 @@
+package store
+
+import (
+	"errors"
+	"io/fs"
+)
+
+// ErrNotExist reports a path with no entry. It is fs.ErrNotExist, so callers
+// may match either.
+var ErrNotExist = fs.ErrNotExist
+
+// ErrExist reports a write with IfAbsent set to a path that already has an
+// entry. It is fs.ErrExist.
+var ErrExist = fs.ErrExist
+
+// ErrConflict reports a write that would make a path both a file and a
+// directory: a file under an existing file, or a file over a directory.
+var ErrConflict = errors.New("path is both a file and a directory")
+
+// ErrRevision reports a conditional write (IfRevision) whose entry has changed
+// since the revision the caller read.
+var ErrRevision = errors.New("entry changed since the expected revision")
+
+// ErrHashMismatch reports content whose SHA-256 differs from the one the
+// caller declared.
+var ErrHashMismatch = errors.New("content does not match its declared sha256")
+
+// ErrNotPresent reports a read of a file whose content has not arrived yet (a
+// placeholder created by a listing).
+var ErrNotPresent = errors.New("file content is not present")
+
+// ErrIsDir reports a content operation on a directory.
+var ErrIsDir = errors.New("is a directory")
+
+// ErrNotDir reports a directory operation on a file.
+var ErrNotDir = errors.New("not a directory")
+
+// ErrUpload reports a chunk that contradicts its upload: an index out of
+// range, a different chunk count, path or whole-file hash than the first
+// chunk announced, or a retried chunk with different bytes.
+var ErrUpload = errors.New("chunk does not fit its upload")
+
+// ErrClosed reports a call on a closed store.
+var ErrClosed = errors.New("store is closed")

@@ -1,0 +1,47 @@
+package store
+
+// EventKind says what happened to an entry.
+type EventKind uint8
+
+// The kinds of change event.
+const (
+	// EventCreated: a path that had no entry now has one.
+	EventCreated EventKind = iota + 1
+	// EventUpdated: an entry's content or metadata changed.
+	EventUpdated
+	// EventRemoved: an entry was removed.
+	EventRemoved
+	// EventEvicted: a file's content was dropped to make room; the entry
+	// stays as a placeholder.
+	EventEvicted
+	// EventResync: events were lost (the subscriber asked for history the
+	// store no longer keeps); the subscriber must treat everything under its
+	// prefix as changed. Path is the watched prefix.
+	EventResync
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventCreated:
+		return "created"
+	case EventUpdated:
+		return "updated"
+	case EventRemoved:
+		return "removed"
+	case EventEvicted:
+		return "evicted"
+	case EventResync:
+		return "resync"
+	}
+	return "unknown"
+}
+
+// Event is one change to the namespace.
+type Event struct {
+	Kind     EventKind
+	Path     string
+	Revision uint64
+	// Entry is the entry after the change; for EventRemoved, the entry as it
+	// was before removal (so Ino and Kind are known).
+	Entry Entry
+}

@@ -1,0 +1,196 @@
+package store
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"time"
+)
+
+// Store is the depot's namespace and content. Implementations are safe for
+// concurrent use by multiple goroutines; every method that touches storage
+// takes a context and stops early when it is cancelled.
+//
+// Writes are atomic and durable: when Put, PutChunk (completing an upload),
+// Declare or Remove returns nil, the change is committed, and any reader sees
+// either the state before or the state after it, never a mix.
+type Store interface {
+	// Stat returns the entry at a clean path, or an error wrapping
+	// ErrNotExist.
+	Stat(ctx context.Context, path string) (Entry, error)
+
+	// ReadDir returns the children of a directory sorted by name, or an
+	// error wrapping ErrNotExist or ErrNotDir.
+	ReadDir(ctx context.Context, dir string) ([]Entry, error)
+
+	// Open returns the content of a file as it is now. The Content keeps
+	// reading those bytes until it is closed, even if the entry is updated or
+	// removed meanwhile. Errors wrap ErrNotExist, ErrIsDir or ErrNotPresent.
+	Open(ctx context.Context, path string) (Content, error)
+
+	// Put stores a whole file at a path, creating its parent directories.
+	Put(ctx context.Context, req PutRequest) (PutResult, error)
+
+	// PutChunk stores one chunk of a chunked upload. Chunks may arrive in
+	// any order and be retried with identical bytes. The file becomes
+	// visible, atomically, only when the last missing chunk arrives and the
+	// whole content matches the declared SHA-256; then the progress is
+	// Complete and carries the PutResult.
+	PutChunk(ctx context.Context, c Chunk) (UploadProgress, error)
+
+	// Declare records files and directories an agent says it has, without
+	// their content (see Declaration). All declarations apply, or none.
+	Declare(ctx context.Context, req DeclareRequest) (DeclareResult, error)
+
+	// Remove deletes the entry at path; a non-empty directory only when
+	// req.Recursive is set. Parent directories created only as parents
+	// disappear with their last child.
+	Remove(ctx context.Context, req RemoveRequest) error
+
+	// Revision returns the store's current revision: the revision of the
+	// last committed change, 0 for an empty new store.
+	Revision(ctx context.Context) (uint64, error)
+
+	// Watch yields, in revision order, the changes with a revision greater
+	// than sinceRev to paths within prefix (see depotpath.Within), until ctx
+	// is done or the store is closed; then the channel is closed. A watcher
+	// that falls behind, or asks for history the store no longer keeps,
+	// receives one EventResync and continues from the current revision;
+	// writers never wait for watchers.
+	Watch(ctx context.Context, prefix string, sinceRev uint64) (<-chan Event, error)
+
+	// Close releases the store. Watch channels are closed; later calls fail
+	// with ErrClosed.
+	Close() error
+}
+
+// Content is a snapshot of one file's bytes. ReadAt is safe for concurrent
+// use and reads only the requested range from storage.
+type Content interface {
+	io.ReaderAt
+	io.Closer
+	// Size is the content's length in bytes.
+	Size() int64
+	// SHA256 is the content's lowercase hex SHA-256.
+	SHA256() string
+}
+
+// PutRequest is a whole file to store.
+type PutRequest struct {
+	Path string // clean depot path
+	Data []byte
+
+	// SHA256, when not empty, is the lowercase hex hash the content must
+	// have; a mismatch fails with ErrHashMismatch and changes nothing.
+	SHA256 string
+
+	Mode     fs.FileMode // permission bits; 0 means the mount's default
+	MTime    time.Time   // zero means the arrival time
+	Encoding string      // how the agent sent the bytes: "utf-8" or "base64"
+	Source   string      // provenance, shown as user.depotfs.source
+	Writer   string      // identity of the caller
+	Expires  time.Time   // zero: never
+	Pinned   bool
+
+	// IfRevision, when non-zero, makes the write conditional: it fails with
+	// ErrRevision unless the entry's current Revision equals it.
+	IfRevision uint64
+	// IfAbsent makes the write fail with ErrExist if the path has an entry.
+	IfAbsent bool
+}
+
+// PutStatus says what a Put did.
+type PutStatus uint8
+
+// The outcomes of a write.
+const (
+	// StatusCreated: the path had no file entry (or only a placeholder
+	// created by a listing, whose content has now arrived).
+	StatusCreated PutStatus = iota + 1
+	// StatusUpdated: the file's content changed; Entry.Updates grew by one.
+	StatusUpdated
+	// StatusUnchanged: the file already had exactly these bytes; no content
+	// was stored and Updates did not change. Changed metadata (mode, mtime,
+	// pin, expiry) is still applied.
+	StatusUnchanged
+)
+
+func (s PutStatus) String() string {
+	switch s {
+	case StatusCreated:
+		return "created"
+	case StatusUpdated:
+		return "updated"
+	case StatusUnchanged:
+		return "unchanged"
+	}
+	return "unknown"
+}
+
+// PutResult reports a completed write.
+type PutResult struct {
+	Status PutStatus
+	Entry  Entry // the entry after the write
+}
+
+// Chunk is one piece of a chunked upload. Index counts from 0 to Count-1;
+// every chunk of one upload repeats the same UploadID, Count and File
+// metadata. File.SHA256 (the whole content's hash) is required; File.Data is
+// ignored.
+type Chunk struct {
+	UploadID string
+	Index    int
+	Count    int
+	Data     []byte
+	// SHA256, when not empty, is this chunk's own hash, checked on arrival.
+	SHA256 string
+	File   PutRequest
+}
+
+// UploadProgress reports the state of a chunked upload after a chunk.
+type UploadProgress struct {
+	UploadID string
+	Path     string
+	Received int   // distinct chunks stored so far
+	Count    int   // chunks announced
+	Bytes    int64 // bytes received so far
+	Complete bool
+	Result   PutResult // set when Complete
+}
+
+// Declaration is one file or directory an agent says it has. For a file
+// with no entry, Declare creates a placeholder (Present false) with the
+// declared size and mtime; for a present file whose declared Size, MTime or
+// SHA256 (when given) differs from what is stored, the content is dropped
+// and the entry becomes a stale placeholder until new content arrives. A
+// directory becomes an explicit directory.
+type Declaration struct {
+	Path   string
+	Kind   Kind
+	Size   int64     // -1: unknown
+	MTime  time.Time // zero: unknown
+	Mode   fs.FileMode
+	SHA256 string // "": unknown
+}
+
+// DeclareRequest is a batch of declarations from one listing.
+type DeclareRequest struct {
+	Entries []Declaration
+	Writer  string
+	Source  string
+}
+
+// DeclareResult counts what Declare did.
+type DeclareResult struct {
+	Created   int // new placeholders and directories
+	Stale     int // present files whose content was dropped as out of date
+	Unchanged int // entries that already matched
+}
+
+// RemoveRequest names an entry to remove.
+type RemoveRequest struct {
+	Path       string
+	Recursive  bool
+	IfRevision uint64 // as in PutRequest
+	Writer     string
+}

@@ -65,6 +65,11 @@ func Clean(p string) (string, error) {
 		if unicode.IsControl(r) {
 			return "", invalid(p, fmt.Sprintf("contains control character %U", r))
 		}
+		if r == utf8.RuneError {
+			// JSON decoders turn invalid UTF-8 into U+FFFD, so over MCP this
+			// is how an invalid path arrives; a real name never needs it.
+			return "", invalid(p, "contains U+FFFD: the path was not valid UTF-8")
+		}
 	}
 	if len(p) > 4*MaxPathBytes {
 		return "", invalid(p, fmt.Sprintf("longer than %d bytes", MaxPathBytes))

@@ -54,6 +54,7 @@ func TestCleanRejects(t *testing.T) {
 		{"del", "/a\x7fb", depotpath.ErrInvalid},
 		{"c1 control", "/a\u0085b", depotpath.ErrInvalid},
 		{"invalid utf8", "/a\xffb", depotpath.ErrInvalid},
+		{"replacement char", "/a\ufffdb", depotpath.ErrInvalid},
 		{"256-byte component", "/" + strings.Repeat("x", 256), depotpath.ErrInvalid},
 		{"path over 4096 bytes", long, depotpath.ErrInvalid},
 		{"dotdot at root", "/..", depotpath.ErrEscapes},

@@ -8,8 +8,9 @@
 // components, no trailing slash (except the root "/"), is valid UTF-8 in
 // Unicode NFC, and contains no NUL or control characters and no U+FFFD (the
 // replacement character JSON decoders substitute for invalid UTF-8, so a path
-// that was not valid UTF-8 when an agent encoded it is refused, not mangled). Each component is
-// at most [MaxComponentBytes] bytes and the whole path at most [MaxPathBytes].
+// that was not valid UTF-8 when an agent encoded it is refused, not mangled).
+// Each component is at most [MaxComponentBytes] bytes and the whole path at
+// most [MaxPathBytes].
 //
 // [Clean] turns what an agent sends ("a\\b//./c", "/x/../y") into a clean
 // path or fails with an error wrapping [ErrInvalid] or [ErrEscapes]. It never

@@ -1,0 +1,82 @@
+package vfs
+
+import (
+	"context"
+	"errors"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/store"
+)
+
+// dirNode is a directory. It holds only its path: attributes and listings
+// are asked of the store each time the kernel asks (the kernel caches them,
+// and invalidation tells it when to stop). Immutable, so safe for
+// concurrent use.
+type dirNode struct {
+	fs.Inode
+	readOnly
+
+	fsys *fsys
+	path string
+}
+
+var (
+	_ = (fs.NodeLookuper)((*dirNode)(nil))
+	_ = (fs.NodeGetattrer)((*dirNode)(nil))
+	_ = (fs.NodeOpendirHandler)((*dirNode)(nil))
+)
+
+// Lookup finds a child in the store.
+func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if clean, err := depotpath.CleanName(name); err != nil || clean != name {
+		// Not a name the store can hold (for example not in NFC): asking
+		// would only fail, and a normalized answer would give one entry
+		// two names.
+		return nil, syscall.ENOENT
+	}
+	p := depotpath.Join(d.path, name)
+	e, err := d.fsys.st.Stat(ctx, p)
+	if err != nil {
+		return nil, d.fsys.errno("lookup", p, err)
+	}
+	return d.fsys.child(ctx, d.EmbeddedInode(), name, e, out), 0
+}
+
+// Getattr reports the directory's current attributes.
+func (d *dirNode) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	e, err := d.stat(ctx)
+	if err != nil {
+		return d.fsys.errno("getattr", d.path, err)
+	}
+	d.fsys.fillAttr(e, &out.Attr)
+	return 0
+}
+
+// stat returns the directory's entry. The root always exists, even in a
+// store that has no entry for it yet.
+func (d *dirNode) stat(ctx context.Context) (store.Entry, error) {
+	e, err := d.fsys.st.Stat(ctx, d.path)
+	if err != nil && d.path == depotpath.Root && errors.Is(err, store.ErrNotExist) {
+		return store.Entry{Path: depotpath.Root, Kind: store.KindDir, Ino: store.RootIno}, nil
+	}
+	return e, err
+}
+
+// OpendirHandle reads the whole listing from the store once, so the kernel
+// pages through one consistent snapshot, and asks the kernel to cache it
+// (FOPEN_CACHE_DIR) until invalidation says the directory changed.
+func (d *dirNode) OpendirHandle(ctx context.Context, _ uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	entries, err := d.fsys.st.ReadDir(ctx, d.path)
+	if err != nil {
+		if d.path == depotpath.Root && errors.Is(err, store.ErrNotExist) {
+			entries = nil
+		} else {
+			return nil, 0, d.fsys.errno("readdir", d.path, err)
+		}
+	}
+	return &dirHandle{dir: d, entries: entries}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+}

@@ -1,0 +1,74 @@
+package vfs
+
+import (
+	"context"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/store"
+)
+
+// dirHandle is an open directory: a snapshot of its listing and a position
+// in it. Positions 0 and 1 are "." and ".."; position i+2 is entries[i]. The
+// offset the kernel sees after position i is i+1. go-fuse serializes the
+// calls on one handle.
+type dirHandle struct {
+	dir     *dirNode
+	entries []store.Entry
+	pos     int
+	// last is the entry most recently handed out, which READDIRPLUS looks
+	// up right away: serving that lookup from the snapshot saves a store
+	// Stat per entry.
+	last *store.Entry
+}
+
+var (
+	_ = (fs.FileReaddirenter)((*dirHandle)(nil))
+	_ = (fs.FileSeekdirer)((*dirHandle)(nil))
+	_ = (fs.FileLookuper)((*dirHandle)(nil))
+)
+
+// Readdirent returns the next directory entry, or nil at the end.
+func (h *dirHandle) Readdirent(context.Context) (*fuse.DirEntry, syscall.Errno) {
+	de := fuse.DirEntry{Off: uint64(h.pos) + 1, Mode: syscall.S_IFDIR}
+	h.last = nil
+	switch {
+	case h.pos == 0:
+		de.Name, de.Ino = ".", h.dir.StableAttr().Ino
+	case h.pos == 1:
+		de.Name, de.Ino = "..", h.dir.StableAttr().Ino
+		if _, parent := h.dir.Parent(); parent != nil {
+			de.Ino = parent.StableAttr().Ino
+		}
+	case h.pos-2 < len(h.entries):
+		e := &h.entries[h.pos-2]
+		de.Name, de.Ino, de.Mode = depotpath.Base(e.Path), e.Ino, stableAttr(*e).Mode
+		h.last = e
+	default:
+		return nil, 0
+	}
+	h.pos++
+	return &de, 0
+}
+
+// Seekdir moves to the position after offset off (rewinddir is offset 0).
+func (h *dirHandle) Seekdir(_ context.Context, off uint64) syscall.Errno {
+	if off > uint64(len(h.entries))+2 {
+		return syscall.EINVAL
+	}
+	h.pos = int(off)
+	h.last = nil
+	return 0
+}
+
+// Lookup answers READDIRPLUS's lookup of the entry just listed from the
+// snapshot, and any other name from the store.
+func (h *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if h.last != nil && depotpath.Base(h.last.Path) == name {
+		return h.dir.fsys.child(ctx, h.dir.EmbeddedInode(), name, *h.last, out), 0
+	}
+	return h.dir.Lookup(ctx, name, out)
+}

@@ -1,0 +1,42 @@
+package vfs
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/depotfs/depotfs/store"
+)
+
+// fsys is what every node of one mount shares: the store and the resolved
+// options. It is immutable once Mount has built it, so nodes use it from any
+// goroutine without locking.
+type fsys struct {
+	st      store.Store
+	opts    Options
+	log     *slog.Logger
+	started time.Time
+}
+
+// child returns the inode for entry e, named name in directory parent, and
+// fills out for the kernel. It reuses the inode parent already has under
+// that name when it is the same version of the same entry: go-fuse would
+// discard a duplicate anyway, and invalidations sent to a discarded
+// duplicate fail.
+func (fsys *fsys) child(ctx context.Context, parent *fs.Inode, name string, e store.Entry, out *fuse.EntryOut) *fs.Inode {
+	fsys.fillAttr(e, &out.Attr)
+	id := stableAttr(e)
+	if ch := parent.GetChild(name); ch != nil && ch.StableAttr() == id {
+		return ch
+	}
+	var node fs.InodeEmbedder
+	if e.IsDir() {
+		node = &dirNode{fsys: fsys, path: e.Path}
+	} else {
+		node = &fileNode{fsys: fsys, entry: e}
+	}
+	return parent.NewInode(ctx, node, id)
+}

@@ -1,0 +1,209 @@
+package vfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+
+	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/store"
+)
+
+// invalidator turns store events into kernel cache invalidations and keeps
+// track of the last revision it has applied. Its run loop is the only
+// goroutine that calls Notify*, and it never does so from inside a FUSE
+// callback (the kernel may hold locks that the callback's reply releases).
+// Only inodes the kernel knows can be cached, and go-fuse keeps every such
+// inode in its tree, so walking that tree with GetChild finds everything
+// that needs telling.
+type invalidator struct {
+	fsys *fsys
+	root *fs.Inode
+
+	mu      sync.Mutex
+	applied uint64        // every event up to this revision is applied
+	changed chan struct{} // closed and replaced when applied or err changes
+	err     error         // why no more events will be applied
+}
+
+func newInvalidator(fsys *fsys, root *fs.Inode, rev uint64) *invalidator {
+	return &invalidator{fsys: fsys, root: root, applied: rev, changed: make(chan struct{})}
+}
+
+// run applies events until the channel closes or ctx is done, then stops
+// the invalidator: with ErrUnmounted if ctx was cancelled (the mount is
+// going away), or with an error wrapping store.ErrClosed if the store
+// closed the watch.
+func (inv *invalidator) run(ctx context.Context, events <-chan store.Event) {
+	for {
+		select {
+		case <-ctx.Done():
+			inv.stop(ErrUnmounted)
+			return
+		case ev, ok := <-events:
+			if !ok {
+				if ctx.Err() != nil {
+					inv.stop(ErrUnmounted)
+				} else {
+					inv.stop(fmt.Errorf("vfs: store watch ended: %w", store.ErrClosed))
+					inv.fsys.log.Error("vfs: store watch ended; the mount no longer sees changes")
+				}
+				return
+			}
+			inv.apply(ctx, ev)
+			inv.advance(ev.Revision)
+		}
+	}
+}
+
+func (inv *invalidator) advance(rev uint64) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if rev > inv.applied {
+		inv.applied = rev
+		close(inv.changed)
+		inv.changed = make(chan struct{})
+	}
+}
+
+// stop records that no more events will be applied; the first reason wins.
+func (inv *invalidator) stop(err error) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if inv.err == nil {
+		inv.err = err
+		close(inv.changed)
+		inv.changed = make(chan struct{})
+	}
+}
+
+// wait returns once rev is applied, the invalidator stops or ctx is done.
+func (inv *invalidator) wait(ctx context.Context, rev uint64) error {
+	for {
+		inv.mu.Lock()
+		applied, err, changed := inv.applied, inv.err, inv.changed
+		inv.mu.Unlock()
+		switch {
+		case applied >= rev:
+			return nil
+		case err != nil:
+			return err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("vfs: waiting for revision %d (applied %d): %w", rev, applied, ctx.Err())
+		}
+	}
+}
+
+// apply invalidates what one event changed.
+func (inv *invalidator) apply(ctx context.Context, ev store.Event) {
+	switch ev.Kind {
+	case store.EventResync:
+		inv.all(inv.root)
+	case store.EventCreated:
+		inv.entry(ev, true)
+	case store.EventRemoved:
+		inv.removed(ctx, ev.Path)
+	case store.EventUpdated, store.EventEvicted:
+		inv.entry(ev, false)
+	}
+}
+
+// entry invalidates the name of the entry an event is about, the inode's
+// attributes and pages, and (when listed is set, or the entry changed kind)
+// its parent's listing. If the kernel does not know the entry's parent, the
+// deepest ancestor it knows gets the name of the next path component and its
+// listing invalidated: that covers directories that appeared only as
+// parents, and negative entries.
+func (inv *invalidator) entry(ev store.Event, listed bool) {
+	if ev.Path == depotpath.Root {
+		inv.notifyContent(inv.root, ev.Path)
+		return
+	}
+	parent, name, node := inv.find(ev.Path)
+	if node != nil {
+		inv.notifyContent(node, ev.Path)
+		listed = listed || node.IsDir() != ev.Entry.IsDir()
+	} else {
+		listed = true
+	}
+	inv.notifyEntry(parent, name, ev.Path)
+	if listed {
+		inv.notifyContent(parent, ev.Path)
+	}
+}
+
+// removed invalidates a removed entry, and then each parent directory that
+// disappeared with it (a directory that existed only as a parent goes away
+// with its last child).
+func (inv *invalidator) removed(ctx context.Context, p string) {
+	for p != depotpath.Root {
+		parent, name, node := inv.find(p)
+		if node == nil || parent.NotifyDelete(name, node) != 0 {
+			inv.notifyEntry(parent, name, p)
+		}
+		inv.notifyContent(parent, p)
+		p, _ = depotpath.Split(p)
+		if _, err := inv.fsys.st.Stat(ctx, p); !errors.Is(err, store.ErrNotExist) {
+			return
+		}
+	}
+}
+
+// all invalidates every inode the kernel knows below n, and n itself.
+func (inv *invalidator) all(n *fs.Inode) {
+	for name, ch := range n.Children() {
+		if ch.IsDir() {
+			inv.all(ch)
+		} else {
+			inv.notifyContent(ch, name)
+		}
+		inv.notifyEntry(n, name, name)
+	}
+	inv.notifyContent(n, "")
+}
+
+// find walks the kernel-known inodes from the root towards p. It returns the
+// deepest known directory on the way, the next path component below it, and
+// the inode for that component if it is known and is p itself. p must not
+// be the root.
+func (inv *invalidator) find(p string) (parent *fs.Inode, name string, node *fs.Inode) {
+	parent = inv.root
+	rest := strings.TrimPrefix(p, "/")
+	for {
+		name, rest, _ = strings.Cut(rest, "/")
+		ch := parent.GetChild(name)
+		if ch == nil {
+			return parent, name, nil
+		}
+		if rest == "" {
+			return parent, name, ch
+		}
+		if !ch.IsDir() {
+			return parent, name, nil
+		}
+		parent = ch
+	}
+}
+
+// notifyEntry and notifyContent send one invalidation. ENOENT means the
+// kernel has already forgotten what we asked it to forget; anything else is
+// logged, since a failed invalidation may leave a reader with stale data.
+func (inv *invalidator) notifyEntry(parent *fs.Inode, name, p string) {
+	if errno := parent.NotifyEntry(name); errno != 0 && errno != syscall.ENOENT {
+		inv.fsys.log.Warn("vfs: invalidating an entry failed", "path", p, "name", name, "err", errno)
+	}
+}
+
+func (inv *invalidator) notifyContent(n *fs.Inode, p string) {
+	if errno := n.NotifyContent(0, 0); errno != 0 && errno != syscall.ENOENT {
+		inv.fsys.log.Warn("vfs: invalidating an inode failed", "path", p, "err", errno)
+	}
+}

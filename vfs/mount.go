@@ -1,0 +1,215 @@
+package vfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/store"
+)
+
+// ErrUnmounted reports a wait on a mount that has been unmounted.
+var ErrUnmounted = errors.New("vfs: not mounted")
+
+// maxRead is the largest READ request (MaxWrite), and the readahead window
+// asked for: bigger requests mean fewer round trips per byte.
+const maxRead = 1 << 20
+
+// Server is a store mounted as a read-only FUSE filesystem, as returned by
+// Mount. (Go does not allow a type and a function both named Mount.) Its
+// methods are safe for concurrent use.
+type Server struct {
+	dir    string
+	server *fuse.Server
+	log    *slog.Logger
+	inv    *invalidator
+
+	stopWatch context.CancelFunc
+	watchDone chan struct{} // closed when the invalidation goroutine exits
+	served    chan struct{} // closed when the FUSE server has exited
+
+	unmountOnce sync.Once
+	unmountErr  error
+}
+
+// Mount mounts st read-only at dir and starts serving it and applying its
+// change events as kernel cache invalidations. ctx bounds the setup only;
+// the mount lives until Unmount (or an external umount).
+//
+// dir is created (0755) if missing. A dead FUSE mount at dir, left by a
+// process that crashed without unmounting, is detached first (and logged);
+// a live mount of anything at dir is an error wrapping ErrMounted, rather
+// than a second mount stacked on it. A nil opts means the defaults.
+func Mount(ctx context.Context, dir string, st store.Store, opts *Options) (*Server, error) {
+	o := opts.withDefaults()
+	dir, err := prepareMountpoint(dir, o.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("vfs: %w", err)
+	}
+	rev, err := st.Revision(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("vfs: mount %s: store revision: %w", dir, err)
+	}
+	// Subscribe before mounting, so that no change between this revision
+	// and the first request goes unnoticed.
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	events, err := st.Watch(watchCtx, depotpath.Root, rev)
+	if err != nil {
+		stopWatch()
+		return nil, fmt.Errorf("vfs: mount %s: watch store: %w", dir, err)
+	}
+
+	fsys := &fsys{st: st, opts: o, log: o.Logger, started: time.Now()}
+	root := &dirNode{fsys: fsys, path: depotpath.Root}
+	server, err := fuse.NewServer(fs.NewNodeFS(root, nodeOptions(o)), dir, mountOptions(o))
+	if err != nil {
+		stopWatch()
+		return nil, fmt.Errorf("vfs: mount %s: %w", dir, err)
+	}
+	m := &Server{
+		dir:       dir,
+		server:    server,
+		log:       o.Logger,
+		inv:       newInvalidator(fsys, root.EmbeddedInode(), rev),
+		stopWatch: stopWatch,
+		watchDone: make(chan struct{}),
+		served:    make(chan struct{}),
+	}
+	go m.serve()
+	go func() {
+		defer close(m.watchDone)
+		m.inv.run(watchCtx, events)
+	}()
+	if err := server.WaitMount(); err != nil {
+		return nil, errors.Join(fmt.Errorf("vfs: mount %s: %w", dir, err), m.Unmount())
+	}
+	raiseReadahead(dir, maxRead>>10, o.Logger)
+	return m, nil
+}
+
+// serve runs the FUSE server until the filesystem is unmounted, by Unmount
+// or from outside; then it stops the invalidation goroutine too.
+func (m *Server) serve() {
+	m.server.Serve()
+	m.stopWatch()
+	close(m.served)
+}
+
+// Dir returns the absolute path the store is mounted at.
+func (m *Server) Dir() string { return m.dir }
+
+// Wait blocks until the filesystem is unmounted, by Unmount or from outside
+// (umount), and its server has exited.
+func (m *Server) Wait() { <-m.served }
+
+// WaitApplied returns once every store event with a revision up to rev has
+// been turned into kernel invalidations: a reader that starts afterwards
+// sees that revision or a later one. It returns early with ctx's error, with
+// ErrUnmounted once the mount is gone, or with an error wrapping
+// store.ErrClosed if the store stopped its event stream. rev should be the
+// revision of a committed change (store.Entry.Revision after a write).
+func (m *Server) WaitApplied(ctx context.Context, rev uint64) error {
+	return m.inv.wait(ctx, rev)
+}
+
+// Unmount stops applying store events, unmounts the filesystem and waits
+// for its server to exit. If files are still open in the mount, the
+// connection is aborted (their readers get ENOTCONN) and the mount detached,
+// so Unmount never leaves a mount behind nor waits for other processes.
+// Unmount is idempotent; later calls return the first call's result.
+func (m *Server) Unmount() error {
+	m.unmountOnce.Do(func() {
+		m.stopWatch()
+		<-m.watchDone
+		m.unmountErr = m.unmount()
+	})
+	return m.unmountErr
+}
+
+func (m *Server) unmount() error {
+	select {
+	case <-m.served:
+		return nil // unmounted from outside already
+	default:
+	}
+	err := syscall.Unmount(m.dir, 0)
+	if err != nil {
+		m.log.Warn("vfs: unmount failed; aborting the connection and detaching the mount", "dir", m.dir, "err", err)
+		// MNT_FORCE makes FUSE abort the connection, which ends the
+		// server; MNT_DETACH removes the mount even while files are open.
+		if ferr := syscall.Unmount(m.dir, syscall.MNT_FORCE|syscall.MNT_DETACH); ferr != nil {
+			return fmt.Errorf("vfs: unmount %s: %w (forced: %w)", m.dir, err, ferr)
+		}
+	}
+	<-m.served
+	return nil
+}
+
+// mountOptions are the kernel mount options: read-only, no set-uid or
+// device files, no exec unless asked, permissions enforced by the kernel
+// from the modes shown.
+func mountOptions(o Options) *fuse.MountOptions {
+	flags := uintptr(syscall.MS_RDONLY | syscall.MS_NOSUID | syscall.MS_NODEV)
+	opts := []string{"ro", "nosuid", "nodev", "default_permissions"}
+	if !o.Exec {
+		flags |= syscall.MS_NOEXEC
+		opts = append(opts, "noexec")
+	}
+	return &fuse.MountOptions{
+		AllowOther:           o.AllowOther,
+		Options:              opts,
+		DirectMount:          true,
+		DirectMountFlags:     flags,
+		FsName:               o.FsName,
+		Name:                 "depotfs",
+		MaxWrite:             maxRead,
+		MaxReadAhead:         maxRead,
+		IgnoreSecurityLabels: true,
+		DisableXAttrs:        o.NoXattrs,
+		Debug:                o.Debug,
+		Logger:               slog.NewLogLogger(o.Logger.Handler(), slog.LevelInfo),
+	}
+}
+
+// nodeOptions configure go-fuse's node layer. The timeouts are never nil:
+// nil would mean 0 s, a round trip per path component on every access.
+func nodeOptions(o Options) *fs.Options {
+	entry, attr := o.EntryTimeout, o.AttrTimeout
+	mo := mountOptions(o)
+	return &fs.Options{
+		MountOptions:    *mo,
+		EntryTimeout:    &entry,
+		AttrTimeout:     &attr,
+		NullPermissions: true, // a mode of 0 (umask 0777) means 0, not 0644
+		RootStableAttr:  &fs.StableAttr{Ino: store.RootIno},
+		Logger:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// raiseReadahead sets the mount's readahead window to kb KiB. The FUSE INIT
+// reply cannot raise it above the kernel's 128 KiB default; the bdi sysfs
+// knob can (root only). Failure is harmless, so it is only logged at debug.
+func raiseReadahead(dir string, kb int, log *slog.Logger) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		log.Debug("vfs: readahead not raised", "dir", dir, "err", err)
+		return
+	}
+	knob := fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", major(st.Dev), minor(st.Dev))
+	if err := os.WriteFile(knob, []byte(fmt.Sprint(kb)), 0); err != nil {
+		log.Debug("vfs: readahead not raised", "dir", dir, "err", err)
+	}
+}
+
+// major and minor split a device number as glibc's gnu_dev_major/minor do.
+func major(dev uint64) uint64 { return (dev>>8)&0xfff | (dev>>32)&^0xfff }
+func minor(dev uint64) uint64 { return dev&0xff | (dev>>12)&^0xff }

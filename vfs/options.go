@@ -1,0 +1,95 @@
+package vfs
+
+import (
+	iofs "io/fs"
+	"log/slog"
+	"time"
+
+	"github.com/depotfs/depotfs/store"
+)
+
+// Default permission bits, before the entry's own mode and the umask.
+const (
+	DefaultFileMode iofs.FileMode = 0o444
+	DefaultDirMode  iofs.FileMode = 0o555
+)
+
+// DefaultTimeout is the kernel's entry and attribute cache timeout when
+// Options leaves it zero. Never zero: with 0 s timeouts every path walk
+// becomes a round trip per component (see DESIGN.md, performance notes).
+const DefaultTimeout = time.Second
+
+// Options configure a mount. The zero value (or a nil *Options) works: root
+// owns everything, files are 0444 and directories 0555, provenance xattrs are
+// on, programs are not executable from the mount, and only the mounting user
+// may look inside.
+type Options struct {
+	// UID and GID own every entry (0 = root).
+	UID, GID uint32
+
+	// Umask clears permission bits from every mode shown. An entry's mode is
+	// its store.Entry.Mode (DefaultFileMode or DefaultDirMode when 0) with the
+	// write bits cleared, then with Umask cleared.
+	Umask iofs.FileMode
+
+	// AllowOther lets users other than the mounting one use the mount
+	// (allow_other); the kernel then enforces the modes shown
+	// (default_permissions is always on).
+	AllowOther bool
+
+	// Exec allows running programs from the mount (omits noexec).
+	Exec bool
+
+	// NoXattrs turns off the user.depotfs.* provenance extended attributes.
+	// The kernel then stops asking for any extended attribute, which saves
+	// a round trip or two per file for `ls -l`.
+	NoXattrs bool
+
+	// EntryTimeout and AttrTimeout are how long the kernel may cache a name
+	// and an inode's attributes; 0 means DefaultTimeout.
+	EntryTimeout, AttrTimeout time.Duration
+
+	// Logger receives one line per unexpected error (and placeholder read);
+	// nil means slog.Default().
+	Logger *slog.Logger
+
+	// Debug logs every FUSE request and reply at Info level on Logger.
+	Debug bool
+
+	// FsName is the source shown in /proc/mounts and df; "" means "depotfs".
+	FsName string
+}
+
+// withDefaults returns a copy of o with every zero field that has a default
+// filled in.
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.EntryTimeout <= 0 {
+		r.EntryTimeout = DefaultTimeout
+	}
+	if r.AttrTimeout <= 0 {
+		r.AttrTimeout = DefaultTimeout
+	}
+	if r.Logger == nil {
+		r.Logger = slog.Default()
+	}
+	if r.FsName == "" {
+		r.FsName = "depotfs"
+	}
+	return r
+}
+
+// perm returns the permission bits shown for an entry.
+func (o *Options) perm(e store.Entry) uint32 {
+	p := e.Mode.Perm()
+	if p == 0 {
+		p = DefaultFileMode
+		if e.IsDir() {
+			p = DefaultDirMode
+		}
+	}
+	return uint32(p &^ 0o222 &^ o.Umask.Perm())
+}

@@ -1,0 +1,102 @@
+package vfs
+
+import (
+	"context"
+	"slices"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+
+	"github.com/depotfs/depotfs/store"
+)
+
+// The provenance extended attributes. An attribute whose value is empty
+// (a directory's hash, an unknown encoding) is absent.
+const (
+	XattrSHA256   = "user.depotfs.sha256"
+	XattrSource   = "user.depotfs.source"
+	XattrEncoding = "user.depotfs.encoding"
+)
+
+// xattrNames lists the provenance attributes in the order listxattr gives.
+var xattrNames = []string{XattrSHA256, XattrSource, XattrEncoding}
+
+var (
+	_ = (fs.NodeGetxattrer)((*fileNode)(nil))
+	_ = (fs.NodeListxattrer)((*fileNode)(nil))
+	_ = (fs.NodeGetxattrer)((*dirNode)(nil))
+	_ = (fs.NodeListxattrer)((*dirNode)(nil))
+)
+
+// xattrValue returns the value of a provenance attribute of e.
+func xattrValue(e store.Entry, name string) string {
+	switch name {
+	case XattrSHA256:
+		return e.SHA256
+	case XattrSource:
+		return e.Source
+	case XattrEncoding:
+		return e.Encoding
+	}
+	return ""
+}
+
+// getxattr answers GETXATTR: the value's size when dest is empty, ERANGE
+// when dest is too small, ENODATA for anything else.
+func getxattr(e store.Entry, name string, dest []byte) (uint32, syscall.Errno) {
+	v := xattrValue(e, name)
+	if v == "" {
+		return 0, syscall.ENODATA
+	}
+	if len(dest) < len(v) {
+		return uint32(len(v)), syscall.ERANGE
+	}
+	return uint32(copy(dest, v)), 0
+}
+
+// listxattr answers LISTXATTR: the NUL-terminated names of the attributes
+// e has, with the same size and ERANGE rules as getxattr.
+func listxattr(e store.Entry, dest []byte) (uint32, syscall.Errno) {
+	var list []byte
+	for _, name := range xattrNames {
+		if xattrValue(e, name) != "" {
+			list = append(list, name...)
+			list = append(list, 0)
+		}
+	}
+	if len(dest) < len(list) {
+		return uint32(len(list)), syscall.ERANGE
+	}
+	return uint32(copy(dest, list)), 0
+}
+
+// Getxattr returns a provenance attribute of this version of the file.
+func (f *fileNode) Getxattr(_ context.Context, name string, dest []byte) (uint32, syscall.Errno) {
+	return getxattr(f.entry, name, dest)
+}
+
+// Listxattr lists the provenance attributes of this version of the file.
+func (f *fileNode) Listxattr(_ context.Context, dest []byte) (uint32, syscall.Errno) {
+	return listxattr(f.entry, dest)
+}
+
+// Getxattr returns a provenance attribute of the directory.
+func (d *dirNode) Getxattr(ctx context.Context, name string, dest []byte) (uint32, syscall.Errno) {
+	if !slices.Contains(xattrNames, name) {
+		return 0, syscall.ENODATA // not ours: no need to ask the store
+	}
+	e, err := d.stat(ctx)
+	if err != nil {
+		return 0, d.fsys.errno("getxattr", d.path, err)
+	}
+	return getxattr(e, name, dest)
+}
+
+// Listxattr lists the provenance attributes of the directory.
+func (d *dirNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	e, err := d.stat(ctx)
+	if err != nil {
+		return 0, d.fsys.errno("listxattr", d.path, err)
+	}
+	return listxattr(e, dest)
+}

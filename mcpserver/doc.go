@@ -1,0 +1,58 @@
+// Package mcpserver serves the depot's MCP tools over a store.Store:
+// guide_cache_file (store a file, or content with only a filename),
+// guide_list_directory (describe a directory tree before its content) and
+// guide_read_file (answer with a file's content, in chunks when large).
+//
+// # Transports
+//
+// [Server.ServeStdio] speaks MCP on a reader and a writer for a local client;
+// [Server.Handler] is the streamable HTTP transport for remote agents. Both
+// are mcp-go's; a transport puts the caller's identity (package
+// mcpserver/identity) in each request's context, and every write records it
+// as the entry's writer.
+//
+// # The envelope
+//
+// Every tool replies with one [Envelope] — success, data, message,
+// warnings, stats and, on failure, an error with a type, a message and an
+// instruction for the agent — as structured content and as the same JSON in
+// a text block, with isError set on failure. Go errors become error types in
+// one place (classify); an agent never sees host paths or internal detail,
+// which go to the log instead.
+//
+// # Validation
+//
+// Arguments are decoded from the exact JSON the client sent: every argument
+// is checked for presence, JSON type and format, unknown arguments are
+// refused, and all problems are reported at once. Nothing touches the store
+// until the whole call is valid, so a refused call changes nothing. Paths go
+// through depotpath.Clean. The formats an agent must use:
+//
+//   - mtime: an RFC 3339 string ("2024-05-01T12:00:00Z") or a JSON number
+//     of Unix seconds, between 1970 and 9999.
+//   - mode: an octal string ("0644", "644", "0o644"), permission bits only.
+//     JSON numbers are refused: agents write 644 meaning octal.
+//   - sha256: 64 hex digits, either case; stored in lower case.
+//   - content: text for encoding "utf-8"; standard base64 (padding optional,
+//     line breaks ignored) for "base64".
+//
+// A string that carries invalid UTF-8 or an unpaired UTF-16 surrogate
+// escape ("\udc80") is refused rather than silently replaced with U+FFFD.
+//
+// # Writes
+//
+// Once a call is valid, its write runs to completion even if the client
+// disconnects or the transport shuts down (bounded by
+// Options.CommitTimeout), and the reply is sent only after
+// Options.Applied has confirmed the mount shows the change. One log line per
+// call records the tool, the identity, the path, the outcome, the size and
+// the hash; content is never logged.
+//
+// # Concurrency
+//
+// A [Server] is safe for concurrent use by any number of transports and
+// calls. It does not own the store and never closes it.
+//
+// This package must not import vfs or any FUSE library: it meets the mount
+// only through the store and the Applied callback.
+package mcpserver

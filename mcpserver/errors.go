@@ -1,0 +1,199 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/store"
+)
+
+// ErrorType says what kind of failure a tool reply reports. Agents branch on
+// it: a validation error is fixed by changing the arguments, a conflict by
+// choosing another path, a system error by retrying later.
+type ErrorType string
+
+// The error types of the envelope.
+const (
+	// ErrorValidation: an argument is missing, has the wrong JSON type or
+	// format, or the content does not match its declared hash.
+	ErrorValidation ErrorType = "validation"
+	// ErrorSecurity: a path tries to leave the depot (or the listed
+	// directory).
+	ErrorSecurity ErrorType = "security"
+	// ErrorNotFound: the call refers to an entry that does not exist.
+	ErrorNotFound ErrorType = "not_found"
+	// ErrorConflict: the call would make a path both a file and a
+	// directory, or lost a race with another writer.
+	ErrorConflict ErrorType = "conflict"
+	// ErrorLimit: the call exceeds a configured size or count limit.
+	ErrorLimit ErrorType = "limit"
+	// ErrorRateLimited: the caller sent too many calls; retry later.
+	ErrorRateLimited ErrorType = "rate_limited"
+	// ErrorSystem: depotfs failed internally; the details are in the
+	// operator's log, never in the reply.
+	ErrorSystem ErrorType = "system"
+)
+
+// Errors raised while checking arguments. Each problem found wraps one of
+// these (or a depotpath sentinel), so classify can tell them apart.
+var (
+	// errArgs marks an argument that is missing, mistyped or malformed.
+	errArgs = errors.New("invalid argument")
+	// errLimit marks an argument over a configured limit.
+	errLimit = errors.New("limit exceeded")
+	// errOutside marks a listed entry whose name climbs out of the listed
+	// directory; it is a security error like any other escape.
+	errOutside = fmt.Errorf("%w: the name leaves the listed directory", depotpath.ErrEscapes)
+)
+
+// storeError wraps an error returned by the store during the commit phase of
+// a call. Its text may carry details that must not reach an agent, so
+// classify replies with a fixed message chosen by the sentinel it wraps.
+type storeError struct {
+	op   string // "put", "put chunk", "declare", "revision"
+	path string // the depot path concerned
+	err  error
+}
+
+func (e *storeError) Error() string { return e.op + " " + e.path + ": " + e.err.Error() }
+func (e *storeError) Unwrap() error { return e.err }
+
+// limitError reports an argument over a limit, for example content larger
+// than Options.MaxContentBytes.
+func limitError(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errLimit, fmt.Sprintf(format, args...))
+}
+
+// classify turns the error of a failed call into the envelope's error
+// object. It is the one place where Go errors become error types; handlers
+// return ordinary wrapped errors.
+func classify(err error) Failure {
+	var se *storeError
+	fromStore := errors.As(err, &se)
+	msg := err.Error()
+	if fromStore {
+		msg = storeMessage(se)
+	}
+	switch {
+	case errors.Is(err, depotpath.ErrEscapes):
+		return Failure{ErrorSecurity, msg,
+			"Send a path inside the depot: a path is taken relative to the depot root '/', and '..' may not climb above it (or, in a listing, above the listed directory). Nothing was stored; fix the path and call again."}
+	case errors.Is(err, errLimit):
+		return Failure{ErrorLimit, msg,
+			"Make the call smaller: send a large file with guide_read_file in chunks (upload_id, chunk_index, chunk_count), or split a large listing into one call per directory. Nothing was stored."}
+	case errors.Is(err, errArgs), errors.Is(err, depotpath.ErrInvalid):
+		return Failure{ErrorValidation, msg,
+			"Fix the arguments named in the message and call again; the tool description lists every argument with its type and format. Nothing was stored."}
+	case errors.Is(err, store.ErrHashMismatch):
+		return Failure{ErrorValidation, msg,
+			"Recompute the SHA-256 of the exact bytes you send (after base64 decoding) and call again with the matching sha256 and content; for a chunked upload, send every chunk again. Nothing was stored."}
+	case errors.Is(err, store.ErrUpload):
+		return Failure{ErrorValidation, msg,
+			"Send every chunk of one upload with the same upload_id, chunk_count, path and whole-file sha256, and resend a chunk only with identical bytes; to start over, use a new upload_id. This chunk was not stored."}
+	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrIsDir), errors.Is(err, store.ErrNotDir):
+		return Failure{ErrorConflict, msg,
+			"A depot path is either a file or a directory, never both: choose a path that does not put a file where a directory is (or below a file). Nothing was stored."}
+	case errors.Is(err, store.ErrExist), errors.Is(err, store.ErrRevision):
+		return Failure{ErrorConflict, msg,
+			"Another writer changed this path meanwhile: read the current state and call again. Nothing was stored."}
+	case errors.Is(err, store.ErrNotExist), errors.Is(err, store.ErrNotPresent):
+		return Failure{ErrorNotFound, msg,
+			"The entry does not exist (or its content has not arrived): push it first, then call again."}
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return Failure{ErrorSystem, "the call did not finish in time",
+			"Call again later; the call is safe to repeat. If it keeps timing out, send smaller calls."}
+	case errors.Is(err, store.ErrClosed):
+		return Failure{ErrorSystem, "depotfs is shutting down",
+			"Call again once depotfs is back; the call is safe to repeat."}
+	}
+	return Failure{ErrorSystem, "depotfs failed internally; the operator's log has the details",
+		"Call again later; the call is safe to repeat. If it keeps failing, tell the user that the depotfs server reports an internal error."}
+}
+
+// storeMessage is the agent-facing text for an error from the store. An
+// error that wraps one of the store's sentinels describes depot paths only
+// (the store's errors read "op path: reason"), so its text is useful and
+// safe; anything else may carry host detail and gets a generic text.
+func storeMessage(se *storeError) string {
+	for _, sentinel := range []error{
+		store.ErrHashMismatch, store.ErrUpload, store.ErrConflict, store.ErrIsDir,
+		store.ErrNotDir, store.ErrExist, store.ErrRevision, store.ErrNotExist,
+		store.ErrNotPresent, depotpath.ErrEscapes, depotpath.ErrInvalid,
+	} {
+		if errors.Is(se.err, sentinel) {
+			return se.err.Error()
+		}
+	}
+	return "depotfs failed internally; the operator's log has the details"
+}
+
+// problem is one thing wrong with the arguments: the argument's name (a
+// JSON path such as "entries[2].name") and what is wrong with it.
+type problem struct {
+	field string
+	err   error // wraps errArgs, errOutside or a depotpath sentinel
+}
+
+// argError collects every problem found in a call's arguments, so an agent
+// can fix them all at once. It unwraps to each problem's error.
+type argError struct {
+	problems []problem
+}
+
+func (e *argError) Error() string {
+	var b strings.Builder
+	b.WriteString("invalid arguments: ")
+	for i, p := range e.problems {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		if p.field != "" {
+			b.WriteString(p.field)
+			b.WriteString(": ")
+		}
+		b.WriteString(strings.TrimPrefix(p.err.Error(), errArgs.Error()+": "))
+	}
+	return b.String()
+}
+
+func (e *argError) Unwrap() []error {
+	errs := make([]error, len(e.problems))
+	for i, p := range e.problems {
+		errs[i] = p.err
+	}
+	return errs
+}
+
+// problems accumulates argument problems while a call is decoded.
+type problems struct {
+	list []problem
+}
+
+// maxProblems bounds how many problems one reply lists.
+const maxProblems = 20
+
+// addf records a problem with a field; the message wraps errArgs.
+func (p *problems) addf(field, format string, args ...any) {
+	p.add(field, fmt.Errorf("%w: %s", errArgs, fmt.Sprintf(format, args...)))
+}
+
+// add records a problem with a field caused by err.
+func (p *problems) add(field string, err error) {
+	if len(p.list) < maxProblems {
+		p.list = append(p.list, problem{field: field, err: err})
+	}
+}
+
+// ok reports whether no problem was found.
+func (p *problems) ok() bool { return len(p.list) == 0 }
+
+// err returns the problems as one error, or nil.
+func (p *problems) err() error {
+	if p.ok() {
+		return nil
+	}
+	return &argError{problems: p.list}
+}

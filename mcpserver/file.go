@@ -1,0 +1,125 @@
+package mcpserver
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"time"
+
+	"github.com/depotfs/depotfs/depotpath"
+)
+
+// fileArgs are the arguments shared by guide_cache_file and guide_read_file:
+// where a file goes, its bytes and its metadata.
+type fileArgs struct {
+	path     string // clean depot path; for a filename-only upload, set by place
+	filename string // clean name of a filename-only upload, else ""
+	data     []byte
+	encoding string
+	sha256   string // declared hash, lowercase; "" when not given
+	mtime    time.Time
+	mode     fs.FileMode
+}
+
+// decodeFile reads the file arguments from o. Content is limited to max
+// decoded bytes.
+func decodeFile(o *object, max int64) fileArgs {
+	var a fileArgs
+	hasPath, hasName := o.has("path"), o.has("filename")
+	switch {
+	case hasPath && hasName:
+		o.probs.addf("path", "give either path or filename, not both: filename alone stores the file under the uploads directory")
+	case hasName:
+		if name, ok := o.str("filename", true); ok {
+			clean, err := uploadName(name)
+			if err != nil {
+				o.probs.add(o.name("filename"), err)
+			} else {
+				a.filename = clean
+			}
+		}
+	default:
+		if p, ok := o.depotPath("path", false); ok {
+			if p == depotpath.Root {
+				o.probs.addf("path", "names the depot root, which is a directory; give a file path such as \"/notes/todo.txt\"")
+			} else {
+				a.path = p
+			}
+		} else if !hasPath {
+			o.probs.addf("path", "required string argument is missing (or give filename instead)")
+		}
+	}
+	var ok bool
+	a.encoding, ok = o.encoding("encoding")
+	if ok {
+		a.data, _ = o.content("content", a.encoding, max)
+	} else {
+		o.value("content", "string", true) // still report a missing or mistyped content
+	}
+	a.sha256, _ = o.sha256Hex("sha256", false)
+	a.mtime, _ = o.mtime("mtime")
+	a.mode, _ = o.mode("mode")
+	return a
+}
+
+// verify checks the content against its declared hash and returns the
+// content's hash.
+func (a *fileArgs) verify() (string, error) {
+	sum := sha256.Sum256(a.data)
+	got := hex.EncodeToString(sum[:])
+	if a.sha256 != "" && a.sha256 != got {
+		return "", fmt.Errorf("%w: sha256: the content (%d bytes after decoding) hashes to %s, not %s", errArgs, len(a.data), got, a.sha256)
+	}
+	return got, nil
+}
+
+// place sets the path of a filename-only upload from the content hash: the
+// uploads directory, the first 16 hex digits of the hash, the name.
+func (a *fileArgs) place(uploads, sum string) error {
+	if a.filename == "" {
+		return nil
+	}
+	p, err := depotpath.Clean(uploads + "/" + sum[:16] + "/" + a.filename)
+	if err != nil {
+		return fmt.Errorf("filename: %w", err)
+	}
+	a.path = p
+	return nil
+}
+
+// mountPath returns where a depot path appears on this host, or "" when
+// depotfs is not mounted.
+func (s *Server) mountPath(p string) string {
+	if s.opts.MountPoint == "" {
+		return ""
+	}
+	return filepath.Join(s.opts.MountPoint, filepath.FromSlash(p))
+}
+
+// fileData is the reply data of a completed write.
+type fileData struct {
+	Status    string `json:"status"`
+	Key       string `json:"key"`
+	Path      string `json:"path"`
+	MountPath string `json:"mount_path,omitempty"`
+	SHA256    string `json:"sha256"`
+	Size      int64  `json:"size"`
+	Updates   uint64 `json:"updates"`
+	Revision  uint64 `json:"revision"`
+	MTime     string `json:"mtime"`
+	Mode      string `json:"mode,omitempty"`
+	Encoding  string `json:"encoding"`
+	Filename  string `json:"filename,omitempty"`
+	// Upload is the final progress of a chunked upload.
+	Upload *uploadData `json:"upload,omitempty"`
+}
+
+// formatMode renders permission bits as the octal string agents send.
+func formatMode(m fs.FileMode) string {
+	if m == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%04o", uint32(m.Perm()))
+}

@@ -1,0 +1,164 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/depotfs/depotfs/store"
+)
+
+const toolReadFile = "guide_read_file"
+
+func (s *Server) readFileTool() server.ServerTool {
+	return server.ServerTool{
+		Tool: s.toolSpec(toolReadFile, "Send a file's content to the depot",
+			mcp.WithDestructiveHintAnnotation(true),
+			mcp.WithIdempotentHintAnnotation(true),
+		),
+		Handler: s.handler(toolReadFile, s.readFile),
+	}
+}
+
+// chunkArgs are the arguments of one chunk of a chunked upload.
+type chunkArgs struct {
+	uploadID string
+	index    int
+	count    int
+	sha256   string // this chunk's declared hash, or ""
+}
+
+// uploadData is the progress of a chunked upload in a reply.
+type uploadData struct {
+	UploadID string `json:"upload_id"`
+	Received int    `json:"received"`
+	Count    int    `json:"count"`
+	Bytes    int64  `json:"bytes"`
+	Complete bool   `json:"complete"`
+}
+
+// pendingData is the reply data of a chunk that did not complete its file.
+type pendingData struct {
+	Key       string      `json:"key"`
+	Path      string      `json:"path"`
+	MountPath string      `json:"mount_path,omitempty"`
+	SHA256    string      `json:"sha256"`
+	Filename  string      `json:"filename,omitempty"`
+	Upload    *uploadData `json:"upload"`
+}
+
+// readFile stores a whole file, or one chunk of a chunked upload when any
+// chunk argument is present.
+func (s *Server) readFile(ctx context.Context, c *call, raw json.RawMessage) (reply, error) {
+	var probs problems
+	var a fileArgs
+	var ch chunkArgs
+	chunked := false
+	if o := decodeObject(raw, "arguments", "", &probs); o != nil {
+		a = decodeFile(o, s.opts.MaxContentBytes)
+		chunked = o.has("upload_id") || o.has("chunk_index") || o.has("chunk_count") || o.has("chunk_sha256")
+		if chunked {
+			ch = s.decodeChunk(o, a.sha256 != "")
+		}
+		o.finish()
+	}
+	c.path = a.path
+	if err := probs.err(); err != nil {
+		return reply{}, err
+	}
+	if !chunked {
+		return s.putFile(ctx, c, &a, toolReadFile)
+	}
+	return s.putChunk(ctx, c, &a, ch)
+}
+
+// decodeChunk reads the chunk arguments; hasSHA says whether the whole-file
+// sha256, required for chunks, was given.
+func (s *Server) decodeChunk(o *object, hasSHA bool) chunkArgs {
+	var ch chunkArgs
+	ch.uploadID, _ = o.uploadID("upload_id", true)
+	count, countOK := o.integer("chunk_count", true, 1, maxExactInteger)
+	index, indexOK := o.integer("chunk_index", true, 0, maxExactInteger)
+	ch.sha256, _ = o.sha256Hex("chunk_sha256", false)
+	if !hasSHA && !o.has("sha256") {
+		o.probs.addf("sha256", "required for a chunked upload: the SHA-256 of the whole file, the same on every chunk")
+	}
+	if countOK && count > int64(s.opts.MaxChunks) {
+		o.probs.add("chunk_count", limitError("%d chunks exceed the limit of %d; send bigger chunks (up to %d bytes each)", count, s.opts.MaxChunks, s.opts.MaxContentBytes))
+		countOK = false
+	}
+	if countOK && indexOK && index >= count {
+		o.probs.addf("chunk_index", "%d is out of range for chunk_count %d (valid: 0..%d)", index, count, count-1)
+	}
+	ch.index, ch.count = int(index), int(count)
+	return ch
+}
+
+// putChunk stores one chunk and, when it completes the file, replies like
+// putFile.
+func (s *Server) putChunk(ctx context.Context, c *call, a *fileArgs, ch chunkArgs) (reply, error) {
+	sum := sha256.Sum256(a.data)
+	chunkSum := hex.EncodeToString(sum[:])
+	if ch.sha256 != "" && ch.sha256 != chunkSum {
+		return reply{}, fmt.Errorf("%w: chunk_sha256: chunk %d (%d bytes after decoding) hashes to %s, not %s", errArgs, ch.index, len(a.data), chunkSum, ch.sha256)
+	}
+	if err := a.place(s.uploads, a.sha256); err != nil {
+		return reply{}, err
+	}
+	c.path, c.size, c.sha256 = a.path, int64(len(a.data)), chunkSum
+	c.attrs = append(c.attrs, slog.String("upload_id", ch.uploadID), slog.Int("chunk_index", ch.index), slog.Int("chunk_count", ch.count))
+
+	ctx, cancel := s.commitContext(ctx)
+	defer cancel()
+	p, err := s.st.PutChunk(ctx, store.Chunk{
+		UploadID: ch.uploadID,
+		Index:    ch.index,
+		Count:    ch.count,
+		Data:     a.data,
+		SHA256:   chunkSum,
+		File: store.PutRequest{
+			Path:     a.path,
+			SHA256:   a.sha256,
+			Mode:     a.mode,
+			MTime:    a.mtime,
+			Encoding: a.encoding,
+			Source:   toolReadFile + " upload " + ch.uploadID,
+			Writer:   c.who.String(),
+		},
+	})
+	if err != nil {
+		return reply{}, &storeError{op: "put chunk", path: a.path, err: err}
+	}
+	progress := &uploadData{UploadID: ch.uploadID, Received: p.Received, Count: p.Count, Bytes: p.Bytes, Complete: p.Complete}
+	stats := map[string]any{"bytes_received": len(a.data), "chunks_received": p.Received, "chunk_count": p.Count}
+	if !p.Complete {
+		c.status = "partial"
+		return reply{
+			data: &pendingData{
+				Key: a.path, Path: a.path, MountPath: s.mountPath(a.path),
+				SHA256: a.sha256, Filename: a.filename, Upload: progress,
+			},
+			message: fmt.Sprintf("Chunk %d of upload %s stored: %d of %d chunks received (%d bytes). Send the remaining chunks; %s appears when the last one arrives.",
+				ch.index, ch.uploadID, p.Received, p.Count, p.Bytes, a.path),
+			warnings: s.mountWarnings(),
+			stats:    stats,
+		}, nil
+	}
+	c.status = p.Result.Status.String()
+	warnings := append(s.mountWarnings(), s.applied(ctx, c, p.Result.Entry.Revision)...)
+	data := s.fileData(p.Result, a.filename)
+	data.Upload = progress
+	stats["cache_status"] = data.Status
+	return reply{
+		data:     data,
+		message:  fmt.Sprintf("Upload %s complete: all %d chunks received. %s", ch.uploadID, p.Count, s.storedMessage(data)),
+		warnings: warnings,
+		stats:    stats,
+	}, nil
+}

@@ -1,0 +1,168 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultName            = "depotfs"
+	DefaultVersion         = "dev"
+	DefaultUploadsDir      = "/uploads"
+	DefaultMaxContentBytes = 16 << 20
+	DefaultMaxChunks       = 65536
+	DefaultMaxListEntries  = 100000
+	DefaultCommitTimeout   = time.Minute
+)
+
+// Options configure a Server. The zero value works: no mount, default
+// limits, logs to slog.Default().
+type Options struct {
+	// MountPoint is the absolute host directory where the depot is mounted,
+	// used to build the mount_path of replies; "" when depotfs is not
+	// mounted, and replies then carry a warning instead.
+	MountPoint string
+
+	// Name and Version are reported to clients as the server's
+	// implementation; defaults DefaultName and DefaultVersion.
+	Name, Version string
+
+	// Logger receives one line per tool call and transport errors; nil
+	// means slog.Default(). It must not write to the stdio transport's
+	// output.
+	Logger *slog.Logger
+
+	// Applied, when set, is called after every committed write with the
+	// store revision of the change, before the tool replies. depotfs wires
+	// it to the mount's wait for that revision, so that a program reading
+	// the mount never sees stale content after an acknowledged write. An
+	// error does not fail the call (the write is committed); the reply
+	// carries a warning.
+	Applied func(ctx context.Context, rev uint64) error
+
+	// UploadsDir is the depot directory under which filename-only uploads
+	// are placed, as <UploadsDir>/<first 16 hex digits of the SHA-256>/<name>;
+	// default DefaultUploadsDir. It must be a valid depot path: New panics
+	// otherwise.
+	UploadsDir string
+
+	// MaxContentBytes limits the decoded content of one call: a whole file,
+	// or one chunk of a chunked upload; default DefaultMaxContentBytes.
+	// Larger files travel as chunks. The total size of stored content is
+	// the store's to limit.
+	MaxContentBytes int64
+
+	// MaxChunks limits chunk_count of a chunked upload; default
+	// DefaultMaxChunks.
+	MaxChunks int
+
+	// MaxListEntries limits the entries of one guide_list_directory call,
+	// counting nested ones; default DefaultMaxListEntries.
+	MaxListEntries int
+
+	// MaxRequestBytes limits the body of one HTTP request; default twice
+	// MaxContentBytes plus 1 MiB, room for base64 and JSON escapes.
+	MaxRequestBytes int64
+
+	// CommitTimeout bounds the write phase of a validated call, including
+	// the wait for Applied; default DefaultCommitTimeout. A call that has
+	// started to write finishes even if its client disconnects or the
+	// transport shuts down, within this bound.
+	CommitTimeout time.Duration
+}
+
+// withDefaults returns a copy of o (which may be nil) with every zero field
+// set to its default.
+func (o *Options) withDefaults() Options {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	if opts.Name == "" {
+		opts.Name = DefaultName
+	}
+	if opts.Version == "" {
+		opts.Version = DefaultVersion
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.UploadsDir == "" {
+		opts.UploadsDir = DefaultUploadsDir
+	}
+	if opts.MaxContentBytes <= 0 {
+		opts.MaxContentBytes = DefaultMaxContentBytes
+	}
+	if opts.MaxChunks <= 0 {
+		opts.MaxChunks = DefaultMaxChunks
+	}
+	if opts.MaxListEntries <= 0 {
+		opts.MaxListEntries = DefaultMaxListEntries
+	}
+	if opts.MaxRequestBytes <= 0 {
+		opts.MaxRequestBytes = 2*opts.MaxContentBytes + 1<<20
+	}
+	if opts.CommitTimeout <= 0 {
+		opts.CommitTimeout = DefaultCommitTimeout
+	}
+	return opts
+}
+
+// Server serves the depot's MCP tools over a store. It is safe for
+// concurrent use: any number of calls, over any mix of transports, may run
+// at once; the store serializes their writes.
+type Server struct {
+	st      store.Store
+	opts    Options
+	log     *slog.Logger
+	uploads string // clean UploadsDir
+	mcp     *server.MCPServer
+	http    http.Handler
+}
+
+// New returns a Server over st. opts may be nil for the defaults. The Server
+// does not own st: closing the store is the caller's job, after the
+// transports have stopped.
+func New(st store.Store, opts *Options) *Server {
+	o := opts.withDefaults()
+	uploads, err := depotpath.Clean(o.UploadsDir)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: Options.UploadsDir: %v", err))
+	}
+	s := &Server{st: st, opts: o, log: o.Logger, uploads: uploads}
+	s.mcp = server.NewMCPServer(o.Name, o.Version,
+		server.WithToolCapabilities(false),
+		server.WithInstructions(instructions),
+	)
+	s.mcp.AddTools(
+		s.cacheFileTool(),
+		s.listDirectoryTool(),
+		s.readFileTool(),
+	)
+	s.http = s.newHandler()
+	return s
+}
+
+// MCP returns the underlying mcp-go server, for in-process clients
+// (client.NewInProcessClient) and tests. Calls made through it carry no
+// transport identity unless the caller's context has one (see package
+// identity).
+func (s *Server) MCP() *server.MCPServer { return s.mcp }
+
+// instructions is what an MCP client shows its model about this server.
+const instructions = `depotfs keeps files that you push and makes them readable by programs on the server's host at a real path (the mount), without any file ever being written to the server's disk by hand.
+
+- guide_cache_file: store a file's content at a depot path, or give only a filename and get back a path under /uploads. The reply's mount_path is the absolute host path to hand to a program that only accepts paths.
+- guide_read_file: answer a request for a file's content; large files go in chunks (upload_id, chunk_index, chunk_count, sha256).
+- guide_list_directory: describe a directory you have (names, types, sizes, mtimes, nested entries) so the server knows the tree before the content arrives.
+
+Every tool replies with one JSON envelope: success, data, message, warnings, stats, and on failure error {type, message, instruction}. Follow the instruction of a failed call; a failed call changed nothing.`

@@ -1,0 +1,83 @@
+package mcpserver
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// toolDocs holds each tool's description (<tool>.md), input schema
+// (<tool>.input.json) and reply data schema (<tool>.data.json), plus the
+// envelope schema and the file data schema they share. Placeholders such as
+// {{max_content}} are replaced with the configured limits.
+//
+//go:embed tooldoc
+var toolDocs embed.FS
+
+// toolSpec builds a tool's definition from its documents. A missing or
+// malformed document is a build defect, so it panics; the tests load every
+// tool.
+func (s *Server) toolSpec(name, title string, opts ...mcp.ToolOption) mcp.Tool {
+	desc := s.doc(name + ".md")
+	input := s.doc(name + ".input.json")
+	output := s.outputSchema(name)
+	if !json.Valid([]byte(input)) {
+		panic(fmt.Sprintf("mcpserver: %s input schema is not valid JSON", name))
+	}
+	opts = append([]mcp.ToolOption{
+		mcp.WithDescription(desc),
+		mcp.WithTitleAnnotation(title),
+		mcp.WithRawInputSchema(json.RawMessage(input)),
+		mcp.WithRawOutputSchema(output),
+		mcp.WithReadOnlyHintAnnotation(false),
+		mcp.WithOpenWorldHintAnnotation(false),
+	}, opts...)
+	return mcp.NewTool(name, opts...)
+}
+
+// outputSchema returns the envelope schema with the tool's data schema and
+// the shared file data schema as definitions.
+func (s *Server) outputSchema(name string) json.RawMessage {
+	var env map[string]any
+	var data, file any
+	for doc, v := range map[string]any{
+		"envelope.json":     &env,
+		name + ".data.json": &data,
+		"file.data.json":    &file,
+	} {
+		if err := json.Unmarshal([]byte(s.doc(doc)), v); err != nil {
+			panic(fmt.Sprintf("mcpserver: tool document %s: %v", doc, err))
+		}
+	}
+	defs, _ := env["$defs"].(map[string]any)
+	defs["data"] = data
+	defs["file"] = file
+	out, err := json.Marshal(env)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: %s output schema: %v", name, err))
+	}
+	return out
+}
+
+// doc returns a tool document with its placeholders filled in.
+func (s *Server) doc(name string) string {
+	b, err := toolDocs.ReadFile("tooldoc/" + name)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: tool document %s: %v", name, err))
+	}
+	uploads := s.uploads
+	if strings.HasSuffix(name, ".json") {
+		quoted, _ := json.Marshal(uploads)
+		uploads = string(quoted[1 : len(quoted)-1])
+	}
+	return strings.NewReplacer(
+		"{{uploads}}", uploads,
+		"{{max_content}}", strconv.FormatInt(s.opts.MaxContentBytes, 10),
+		"{{max_chunks}}", strconv.Itoa(s.opts.MaxChunks),
+		"{{max_entries}}", strconv.Itoa(s.opts.MaxListEntries),
+	).Replace(string(b))
+}

@@ -1,0 +1,83 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/depotfs/depotfs/mcpserver/identity"
+)
+
+// ErrStdioBusy is returned by ServeStdio while another ServeStdio is running
+// in the same process.
+var ErrStdioBusy = errors.New("mcpserver: another stdio transport is running in this process")
+
+// stdioActive guards mcp-go's stdio session, which is a package-level
+// singleton in mcp-go: two stdio transports in one process would share it
+// and write each other's replies. This is the one piece of package state;
+// it mirrors a process-wide resource.
+var stdioActive atomic.Bool
+
+// Handler returns the streamable HTTP transport as an http.Handler; depotfs
+// mounts it at /mcp. Every request gets the caller's identity (its remote
+// address) and a body limit of Options.MaxRequestBytes.
+//
+// The handler never holds a request open beyond the call it carries: the
+// optional GET stream for server-initiated messages is disabled (answered
+// with 405, as the transport allows), and the tools need no sessions, so
+// http.Server.Shutdown waits only for calls in flight, which finish within
+// Options.CommitTimeout once they have started writing. Requests over
+// loopback must carry a loopback Host header (DNS rebinding protection).
+//
+// The handler is safe for concurrent use; every call returns the same one.
+func (s *Server) Handler() http.Handler { return s.http }
+
+func (s *Server) newHandler() http.Handler {
+	h := server.NewStreamableHTTPServer(s.mcp,
+		server.WithDisableStreaming(true),
+		server.WithStreamableHTTPLogger(s.log),
+	)
+	limit := s.opts.MaxRequestBytes
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
+		}
+		ctx := identity.NewContext(r.Context(), identity.HTTP(r))
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// ServeStdio serves MCP over newline-delimited JSON-RPC on in and out, for a
+// local client that started depotfs. Calls carry the identity of the OS
+// user running this process. Nothing but protocol messages is written to
+// out; transport errors go to Options.Logger.
+//
+// ServeStdio returns nil when in reaches end of file or ctx is done, after
+// the calls already running have finished and replied (within
+// Options.CommitTimeout); calls not yet started are dropped, as the client
+// has gone. It does not close in or out. If ctx ends while a read from in is
+// blocked, that read's goroutine (inside mcp-go) lingers until in returns,
+// so a caller that wants no goroutine left closes in.
+//
+// Only one ServeStdio may run per process at a time (mcp-go's stdio session
+// is process-wide); a second concurrent call fails with ErrStdioBusy.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	if !stdioActive.CompareAndSwap(false, true) {
+		return ErrStdioBusy
+	}
+	defer stdioActive.Store(false)
+
+	ss := server.NewStdioServer(s.mcp)
+	ss.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelWarn))
+	err := ss.Listen(identity.NewContext(ctx, identity.Stdio()), in, out)
+	if err == nil || ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil
+	}
+	return fmt.Errorf("mcp stdio: %w", err)
+}

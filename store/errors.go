@@ -42,3 +42,7 @@ var ErrUpload = errors.New("chunk does not fit its upload")
 
 // ErrClosed reports a call on a closed store.
 var ErrClosed = errors.New("store is closed")
+
+// ErrNotEmpty reports a Remove of a directory that still has entries, without
+// RemoveRequest.Recursive.
+var ErrNotEmpty = errors.New("directory not empty")

@@ -1,0 +1,135 @@
+package bolt
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+
+	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/store"
+)
+
+// Declare records req.Entries in one transaction: all apply or none do.
+// Declarations apply in order, so a later one for the same path wins. It is
+// safe for concurrent use.
+//
+// A file with no entry becomes a placeholder (Present false, SHA256 "").
+// A present file whose declared Size, MTime or SHA256 differs from the
+// stored one loses its content and becomes a placeholder with the declared
+// size and mtime (counted Stale); a placeholder whose declared size or
+// mtime differs takes them (also counted Stale). A directory becomes
+// explicit. Mode 0 in a declaration leaves the stored mode alone. Implicit
+// parent directories are created but not counted.
+func (s *Store) Declare(ctx context.Context, req store.DeclareRequest) (store.DeclareResult, error) {
+	for _, d := range req.Entries {
+		if err := checkPath("declare", d.Path); err != nil {
+			return store.DeclareResult{}, err
+		}
+		if d.Kind != store.KindFile && d.Kind != store.KindDir {
+			return store.DeclareResult{}, pathErr("declare", d.Path, fmt.Errorf("%w: unknown kind %d", fs.ErrInvalid, d.Kind))
+		}
+		if d.Size < -1 {
+			return store.DeclareResult{}, pathErr("declare", d.Path, fmt.Errorf("%w: size %d", fs.ErrInvalid, d.Size))
+		}
+		if d.SHA256 != "" {
+			if _, err := parseHash(d.SHA256); err != nil {
+				return store.DeclareResult{}, pathErr("declare", d.Path, fmt.Errorf("%w: %w", fs.ErrInvalid, err))
+			}
+		}
+		if d.Path == depotpath.Root && d.Kind == store.KindFile {
+			return store.DeclareResult{}, pathErr("declare", d.Path, fmt.Errorf("%w: the root is a directory", store.ErrConflict))
+		}
+	}
+	if len(req.Entries) == 0 {
+		return store.DeclareResult{}, s.check(ctx)
+	}
+	var res store.DeclareResult
+	failed := ""
+	_, err := s.update(ctx, func(w *wtx) error {
+		res = store.DeclareResult{}
+		for _, d := range req.Entries {
+			if err := w.declare(d, req, &res); err != nil {
+				failed = d.Path
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return store.DeclareResult{}, pathErr("declare", failed, err)
+	}
+	return res, nil
+}
+
+func (w *wtx) declare(d store.Declaration, req store.DeclareRequest, res *store.DeclareResult) error {
+	if d.Path == depotpath.Root {
+		res.Unchanged++
+		return nil
+	}
+	if err := checkParents(w.tree, d.Path); err != nil {
+		return err
+	}
+	r, err := getEntry(w.tree, d.Path)
+	if err != nil {
+		return err
+	}
+	if r != nil && r.Kind != d.Kind {
+		return fmt.Errorf("%w: declared a %s, the path is a %s", store.ErrConflict, d.Kind, r.Kind)
+	}
+	if err := w.parents(d.Path); err != nil {
+		return err
+	}
+	mode := d.Mode & fs.ModePerm
+	if r == nil {
+		next := &record{Kind: d.Kind, Ino: w.nextIno(), Mode: mode, Created: w.now, Updated: w.now, Writer: req.Writer, Source: req.Source}
+		if d.Kind == store.KindDir {
+			next.Explicit = true
+		} else {
+			next.Size = max(d.Size, 0)
+			next.MTime = w.now
+			if !d.MTime.IsZero() {
+				next.MTime = utc(d.MTime)
+			}
+		}
+		res.Created++
+		return w.put(store.EventCreated, d.Path, next)
+	}
+
+	next := *r
+	if mode != 0 {
+		next.Mode = mode
+	}
+	stale := false
+	if d.Kind == store.KindDir {
+		next.Explicit = true
+	} else {
+		sizeDiffers := d.Size != -1 && d.Size != r.Size
+		mtimeDiffers := !d.MTime.IsZero() && !d.MTime.Equal(r.MTime)
+		hashDiffers := d.SHA256 != "" && r.Present && d.SHA256 != r.SHA256
+		stale = sizeDiffers || mtimeDiffers || hashDiffers
+		if stale {
+			if r.Present {
+				if err := w.unref(r.SHA256); err != nil {
+					return err
+				}
+			}
+			next.Present, next.SHA256 = false, ""
+			if d.Size != -1 {
+				next.Size = d.Size
+			}
+			if !d.MTime.IsZero() {
+				next.MTime = utc(d.MTime)
+			}
+		}
+	}
+	if stale {
+		res.Stale++
+	} else {
+		res.Unchanged++
+	}
+	if sameMeta(r, &next) {
+		return nil
+	}
+	next.Updated, next.Writer, next.Source = w.now, req.Writer, req.Source
+	return w.put(store.EventUpdated, d.Path, &next)
+}

@@ -1,0 +1,208 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"sync/atomic"
+
+	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/store"
+	bbolt "go.etcd.io/bbolt"
+)
+
+// Stat returns the entry at path. It is safe for concurrent use.
+func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
+	if err := checkPath("stat", path); err != nil {
+		return store.Entry{}, err
+	}
+	if err := s.check(ctx); err != nil {
+		return store.Entry{}, pathErr("stat", path, err)
+	}
+	if path == depotpath.Root {
+		return rootEntry(), nil
+	}
+	var e store.Entry
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		r, err := getEntry(tx.Bucket(bucketTree), path)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return store.ErrNotExist
+		}
+		e = r.entry(path)
+		return nil
+	})
+	return e, pathErr("stat", path, err)
+}
+
+// ReadDir returns the children of dir sorted by name (byte order). It is
+// safe for concurrent use; the listing is one consistent snapshot.
+func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) {
+	if err := checkPath("readdir", dir); err != nil {
+		return nil, err
+	}
+	if err := s.check(ctx); err != nil {
+		return nil, pathErr("readdir", dir, err)
+	}
+	var out []store.Entry
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		tree := tx.Bucket(bucketTree)
+		if dir != depotpath.Root {
+			r, err := getEntry(tree, dir)
+			if err != nil {
+				return err
+			}
+			if r == nil {
+				return store.ErrNotExist
+			}
+			if r.Kind != store.KindDir {
+				return store.ErrNotDir
+			}
+		}
+		prefix := dirPrefix(dir)
+		c := tree.Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if len(out)%1024 == 1023 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			r, err := decodeRecord(v)
+			if err != nil {
+				return err
+			}
+			out = append(out, r.entry(keyPath(k)))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, pathErr("readdir", dir, err)
+	}
+	return out, nil
+}
+
+// Open returns the content of the file at path as it is now. The Content
+// keeps reading those bytes until it is closed, even if the file is updated
+// or removed meanwhile. It is safe for concurrent use.
+func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
+	if err := checkPath("open", path); err != nil {
+		return nil, err
+	}
+	if err := s.check(ctx); err != nil {
+		return nil, pathErr("open", path, err)
+	}
+	if path == depotpath.Root {
+		return nil, pathErr("open", path, store.ErrIsDir)
+	}
+	c := &content{s: s}
+	// gc.mu is held across the read and the pin so that no write can
+	// delete the blob between them (see Store.update).
+	s.gc.mu.Lock()
+	defer s.gc.mu.Unlock()
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		r, err := getEntry(tx.Bucket(bucketTree), path)
+		if err != nil {
+			return err
+		}
+		switch {
+		case r == nil:
+			return store.ErrNotExist
+		case r.Kind == store.KindDir:
+			return store.ErrIsDir
+		case !r.Present:
+			return store.ErrNotPresent
+		}
+		h, err := parseHash(r.SHA256)
+		if err != nil {
+			return err
+		}
+		b, ok, err := getBlob(tx.Bucket(bucketBlobs), h)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("corrupt store: content %s is missing", r.SHA256)
+		}
+		c.h, c.sum, c.size, c.chunkSize = h, r.SHA256, b.Size, b.ChunkSize
+		return nil
+	})
+	if err != nil {
+		return nil, pathErr("open", path, err)
+	}
+	s.pinLocked(c.h)
+	return c, nil
+}
+
+// content is a pinned blob: its chunks stay until Close.
+type content struct {
+	s         *Store
+	h         hash
+	sum       string
+	size      int64
+	chunkSize int64
+	closed    atomic.Bool
+}
+
+var _ store.Content = (*content)(nil)
+
+func (c *content) Size() int64    { return c.size }
+func (c *content) SHA256() string { return c.sum }
+
+// ReadAt reads the chunks covering [off, off+len(p)) in one short read
+// transaction.
+func (c *content) ReadAt(p []byte, off int64) (int, error) {
+	if c.closed.Load() {
+		return 0, fs.ErrClosed
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("read at %d: %w", off, fs.ErrInvalid)
+	}
+	if off >= c.size {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	want := min(int64(len(p)), c.size-off)
+	if want == 0 {
+		return 0, nil
+	}
+	if c.s.closed.Load() {
+		return 0, store.ErrClosed
+	}
+	n := 0
+	err := c.s.db.View(func(tx *bbolt.Tx) error {
+		chunks := tx.Bucket(bucketChunks)
+		for int64(n) < want {
+			pos := off + int64(n)
+			i, within := pos/c.chunkSize, pos%c.chunkSize
+			v := chunks.Get(chunkKey(c.h, i))
+			if int64(len(v)) <= within {
+				return fmt.Errorf("corrupt store: chunk %d of %s is missing or short", i, c.sum)
+			}
+			n += copy(p[n:want], v[within:])
+		}
+		return nil
+	})
+	if err != nil {
+		return n, dbErr(err)
+	}
+	if int64(n) < int64(len(p)) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// Close releases the content; the last Close of a blob that is no longer
+// referenced deletes it. Close is idempotent.
+func (c *content) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	c.s.unpin(c.h)
+	return nil
+}

@@ -1,0 +1,172 @@
+package bolt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/store"
+	bbolt "go.etcd.io/bbolt"
+)
+
+// schemaVersion is the on-disk layout this package reads and writes.
+const schemaVersion = 1
+
+// maxChunkSize bounds Options.ChunkSize.
+const maxChunkSize = 64 << 20
+
+// Bucket names.
+var (
+	bucketMeta    = []byte("meta")
+	bucketTree    = []byte("tree")
+	bucketBlobs   = []byte("blobs")
+	bucketChunks  = []byte("chunks")
+	bucketUploads = []byte("uploads")
+	// bucketOrphans holds the hashes of blobs that may have lost their
+	// last reference without their chunks being deleted yet (still open,
+	// or being staged by an upload); Open sweeps them.
+	bucketOrphans = []byte("orphans")
+)
+
+// Keys in the meta bucket.
+var (
+	keySchema   = []byte("schema")
+	keyRevision = []byte("revision")
+	keyInode    = []byte("inode")
+)
+
+// hash is a raw SHA-256.
+type hash [32]byte
+
+// treeKey is an entry's key in the tree bucket: its parent directory, a NUL,
+// and its name, so a directory's children share the prefix dirPrefix(dir).
+func treeKey(p string) []byte {
+	dir, name := depotpath.Split(p)
+	return []byte(dir + "\x00" + name)
+}
+
+// dirPrefix is the tree key prefix of dir's children.
+func dirPrefix(dir string) []byte { return []byte(dir + "\x00") }
+
+// keyPath is the inverse of treeKey.
+func keyPath(k []byte) string {
+	dir, name, _ := strings.Cut(string(k), "\x00")
+	return depotpath.Join(dir, name)
+}
+
+// chunkKey is the key of a blob's chunk i in the chunks bucket.
+func chunkKey(h hash, i int64) []byte {
+	k := make([]byte, 40)
+	copy(k, h[:])
+	binary.BigEndian.PutUint64(k[32:], uint64(i))
+	return k
+}
+
+func u64(b []byte) uint64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
+
+func u64bytes(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// record is an entry as stored in the tree bucket; the path is its key.
+type record struct {
+	Kind     store.Kind  `json:"k"`
+	Ino      uint64      `json:"i"`
+	Size     int64       `json:"s,omitzero"`
+	SHA256   string      `json:"h,omitzero"`
+	Mode     fs.FileMode `json:"m,omitzero"`
+	MTime    time.Time   `json:"t,omitzero"`
+	Encoding string      `json:"e,omitzero"`
+	Source   string      `json:"src,omitzero"`
+	Created  time.Time   `json:"c,omitzero"`
+	Updated  time.Time   `json:"u,omitzero"`
+	Updates  uint64      `json:"n,omitzero"`
+	Writer   string      `json:"w,omitzero"`
+	Expires  time.Time   `json:"x,omitzero"`
+	Pinned   bool        `json:"pin,omitzero"`
+	Present  bool        `json:"p,omitzero"`
+	Explicit bool        `json:"ex,omitzero"`
+	Revision uint64      `json:"r"`
+}
+
+func (r *record) entry(p string) store.Entry {
+	return store.Entry{
+		Path: p, Kind: r.Kind, Ino: r.Ino,
+		Size: r.Size, SHA256: r.SHA256, Mode: r.Mode, MTime: r.MTime,
+		Encoding: r.Encoding, Source: r.Source,
+		Created: r.Created, Updated: r.Updated, Updates: r.Updates, Writer: r.Writer,
+		Expires: r.Expires, Pinned: r.Pinned, Present: r.Present, Explicit: r.Explicit,
+		Revision: r.Revision,
+	}
+}
+
+func decodeRecord(v []byte) (*record, error) {
+	var r record
+	if err := json.Unmarshal(v, &r); err != nil {
+		return nil, fmt.Errorf("corrupt entry: %w", err)
+	}
+	return &r, nil
+}
+
+// rootEntry is the synthesized entry of "/".
+func rootEntry() store.Entry {
+	return store.Entry{Path: depotpath.Root, Kind: store.KindDir, Ino: store.RootIno, Explicit: true}
+}
+
+// getEntry reads the entry at p from the tree bucket; nil when absent.
+func getEntry(tree *bbolt.Bucket, p string) (*record, error) {
+	v := tree.Get(treeKey(p))
+	if v == nil {
+		return nil, nil
+	}
+	return decodeRecord(v)
+}
+
+// hasChildren reports whether dir has at least one entry.
+func hasChildren(tree *bbolt.Bucket, dir string) bool {
+	prefix := dirPrefix(dir)
+	k, _ := tree.Cursor().Seek(prefix)
+	return k != nil && bytes.HasPrefix(k, prefix)
+}
+
+// blobRecord is a blob's value in the blobs bucket.
+type blobRecord struct {
+	Size      int64
+	Refs      uint64
+	ChunkSize int64
+}
+
+func (b blobRecord) encode() []byte {
+	v := make([]byte, 24)
+	binary.BigEndian.PutUint64(v[0:], uint64(b.Size))
+	binary.BigEndian.PutUint64(v[8:], b.Refs)
+	binary.BigEndian.PutUint64(v[16:], uint64(b.ChunkSize))
+	return v
+}
+
+func getBlob(blobs *bbolt.Bucket, h hash) (blobRecord, bool, error) {
+	v := blobs.Get(h[:])
+	if v == nil {
+		return blobRecord{}, false, nil
+	}
+	if len(v) != 24 {
+		return blobRecord{}, false, fmt.Errorf("corrupt blob record %x", h)
+	}
+	b := blobRecord{
+		Size:      int64(binary.BigEndian.Uint64(v[0:])),
+		Refs:      binary.BigEndian.Uint64(v[8:]),
+		ChunkSize: int64(binary.BigEndian.Uint64(v[16:])),
+	}
+	if b.Size < 0 || b.ChunkSize <= 0 {
+		return blobRecord{}, false, fmt.Errorf("corrupt blob record %x", h)
+	}
+	return b, true, nil
+}

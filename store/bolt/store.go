@@ -1,0 +1,208 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/store"
+	bbolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Defaults applied to zero Options fields.
+const (
+	DefaultChunkSize     = 1 << 20
+	DefaultUploadTimeout = time.Hour
+	DefaultHistory       = 4096
+)
+
+// lockTimeout bounds how long Open waits for another process's lock on the
+// database file before failing.
+const lockTimeout = time.Second
+
+// Options configures a Store. The zero value, and a nil *Options, give the
+// defaults.
+type Options struct {
+	// ChunkSize is the size in bytes of the pieces a blob is stored in;
+	// 0 means DefaultChunkSize. It applies to blobs written from now on:
+	// each blob remembers the chunk size it was written with.
+	ChunkSize int
+	// UploadTimeout is how long a chunked upload may go without a new
+	// chunk before it is deleted; 0 means DefaultUploadTimeout.
+	UploadTimeout time.Duration
+	// History is how many events are kept in memory for Watch replay;
+	// 0 means DefaultHistory.
+	History int
+	// Logger receives background errors (upload expiry, garbage
+	// collection); nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock used for arrival times and upload expiry; nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// Store is the bbolt implementation of store.Store. A Store is safe for
+// concurrent use by multiple goroutines.
+type Store struct {
+	db   *bbolt.DB
+	opts Options
+	log  *slog.Logger
+
+	closed    atomic.Bool
+	done      chan struct{} // closed by Close: stops the janitor and watchers
+	closeOnce sync.Once
+	closeErr  error
+	goMu      sync.Mutex     // orders wg.Add of new watchers before Close's wg.Wait
+	wg        sync.WaitGroup // the janitor and watcher goroutines
+
+	// wmu serializes write transactions with the publication of their
+	// events, so the event history is in revision order.
+	wmu sync.Mutex
+
+	gc      gc
+	hub     hub
+	uploads uploadLocks
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens or creates the store in the bbolt file at path (mode 0600). The
+// parent directory must exist. If another process holds the file, Open fails
+// after about a second with an error wrapping bbolt's timeout error. A nil
+// opts means the defaults.
+//
+// Open sweeps content left unreferenced by a crash; uploads in progress are
+// kept and continue where they stopped.
+func Open(path string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.ChunkSize < 0 || o.UploadTimeout < 0 || o.History < 0 {
+		return nil, fmt.Errorf("bolt: open: %w: negative option", fs.ErrInvalid)
+	}
+	if o.ChunkSize > maxChunkSize {
+		return nil, fmt.Errorf("bolt: open: %w: chunk size over %d bytes", fs.ErrInvalid, maxChunkSize)
+	}
+	if o.ChunkSize == 0 {
+		o.ChunkSize = DefaultChunkSize
+	}
+	if o.UploadTimeout == 0 {
+		o.UploadTimeout = DefaultUploadTimeout
+	}
+	if o.History == 0 {
+		o.History = DefaultHistory
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: lockTimeout})
+	if err != nil {
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, fmt.Errorf("bolt: open %s: database is in use by another process: %w", path, err)
+		}
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
+	s := &Store{
+		db:   db,
+		opts: o,
+		log:  o.Logger,
+		done: make(chan struct{}),
+	}
+	s.gc.open = make(map[hash]int)
+	s.uploads.busy = make(map[string]chan struct{})
+	rev, err := s.init()
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
+	s.hub.init(o.History, rev)
+
+	s.wg.Add(1)
+	go s.janitor()
+	return s, nil
+}
+
+// Close stops the upload janitor, closes every Watch channel and closes the
+// database. Contents still open fail their reads with store.ErrClosed. Close
+// is idempotent and safe to call concurrently with other methods, which then
+// fail with store.ErrClosed.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.goMu.Lock()
+		s.closed.Store(true)
+		close(s.done)
+		s.goMu.Unlock()
+		s.wg.Wait()
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		s.closeErr = s.db.Close()
+	})
+	return s.closeErr
+}
+
+// Revision returns the revision of the last committed change, 0 for a new
+// store. It is safe for concurrent use.
+func (s *Store) Revision(ctx context.Context) (uint64, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, err
+	}
+	return s.hub.current(), nil
+}
+
+// check fails when the store is closed or ctx is done.
+func (s *Store) check(ctx context.Context) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// now returns the store clock's time in UTC, without a monotonic reading.
+func (s *Store) now() time.Time { return s.opts.Now().UTC().Round(0) }
+
+// dbErr turns bbolt's "not open" into store.ErrClosed.
+func dbErr(err error) error {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return store.ErrClosed
+	}
+	return err
+}
+
+// pathErr wraps err as an *fs.PathError unless it already is one.
+func pathErr(op, path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return err
+	}
+	return &fs.PathError{Op: op, Path: path, Err: dbErr(err)}
+}
+
+// checkPath requires p to be a clean depot path.
+func checkPath(op, p string) error {
+	c, err := depotpath.Clean(p)
+	if err != nil {
+		if errors.Is(err, depotpath.ErrInvalid) {
+			return &fs.PathError{Op: op, Path: p, Err: err}
+		}
+		return &fs.PathError{Op: op, Path: p, Err: fmt.Errorf("%w: %w", depotpath.ErrInvalid, err)}
+	}
+	if c != p {
+		return &fs.PathError{Op: op, Path: p, Err: fmt.Errorf("%w: not clean (clean form is %q)", depotpath.ErrInvalid, c)}
+	}
+	return nil
+}

@@ -1,0 +1,242 @@
+package bolt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/store"
+	bbolt "go.etcd.io/bbolt"
+)
+
+// init creates the buckets of a new file, checks the schema of an existing
+// one, sweeps orphaned blobs and returns the current revision.
+func (s *Store) init() (uint64, error) {
+	var rev uint64
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		for _, name := range [][]byte{bucketMeta, bucketTree, bucketBlobs, bucketChunks, bucketUploads, bucketOrphans} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get(keySchema); v == nil {
+			if err := meta.Put(keySchema, u64bytes(schemaVersion)); err != nil {
+				return err
+			}
+		} else if got := u64(v); got != schemaVersion {
+			return fmt.Errorf("schema version %d, this build reads %d", got, schemaVersion)
+		}
+		rev = u64(meta.Get(keyRevision))
+		var hs []hash
+		err := tx.Bucket(bucketOrphans).ForEach(func(k, _ []byte) error {
+			var h hash
+			copy(h[:], k)
+			hs = append(hs, h)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, h := range hs {
+			if err := sweepBlob(tx, h); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return rev, err
+}
+
+// wtx is one write transaction on the namespace: the buckets, the clock
+// reading for the whole transaction, the counters, and what to do after
+// the commit.
+type wtx struct {
+	tx                                *bbolt.Tx
+	meta, tree, blobs, chunks, orphan *bbolt.Bucket
+	chunkSize                         int64
+	now                               time.Time // the transaction's clock
+
+	rev, ino uint64
+	events   []store.Event
+	dropped  []hash // blobs whose reference count reached 0
+	// fail, when set by the transaction function, is returned after the
+	// transaction commits (a failure whose cleanup must be durable).
+	fail error
+}
+
+// update runs fn in one bbolt write transaction. On success it deletes or
+// defers the blobs fn dropped, commits, and then publishes fn's events.
+func (s *Store) update(ctx context.Context, fn func(w *wtx) error) ([]store.Event, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	var w *wtx
+	gcLocked := false
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		w = &wtx{
+			tx:        tx,
+			meta:      tx.Bucket(bucketMeta),
+			tree:      tx.Bucket(bucketTree),
+			blobs:     tx.Bucket(bucketBlobs),
+			chunks:    tx.Bucket(bucketChunks),
+			orphan:    tx.Bucket(bucketOrphans),
+			chunkSize: int64(s.opts.ChunkSize),
+		}
+		w.now = s.now()
+		w.rev = u64(w.meta.Get(keyRevision))
+		w.ino = u64(w.meta.Get(keyInode))
+		if w.ino < store.RootIno {
+			w.ino = store.RootIno
+		}
+		if err := fn(w); err != nil {
+			return err
+		}
+		if len(w.events) > 0 {
+			if err := w.meta.Put(keyRevision, u64bytes(w.rev)); err != nil {
+				return err
+			}
+			if err := w.meta.Put(keyInode, u64bytes(w.ino)); err != nil {
+				return err
+			}
+		}
+		if len(w.dropped) > 0 {
+			// Held until the commit is done, so Open cannot pin a blob
+			// between this check and the deletion becoming visible.
+			s.gc.mu.Lock()
+			gcLocked = true
+			for _, h := range w.dropped {
+				if err := s.gc.dropLocked(tx, h); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if gcLocked {
+		s.gc.mu.Unlock()
+	}
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	s.hub.publish(w.events)
+	return w.events, w.fail
+}
+
+// nextRev allocates the next revision.
+func (w *wtx) nextRev() uint64 {
+	w.rev++
+	return w.rev
+}
+
+// nextIno allocates the next inode number.
+func (w *wtx) nextIno() uint64 {
+	w.ino++
+	return w.ino
+}
+
+// put writes r at p as a change of the given kind, at a new revision.
+func (w *wtx) put(kind store.EventKind, p string, r *record) error {
+	r.Revision = w.nextRev()
+	v, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := w.tree.Put(treeKey(p), v); err != nil {
+		return err
+	}
+	w.events = append(w.events, store.Event{Kind: kind, Path: p, Revision: r.Revision, Entry: r.entry(p)})
+	return nil
+}
+
+// remove deletes the entry r at p, releasing its content.
+func (w *wtx) remove(p string, r *record) error {
+	if err := w.tree.Delete(treeKey(p)); err != nil {
+		return err
+	}
+	if r.Kind == store.KindFile && r.Present {
+		if err := w.unref(r.SHA256); err != nil {
+			return err
+		}
+	}
+	rev := w.nextRev()
+	e := r.entry(p)
+	w.events = append(w.events, store.Event{Kind: store.EventRemoved, Path: p, Revision: rev, Entry: e})
+	return nil
+}
+
+// parents checks that no ancestor of p is a file and creates the missing
+// ones as implicit directories.
+func (w *wtx) parents(p string) error {
+	for _, dir := range depotpath.Parents(p) {
+		if dir == depotpath.Root {
+			continue
+		}
+		r, err := getEntry(w.tree, dir)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			now := w.now
+			err := w.put(store.EventCreated, dir, &record{Kind: store.KindDir, Ino: w.nextIno(), Created: now, Updated: now})
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if r.Kind != store.KindDir {
+			return fmt.Errorf("%w: %s is a file", store.ErrConflict, dir)
+		}
+	}
+	return nil
+}
+
+// checkParents is parents without the writes: it reports a file ancestor.
+func checkParents(tree *bbolt.Bucket, p string) error {
+	for _, dir := range depotpath.Parents(p) {
+		if dir == depotpath.Root {
+			continue
+		}
+		r, err := getEntry(tree, dir)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return nil
+		}
+		if r.Kind != store.KindDir {
+			return fmt.Errorf("%w: %s is a file", store.ErrConflict, dir)
+		}
+	}
+	return nil
+}
+
+// pruneParents removes the implicit ancestors of p, nearest first, that no
+// longer have children.
+func (w *wtx) pruneParents(p string) error {
+	dirs := depotpath.Parents(p)
+	for i := len(dirs) - 1; i >= 1; i-- {
+		dir := dirs[i]
+		r, err := getEntry(w.tree, dir)
+		if err != nil {
+			return err
+		}
+		if r == nil || r.Explicit || hasChildren(w.tree, dir) {
+			return nil
+		}
+		if err := w.remove(dir, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}

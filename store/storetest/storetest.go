@@ -1,0 +1,186 @@
+package storetest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/depotfs/depotfs/store"
+)
+
+// Run runs the conformance suite against the stores open returns. open must
+// return a new, empty store and register its Close with t.Cleanup (the
+// suite may close it first; Close must be idempotent). Each subtest opens
+// its own store. Run is meant to be called from a test function of the
+// implementation's package.
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
+	t.Run("Paths", func(t *testing.T) { testPaths(t, open) })
+	t.Run("Stat", func(t *testing.T) { testStat(t, open) })
+	t.Run("ReadDir", func(t *testing.T) { testReadDir(t, open) })
+	t.Run("Put", func(t *testing.T) { testPut(t, open) })
+	t.Run("Open", func(t *testing.T) { testOpen(t, open) })
+	t.Run("Remove", func(t *testing.T) { testRemove(t, open) })
+	t.Run("Declare", func(t *testing.T) { testDeclare(t, open) })
+	t.Run("PutChunk", func(t *testing.T) { testPutChunk(t, open) })
+	t.Run("Revision", func(t *testing.T) { testRevision(t, open) })
+	t.Run("Watch", func(t *testing.T) { testWatch(t, open) })
+	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, open) })
+	t.Run("Close", func(t *testing.T) { testClose(t, open) })
+}
+
+// Sum returns the lowercase hex SHA-256 of b.
+func Sum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// waitTimeout bounds every wait for an event.
+const waitTimeout = 10 * time.Second
+
+func put(t testing.TB, s store.Store, p string, data []byte) store.PutResult {
+	t.Helper()
+	res, err := s.Put(t.Context(), store.PutRequest{Path: p, Data: data})
+	if err != nil {
+		t.Fatalf("Put(%s): %v", p, err)
+	}
+	return res
+}
+
+func stat(t testing.TB, s store.Store, p string) store.Entry {
+	t.Helper()
+	e, err := s.Stat(t.Context(), p)
+	if err != nil {
+		t.Fatalf("Stat(%s): %v", p, err)
+	}
+	return e
+}
+
+func revision(t testing.TB, s store.Store) uint64 {
+	t.Helper()
+	r, err := s.Revision(t.Context())
+	if err != nil {
+		t.Fatalf("Revision: %v", err)
+	}
+	return r
+}
+
+// read returns the whole content at p, read through one Content.
+func read(t testing.TB, s store.Store, p string) []byte {
+	t.Helper()
+	c, err := s.Open(t.Context(), p)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", p, err)
+	}
+	defer c.Close()
+	return readContent(t, c)
+}
+
+func readContent(t testing.TB, c store.Content) []byte {
+	t.Helper()
+	b, err := io.ReadAll(io.NewSectionReader(c, 0, c.Size()))
+	if err != nil {
+		t.Fatalf("reading content: %v", err)
+	}
+	if got := Sum(b); got != c.SHA256() {
+		t.Fatalf("content hashes to %s, Content.SHA256 says %s", got, c.SHA256())
+	}
+	return b
+}
+
+// wantErr fails unless err wraps want and is an *fs.PathError.
+func wantErr(t testing.TB, what string, err, want error) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: no error, want %v", what, want)
+	}
+	if !errors.Is(err, want) {
+		t.Fatalf("%s: error %v, want one wrapping %v", what, err, want)
+	}
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		t.Errorf("%s: error %v (%T) is not an *fs.PathError", what, err, err)
+	}
+}
+
+// state is everything a client can see of the namespace.
+type state struct {
+	rev     uint64
+	entries []store.Entry
+}
+
+// snapshot walks the whole tree.
+func snapshot(t testing.TB, s store.Store) state {
+	t.Helper()
+	st := state{rev: revision(t, s)}
+	var walk func(dir string)
+	walk = func(dir string) {
+		es, err := s.ReadDir(t.Context(), dir)
+		if err != nil {
+			t.Fatalf("ReadDir(%s): %v", dir, err)
+		}
+		for _, e := range es {
+			st.entries = append(st.entries, e)
+			if e.IsDir() {
+				walk(e.Path)
+			}
+		}
+	}
+	walk("/")
+	return st
+}
+
+// unchanged fails if the store differs from before.
+func unchanged(t testing.TB, s store.Store, before state) {
+	t.Helper()
+	after := snapshot(t, s)
+	if after.rev != before.rev {
+		t.Errorf("revision moved from %d to %d after a rejected call", before.rev, after.rev)
+	}
+	if !slices.EqualFunc(after.entries, before.entries, sameEntry) {
+		t.Errorf("tree changed after a rejected call:\nbefore %+v\nafter  %+v", before.entries, after.entries)
+	}
+}
+
+// paths returns the paths of es.
+func paths(es []store.Entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Path
+	}
+	return out
+}
+
+// withinDeadline is a context for operations that must not hang.
+func withinDeadline(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// sameEntry compares entries, times by instant.
+func sameEntry(a, b store.Entry) bool {
+	ta := []time.Time{a.MTime, a.Created, a.Updated, a.Expires}
+	tb := []time.Time{b.MTime, b.Created, b.Updated, b.Expires}
+	for i := range ta {
+		if !ta[i].Equal(tb[i]) {
+			return false
+		}
+	}
+	a.MTime, a.Created, a.Updated, a.Expires = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	b.MTime, b.Created, b.Updated, b.Expires = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	return a == b
+}
+
+func mustTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}

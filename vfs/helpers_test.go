@@ -1,0 +1,162 @@
+package vfs_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/bolt"
+	"github.com/depotfs/depotfs/vfs"
+)
+
+// logBuffer collects a mount's log lines; tests read it, and print it when
+// they fail.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// newStore opens a bolt store in a fresh temporary directory, closed when
+// the test ends (after any mount of it is unmounted).
+func newStore(tb testing.TB, opts *bolt.Options) (*bolt.Store, string) {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "depot.db")
+	st, err := bolt.Open(path, opts)
+	if err != nil {
+		tb.Fatalf("open store: %v", err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return st, path
+}
+
+// testMount is a mounted store and its log.
+type testMount struct {
+	*vfs.Server
+	log *logBuffer
+}
+
+// path returns the host path of a depot path in the mount.
+func (m *testMount) path(p string) string { return filepath.Join(m.Dir(), filepath.FromSlash(p)) }
+
+// mount mounts st on a fresh temporary directory, unmounted when the test
+// ends, even if it fails. opts may be nil; its Logger is replaced by a
+// buffer that is printed if the test fails.
+func mount(tb testing.TB, st store.Store, opts *vfs.Options) *testMount {
+	tb.Helper()
+	return mountAt(tb, filepath.Join(tb.TempDir(), "mnt"), st, opts)
+}
+
+func mountAt(tb testing.TB, dir string, st store.Store, opts *vfs.Options) *testMount {
+	tb.Helper()
+	var o vfs.Options
+	if opts != nil {
+		o = *opts
+	}
+	logs := &logBuffer{}
+	o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	m, err := vfs.Mount(context.Background(), dir, st, &o)
+	if err != nil {
+		tb.Fatalf("mount: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := m.Unmount(); err != nil {
+			tb.Errorf("unmount: %v", err)
+		}
+		if tb.Failed() {
+			tb.Logf("mount log:\n%s", logs)
+		}
+	})
+	return &testMount{Server: m, log: logs}
+}
+
+// put stores data at p and waits until the mount has applied the change.
+func put(tb testing.TB, st store.Store, m *testMount, req store.PutRequest) store.PutResult {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := st.Put(ctx, req)
+	if err != nil {
+		tb.Fatalf("put %s: %v", req.Path, err)
+	}
+	if m != nil {
+		if err := m.WaitApplied(ctx, res.Entry.Revision); err != nil {
+			tb.Fatalf("wait applied %d: %v", res.Entry.Revision, err)
+		}
+	}
+	return res
+}
+
+// waitApplied waits until the mount has applied every change in st so far.
+func waitApplied(tb testing.TB, st store.Store, m *testMount) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rev, err := st.Revision(ctx)
+	if err != nil {
+		tb.Fatalf("revision: %v", err)
+	}
+	if err := m.WaitApplied(ctx, rev); err != nil {
+		tb.Fatalf("wait applied %d: %v", rev, err)
+	}
+}
+
+// pattern returns n deterministic bytes that differ from offset to offset
+// and from seed to seed, so a read at the wrong offset never matches.
+func pattern(n int, seed byte) []byte {
+	b := make([]byte, n)
+	x := uint32(seed)*2654435761 + 1
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b[i] = byte(x)
+	}
+	return b
+}
+
+// eventually polls cond until it returns nil or the deadline passes.
+func eventually(tb testing.TB, what string, cond func() error) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+var errNotYet = errors.New("not yet")
+
+// readFile is os.ReadFile that fails the test on error.
+func readFile(tb testing.TB, p string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		tb.Fatalf("read: %v", err)
+	}
+	return b
+}

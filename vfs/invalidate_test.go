@@ -1,0 +1,303 @@
+package vfs_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/vfs"
+)
+
+// TestUpdateNeverStale updates a file through the store 100 times; after
+// each acknowledged write a fresh cat process and os.ReadFile both see the
+// new bytes, even when the size and mtime do not change.
+func TestUpdateNeverStale(t *testing.T) {
+	mtime := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	tests := []struct {
+		name    string
+		content func(i int) []byte
+		mtime   time.Time
+	}{
+		{"size changes", func(i int) []byte { return []byte(fmt.Sprintf("version %d\n%s", i, bytes.Repeat([]byte("x"), i))) }, time.Time{}},
+		{"same size and mtime", func(i int) []byte { return []byte(fmt.Sprintf("version %03d\n", i)) }, mtime},
+		{"many pages, same size and mtime", func(i int) []byte { return pattern(300<<10, byte(i)) }, mtime},
+	}
+	st, _ := newStore(t, nil)
+	m := mount(t, st, nil)
+	for ti, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := fmt.Sprintf("/updates/%d/file", ti)
+			for i := range 100 {
+				want := tt.content(i)
+				put(t, st, m, store.PutRequest{Path: p, Data: want, MTime: tt.mtime})
+				out, err := exec.Command("cat", m.path(p)).Output()
+				if err != nil {
+					t.Fatalf("update %d: cat: %v", i, err)
+				}
+				if !bytes.Equal(out, want) {
+					t.Fatalf("update %d: cat read %d stale bytes, want %d new ones", i, len(out), len(want))
+				}
+				if got := readFile(t, m.path(p)); !bytes.Equal(got, want) {
+					t.Fatalf("update %d: os.ReadFile read %d stale bytes, want %d new ones", i, len(got), len(want))
+				}
+				fi, err := os.Stat(m.path(p))
+				if err != nil || fi.Size() != int64(len(want)) {
+					t.Fatalf("update %d: stat %v, %v; want size %d", i, fi, err, len(want))
+				}
+			}
+		})
+	}
+}
+
+// TestOpenFileKeepsItsVersion checks that a file opened before an update
+// reads the old version to the end, while new opens read the new one.
+func TestOpenFileKeepsItsVersion(t *testing.T) {
+	st, _ := newStore(t, nil)
+	m := mount(t, st, nil)
+	v1, v2 := pattern(1<<20, 1), pattern(1<<20, 2)
+	put(t, st, m, store.PutRequest{Path: "/f", Data: v1})
+	f, err := os.Open(m.path("/f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	head := make([]byte, 4096)
+	if _, err := f.ReadAt(head, 0); err != nil || !bytes.Equal(head, v1[:4096]) {
+		t.Fatalf("first read of v1: %v", err)
+	}
+	put(t, st, m, store.PutRequest{Path: "/f", Data: v2})
+	if got := readFile(t, m.path("/f")); !bytes.Equal(got, v2) {
+		t.Errorf("a new open reads the old version")
+	}
+	rest := make([]byte, len(v1)-4096)
+	if _, err := f.ReadAt(rest, 4096); err != nil || !bytes.Equal(rest, v1[4096:]) {
+		t.Errorf("the open file no longer reads v1 (%v)", err)
+	}
+	if got := readFile(t, m.path("/f")); !bytes.Equal(got, v2) {
+		t.Errorf("the old reader put old pages where new opens see them")
+	}
+}
+
+// TestCreateRemove checks that names appear and disappear as the store
+// changes, although the kernel had cached the listings and lookups.
+func TestCreateRemove(t *testing.T) {
+	ctx := context.Background()
+	st, _ := newStore(t, nil)
+	m := mount(t, st, nil)
+	put(t, st, m, store.PutRequest{Path: "/keep/file", Data: []byte("k")})
+	ls := func(dir string) []string {
+		t.Helper()
+		ents, err := os.ReadDir(m.path(dir))
+		if err != nil {
+			t.Fatalf("readdir %s: %v", dir, err)
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	exists := func(p string) bool {
+		t.Helper()
+		_, err := os.Stat(m.path(p))
+		if err != nil && !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			t.Fatalf("stat %s: %v", p, err)
+		}
+		return err == nil
+	}
+	remove := func(p string, recursive bool) {
+		t.Helper()
+		if err := st.Remove(ctx, store.RemoveRequest{Path: p, Recursive: recursive}); err != nil {
+			t.Fatal(err)
+		}
+		waitApplied(t, st, m)
+	}
+	steps := []struct {
+		name   string
+		change func()
+		dir    string
+		want   []string
+		absent []string
+	}{
+		{"warm the caches", func() {}, "/keep", []string{"file"}, []string{"/keep/new", "/deep"}},
+		{"create beside", func() { put(t, st, m, store.PutRequest{Path: "/keep/new", Data: []byte("n")}) }, "/keep", []string{"file", "new"}, nil},
+		{"create with new parents", func() { put(t, st, m, store.PutRequest{Path: "/deep/er/leaf", Data: []byte("l")}) }, "/", []string{"deep", "keep"}, nil},
+		{"remove a file", func() { remove("/keep/new", false) }, "/keep", []string{"file"}, []string{"/keep/new"}},
+		{"remove the last child of implicit parents", func() { remove("/deep/er/leaf", false) }, "/", []string{"keep"}, []string{"/deep/er/leaf", "/deep/er", "/deep"}},
+		{"remove a tree", func() { remove("/keep", true) }, "/", nil, []string{"/keep/file", "/keep"}},
+		{"a file where a directory was", func() {
+			put(t, st, m, store.PutRequest{Path: "/keep", Data: []byte("now a file")})
+		}, "/", []string{"keep"}, []string{"/keep/file"}},
+	}
+	for _, s := range steps {
+		// Look everything up first, so the kernel has it cached.
+		_ = ls(s.dir)
+		for _, p := range s.absent {
+			exists(p)
+		}
+		s.change()
+		if got := ls(s.dir); !slices.Equal(got, s.want) {
+			t.Errorf("%s: ls %s = %v, want %v", s.name, s.dir, got, s.want)
+		}
+		for _, name := range s.want {
+			if p := m.path(s.dir + "/" + name); !exists(s.dir + "/" + name) {
+				t.Errorf("%s: %s listed but not found", s.name, p)
+			}
+		}
+		for _, p := range s.absent {
+			if exists(p) {
+				t.Errorf("%s: %s still exists", s.name, p)
+			}
+		}
+	}
+	if got := string(readFile(t, m.path("/keep"))); got != "now a file" {
+		t.Errorf("/keep reads %q", got)
+	}
+}
+
+// lossyStore passes a bolt store's events through until told to lose them,
+// and can inject events, so a test can make the mount resync.
+type lossyStore struct {
+	store.Store
+	mu     sync.Mutex
+	losing bool
+	inject chan store.Event
+}
+
+func (s *lossyStore) lose(b bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.losing = b
+}
+
+func (s *lossyStore) Watch(ctx context.Context, prefix string, since uint64) (<-chan store.Event, error) {
+	in, err := s.Store.Watch(ctx, prefix, since)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan store.Event)
+	go func() {
+		defer close(out)
+		for {
+			var ev store.Event
+			select {
+			case e, ok := <-in:
+				if !ok {
+					return
+				}
+				s.mu.Lock()
+				losing := s.losing
+				s.mu.Unlock()
+				if losing {
+					continue
+				}
+				ev = e
+			case ev = <-s.inject:
+			}
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// TestResync checks that a resync event invalidates everything the kernel
+// has cached: contents, attributes, names and listings.
+func TestResync(t *testing.T) {
+	ctx := context.Background()
+	bst, _ := newStore(t, nil)
+	st := &lossyStore{Store: bst, inject: make(chan store.Event)}
+	m := mount(t, st, nil)
+	put(t, st, m, store.PutRequest{Path: "/a/file", Data: []byte("old contents")})
+	put(t, st, m, store.PutRequest{Path: "/a/gone", Data: []byte("bye")})
+	if _, err := os.ReadDir(m.path("/a")); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(readFile(t, m.path("/a/file"))); got != "old contents" {
+		t.Fatalf("read %q", got)
+	}
+	if _, err := os.Stat(m.path("/a/gone")); err != nil {
+		t.Fatal(err)
+	}
+
+	st.lose(true)
+	put(t, st, nil, store.PutRequest{Path: "/a/file", Data: []byte("new contents")})
+	put(t, st, nil, store.PutRequest{Path: "/a/added", Data: []byte("hi")})
+	if err := st.Remove(ctx, store.RemoveRequest{Path: "/a/gone"}); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := st.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.lose(false)
+	st.inject <- store.Event{Kind: store.EventResync, Path: "/", Revision: rev}
+	if err := m.WaitApplied(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(readFile(t, m.path("/a/file"))); got != "new contents" {
+		t.Errorf("after resync: read %q", got)
+	}
+	ents, err := os.ReadDir(m.path("/a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{"added", "file"}) {
+		t.Errorf("after resync: ls = %v", names)
+	}
+	if _, err := os.Stat(m.path("/a/gone")); !errors.Is(err, iofs.ErrNotExist) {
+		t.Errorf("after resync: stat removed file: %v", err)
+	}
+}
+
+func TestWaitApplied(t *testing.T) {
+	st, _ := newStore(t, nil)
+	m := mount(t, st, nil)
+	res := put(t, st, m, store.PutRequest{Path: "/f", Data: []byte("x")})
+
+	// A revision already applied returns at once.
+	if err := m.WaitApplied(context.Background(), res.Entry.Revision); err != nil {
+		t.Errorf("applied revision: %v", err)
+	}
+	// A revision not reached yet waits for ctx.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := m.WaitApplied(ctx, res.Entry.Revision+100); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("future revision: %v, want deadline exceeded", err)
+	}
+	// A waiter is released by the change it waits for.
+	done := make(chan error, 1)
+	go func() { done <- m.WaitApplied(context.Background(), res.Entry.Revision+1) }()
+	put(t, st, nil, store.PutRequest{Path: "/f", Data: []byte("y")})
+	if err := <-done; err != nil {
+		t.Errorf("waiter: %v", err)
+	}
+	// A waiter is released by unmounting.
+	go func() { done <- m.WaitApplied(context.Background(), res.Entry.Revision+100) }()
+	if err := m.Unmount(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, vfs.ErrUnmounted) {
+		t.Errorf("waiter at unmount: %v, want ErrUnmounted", err)
+	}
+	if err := m.WaitApplied(context.Background(), res.Entry.Revision+100); !errors.Is(err, vfs.ErrUnmounted) {
+		t.Errorf("after unmount: %v, want ErrUnmounted", err)
+	}
+}

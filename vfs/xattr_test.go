@@ -1,0 +1,89 @@
+package vfs_test
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/vfs"
+)
+
+func TestXattrs(t *testing.T) {
+	st, _ := newStore(t, nil)
+	m := mount(t, st, nil)
+	res := put(t, st, m, store.PutRequest{Path: "/f.txt", Data: []byte("hi"), Source: "guide_cache_file upload 7", Encoding: "utf-8"})
+	file := m.path("/f.txt")
+	tests := []struct {
+		name, want string
+		err        error
+	}{
+		{vfs.XattrSHA256, res.Entry.SHA256, nil},
+		{vfs.XattrSource, "guide_cache_file upload 7", nil},
+		{vfs.XattrEncoding, "utf-8", nil},
+		{"user.other", "", syscall.ENODATA},
+		{"security.selinux", "", syscall.ENODATA},
+		{"trusted.x", "", syscall.ENODATA},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			size, err := syscall.Getxattr(file, tt.name, nil)
+			if tt.err != nil {
+				if !errors.Is(err, tt.err) {
+					t.Fatalf("size query: %v, want %v", err, tt.err)
+				}
+				return
+			}
+			if err != nil || size != len(tt.want) {
+				t.Fatalf("size query = %d, %v; want %d", size, err, len(tt.want))
+			}
+			if len(tt.want) > 1 {
+				if _, err := syscall.Getxattr(file, tt.name, make([]byte, 1)); !errors.Is(err, syscall.ERANGE) {
+					t.Errorf("short buffer: %v, want ERANGE", err)
+				}
+			}
+			buf := make([]byte, 256)
+			n, err := syscall.Getxattr(file, tt.name, buf)
+			if err != nil || string(buf[:n]) != tt.want {
+				t.Errorf("value = %q, %v; want %q", buf[:n], err, tt.want)
+			}
+		})
+	}
+	buf := make([]byte, 1024)
+	n, err := syscall.Listxattr(file, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := strings.Split(strings.TrimSuffix(string(buf[:n]), "\x00"), "\x00")
+	if want := []string{vfs.XattrSHA256, vfs.XattrSource, vfs.XattrEncoding}; !slices.Equal(names, want) {
+		t.Errorf("listxattr = %q, want %q", names, want)
+	}
+	n, err = syscall.Listxattr(m.path("/"), buf)
+	if err != nil || n != 0 {
+		t.Errorf("listxattr on the root = %q, %v; want nothing", buf[:n], err)
+	}
+
+	if getfattr, err := exec.LookPath("getfattr"); err == nil {
+		out, err := exec.Command(getfattr, "-d", "-m", "user.depotfs", file).Output()
+		if err != nil {
+			t.Fatalf("getfattr: %v", err)
+		}
+		if want := `user.depotfs.sha256="` + res.Entry.SHA256 + `"`; !bytes.Contains(out, []byte(want)) {
+			t.Errorf("getfattr output lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+func TestNoXattrs(t *testing.T) {
+	st, _ := newStore(t, nil)
+	m := mount(t, st, &vfs.Options{NoXattrs: true})
+	put(t, st, m, store.PutRequest{Path: "/f", Data: []byte("hi")})
+	_, err := syscall.Getxattr(m.path("/f"), vfs.XattrSHA256, make([]byte, 128))
+	if !errors.Is(err, syscall.EOPNOTSUPP) {
+		t.Errorf("getxattr with NoXattrs: %v, want EOPNOTSUPP", err)
+	}
+}

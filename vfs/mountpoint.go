@@ -17,23 +17,30 @@ import (
 var ErrMounted = errors.New("directory is already a mount point")
 
 // prepareMountpoint makes dir ready to mount on and returns its absolute,
-// symlink-free path. It creates dir (0755) if missing; it detaches a dead
-// FUSE mount left by a crashed process (every access fails with ENOTCONN,
-// or ECONNABORTED once the connection was aborted) and logs that it did;
-// and it refuses a directory that has a live mount.
+// symlink-free path. It detaches dead FUSE mounts left by crashed processes
+// (and logs that it did), creates dir (0755) if missing, and refuses a
+// directory that has a live mount.
 func prepareMountpoint(dir string, log *slog.Logger) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", fmt.Errorf("mount point %s: %w", dir, err)
 	}
-	_, err = os.Stat(abs)
-	if errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED) {
+	// statfs always asks the filesystem (stat may be answered from the
+	// kernel's attribute cache for a second after the server died), so a
+	// dead FUSE connection shows up as ENOTCONN, or ECONNABORTED once
+	// aborted. Crash loops can stack several; detach them all.
+	for {
+		var sfs syscall.Statfs_t
+		err := syscall.Statfs(abs, &sfs)
+		if !errors.Is(err, syscall.ENOTCONN) && !errors.Is(err, syscall.ECONNABORTED) {
+			break
+		}
 		log.Warn("vfs: detaching a stale FUSE mount left by a process that exited without unmounting", "dir", abs, "err", err)
 		if err := syscall.Unmount(abs, syscall.MNT_DETACH); err != nil {
 			return "", fmt.Errorf("mount point %s: detach stale mount: %w", abs, err)
 		}
-		_, err = os.Stat(abs)
 	}
+	_, err = os.Stat(abs)
 	if errors.Is(err, os.ErrNotExist) {
 		err = os.MkdirAll(abs, 0o755)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/depotfs/depotfs/store"
@@ -16,10 +15,7 @@ const toolCacheFile = "guide_cache_file"
 
 func (s *Server) cacheFileTool() server.ServerTool {
 	return server.ServerTool{
-		Tool: s.toolSpec(toolCacheFile, "Cache a file in the depot",
-			mcp.WithDestructiveHintAnnotation(true),
-			mcp.WithIdempotentHintAnnotation(true),
-		),
+		Tool: s.toolSpec(toolCacheFile, "Cache a file in the depot", true, true),
 		Handler: s.handler(toolCacheFile, s.cacheFile),
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/depotfs/depotfs/depotpath"
@@ -26,10 +25,7 @@ const maxRefusedPaths = 100
 
 func (s *Server) listDirectoryTool() server.ServerTool {
 	return server.ServerTool{
-		Tool: s.toolSpec(toolListDirectory, "Describe a directory to the depot",
-			mcp.WithDestructiveHintAnnotation(true),
-			mcp.WithIdempotentHintAnnotation(true),
-		),
+		Tool: s.toolSpec(toolListDirectory, "Describe a directory to the depot", true, true),
 		Handler: s.handler(toolListDirectory, s.listDirectory),
 	}
 }
@@ -65,7 +61,7 @@ type listData struct {
 // listDirectory records a directory listing with store.Declare.
 func (s *Server) listDirectory(ctx context.Context, c *call, raw json.RawMessage) (reply, error) {
 	var probs problems
-	l := &listing{where: map[string]string{}, max: s.opts.MaxListEntries}
+	l := &listing{where: map[string]string{}, refused: []string{}, max: s.opts.MaxListEntries}
 	if o := decodeObject(raw, "arguments", "", &probs); o != nil {
 		l.dir, _ = o.depotPath("path", true)
 		if o.has("pattern") {
@@ -121,14 +117,14 @@ func (s *Server) listDirectory(ctx context.Context, c *call, raw json.RawMessage
 	}
 	msg := fmt.Sprintf("Recorded %d entries under %s: %d created, %d stale, %d unchanged.", data.Declared, l.dir, res.Created, res.Stale, res.Unchanged)
 	if len(l.refused) > 0 {
-		msg = fmt.Sprintf("Partly recorded: %d files refused by pattern %s. ", len(l.refused), quote(l.pattern)) + msg
-		warnings = append(warnings, fmt.Sprintf("%d files did not match pattern %s and were not recorded; see refused_paths.", len(l.refused), quote(l.pattern)))
+		msg = fmt.Sprintf("Partly recorded: %d file(s) refused by pattern %s. ", len(l.refused), quote(l.pattern)) + msg
+		warnings = append(warnings, fmt.Sprintf("%d file(s) did not match pattern %s and were not recorded; see refused_paths.", len(l.refused), quote(l.pattern)))
 		if len(l.refused) > maxRefusedPaths {
 			warnings = append(warnings, fmt.Sprintf("refused_paths lists the first %d of %d refused files.", maxRefusedPaths, len(l.refused)))
 		}
 	}
 	if res.Stale > 0 {
-		warnings = append(warnings, fmt.Sprintf("%d files changed since their content was stored; their content was dropped until you send it again (guide_read_file).", res.Stale))
+		warnings = append(warnings, fmt.Sprintf("%d file(s) changed since their content was stored; their content was dropped until you send it again (guide_read_file).", res.Stale))
 	}
 	c.status = "recorded"
 	return reply{

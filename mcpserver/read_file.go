@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/depotfs/depotfs/store"
@@ -18,10 +17,7 @@ const toolReadFile = "guide_read_file"
 
 func (s *Server) readFileTool() server.ServerTool {
 	return server.ServerTool{
-		Tool: s.toolSpec(toolReadFile, "Send a file's content to the depot",
-			mcp.WithDestructiveHintAnnotation(true),
-			mcp.WithIdempotentHintAnnotation(true),
-		),
+		Tool: s.toolSpec(toolReadFile, "Send a file's content to the depot", true, true),
 		Handler: s.handler(toolReadFile, s.readFile),
 	}
 }

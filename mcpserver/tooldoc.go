@@ -18,25 +18,29 @@ import (
 //go:embed tooldoc
 var toolDocs embed.FS
 
-// toolSpec builds a tool's definition from its documents. A missing or
-// malformed document is a build defect, so it panics; the tests load every
-// tool.
-func (s *Server) toolSpec(name, title string, opts ...mcp.ToolOption) mcp.Tool {
-	desc := s.doc(name + ".md")
+// toolSpec builds a tool's definition from its documents. Every tool writes
+// (read-only false) and touches only the depot (open world false). A missing
+// or malformed document is a build defect, so it panics; the tests load
+// every tool.
+func (s *Server) toolSpec(name, title string, destructive, idempotent bool) mcp.Tool {
 	input := s.doc(name + ".input.json")
-	output := s.outputSchema(name)
 	if !json.Valid([]byte(input)) {
 		panic(fmt.Sprintf("mcpserver: %s input schema is not valid JSON", name))
 	}
-	opts = append([]mcp.ToolOption{
-		mcp.WithDescription(desc),
-		mcp.WithTitleAnnotation(title),
-		mcp.WithRawInputSchema(json.RawMessage(input)),
-		mcp.WithRawOutputSchema(output),
-		mcp.WithReadOnlyHintAnnotation(false),
-		mcp.WithOpenWorldHintAnnotation(false),
-	}, opts...)
-	return mcp.NewTool(name, opts...)
+	return mcp.Tool{
+		Name:            name,
+		Title:           title,
+		Description:     s.doc(name + ".md"),
+		RawInputSchema:  json.RawMessage(input),
+		RawOutputSchema: s.outputSchema(name),
+		Annotations: mcp.ToolAnnotation{
+			Title:           title,
+			ReadOnlyHint:    mcp.ToBoolPtr(false),
+			DestructiveHint: mcp.ToBoolPtr(destructive),
+			IdempotentHint:  mcp.ToBoolPtr(idempotent),
+			OpenWorldHint:   mcp.ToBoolPtr(false),
+		},
+	}
 }
 
 // outputSchema returns the envelope schema with the tool's data schema and

@@ -1,0 +1,351 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/depotfs/depotfs/mcpserver"
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/bolt"
+)
+
+// testMount is the mount point the harness pretends the depot is mounted at.
+const testMount = "/mnt/depot"
+
+// harness is a Server over a real bolt store in a temporary directory, with
+// an initialized in-process client.
+type harness struct {
+	t      testing.TB
+	st     *bolt.Store
+	srv    *mcpserver.Server
+	client *client.Client
+	ctx    context.Context
+	logs   *syncBuffer
+
+	mu      sync.Mutex
+	applied []uint64
+
+	schemas map[string]*jsonschema.Schema // output schema per tool
+}
+
+// newHarness starts a harness. opts may be nil; the harness fills in
+// MountPoint (unless opts sets Name to "unmounted"), the logger and Applied.
+func newHarness(t testing.TB, opts *mcpserver.Options) *harness {
+	t.Helper()
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "depot.db"), nil)
+	if err != nil {
+		t.Fatalf("bolt.Open: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h := &harness{t: t, st: st, ctx: context.Background(), logs: &syncBuffer{}}
+	o := mcpserver.Options{MountPoint: testMount}
+	if opts != nil {
+		o = *opts
+	}
+	o.Logger = slog.New(slog.NewJSONHandler(h.logs, nil))
+	if o.Applied == nil {
+		o.Applied = func(ctx context.Context, rev uint64) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.applied = append(h.applied, rev)
+			return nil
+		}
+	}
+	h.srv = mcpserver.New(st, &o)
+	h.client = startClient(t, mustInProcess(t, h.srv))
+	h.schemas = outputSchemas(t, h.client)
+	return h
+}
+
+func mustInProcess(t testing.TB, srv *mcpserver.Server) *client.Client {
+	t.Helper()
+	c, err := client.NewInProcessClient(srv.MCP())
+	if err != nil {
+		t.Fatalf("NewInProcessClient: %v", err)
+	}
+	return c
+}
+
+// startClient starts and initializes c and closes it at cleanup.
+func startClient(t testing.TB, c *client.Client) *client.Client {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("client Start: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "mcpserver-test", Version: "1"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatalf("client Initialize: %v", err)
+	}
+	return c
+}
+
+// outputSchemas lists the tools and compiles each one's output schema.
+func outputSchemas(t testing.TB, c *client.Client) map[string]*jsonschema.Schema {
+	t.Helper()
+	res, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatalf("ListTools: %v", err)
+	}
+	out := map[string]*jsonschema.Schema{}
+	for _, tool := range res.Tools {
+		raw, err := json.Marshal(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wire struct {
+			OutputSchema json.RawMessage `json:"outputSchema"`
+		}
+		if err := json.Unmarshal(raw, &wire); err != nil {
+			t.Fatal(err)
+		}
+		out[tool.Name] = compileSchema(t, tool.Name+"-output", wire.OutputSchema)
+	}
+	return out
+}
+
+func compileSchema(t testing.TB, name string, raw json.RawMessage) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("%s: schema is not JSON: %v", name, err)
+	}
+	c := jsonschema.NewCompiler()
+	url := "mem:///" + name + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		t.Fatalf("%s: schema does not compile: %v", name, err)
+	}
+	return sch
+}
+
+// envelope mirrors the reply envelope on the wire.
+type envelope struct {
+	Success  bool            `json:"success"`
+	Data     json.RawMessage `json:"data"`
+	Message  string          `json:"message"`
+	Warnings []string        `json:"warnings"`
+	Stats    map[string]any  `json:"stats"`
+	Error    *struct {
+		Type        string `json:"type"`
+		Message     string `json:"message"`
+		Instruction string `json:"instruction"`
+	} `json:"error"`
+}
+
+// fileReply mirrors the data of a stored file.
+type fileReply struct {
+	Status    string `json:"status"`
+	Key       string `json:"key"`
+	Path      string `json:"path"`
+	MountPath string `json:"mount_path"`
+	SHA256    string `json:"sha256"`
+	Size      int64  `json:"size"`
+	Updates   uint64 `json:"updates"`
+	Revision  uint64 `json:"revision"`
+	MTime     string `json:"mtime"`
+	Mode      string `json:"mode"`
+	Encoding  string `json:"encoding"`
+	Filename  string `json:"filename"`
+	Upload    *struct {
+		UploadID string `json:"upload_id"`
+		Received int    `json:"received"`
+		Count    int    `json:"count"`
+		Bytes    int64  `json:"bytes"`
+		Complete bool   `json:"complete"`
+	} `json:"upload"`
+}
+
+// listReply mirrors the data of guide_list_directory.
+type listReply struct {
+	Path         string   `json:"path"`
+	MountPath    string   `json:"mount_path"`
+	Declared     int      `json:"declared"`
+	Files        int      `json:"files"`
+	Directories  int      `json:"directories"`
+	Created      int      `json:"created"`
+	Stale        int      `json:"stale"`
+	Unchanged    int      `json:"unchanged"`
+	Refused      int      `json:"refused"`
+	RefusedPaths []string `json:"refused_paths"`
+	Revision     uint64   `json:"revision"`
+}
+
+// call calls a tool with args (a map, or a json.RawMessage sent verbatim)
+// and checks the reply's invariants: one text block equal to the structured
+// content, isError matching success, an error exactly on failure with a
+// message and an instruction, and structured content valid against the
+// tool's output schema.
+func (h *harness) call(tool string, args any) envelope {
+	h.t.Helper()
+	return checkedCall(h.t, h.ctx, h.client, h.schemas, tool, args)
+}
+
+func checkedCall(t testing.TB, ctx context.Context, c *client.Client, schemas map[string]*jsonschema.Schema, tool string, args any) envelope {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = tool
+	req.Params.Arguments = args
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		t.Fatalf("CallTool %s: %v", tool, err)
+	}
+	if len(res.Content) != 1 {
+		t.Fatalf("%s: %d content blocks, want 1 text block", tool, len(res.Content))
+	}
+	text, ok := res.Content[0].(mcp.TextContent)
+	if !ok {
+		t.Fatalf("%s: content is %T, want text", tool, res.Content[0])
+	}
+	var fromText, fromStruct any
+	if err := json.Unmarshal([]byte(text.Text), &fromText); err != nil {
+		t.Fatalf("%s: text is not JSON: %v\n%s", tool, err, text.Text)
+	}
+	if err := json.Unmarshal(res.RawStructuredContent, &fromStruct); err != nil {
+		t.Fatalf("%s: structured content is not JSON: %v", tool, err)
+	}
+	if !reflect.DeepEqual(fromText, fromStruct) {
+		t.Fatalf("%s: text and structured content differ:\n%s\n%s", tool, text.Text, res.RawStructuredContent)
+	}
+	if sch := schemas[tool]; sch != nil {
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(res.RawStructuredContent))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(inst); err != nil {
+			t.Fatalf("%s: reply does not match the output schema: %v\n%s", tool, err, res.RawStructuredContent)
+		}
+	}
+	var env envelope
+	if err := json.Unmarshal(res.RawStructuredContent, &env); err != nil {
+		t.Fatalf("%s: envelope: %v", tool, err)
+	}
+	if res.IsError == env.Success {
+		t.Fatalf("%s: isError %v with success %v", tool, res.IsError, env.Success)
+	}
+	if env.Success != (env.Error == nil) {
+		t.Fatalf("%s: success %v with error %+v", tool, env.Success, env.Error)
+	}
+	if env.Error != nil && (env.Error.Message == "" || env.Error.Instruction == "") {
+		t.Fatalf("%s: error without message or instruction: %+v", tool, env.Error)
+	}
+	if env.Warnings == nil || env.Stats == nil || env.Message == "" {
+		t.Fatalf("%s: envelope lacks warnings, stats or message: %s", tool, res.RawStructuredContent)
+	}
+	return env
+}
+
+// ok calls a tool that must succeed and decodes its data into data.
+func (h *harness) ok(tool string, args any, data any) envelope {
+	h.t.Helper()
+	env := h.call(tool, args)
+	if !env.Success {
+		h.t.Fatalf("%s failed: %s: %s", tool, env.Error.Type, env.Error.Message)
+	}
+	if data != nil {
+		if err := json.Unmarshal(env.Data, data); err != nil {
+			h.t.Fatalf("%s: data: %v", tool, err)
+		}
+	}
+	return env
+}
+
+// fail calls a tool that must fail with the given error type.
+func (h *harness) fail(tool string, args any, wantType string) envelope {
+	h.t.Helper()
+	env := h.call(tool, args)
+	if env.Success {
+		h.t.Fatalf("%s succeeded, want a %s error; data %s", tool, wantType, env.Data)
+	}
+	if env.Error.Type != wantType {
+		h.t.Fatalf("%s: error type %q (%s), want %q", tool, env.Error.Type, env.Error.Message, wantType)
+	}
+	return env
+}
+
+// revision returns the store's revision.
+func (h *harness) revision() uint64 {
+	h.t.Helper()
+	rev, err := h.st.Revision(context.Background())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return rev
+}
+
+// stat returns the entry at p, or ok false if there is none.
+func (h *harness) stat(p string) (store.Entry, bool) {
+	h.t.Helper()
+	e, err := h.st.Stat(context.Background(), p)
+	if errors.Is(err, store.ErrNotExist) {
+		return store.Entry{}, false
+	}
+	if err != nil {
+		h.t.Fatalf("Stat %s: %v", p, err)
+	}
+	return e, true
+}
+
+// read returns the stored content of p.
+func (h *harness) read(p string) []byte {
+	h.t.Helper()
+	c, err := h.st.Open(context.Background(), p)
+	if err != nil {
+		h.t.Fatalf("Open %s: %v", p, err)
+	}
+	defer c.Close()
+	b, err := io.ReadAll(io.NewSectionReader(c, 0, c.Size()))
+	if err != nil {
+		h.t.Fatalf("read %s: %v", p, err)
+	}
+	return b
+}
+
+// appliedRevisions returns the revisions Options.Applied was called with.
+func (h *harness) appliedRevisions() []uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]uint64(nil), h.applied...)
+}
+
+func sum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -15,7 +15,7 @@ const toolCacheFile = "guide_cache_file"
 
 func (s *Server) cacheFileTool() server.ServerTool {
 	return server.ServerTool{
-		Tool: s.toolSpec(toolCacheFile, "Cache a file in the depot", true, true),
+		Tool:    s.toolSpec(toolCacheFile, "Cache a file in the depot", true, true),
 		Handler: s.handler(toolCacheFile, s.cacheFile),
 	}
 }

@@ -17,7 +17,7 @@ const toolReadFile = "guide_read_file"
 
 func (s *Server) readFileTool() server.ServerTool {
 	return server.ServerTool{
-		Tool: s.toolSpec(toolReadFile, "Send a file's content to the depot", true, true),
+		Tool:    s.toolSpec(toolReadFile, "Send a file's content to the depot", true, true),
 		Handler: s.handler(toolReadFile, s.readFile),
 	}
 }

@@ -145,7 +145,11 @@ type argError struct {
 
 func (e *argError) Error() string {
 	var b strings.Builder
-	b.WriteString("invalid arguments: ")
+	if errors.Is(e, errLimit) {
+		b.WriteString("over a limit: ")
+	} else {
+		b.WriteString("invalid arguments: ")
+	}
 	for i, p := range e.problems {
 		if i > 0 {
 			b.WriteString("; ")
@@ -154,9 +158,20 @@ func (e *argError) Error() string {
 			b.WriteString(p.field)
 			b.WriteString(": ")
 		}
-		b.WriteString(strings.TrimPrefix(p.err.Error(), errArgs.Error()+": "))
+		msg := p.err.Error()
+		for _, prefix := range []error{errArgs, errLimit} {
+			msg = strings.TrimPrefix(msg, prefix.Error()+": ")
+		}
+		b.WriteString(msg)
 	}
 	return b.String()
+}
+
+// argProblem returns an error for one problem with one argument.
+func argProblem(field, format string, args ...any) error {
+	var p problems
+	p.addf(field, format, args...)
+	return p.err()
 }
 
 func (e *argError) Unwrap() []error {

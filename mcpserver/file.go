@@ -70,7 +70,7 @@ func (a *fileArgs) verify() (string, error) {
 	sum := sha256.Sum256(a.data)
 	got := hex.EncodeToString(sum[:])
 	if a.sha256 != "" && a.sha256 != got {
-		return "", fmt.Errorf("%w: sha256: the content (%d bytes after decoding) hashes to %s, not %s", errArgs, len(a.data), got, a.sha256)
+		return "", argProblem("sha256", "the content (%d bytes after decoding) hashes to %s, not %s", len(a.data), got, a.sha256)
 	}
 	return got, nil
 }

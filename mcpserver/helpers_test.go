@@ -30,6 +30,7 @@ const testMount = "/mnt/depot"
 // an initialized in-process client.
 type harness struct {
 	t      testing.TB
+	dir    string // host directory of the database
 	st     *bolt.Store
 	srv    *mcpserver.Server
 	client *client.Client
@@ -46,12 +47,13 @@ type harness struct {
 // MountPoint (unless opts sets Name to "unmounted"), the logger and Applied.
 func newHarness(t testing.TB, opts *mcpserver.Options) *harness {
 	t.Helper()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "depot.db"), nil)
+	dir := t.TempDir()
+	st, err := bolt.Open(filepath.Join(dir, "depot.db"), nil)
 	if err != nil {
 		t.Fatalf("bolt.Open: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	h := &harness{t: t, st: st, ctx: context.Background(), logs: &syncBuffer{}}
+	h := &harness{t: t, dir: dir, st: st, ctx: context.Background(), logs: &syncBuffer{}}
 	o := mcpserver.Options{MountPoint: testMount}
 	if opts != nil {
 		o = *opts

@@ -102,7 +102,7 @@ func (s *Server) putChunk(ctx context.Context, c *call, a *fileArgs, ch chunkArg
 	sum := sha256.Sum256(a.data)
 	chunkSum := hex.EncodeToString(sum[:])
 	if ch.sha256 != "" && ch.sha256 != chunkSum {
-		return reply{}, fmt.Errorf("%w: chunk_sha256: chunk %d (%d bytes after decoding) hashes to %s, not %s", errArgs, ch.index, len(a.data), chunkSum, ch.sha256)
+		return reply{}, argProblem("chunk_sha256", "chunk %d (%d bytes after decoding) hashes to %s, not %s", ch.index, len(a.data), chunkSum, ch.sha256)
 	}
 	if err := a.place(s.uploads, a.sha256); err != nil {
 		return reply{}, err

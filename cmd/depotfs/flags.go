@@ -1,0 +1,52 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// envPrefix starts the environment variable that backs each flag.
+const envPrefix = "DEPOTFS_"
+
+// envName returns the environment variable for a flag: "max-file-size" is
+// DEPOTFS_MAX_FILE_SIZE.
+func envName(flagName string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parseFlags applies environment variables to the flags of fs, then parses
+// args, so a command-line flag wins over the environment, which wins over the
+// default. Each flag's usage gains the name of its variable.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(stderr)
+	fs.VisitAll(func(f *flag.Flag) {
+		f.Usage = fmt.Sprintf("%s (env %s)", f.Usage, envName(f.Name))
+	})
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		v, ok := os.LookupEnv(envName(f.Name))
+		if !ok || envErr != nil {
+			return
+		}
+		if err := fs.Set(f.Name, v); err != nil {
+			envErr = usageError{fmt.Errorf("environment %s=%q: %w", envName(f.Name), v, err)}
+		}
+	})
+	if envErr != nil {
+		return envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments: %q", fs.Args())}
+	}
+	return nil
+}

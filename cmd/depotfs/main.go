@@ -1,0 +1,91 @@
+// Command depotfs lets agents push files over MCP and serves them to
+// path-only programs through a read-only FUSE mount.
+//
+// Run "depotfs help" for the subcommands and "depotfs <command> -h" for the
+// flags of one; every flag can also be set in the environment as
+// DEPOTFS_<FLAG> (upper case, dashes as underscores).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// command is one subcommand of the binary.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "run the MCP server, the store and the read-only mount", runServe},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run dispatches to a subcommand and turns its error into an exit code:
+// 0 on success, 2 on a usage error, 1 otherwise.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, args[1:], stdout, stderr)
+		switch {
+		case err == nil, errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.As(err, new(usageError)):
+			fmt.Fprintf(stderr, "depotfs %s: %v\nRun 'depotfs %s -h' for help.\n", c.name, err, c.name)
+			return 2
+		default:
+			fmt.Fprintf(stderr, "depotfs %s: %v\n", c.name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "depotfs: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `depotfs keeps files that agents push over MCP in an embedded database and
+serves them through a read-only FUSE mount, so programs that only take paths
+can read them.
+
+Usage:
+  depotfs <command> [flags]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Every flag can also be set as an environment variable DEPOTFS_<FLAG>, for
+example DEPOTFS_MOUNT=/mnt/depot. Run 'depotfs <command> -h' for its flags.
+`)
+}
+
+// usageError marks an error in the command line rather than in the work.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }

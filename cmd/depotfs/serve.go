@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/depotfs/depotfs/mcpserver"
+	"github.com/depotfs/depotfs/store/bolt"
+	"github.com/depotfs/depotfs/vfs"
+)
+
+// serveConfig is everything "depotfs serve" is told by flags and environment.
+type serveConfig struct {
+	db            string
+	mount         string
+	listen        string
+	listenSet     bool // --listen given explicitly (flag or environment)
+	stdio         bool
+	noMount       bool
+	insecure      bool
+	uid, gid      int
+	umask         string
+	allowOther    bool
+	exec          bool
+	noXattrs      bool
+	uploadTimeout time.Duration
+	shutdown      time.Duration
+	logLevel      slog.Level
+	debugFUSE     bool
+}
+
+func (c *serveConfig) flags(fs *flag.FlagSet) {
+	dataDir := defaultDataDir()
+	fs.StringVar(&c.db, "db", filepath.Join(dataDir, "depot.db"), "bbolt database `file` holding the depot (its directory is created if missing)")
+	fs.StringVar(&c.mount, "mount", defaultMountDir(), "`dir`ectory where the read-only FUSE mount appears (created if missing)")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:7411", "`address` for MCP over streamable HTTP, endpoint path /mcp")
+	fs.BoolVar(&c.stdio, "stdio", false, "serve MCP on stdin/stdout instead of HTTP (for a client that launches depotfs); logs go to stderr")
+	fs.BoolVar(&c.noMount, "no-mount", false, "run the MCP server and the store without the FUSE mount")
+	fs.BoolVar(&c.insecure, "insecure", false, "allow --listen on a non-loopback address without authentication")
+	fs.IntVar(&c.uid, "uid", os.Getuid(), "owner `uid` shown for every file in the mount")
+	fs.IntVar(&c.gid, "gid", os.Getgid(), "owner `gid` shown for every file in the mount")
+	fs.StringVar(&c.umask, "umask", "022", "octal `mask` cleared from the modes shown in the mount (files 0444, directories 0555 before the mask)")
+	fs.BoolVar(&c.allowOther, "allow-other", true, "let users other than depotfs's own read the mount (allow_other; the kernel still enforces the modes shown)")
+	fs.BoolVar(&c.exec, "exec", false, "allow executing files from the mount (mounted noexec otherwise)")
+	fs.BoolVar(&c.noXattrs, "no-xattrs", false, "do not serve the user.depotfs.* provenance extended attributes")
+	fs.DurationVar(&c.uploadTimeout, "upload-timeout", time.Hour, "delete a chunked upload after this long without a new chunk")
+	fs.DurationVar(&c.shutdown, "shutdown-timeout", 30*time.Second, "how long a signal waits for in-flight calls before stopping anyway")
+	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
+	fs.BoolVar(&c.debugFUSE, "debug-fuse", false, "log every FUSE request (very verbose)")
+}
+
+// defaultDataDir is where the database lives unless --db says otherwise:
+// /var/lib/depotfs for root, the XDG state directory for anyone else.
+func defaultDataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/depotfs"
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "depotfs")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "depotfs")
+	}
+	return filepath.Join(os.TempDir(), "depotfs")
+}
+
+// defaultMountDir is where the mount appears unless --mount says otherwise:
+// /mnt/depot for root, a directory under XDG_RUNTIME_DIR or the home
+// directory for anyone else.
+func defaultMountDir() string {
+	if os.Geteuid() == 0 {
+		return "/mnt/depot"
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "depotfs", "mnt")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, "depot")
+	}
+	return filepath.Join(os.TempDir(), "depot")
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var cfg serveConfig
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg.flags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: depotfs serve [flags]
+
+Runs the MCP server (streamable HTTP on --listen, or stdio with --stdio), the
+embedded store (--db) and the read-only FUSE mount (--mount) in one process.
+SIGINT or SIGTERM stops accepting calls, lets in-flight calls finish, unmounts
+and exits 0. A mount left behind by a crashed depotfs is recovered on start.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	fs.Visit(func(f *flag.Flag) { cfg.listenSet = cfg.listenSet || f.Name == "listen" })
+	if err := cfg.validate(); err != nil {
+		return usageError{err}
+	}
+	// Logs never go to stdout: with --stdio it carries the MCP protocol.
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	return serve(ctx, cfg, log)
+}
+
+func (c *serveConfig) validate() error {
+	if c.stdio && c.listenSet {
+		return errors.New("--stdio and --listen are exclusive: choose one transport")
+	}
+	if c.uid < 0 || c.gid < 0 {
+		return errors.New("--uid and --gid must not be negative")
+	}
+	if _, err := parseUmask(c.umask); err != nil {
+		return err
+	}
+	if !c.stdio {
+		if err := checkListen(c.listen, c.insecure); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func parseUmask(s string) (fs.FileMode, error) {
+	m, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || m > 0o777 {
+		return 0, fmt.Errorf("--umask %q: want an octal mask such as 022", s)
+	}
+	return fs.FileMode(m), nil
+}
+
+// checkListen refuses a non-loopback listen address unless insecure is set:
+// without authentication, anyone who reaches the port could write the depot.
+func checkListen(addr string, insecure bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	if insecure {
+		return nil
+	}
+	return fmt.Errorf("--listen %q is not a loopback address and no authentication is configured: "+
+		"anyone who can reach it could write to the depot; listen on 127.0.0.1, or pass --insecure if that is really intended", addr)
+}
+
+// serve runs until ctx is cancelled (a signal) or a transport fails, then
+// shuts down in order: stop taking calls, finish in-flight ones, unmount,
+// close the store.
+func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
+	if err := os.MkdirAll(filepath.Dir(cfg.db), 0o700); err != nil {
+		return fmt.Errorf("database directory: %w", err)
+	}
+	st, err := bolt.Open(cfg.db, &bolt.Options{UploadTimeout: cfg.uploadTimeout, Logger: log})
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	defer func() {
+		if cerr := st.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close database: %w", cerr)
+		}
+	}()
+
+	opts := &mcpserver.Options{Logger: log, Version: version()}
+	if !cfg.noMount {
+		umask, _ := parseUmask(cfg.umask)
+		m, err := vfs.Mount(ctx, cfg.mount, st, &vfs.Options{
+			UID: uint32(cfg.uid), GID: uint32(cfg.gid), Umask: umask,
+			AllowOther: cfg.allowOther, Exec: cfg.exec, NoXattrs: cfg.noXattrs,
+			Logger: log, Debug: cfg.debugFUSE,
+		})
+		if err != nil {
+			return fmt.Errorf("mount %s: %w", cfg.mount, err)
+		}
+		defer func() {
+			if uerr := m.Unmount(); uerr != nil {
+				log.Error("unmount failed", "mount", cfg.mount, "err", uerr)
+			} else {
+				log.Info("unmounted", "mount", cfg.mount)
+			}
+		}()
+		opts.MountPoint = m.Dir()
+		opts.Applied = m.WaitApplied
+	}
+	srv := mcpserver.New(st, opts)
+
+	if cfg.stdio {
+		log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg), "mcp", "stdio")
+		err := srv.ServeStdio(ctx, os.Stdin, os.Stdout)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("stdio: %w", err)
+		}
+		return nil
+	}
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg), "mcp", "http://"+ln.Addr().String()+"/mcp")
+	return serveHTTP(ctx, ln, cfg.shutdown, srv.Handler(), log)
+}
+
+// serveHTTP serves MCP on ln until ctx is done, then stops accepting
+// connections and waits up to grace for in-flight calls.
+func serveHTTP(ctx context.Context, ln net.Listener, grace time.Duration, h http.Handler, log *slog.Logger) error {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	hs := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing in-flight calls", "timeout", grace)
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		log.Warn("in-flight calls did not finish in time", "err", err)
+		return hs.Close()
+	}
+	return nil
+}
+
+func mountDesc(cfg serveConfig) string {
+	if cfg.noMount {
+		return "none (--no-mount)"
+	}
+	return cfg.mount
+}

@@ -1,0 +1,41 @@
+package integration_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// depotfsBin is the binary under test, built once by TestMain.
+var depotfsBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "integration tests mount FUSE filesystems and must run as root")
+		return 1
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		fmt.Fprintf(os.Stderr, "integration tests need /dev/fuse: %v\n", err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "depotfs-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	depotfsBin = filepath.Join(dir, "depotfs")
+	build := exec.Command("go", "build", "-race", "-o", depotfsBin, "../cmd/depotfs")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "building depotfs: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}

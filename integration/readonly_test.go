@@ -1,0 +1,57 @@
+package integration_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestMountIsReadOnly runs programs that try to change the mount; each must
+// fail with EROFS.
+func TestMountIsReadOnly(t *testing.T) {
+	d := startDaemon(t, daemonConfig{transport: overHTTP})
+	d.mustCall("guide_cache_file", map[string]any{"path": "/ro/file.txt", "content": "original\n"})
+	file, dir := d.path("/ro/file.txt"), d.path("/ro")
+	before := snapshot(t, d.mount)
+	tests := []struct {
+		name string
+		argv []string
+	}{
+		{"touch new", []string{"touch", dir + "/new.txt"}},
+		{"touch existing", []string{"touch", file}},
+		{"rm", []string{"rm", "-f", file}},
+		{"mkdir", []string{"mkdir", dir + "/sub"}},
+		{"mv", []string{"mv", file, dir + "/moved.txt"}},
+		{"redirect", []string{"sh", "-c", "echo x > " + file}},
+		{"append", []string{"sh", "-c", "echo x >> " + file}},
+		{"chmod", []string{"chmod", "777", file}},
+		{"setfattr", []string{"setfattr", "-n", "user.x", "-v", "1", file}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := runFailing(t, tt.argv[0], tt.argv[1:]...)
+			if !strings.Contains(msg, "Read-only file system") {
+				t.Errorf("%s: %q, want EROFS", strings.Join(tt.argv, " "), msg)
+			}
+		})
+	}
+	if diff := diffSnapshots(before, snapshot(t, d.mount)); diff != "" {
+		t.Errorf("mutations changed the mount:\n%s", diff)
+	}
+}
+
+// TestProvenanceXattrs reads the user.depotfs.* attributes with getfattr.
+func TestProvenanceXattrs(t *testing.T) {
+	d := startDaemon(t, daemonConfig{transport: overHTTP})
+	content := "provenance\n"
+	d.mustCall("guide_cache_file", map[string]any{"path": "/x/p.txt", "content": content})
+	got := runProgram(t, "getfattr", "--only-values", "-n", "user.depotfs.sha256", d.path("/x/p.txt"))
+	if got != sha256hex([]byte(content)) {
+		t.Errorf("user.depotfs.sha256 = %q, want %s", got, sha256hex([]byte(content)))
+	}
+	if enc := runProgram(t, "getfattr", "--only-values", "-n", "user.depotfs.encoding", d.path("/x/p.txt")); enc != "utf-8" {
+		t.Errorf("user.depotfs.encoding = %q, want utf-8", enc)
+	}
+	if src := runProgram(t, "getfattr", "--only-values", "-n", "user.depotfs.source", d.path("/x/p.txt")); !strings.Contains(src, "guide_cache_file") {
+		t.Errorf("user.depotfs.source = %q, want it to name the tool", src)
+	}
+}

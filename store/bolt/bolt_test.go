@@ -1,15 +1,23 @@
 package bolt_test
 
 import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/bolt"
 	"github.com/depotfs/depotfs/store/storetest"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
-// openAt opens the store at path with opts, closing it when t ends.
+// openAt opens the store at path with opts. When t ends it checks the
+// file's invariants (unless the test closed the store) and closes it.
 func openAt(t testing.TB, path string, opts *bolt.Options) *bolt.Store {
 	t.Helper()
 	s, err := bolt.Open(path, opts)
@@ -21,7 +29,20 @@ func openAt(t testing.TB, path string, opts *bolt.Options) *bolt.Store {
 			t.Errorf("Close: %v", err)
 		}
 	})
+	t.Cleanup(func() { verify(t, s) })
 	return s
+}
+
+// verify fails t if s's file breaks an invariant; a closed store is not
+// checked.
+func verify(t testing.TB, s *bolt.Store) {
+	t.Helper()
+	if _, err := s.Revision(context.Background()); errors.Is(err, store.ErrClosed) {
+		return
+	}
+	if err := bolt.Verify(s); err != nil {
+		t.Errorf("store invariants: %v", err)
+	}
 }
 
 // openTemp opens a new store in a temporary directory.
@@ -31,6 +52,27 @@ func openTemp(t testing.TB, opts *bolt.Options) (*bolt.Store, string) {
 	return openAt(t, path, opts), path
 }
 
+func stats(t testing.TB, s *bolt.Store) bolt.Stats {
+	t.Helper()
+	st, err := bolt.ReadStats(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// clock is a fake Options.Now.
+type clock struct{ ns atomic.Int64 }
+
+func newClock() *clock {
+	c := &clock{}
+	c.ns.Store(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+
+func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
 		s, _ := openTemp(t, nil)
@@ -38,9 +80,58 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceSmallChunks runs the suite with blobs of many chunks, so
+// reads cross chunk boundaries.
 func TestConformanceSmallChunks(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
 		s, _ := openTemp(t, &bolt.Options{ChunkSize: 1000})
 		return s
 	})
+}
+
+func TestOpenLocked(t *testing.T) {
+	_, path := openTemp(t, nil)
+	start := time.Now()
+	s, err := bolt.Open(path, nil)
+	if err == nil {
+		s.Close()
+		t.Fatal("a second Open of a file in use succeeded")
+	}
+	if !errors.Is(err, berrors.ErrTimeout) {
+		t.Errorf("second Open: %v, want one wrapping bbolt's timeout", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("second Open took %v to fail", d)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := bolt.Open(filepath.Join(dir, "missing", "depot.db"), nil); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Open in a missing directory: %v", err)
+	}
+	for _, o := range []bolt.Options{{ChunkSize: -1}, {ChunkSize: 1 << 30}, {History: -1}, {UploadTimeout: -time.Second}} {
+		if _, err := bolt.Open(filepath.Join(dir, "x.db"), &o); !errors.Is(err, fs.ErrInvalid) {
+			t.Errorf("Open with %+v: %v, want fs.ErrInvalid", o, err)
+		}
+	}
+	bad := filepath.Join(dir, "garbage.db")
+	if err := os.WriteFile(bad, []byte("this is not a bbolt file, not at all, no"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := bolt.Open(bad, nil); err == nil {
+		s.Close()
+		t.Error("Open of a file that is not a database succeeded")
+	}
+}
+
+func TestFileMode(t *testing.T) {
+	_, path := openTemp(t, nil)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		t.Errorf("database file mode %v, want 0600", fi.Mode().Perm())
+	}
 }

@@ -137,6 +137,13 @@ func hasChildren(tree *bbolt.Bucket, dir string) bool {
 	return k != nil && bytes.HasPrefix(k, prefix)
 }
 
+// lookup returns the value at k and whether k exists (a stored value may
+// be empty).
+func lookup(b *bbolt.Bucket, k []byte) ([]byte, bool) {
+	ck, v := b.Cursor().Seek(k)
+	return v, ck != nil && bytes.Equal(ck, k)
+}
+
 // blobRecord is a blob's value in the blobs bucket.
 type blobRecord struct {
 	Size      int64

@@ -1,0 +1,167 @@
+package bolt_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/bolt"
+	"github.com/depotfs/depotfs/store/storetest"
+)
+
+// crashEnv names the database a re-executed test binary writes to until
+// it is killed.
+const crashEnv = "DEPOTFS_BOLT_CRASH_DB"
+
+// crashPaths is how many paths the crash writer cycles through.
+const crashPaths = 21
+
+func crashPath(k int) string { return fmt.Sprintf("/crash/d%d/f%d", k%3, k) }
+
+// crashWrite is write i of the crash writer: its path, its content, and
+// whether it goes through a chunked upload.
+func crashWrite(i int) (path string, data []byte, chunked bool) {
+	size := 1 + (i*7919)%(48<<10)
+	unit := []byte(fmt.Sprintf("write %d;", i))
+	data = bytes.Repeat(unit, size/len(unit)+1)[:size]
+	return crashPath(i % crashPaths), data, i%4 == 3
+}
+
+// TestCrashChild is the writer killed by TestCrash; it does nothing unless
+// re-executed with crashEnv set. It prints "ack i" after write i returned.
+func TestCrashChild(t *testing.T) {
+	path := os.Getenv(crashEnv)
+	if path == "" {
+		t.Skip("only run by TestCrash")
+	}
+	s, err := bolt.Open(path, &bolt.Options{ChunkSize: 4096})
+	if err != nil {
+		fmt.Println("open:", err)
+		os.Exit(2)
+	}
+	ctx := context.Background()
+	for i := 0; ; i++ {
+		p, data, chunked := crashWrite(i)
+		if chunked {
+			file := store.PutRequest{Path: p, SHA256: storetest.Sum(data)}
+			third := len(data) / 3
+			parts := [][]byte{data[:third], data[third : 2*third], data[2*third:]}
+			for _, j := range []int{1, 2, 0} {
+				_, err = s.PutChunk(ctx, store.Chunk{UploadID: fmt.Sprintf("u%d", i), Index: j, Count: 3, Data: parts[j], File: file})
+				if err != nil {
+					break
+				}
+			}
+		} else {
+			_, err = s.Put(ctx, store.PutRequest{Path: p, Data: data})
+		}
+		if err != nil {
+			fmt.Println("write:", err)
+			os.Exit(2)
+		}
+		fmt.Printf("ack %d\n", i)
+	}
+}
+
+// TestCrash kills a writer with SIGKILL at an arbitrary moment and checks
+// that every acknowledged write survives, whole.
+func TestCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	db := filepath.Join(t.TempDir(), "crash.db")
+	for round := range 3 {
+		acked := crashRound(t, db, 40+round*60)
+		s := openAt(t, db, nil)
+		checkCrash(t, s, acked)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// crashRound runs the writer against db, kills it after at least minAcks
+// acknowledged writes, and returns the highest write index acknowledged.
+func crashRound(t *testing.T, db string, minAcks int) int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashEnv+"="+db)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	acked, n := -1, 0
+	var other []string
+	for n < minAcks && lines.Scan() {
+		line := lines.Text()
+		if i, err := strconv.Atoi(strings.TrimPrefix(line, "ack ")); err == nil {
+			acked, n = i, n+1
+		} else {
+			other = append(other, line)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// Acknowledgements printed before the kill count too.
+	for lines.Scan() {
+		if i, err := strconv.Atoi(strings.TrimPrefix(lines.Text(), "ack ")); err == nil {
+			acked = i
+		}
+	}
+	cmd.Wait()
+	if n < minAcks {
+		t.Fatalf("the writer stopped after %d writes:\n%s\n%s", n, strings.Join(other, "\n"), stderr.String())
+	}
+	return acked
+}
+
+// checkCrash verifies the store after a kill: each path holds its last
+// acknowledged write or the one in flight, every file reads whole and
+// matches its hash, and the file's invariants hold. Every round
+// acknowledges more than crashPaths writes, so every path was written.
+func checkCrash(t *testing.T, s *bolt.Store, acked int) {
+	t.Helper()
+	ctx := context.Background()
+	allowed := map[string][]string{} // path → acceptable hashes
+	for i := acked; i > acked-crashPaths; i-- {
+		p, data, _ := crashWrite(i)
+		allowed[p] = append(allowed[p], storetest.Sum(data))
+	}
+	p, data, _ := crashWrite(acked + 1)
+	allowed[p] = append(allowed[p], storetest.Sum(data))
+	for k := range crashPaths {
+		p := crashPath(k)
+		e, err := s.Stat(ctx, p)
+		if err != nil {
+			t.Errorf("%s: acknowledged write lost (acked up to %d): %v", p, acked, err)
+			continue
+		}
+		if !slices.Contains(allowed[p], e.SHA256) {
+			t.Errorf("%s holds %s, want the last acknowledged write or the one in flight (%q)", p, e.SHA256, allowed[p])
+		}
+		got := readAll(t, s, p)
+		if storetest.Sum(got) != e.SHA256 || int64(len(got)) != e.Size {
+			t.Errorf("%s: entry %+v, content of %d bytes hashing to %s", p, e, len(got), storetest.Sum(got))
+		}
+	}
+	if err := bolt.Verify(s); err != nil {
+		t.Errorf("after the crash: %v", err)
+	}
+}

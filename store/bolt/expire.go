@@ -1,0 +1,133 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/depotfs/depotfs/store"
+	bbolt "go.etcd.io/bbolt"
+)
+
+// ExpireUploads deletes the uploads that received no chunk for
+// Options.UploadTimeout, by the store's clock, and returns how many it
+// deleted. Uploads busy with a chunk are left alone. The store's janitor
+// calls it periodically; it is exported so tests (with Options.Now) and
+// operators can run it at will. It is safe for concurrent use.
+func (s *Store) ExpireUploads(ctx context.Context) (int, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, err
+	}
+	now := s.now()
+	expired := func(u *upload) bool { return now.Sub(u.Last) >= s.opts.UploadTimeout }
+	var ids []string
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		ups := tx.Bucket(bucketUploads)
+		return ups.ForEachBucket(func(k []byte) error {
+			u, err := readUpload(ups.Bucket(k))
+			if err != nil {
+				return fmt.Errorf("upload %q: %w", k, err)
+			}
+			if expired(u) {
+				ids = append(ids, string(k))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, dbErr(err)
+	}
+	n := 0
+	for _, id := range ids {
+		if !s.uploads.tryLock(id) {
+			continue
+		}
+		deleted := false
+		_, err := s.update(ctx, func(w *wtx) error {
+			ups := w.tx.Bucket(bucketUploads)
+			ub := ups.Bucket([]byte(id))
+			if ub == nil {
+				return nil
+			}
+			u, err := readUpload(ub)
+			if err != nil || !expired(u) {
+				return err
+			}
+			deleted = true
+			return ups.DeleteBucket([]byte(id))
+		})
+		s.uploads.unlock(id)
+		if err != nil {
+			return n, err
+		}
+		if deleted {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// janitor expires idle uploads until the store is closed.
+func (s *Store) janitor() {
+	defer s.wg.Done()
+	every := min(max(s.opts.UploadTimeout/4, time.Second), time.Minute)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		n, err := s.ExpireUploads(context.Background())
+		switch {
+		case err != nil && !errors.Is(err, store.ErrClosed):
+			s.log.Error("bolt: expiring uploads", "err", err)
+		case n > 0:
+			s.log.Info("bolt: expired idle uploads", "count", n)
+		}
+	}
+}
+
+// uploadLocks serializes the chunks of each upload.
+type uploadLocks struct {
+	mu   sync.Mutex
+	busy map[string]chan struct{} // closed when the holder unlocks
+}
+
+func (l *uploadLocks) lock(ctx context.Context, id string) error {
+	for {
+		l.mu.Lock()
+		ch, held := l.busy[id]
+		if !held {
+			l.busy[id] = make(chan struct{})
+			l.mu.Unlock()
+			return nil
+		}
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (l *uploadLocks) tryLock(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, held := l.busy[id]; held {
+		return false
+	}
+	l.busy[id] = make(chan struct{})
+	return true
+}
+
+func (l *uploadLocks) unlock(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	close(l.busy[id])
+	delete(l.busy, id)
+}

@@ -165,18 +165,19 @@ func mountOptions(o Options) *fuse.MountOptions {
 		opts = append(opts, "noexec")
 	}
 	return &fuse.MountOptions{
-		AllowOther:           o.AllowOther,
-		Options:              opts,
-		DirectMount:          true,
-		DirectMountFlags:     flags,
-		FsName:               o.FsName,
-		Name:                 "depotfs",
-		MaxWrite:             maxRead,
-		MaxReadAhead:         maxRead,
-		IgnoreSecurityLabels: true,
-		DisableXAttrs:        o.NoXattrs,
-		Debug:                o.Debug,
-		Logger:               slog.NewLogLogger(o.Logger.Handler(), slog.LevelInfo),
+		AllowOther:       o.AllowOther,
+		Options:          opts,
+		DirectMount:      true,
+		DirectMountFlags: flags,
+		FsName:           o.FsName,
+		Name:             "depotfs",
+		MaxWrite:         maxRead,
+		MaxReadAhead:     maxRead,
+		// Not IgnoreSecurityLabels: it answers ENODATA for ACLs, where
+		// Getxattr's EOPNOTSUPP lets ls stop asking.
+		DisableXAttrs: o.NoXattrs,
+		Debug:         o.Debug,
+		Logger:        slog.NewLogLogger(o.Logger.Handler(), slog.LevelInfo),
 	}
 }
 

@@ -3,6 +3,7 @@ package vfs
 import (
 	"context"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -10,8 +11,9 @@ import (
 	"github.com/depotfs/depotfs/store"
 )
 
-// The provenance extended attributes. An attribute whose value is empty
-// (a directory's hash, an unknown encoding) is absent.
+// The provenance extended attributes, the only ones the filesystem has. An
+// attribute whose value is empty (a directory's hash, an unknown encoding)
+// is absent.
 const (
 	XattrSHA256   = "user.depotfs.sha256"
 	XattrSource   = "user.depotfs.source"
@@ -42,16 +44,31 @@ func xattrValue(e store.Entry, name string) string {
 }
 
 // getxattr answers GETXATTR: the value's size when dest is empty, ERANGE
-// when dest is too small, ENODATA for anything else.
+// when dest is too small, ENODATA for a user.* attribute that is absent, and
+// EOPNOTSUPP for any other namespace (security.*, system.*, trusted.*),
+// which the filesystem does not support.
+//
+// EOPNOTSUPP matters for speed: ls -l asks every file for security.selinux
+// and system.posix_acl_access, one FUSE round trip each that the kernel
+// never caches, unless the answer is "not supported", which ls remembers
+// for the whole filesystem.
 func getxattr(e store.Entry, name string, dest []byte) (uint32, syscall.Errno) {
 	v := xattrValue(e, name)
 	if v == "" {
-		return 0, syscall.ENODATA
+		return 0, absentXattr(name)
 	}
 	if len(dest) < len(v) {
 		return uint32(len(v)), syscall.ERANGE
 	}
 	return uint32(copy(dest, v)), 0
+}
+
+// absentXattr is the error for an attribute that has no value.
+func absentXattr(name string) syscall.Errno {
+	if strings.HasPrefix(name, "user.") {
+		return syscall.ENODATA
+	}
+	return syscall.EOPNOTSUPP
 }
 
 // listxattr answers LISTXATTR: the NUL-terminated names of the attributes
@@ -83,7 +100,7 @@ func (f *fileNode) Listxattr(_ context.Context, dest []byte) (uint32, syscall.Er
 // Getxattr returns a provenance attribute of the directory.
 func (d *dirNode) Getxattr(ctx context.Context, name string, dest []byte) (uint32, syscall.Errno) {
 	if !slices.Contains(xattrNames, name) {
-		return 0, syscall.ENODATA // not ours: no need to ask the store
+		return 0, absentXattr(name) // not ours: no need to ask the store
 	}
 	e, err := d.stat(ctx)
 	if err != nil {

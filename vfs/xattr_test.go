@@ -26,8 +26,9 @@ func TestXattrs(t *testing.T) {
 		{vfs.XattrSource, "guide_cache_file upload 7", nil},
 		{vfs.XattrEncoding, "utf-8", nil},
 		{"user.other", "", syscall.ENODATA},
-		{"security.selinux", "", syscall.ENODATA},
-		{"trusted.x", "", syscall.ENODATA},
+		{"security.selinux", "", syscall.EOPNOTSUPP},
+		{"system.posix_acl_access", "", syscall.EOPNOTSUPP},
+		{"trusted.x", "", syscall.EOPNOTSUPP},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -301,3 +301,29 @@ func TestWaitApplied(t *testing.T) {
 		t.Errorf("after unmount: %v, want ErrUnmounted", err)
 	}
 }
+
+// TestOpenOfOutdatedVersion checks the guard behind the invalidations: when
+// the kernel still holds an old version's name (here because the event was
+// lost, in life because a lookup raced the update), opening it fails with
+// ESTALE inside the kernel, which looks the name up again and opens the new
+// version, so the reader still gets current bytes.
+func TestOpenOfOutdatedVersion(t *testing.T) {
+	bst, _ := newStore(t, nil)
+	st := &lossyStore{Store: bst, inject: make(chan store.Event)}
+	m := mount(t, st, &vfs.Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour})
+	put(t, st, m, store.PutRequest{Path: "/f", Data: []byte("version one")})
+	if got := string(readFile(t, m.path("/f"))); got != "version one" {
+		t.Fatalf("read %q", got)
+	}
+	st.lose(true)
+	put(t, st, nil, store.PutRequest{Path: "/f", Data: []byte("version two, longer")})
+	for _, read := range []func() ([]byte, error){
+		func() ([]byte, error) { return os.ReadFile(m.path("/f")) },
+		func() ([]byte, error) { return exec.Command("cat", m.path("/f")).Output() },
+	} {
+		got, err := read()
+		if err != nil || string(got) != "version two, longer" {
+			t.Errorf("read %q, %v; want the new version", got, err)
+		}
+	}
+}

@@ -9,12 +9,14 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"path/filepath"
 	"reflect"
 	"sync"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -43,9 +45,17 @@ type harness struct {
 	schemas map[string]*jsonschema.Schema // output schema per tool
 }
 
-// newHarness starts a harness. opts may be nil; the harness fills in
-// MountPoint (unless opts sets Name to "unmounted"), the logger and Applied.
+// newHarness starts a harness with an in-process client. opts may be nil
+// for a server mounted at testMount; the harness sets the logger and, unless
+// opts has one, an Applied that records revisions.
 func newHarness(t testing.TB, opts *mcpserver.Options) *harness {
+	t.Helper()
+	return newHarnessOver(t, opts, "inprocess")
+}
+
+// newHarnessOver starts a harness whose client connects over transport:
+// "inprocess", "http" (a real HTTP server on loopback) or "stdio" (pipes).
+func newHarnessOver(t testing.TB, opts *mcpserver.Options, transport string) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := bolt.Open(filepath.Join(dir, "depot.db"), nil)
@@ -68,7 +78,16 @@ func newHarness(t testing.TB, opts *mcpserver.Options) *harness {
 		}
 	}
 	h.srv = mcpserver.New(st, &o)
-	h.client = startClient(t, mustInProcess(t, h.srv))
+	switch transport {
+	case "inprocess":
+		h.client = startClient(t, mustInProcess(t, h.srv))
+	case "http":
+		h.client = startClient(t, httpClient(t, h.srv))
+	case "stdio":
+		h.client = startClient(t, stdioClient(t, h.srv))
+	default:
+		t.Fatalf("unknown transport %q", transport)
+	}
 	h.schemas = outputSchemas(t, h.client)
 	return h
 }
@@ -80,6 +99,39 @@ func mustInProcess(t testing.TB, srv *mcpserver.Server) *client.Client {
 		t.Fatalf("NewInProcessClient: %v", err)
 	}
 	return c
+}
+
+// httpClient serves srv.Handler on a loopback test server and returns a
+// streamable HTTP client for it.
+func httpClient(t testing.TB, srv *mcpserver.Server) *client.Client {
+	t.Helper()
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	c, err := client.NewStreamableHttpClient(ts.URL)
+	if err != nil {
+		t.Fatalf("NewStreamableHttpClient: %v", err)
+	}
+	return c
+}
+
+// stdioClient runs srv.ServeStdio on a pair of pipes and returns a client
+// speaking to it. At cleanup, after the client has closed its end, the
+// server must return nil.
+func stdioClient(t testing.TB, srv *mcpserver.Server) *client.Client {
+	t.Helper()
+	toServer, fromClient := io.Pipe()
+	toClient, fromServer := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeStdio(context.Background(), toServer, fromServer) }()
+	t.Cleanup(func() {
+		// Runs after the client's Close (cleanups run last first), which
+		// closed fromClient: the server sees end of input and returns.
+		if err := <-done; err != nil {
+			t.Errorf("ServeStdio: %v", err)
+		}
+		fromServer.Close()
+	})
+	return client.NewClient(transport.NewIO(toClient, fromClient, nil))
 }
 
 // startClient starts and initializes c and closes it at cleanup.
@@ -351,3 +403,23 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// httptestServer serves srv.Handler on loopback and returns its URL.
+func httptestServer(t testing.TB, srv *mcpserver.Server) string {
+	t.Helper()
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// pipe returns the two ends of an in-memory pipe, closed at cleanup.
+func pipe(t testing.TB) (*io.PipeReader, *io.PipeWriter) {
+	r, w := io.Pipe()
+	t.Cleanup(func() { w.Close() })
+	return r, w
+}
+
+// discard is an io.Writer that drops everything.
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

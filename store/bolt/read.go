@@ -71,8 +71,8 @@ func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) 
 					return err
 				}
 			}
-			r, err := decodeRecord(v)
-			if err != nil {
+			var r record
+			if err := r.decode(v); err != nil {
 				return err
 			}
 			out = append(out, r.entry(keyPath(k)))

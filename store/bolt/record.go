@@ -3,7 +3,6 @@ package bolt
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -78,23 +77,23 @@ func u64bytes(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
 // record is an entry as stored in the tree bucket; the path is its key.
 type record struct {
-	Kind     store.Kind  `json:"k"`
-	Ino      uint64      `json:"i"`
-	Size     int64       `json:"s,omitzero"`
-	SHA256   string      `json:"h,omitzero"`
-	Mode     fs.FileMode `json:"m,omitzero"`
-	MTime    time.Time   `json:"t,omitzero"`
-	Encoding string      `json:"e,omitzero"`
-	Source   string      `json:"src,omitzero"`
-	Created  time.Time   `json:"c,omitzero"`
-	Updated  time.Time   `json:"u,omitzero"`
-	Updates  uint64      `json:"n,omitzero"`
-	Writer   string      `json:"w,omitzero"`
-	Expires  time.Time   `json:"x,omitzero"`
-	Pinned   bool        `json:"pin,omitzero"`
-	Present  bool        `json:"p,omitzero"`
-	Explicit bool        `json:"ex,omitzero"`
-	Revision uint64      `json:"r"`
+	Kind     store.Kind
+	Ino      uint64
+	Size     int64
+	SHA256   string
+	Mode     fs.FileMode
+	MTime    time.Time
+	Encoding string
+	Source   string
+	Created  time.Time
+	Updated  time.Time
+	Updates  uint64
+	Writer   string
+	Expires  time.Time
+	Pinned   bool
+	Present  bool
+	Explicit bool
+	Revision uint64
 }
 
 func (r *record) entry(p string) store.Entry {
@@ -106,14 +105,6 @@ func (r *record) entry(p string) store.Entry {
 		Expires: r.Expires, Pinned: r.Pinned, Present: r.Present, Explicit: r.Explicit,
 		Revision: r.Revision,
 	}
-}
-
-func decodeRecord(v []byte) (*record, error) {
-	var r record
-	if err := json.Unmarshal(v, &r); err != nil {
-		return nil, fmt.Errorf("corrupt entry: %w", err)
-	}
-	return &r, nil
 }
 
 // rootEntry is the synthesized entry of "/".

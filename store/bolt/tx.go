@@ -2,7 +2,6 @@ package bolt
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -148,7 +147,7 @@ func (w *wtx) nextIno() uint64 {
 // put writes r at p as a change of the given kind, at a new revision.
 func (w *wtx) put(kind store.EventKind, p string, r *record) error {
 	r.Revision = w.nextRev()
-	v, err := json.Marshal(r)
+	v, err := r.encode()
 	if err != nil {
 		return err
 	}

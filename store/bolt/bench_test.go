@@ -1,0 +1,123 @@
+package bolt_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/storetest"
+)
+
+// BenchmarkPut writes new content (each write differs) to 100 paths in
+// turn: one committed, fsynced transaction per write.
+func BenchmarkPut(b *testing.B) {
+	for _, size := range []int{4 << 10, 1 << 20, 8 << 20} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			s, _ := openTemp(b, nil)
+			data := make([]byte, size)
+			rand.Read(data)
+			ctx := context.Background()
+			b.SetBytes(int64(size))
+			i := uint64(0)
+			for b.Loop() {
+				binary.BigEndian.PutUint64(data, i)
+				if _, err := s.Put(ctx, store.PutRequest{Path: fmt.Sprintf("/bench/f%d", i%100), Data: data}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkPutChunk uploads 16 MiB in 1 MiB chunks, completion included.
+func BenchmarkPutChunk(b *testing.B) {
+	const size, part = 16 << 20, 1 << 20
+	s, _ := openTemp(b, nil)
+	data := make([]byte, size)
+	rand.Read(data)
+	ctx := context.Background()
+	b.SetBytes(size)
+	i := uint64(0)
+	for b.Loop() {
+		binary.BigEndian.PutUint64(data, i)
+		file := store.PutRequest{Path: "/bench/upload", SHA256: storetest.Sum(data)}
+		for j := range size / part {
+			c := store.Chunk{UploadID: fmt.Sprint("u", i), Index: j, Count: size / part, Data: data[j*part : (j+1)*part], File: file}
+			if _, err := s.PutChunk(ctx, c); err != nil {
+				b.Fatal(err)
+			}
+		}
+		i++
+	}
+}
+
+// BenchmarkReadAt reads a 64 MiB file sequentially through one Content, in
+// reads of the given size, as the FUSE layer does.
+func BenchmarkReadAt(b *testing.B) {
+	const size = 64 << 20
+	for _, read := range []int{4 << 10, 128 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("%dKiB", read>>10), func(b *testing.B) {
+			s, _ := openTemp(b, nil)
+			data := make([]byte, size)
+			rand.Read(data)
+			mustPut(b, s, "/big", data)
+			c, err := s.Open(context.Background(), "/big")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			p := make([]byte, read)
+			b.SetBytes(int64(read))
+			off := int64(0)
+			for b.Loop() {
+				if _, err := c.ReadAt(p, off); err != nil {
+					b.Fatal(err)
+				}
+				off = (off + int64(read)) % size
+			}
+		})
+	}
+}
+
+// BenchmarkStat looks up one entry among 10,000.
+func BenchmarkStat(b *testing.B) {
+	s, _ := openTemp(b, nil)
+	ctx := context.Background()
+	var decl []store.Declaration
+	for i := range 10_000 {
+		decl = append(decl, store.Declaration{Path: fmt.Sprintf("/d%d/f%d", i%100, i), Kind: store.KindFile, Size: int64(i)})
+	}
+	if _, err := s.Declare(ctx, store.DeclareRequest{Entries: decl}); err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	for b.Loop() {
+		if _, err := s.Stat(ctx, decl[i%len(decl)].Path); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkReadDir lists a directory of 10,000 entries.
+func BenchmarkReadDir(b *testing.B) {
+	s, _ := openTemp(b, nil)
+	ctx := context.Background()
+	var decl []store.Declaration
+	for i := range 10_000 {
+		decl = append(decl, store.Declaration{Path: fmt.Sprintf("/dir/file-%05d.txt", i), Kind: store.KindFile, Size: int64(i)})
+	}
+	if _, err := s.Declare(ctx, store.DeclareRequest{Entries: decl}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		es, err := s.ReadDir(ctx, "/dir")
+		if err != nil || len(es) != len(decl) {
+			b.Fatal(len(es), err)
+		}
+	}
+}

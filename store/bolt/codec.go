@@ -1,0 +1,195 @@
+package bolt
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"time"
+
+	"github.com/depotfs/depotfs/store"
+)
+
+// Tree records are binary, since ReadDir decodes one per child (JSON made
+// a 10,000-entry listing several times slower). The layout is a format
+// byte, the kind, the flags, then the fields in record order: integers as
+// uvarints or varints, strings as a uvarint length and bytes, the hash as
+// 32 raw bytes (only when flagHash is set), and each time as a marker byte,
+// 0 for the zero time, else 1 and a varint of Unix seconds and a uvarint
+// of nanoseconds.
+const recordFormat = 1
+
+// Record flags.
+const (
+	flagPinned = 1 << iota
+	flagPresent
+	flagExplicit
+	flagHash
+)
+
+// errCorrupt reports a tree record that cannot be decoded.
+var errCorrupt = errors.New("corrupt entry record")
+
+func (r *record) encode() ([]byte, error) {
+	b := make([]byte, 0, 96+len(r.Encoding)+len(r.Source)+len(r.Writer))
+	b = append(b, recordFormat, byte(r.Kind))
+	var flags byte
+	if r.Pinned {
+		flags |= flagPinned
+	}
+	if r.Present {
+		flags |= flagPresent
+	}
+	if r.Explicit {
+		flags |= flagExplicit
+	}
+	var h hash
+	if r.SHA256 != "" {
+		var err error
+		if h, err = parseHash(r.SHA256); err != nil {
+			return nil, err
+		}
+		flags |= flagHash
+	}
+	b = append(b, flags)
+	b = binary.AppendUvarint(b, r.Ino)
+	b = binary.AppendVarint(b, r.Size)
+	if flags&flagHash != 0 {
+		b = append(b, h[:]...)
+	}
+	b = binary.AppendUvarint(b, uint64(r.Mode))
+	b = appendTime(b, r.MTime)
+	b = appendString(b, r.Encoding)
+	b = appendString(b, r.Source)
+	b = appendTime(b, r.Created)
+	b = appendTime(b, r.Updated)
+	b = binary.AppendUvarint(b, r.Updates)
+	b = appendString(b, r.Writer)
+	b = appendTime(b, r.Expires)
+	b = binary.AppendUvarint(b, r.Revision)
+	return b, nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// appendTime writes a time as described at recordFormat.
+func appendTime(b []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	b = binary.AppendVarint(b, t.Unix())
+	return binary.AppendUvarint(b, uint64(t.Nanosecond()))
+}
+
+// decoder reads a record; the first error sticks.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil || len(d.b) < 1 {
+		d.err = errCorrupt
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errCorrupt
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errCorrupt
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) bytes(n uint64) []byte {
+	if d.err != nil || uint64(len(d.b)) < n {
+		d.err = errCorrupt
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) string() string { return string(d.bytes(d.uvarint())) }
+
+func (d *decoder) time() time.Time {
+	if d.byte() == 0 {
+		return time.Time{}
+	}
+	sec := d.varint()
+	nsec := d.uvarint()
+	if nsec >= 1e9 {
+		d.err = errCorrupt
+	}
+	if d.err != nil {
+		return time.Time{}
+	}
+	return time.Unix(sec, int64(nsec)).UTC()
+}
+
+func decodeRecord(v []byte) (*record, error) {
+	r := new(record)
+	if err := r.decode(v); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// decode sets r from an encoded record.
+func (r *record) decode(v []byte) error {
+	d := decoder{b: v}
+	if d.byte() != recordFormat {
+		return errCorrupt
+	}
+	*r = record{Kind: store.Kind(d.byte())}
+	flags := d.byte()
+	r.Pinned = flags&flagPinned != 0
+	r.Present = flags&flagPresent != 0
+	r.Explicit = flags&flagExplicit != 0
+	r.Ino = d.uvarint()
+	r.Size = d.varint()
+	if flags&flagHash != 0 {
+		r.SHA256 = hex.EncodeToString(d.bytes(32))
+	}
+	r.Mode = fs.FileMode(d.uvarint())
+	r.MTime = d.time()
+	r.Encoding = d.string()
+	r.Source = d.string()
+	r.Created = d.time()
+	r.Updated = d.time()
+	r.Updates = d.uvarint()
+	r.Writer = d.string()
+	r.Expires = d.time()
+	r.Revision = d.uvarint()
+	if d.err == nil && (len(d.b) != 0 || (r.Kind != store.KindFile && r.Kind != store.KindDir) || flags >= flagHash<<1) {
+		d.err = errCorrupt
+	}
+	return d.err
+}

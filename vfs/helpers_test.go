@@ -3,7 +3,6 @@ package vfs_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -132,24 +131,6 @@ func pattern(n int, seed byte) []byte {
 	}
 	return b
 }
-
-// eventually polls cond until it returns nil or the deadline passes.
-func eventually(tb testing.TB, what string, cond func() error) {
-	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-var errNotYet = errors.New("not yet")
 
 // readFile is os.ReadFile that fails the test on error.
 func readFile(tb testing.TB, p string) []byte {

@@ -119,8 +119,12 @@ func (o *object) integer(field string, required bool, lo, hi int64) (int64, bool
 		o.probs.addf(o.name(field), "expected an integer, got %s", quote(string(raw)))
 		return 0, false
 	}
-	if n < lo || n > hi {
-		o.probs.addf(o.name(field), "%d is out of range %d..%d", n, lo, hi)
+	if n < lo {
+		o.probs.addf(o.name(field), "%d is below the minimum %d", n, lo)
+		return 0, false
+	}
+	if n > hi {
+		o.probs.addf(o.name(field), "%d is above the maximum %d", n, hi)
 		return 0, false
 	}
 	return n, true
@@ -140,9 +144,9 @@ func (o *object) array(field string, required bool) ([]json.RawMessage, bool) {
 	return elems, true
 }
 
-// any returns the raw value of a field that accepts several JSON types,
-// such as mtime; null counts as a wrong type.
-func (o *object) any(field string) (json.RawMessage, bool) {
+// raw returns the raw value of a field that accepts several JSON types,
+// such as mtime; the caller checks the type.
+func (o *object) raw(field string) (json.RawMessage, bool) {
 	o.known[field] = true
 	raw, ok := o.fields[field]
 	return raw, ok

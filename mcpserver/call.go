@@ -54,7 +54,7 @@ func (s *Server) handler(tool string, fn toolFunc) server.ToolHandlerFunc {
 		} else {
 			f := classify(err)
 			env.Error = &f
-			env.Message = f.Message
+			env.Message = fmt.Sprintf("The call failed with a %s error and changed nothing; error.message says why and error.instruction what to do.", f.Type)
 			env.Stats = map[string]any{"duration_ms": time.Since(c.start).Milliseconds()}
 		}
 		s.logCall(c, env.Error, err)

@@ -9,6 +9,8 @@ import (
 // Envelope is the one reply shape of every tool. A tool result carries it
 // twice: as structured content and, for clients that only show text, as the
 // same JSON in a text content block. IsError is set when Success is false.
+// Clients may decode replies into it. It is a plain value with no methods;
+// share it between goroutines only for reading.
 type Envelope struct {
 	// Success reports whether the call did what it was asked. A successful
 	// call may still carry Warnings.
@@ -28,7 +30,8 @@ type Envelope struct {
 	Error *Failure `json:"error,omitempty"`
 }
 
-// Failure is the error object of a failed call.
+// Failure is the error object of a failed call, a plain value like
+// Envelope.
 type Failure struct {
 	// Type is the category of failure, one of the Error* constants.
 	Type ErrorType `json:"type"`

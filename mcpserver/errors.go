@@ -12,7 +12,8 @@ import (
 
 // ErrorType says what kind of failure a tool reply reports. Agents branch on
 // it: a validation error is fixed by changing the arguments, a conflict by
-// choosing another path, a system error by retrying later.
+// choosing another path, a system error by retrying later. ErrorType is a
+// string and safe to share.
 type ErrorType string
 
 // The error types of the envelope.

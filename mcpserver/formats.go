@@ -145,7 +145,7 @@ func decodeBase64(s string) ([]byte, error) {
 // "2024-05-01T12:00:00Z" (fractional seconds and offsets allowed) or a JSON
 // number of seconds since the Unix epoch (fractions allowed).
 func (o *object) mtime(field string) (time.Time, bool) {
-	raw, ok := o.any(field)
+	raw, ok := o.raw(field)
 	if !ok {
 		return time.Time{}, false
 	}
@@ -185,7 +185,7 @@ func (o *object) mtime(field string) (time.Time, bool) {
 // "644" or "0o644". A JSON number is refused because agents send 644 meaning
 // octal, which is 0o1204 as a number.
 func (o *object) mode(field string) (fs.FileMode, bool) {
-	raw, ok := o.any(field)
+	raw, ok := o.raw(field)
 	if !ok {
 		return 0, false
 	}

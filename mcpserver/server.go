@@ -13,7 +13,7 @@ import (
 	"github.com/depotfs/depotfs/store"
 )
 
-// Defaults of Options.
+// Defaults of Options, applied to zero fields.
 const (
 	DefaultName            = "depotfs"
 	DefaultVersion         = "dev"
@@ -25,7 +25,9 @@ const (
 )
 
 // Options configure a Server. The zero value works: no mount, default
-// limits, logs to slog.Default().
+// limits, logs to slog.Default(). New copies the Options; changing them
+// afterwards has no effect. Applied and Logger are called from many
+// goroutines at once and must be safe for that.
 type Options struct {
 	// MountPoint is the absolute host directory where the depot is mounted,
 	// used to build the mount_path of replies; "" when depotfs is not

@@ -30,7 +30,7 @@ func (s *Store) complete(ctx context.Context, id string) (store.PutResult, error
 		return store.PutResult{}, err
 	}
 	if sum != u.File.SHA256 {
-		_, err := s.update(ctx, func(w *wtx) error { return w.tx.Bucket(bucketUploads).DeleteBucket([]byte(id)) })
+		err := s.update(ctx, func(w *wtx) error { return w.tx.Bucket(bucketUploads).DeleteBucket([]byte(id)) })
 		if err != nil {
 			return store.PutResult{}, err
 		}
@@ -65,7 +65,7 @@ func (s *Store) complete(ctx context.Context, id string) (store.PutResult, error
 		}
 	}
 	var res store.PutResult
-	_, err = s.update(ctx, func(w *wtx) error {
+	err = s.update(ctx, func(w *wtx) error {
 		ub := w.tx.Bucket(bucketUploads).Bucket([]byte(id))
 		if ub == nil {
 			return errUploadGone
@@ -157,7 +157,7 @@ func (s *Store) stage(ctx context.Context, id string, h hash, count int) error {
 	pos := stagePos{}
 	for pos.chunk < count {
 		next := pos
-		_, err := s.update(ctx, func(w *wtx) error {
+		err := s.update(ctx, func(w *wtx) error {
 			next = pos
 			ub := w.tx.Bucket(bucketUploads).Bucket([]byte(id))
 			if ub == nil {

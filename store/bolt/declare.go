@@ -45,7 +45,7 @@ func (s *Store) Declare(ctx context.Context, req store.DeclareRequest) (store.De
 	}
 	var res store.DeclareResult
 	failed := ""
-	_, err := s.update(ctx, func(w *wtx) error {
+	err := s.update(ctx, func(w *wtx) error {
 		res = store.DeclareResult{}
 		for _, d := range req.Entries {
 			if err := w.declare(d, req, &res); err != nil {

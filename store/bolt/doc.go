@@ -14,17 +14,22 @@
 //     "/" is not stored: it always exists, with inode store.RootIno.
 //   - blobs: SHA-256 (32 raw bytes) → size, reference count, chunk size.
 //   - chunks: SHA-256 + big-endian chunk index → up to one chunk of bytes.
-//   - uploads: one nested bucket per chunked upload in progress: its
-//     metadata and the chunks received so far.
-//   - orphans: blobs that lost their last reference while a Content still
-//     read them; swept when the last such Content closes, or on Open.
+//   - uploads: one nested bucket per chunked upload: its metadata and the
+//     chunks received so far; once complete, only the chunk hashes, kept to
+//     answer retries until the upload expires.
+//   - orphans: blobs whose chunks may be unreferenced: content that lost its
+//     last reference while a Content still read it, or content being
+//     staged by an upload. Swept when the last reader is done, or on Open
+//     after a crash.
 //
 // # Basics
 //
-// Every write (Put, the chunk completing an upload, Declare, Remove) is one
-// bbolt transaction, committed with fsync before the call returns. Each
-// changed entry gets its own revision; the events are published to
-// watchers only after the commit.
+// Every change to the namespace (Put, the chunk completing an upload,
+// Declare, Remove) is one bbolt transaction, committed with fsync before
+// the call returns. Each changed entry gets its own revision; the events
+// are published to watchers only after the commit. An upload's content is
+// copied into blob chunks by bounded transactions before the one that makes
+// the file visible, so no transaction holds a whole large file.
 //
 // Content is read through short read transactions that copy only the
 // chunks a ReadAt needs. A Content keeps its blob alive until closed.

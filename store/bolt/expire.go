@@ -45,7 +45,7 @@ func (s *Store) ExpireUploads(ctx context.Context) (int, error) {
 			continue
 		}
 		deleted := false
-		_, err := s.update(ctx, func(w *wtx) error {
+		err := s.update(ctx, func(w *wtx) error {
 			ups := w.tx.Bucket(bucketUploads)
 			ub := ups.Bucket([]byte(id))
 			if ub == nil {

@@ -30,7 +30,7 @@ func (s *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult,
 		return store.PutResult{}, pathErr("put", req.Path, fmt.Errorf("%w: declared %s, content has %s", store.ErrHashMismatch, req.SHA256, hexSum))
 	}
 	var res store.PutResult
-	_, err := s.update(ctx, func(w *wtx) error {
+	err := s.update(ctx, func(w *wtx) error {
 		var err error
 		res, err = w.putFile(req, hexSum, int64(len(req.Data)), func(h hash) error { return w.writeData(h, req.Data) })
 		return err

@@ -16,7 +16,8 @@ import (
 
 // Remove deletes the entry at req.Path in one transaction: a file, an empty
 // directory, or with req.Recursive a directory and everything below it
-// (deepest first, one event each). Implicit parent directories left empty
+// (deepest first, one event each); a non-empty directory without Recursive
+// fails with store.ErrNotEmpty. Implicit parent directories left empty
 // are removed too. Removing "/" fails with an error wrapping fs.ErrInvalid.
 // It is safe for concurrent use.
 func (s *Store) Remove(ctx context.Context, req store.RemoveRequest) error {
@@ -27,7 +28,7 @@ func (s *Store) Remove(ctx context.Context, req store.RemoveRequest) error {
 	if p == depotpath.Root {
 		return pathErr("remove", p, fmt.Errorf("%w: the root cannot be removed", fs.ErrInvalid))
 	}
-	_, err := s.update(ctx, func(w *wtx) error {
+	err := s.update(ctx, func(w *wtx) error {
 		r, err := getEntry(w.tree, p)
 		if err != nil {
 			return err

@@ -28,7 +28,7 @@ const (
 const lockTimeout = time.Second
 
 // Options configures a Store. The zero value, and a nil *Options, give the
-// defaults.
+// defaults. Open copies the Options; changing them afterwards has no effect.
 type Options struct {
 	// ChunkSize is the size in bytes of the pieces a blob is stored in;
 	// 0 means DefaultChunkSize. It applies to blobs written from now on:
@@ -74,9 +74,11 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // Open opens or creates the store in the bbolt file at path (mode 0600). The
-// parent directory must exist. If another process holds the file, Open fails
-// after about a second with an error wrapping bbolt's timeout error. A nil
-// opts means the defaults.
+// parent directory must exist. If another process (or another Store in this
+// one) holds the file, Open fails after about a second with an error
+// wrapping bbolt's timeout error. A nil opts means the defaults. Open may be
+// called concurrently; the Store it returns owns a janitor goroutine that
+// Close stops.
 //
 // Open sweeps content left unreferenced by a crash; uploads in progress are
 // kept and continue where they stopped.

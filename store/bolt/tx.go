@@ -61,21 +61,18 @@ type wtx struct {
 	rev, ino uint64
 	events   []store.Event
 	dropped  []hash // blobs whose reference count reached 0
-	// fail, when set by the transaction function, is returned after the
-	// transaction commits (a failure whose cleanup must be durable).
-	fail error
 }
 
 // update runs fn in one bbolt write transaction. On success it deletes or
 // defers the blobs fn dropped, commits, and then publishes fn's events.
-func (s *Store) update(ctx context.Context, fn func(w *wtx) error) ([]store.Event, error) {
+func (s *Store) update(ctx context.Context, fn func(w *wtx) error) error {
 	if err := s.check(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.closed.Load() {
-		return nil, store.ErrClosed
+		return store.ErrClosed
 	}
 	var w *wtx
 	gcLocked := false
@@ -126,10 +123,10 @@ func (s *Store) update(ctx context.Context, fn func(w *wtx) error) ([]store.Even
 		s.gc.mu.Unlock()
 	}
 	if err != nil {
-		return nil, dbErr(err)
+		return dbErr(err)
 	}
 	s.hub.publish(w.events)
-	return w.events, w.fail
+	return nil
 }
 
 // nextRev allocates the next revision.

@@ -100,7 +100,7 @@ func (s *Store) PutChunk(ctx context.Context, c store.Chunk) (store.UploadProgre
 
 	var prog store.UploadProgress
 	ready := false
-	_, err := s.update(ctx, func(w *wtx) error {
+	err := s.update(ctx, func(w *wtx) error {
 		var err error
 		prog, ready, err = w.putChunk(c, sum)
 		return err

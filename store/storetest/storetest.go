@@ -18,7 +18,8 @@ import (
 // return a new, empty store and register its Close with t.Cleanup (the
 // suite may close it first; Close must be idempotent). Each subtest opens
 // its own store. Run is meant to be called from a test function of the
-// implementation's package.
+// implementation's package; subtests do not run in parallel, and the
+// Concurrency subtest drives the store from many goroutines.
 func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Paths", func(t *testing.T) { testPaths(t, open) })
 	t.Run("Stat", func(t *testing.T) { testStat(t, open) })
@@ -34,7 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Close", func(t *testing.T) { testClose(t, open) })
 }
 
-// Sum returns the lowercase hex SHA-256 of b.
+// Sum returns the lowercase hex SHA-256 of b. It is safe for concurrent use.
 func Sum(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])

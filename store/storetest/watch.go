@@ -10,7 +10,8 @@ import (
 )
 
 // NextEvent returns the next event on ch, failing t if none arrives within
-// ten seconds or ch is closed.
+// ten seconds or ch is closed. Like t.Fatal, it must be called from the
+// test's goroutine.
 func NextEvent(t testing.TB, ch <-chan store.Event) store.Event {
 	t.Helper()
 	timer := time.NewTimer(waitTimeout)
@@ -28,7 +29,8 @@ func NextEvent(t testing.TB, ch <-chan store.Event) store.Event {
 }
 
 // WaitClosed fails t unless ch is closed within ten seconds; events still
-// buffered are discarded.
+// buffered are discarded. Like t.Fatal, it must be called from the test's
+// goroutine.
 func WaitClosed(t testing.TB, ch <-chan store.Event) {
 	t.Helper()
 	timer := time.NewTimer(waitTimeout)

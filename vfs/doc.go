@@ -10,10 +10,13 @@
 //
 // [Mount] mounts a store at a directory and returns a [*Server];
 // [Server.Unmount] takes it down, and [Server.Wait] blocks until it is gone,
-// whoever unmounted it. Every write, create, remove, rename, chmod or setxattr fails with EROFS.
-// Inode numbers are the store's ([store.Entry.Ino]), so they are stable across
-// restarts. Reads are served from a [store.Content] snapshot taken at open,
-// one kernel-requested range at a time: a file is never loaded whole.
+// whoever unmounted it. Every write, create, remove, rename, chmod or
+// setxattr fails with EROFS. Inode numbers are the store's
+// ([store.Entry.Ino]), so they are stable across restarts. Reads are served
+// from a [store.Content] snapshot taken at open, one kernel-requested range
+// at a time: a file is never loaded whole. A placeholder (a declared file
+// whose content has not arrived) is listed with its declared size, and
+// reading it fails with EIO.
 //
 // # Caching and invalidation
 //
@@ -34,10 +37,14 @@
 //
 // # Caveats
 //
-// Attributes reported by stat may lag a store change by at most the attribute
-// timeout when a lookup races the change; content never does, because an open
-// whose snapshot disagrees with the inode it was looked up as fails with
-// ESTALE, which makes the kernel look the name up again and retry once.
+// Attributes reported by stat may lag a store change by at most the
+// attribute timeout when a lookup races the change. Content does not: an
+// open whose snapshot is not the version the kernel looked up fails with
+// ESTALE inside the kernel, which looks the name up again and retries once
+// (a file that changes again within that retry gives the reader ESTALE).
+//
+// Unmount does not wait for other processes: if files are still open in the
+// mount, it aborts the FUSE connection and detaches the mount.
 //
 // This package must not import mcpserver (it meets the MCP layer only through
 // the store and its events), and it never writes to the store.

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestEnvName(t *testing.T) {
+	for flagName, want := range map[string]string{
+		"db":             "DEPOTFS_DB",
+		"max-file-size":  "DEPOTFS_MAX_FILE_SIZE",
+		"upload-timeout": "DEPOTFS_UPLOAD_TIMEOUT",
+	} {
+		if got := envName(flagName); got != want {
+			t.Errorf("envName(%q) = %q, want %q", flagName, got, want)
+		}
+	}
+}
+
+// TestParseFlagsPrecedence checks that a flag beats the environment, which
+// beats the default.
+func TestParseFlagsPrecedence(t *testing.T) {
+	newSet := func() (*flag.FlagSet, *string, *time.Duration) {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		mount := fs.String("mount", "/mnt/default", "")
+		timeout := fs.Duration("upload-timeout", time.Hour, "")
+		return fs, mount, timeout
+	}
+	tests := []struct {
+		name        string
+		env         map[string]string
+		args        []string
+		wantMount   string
+		wantTimeout time.Duration
+	}{
+		{"defaults", nil, nil, "/mnt/default", time.Hour},
+		{"environment", map[string]string{"DEPOTFS_MOUNT": "/env", "DEPOTFS_UPLOAD_TIMEOUT": "5m"}, nil, "/env", 5 * time.Minute},
+		{"flag beats environment", map[string]string{"DEPOTFS_MOUNT": "/env"}, []string{"--mount", "/flag"}, "/flag", time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			fs, mount, timeout := newSet()
+			if err := parseFlags(fs, tt.args, &bytes.Buffer{}); err != nil {
+				t.Fatal(err)
+			}
+			if *mount != tt.wantMount || *timeout != tt.wantTimeout {
+				t.Errorf("mount %q timeout %v, want %q %v", *mount, *timeout, tt.wantMount, tt.wantTimeout)
+			}
+		})
+	}
+}
+
+func TestParseFlagsErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"bad env value", map[string]string{"DEPOTFS_UPLOAD_TIMEOUT": "soon"}, nil, "DEPOTFS_UPLOAD_TIMEOUT"},
+		{"unknown flag", nil, []string{"--nope"}, "nope"},
+		{"stray argument", nil, []string{"extra"}, "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			fs.Duration("upload-timeout", time.Hour, "")
+			err := parseFlags(fs, tt.args, &bytes.Buffer{})
+			if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("parseFlags error %v, want a usage error mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckListen(t *testing.T) {
+	tests := []struct {
+		addr     string
+		insecure bool
+		ok       bool
+	}{
+		{"127.0.0.1:7411", false, true},
+		{"[::1]:7411", false, true},
+		{"localhost:7411", false, true},
+		{"0.0.0.0:7411", false, false},
+		{":7411", false, false},
+		{"192.0.2.10:7411", false, false},
+		{"0.0.0.0:7411", true, true},
+		{"no-port", false, false},
+	}
+	for _, tt := range tests {
+		err := checkListen(tt.addr, tt.insecure)
+		if (err == nil) != tt.ok {
+			t.Errorf("checkListen(%q, insecure=%v) = %v, want ok=%v", tt.addr, tt.insecure, err, tt.ok)
+		}
+	}
+}
+
+// TestServeRefusesBadConfiguration runs the serve command with settings it
+// must refuse before opening the database or mounting anything.
+func TestServeRefusesBadConfiguration(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"--db", dir + "/depot.db", "--mount", dir + "/mnt"}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"public listen", []string{"--listen", "0.0.0.0:7411"}, "not a loopback address"},
+		{"stdio and listen", []string{"--stdio", "--listen", "127.0.0.1:1"}, "exclusive"},
+		{"bad umask", []string{"--umask", "999"}, "--umask"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"serve"}, append(base, tt.args...)...), &bytes.Buffer{}, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), tt.want)
+			}
+			if _, err := os.Stat(dir + "/depot.db"); err == nil {
+				t.Errorf("refused configuration still created the database")
+			}
+		})
+	}
+}

@@ -145,11 +145,7 @@ func New(st store.Store, opts *Options) *Server {
 		server.WithToolCapabilities(false),
 		server.WithInstructions(instructions),
 	)
-	s.mcp.AddTools(
-		s.cacheFileTool(),
-		s.listDirectoryTool(),
-		s.readFileTool(),
-	)
+	s.mcp.AddTools(s.tools()...)
 	s.http = s.newHandler()
 	return s
 }

@@ -12,7 +12,7 @@ import (
 // takes a context and stops early when it is cancelled.
 //
 // Writes are atomic and durable: when Put, PutChunk (completing an upload),
-// Declare or Remove returns nil, the change is committed, and any reader sees
+// Declare, Remove, Copy or Move returns nil, the change is committed, and any reader sees
 // either the state before or the state after it, never a mix.
 type Store interface {
 	// Stat returns the entry at a clean path, or an error wrapping
@@ -46,6 +46,16 @@ type Store interface {
 	// req.Recursive is set. Parent directories created only as parents
 	// disappear with their last child.
 	Remove(ctx context.Context, req RemoveRequest) error
+
+	// Copy makes req.To a copy of the file, or the whole directory tree, at
+	// req.From, in one atomic change. Copies share the source's content:
+	// no bytes are duplicated, whatever the size. See CopyRequest.
+	Copy(ctx context.Context, req CopyRequest) (CopyResult, error)
+
+	// Move renames the file, or the whole directory tree, at req.From to
+	// req.To, in one atomic change: readers see the old tree or the new
+	// one, never both or neither. See MoveRequest.
+	Move(ctx context.Context, req MoveRequest) (CopyResult, error)
 
 	// Revision returns the store's current revision: the revision of the
 	// last committed change, 0 for an empty new store.

@@ -25,11 +25,14 @@
 // # Basics
 //
 // Every change to the namespace (Put, the chunk completing an upload,
-// Declare, Remove) is one bbolt transaction, committed with fsync before
+// Declare, Remove, Copy, Move) is one bbolt transaction, committed with fsync before
 // the call returns. Each changed entry gets its own revision; the events
 // are published to watchers only after the commit. An upload's content is
 // copied into blob chunks by bounded transactions before the one that makes
 // the file visible, so no transaction holds a whole large file.
+//
+// Copy and Move write tree records only: a copy takes a reference on the
+// source's blob, so copying a large file or tree writes no content.
 //
 // Content is read through short read transactions that copy only the
 // chunks a ReadAt needs. A Content keeps its blob alive until closed.

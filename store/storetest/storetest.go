@@ -27,6 +27,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Put", func(t *testing.T) { testPut(t, open) })
 	t.Run("Open", func(t *testing.T) { testOpen(t, open) })
 	t.Run("Remove", func(t *testing.T) { testRemove(t, open) })
+	t.Run("Copy", func(t *testing.T) { testCopy(t, open) })
+	t.Run("Move", func(t *testing.T) { testMove(t, open) })
 	t.Run("Declare", func(t *testing.T) { testDeclare(t, open) })
 	t.Run("PutChunk", func(t *testing.T) { testPutChunk(t, open) })
 	t.Run("Revision", func(t *testing.T) { testRevision(t, open) })

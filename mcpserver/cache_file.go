@@ -6,17 +6,18 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/depotfs/depotfs/store"
 )
 
 const toolCacheFile = "guide_cache_file"
 
-func (s *Server) cacheFileTool() server.ServerTool {
-	return server.ServerTool{
-		Tool:    s.toolSpec(toolCacheFile, "Cache a file in the depot", true, true),
-		Handler: s.handler(toolCacheFile, s.cacheFile),
+func (s *Server) cacheFileTool() tool {
+	return tool{
+		spec:    s.toolSpec(toolCacheFile, "Cache a file in the depot", true, true),
+		profile: ProfileGuide,
+		paths:   []pathArg{{"path", accessWrite}, {"filename", accessWrite}},
+		shape:   envelopeShape{},
+		run:     s.cacheFile,
 	}
 }
 

@@ -18,9 +18,10 @@ import (
 // (the path, the size and hash of the content) so that the wrapper, the one
 // place that knows a call's outcome, can log it.
 type call struct {
-	tool  string
-	who   identity.Identity
-	start time.Time
+	tool    string
+	profile Profile
+	who     identity.Identity
+	start   time.Time
 
 	path   string
 	size   int64
@@ -30,43 +31,33 @@ type call struct {
 }
 
 // toolFunc is the body of a tool: it validates the raw arguments, does the
-// work and returns the reply data, or an error for classify.
+// work and returns the reply data, or an error the tool's reply shape turns
+// into its error object (classify names its type in the log).
 type toolFunc func(ctx context.Context, c *call, args json.RawMessage) (reply, error)
 
-// handler wraps a tool body into an mcp-go handler that never returns a Go
-// error: every outcome, including a panic, becomes an envelope, and every
-// call is logged once.
-func (s *Server) handler(tool string, fn toolFunc) server.ToolHandlerFunc {
+// handler wraps a tool into an mcp-go handler that never returns a Go
+// error: every outcome, including a panic, becomes a reply in the tool's
+// shape (t.shape), and every call is logged once. It is the one way into a
+// tool body: every registered tool goes through it.
+func (s *Server) handler(t tool) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		who, _ := identity.FromContext(ctx)
-		c := &call{tool: tool, who: who, start: time.Now()}
-		out, err := s.run(ctx, c, fn, req)
-
-		env := Envelope{Success: err == nil}
+		c := &call{tool: t.spec.Name, profile: t.profile, who: who, start: time.Now()}
+		out, err := s.run(ctx, c, t.run, req)
 		if err == nil {
-			env.Data, env.Message, env.Warnings = out.data, out.message, out.warnings
-			stats := out.stats
-			if stats == nil {
-				stats = map[string]any{}
+			res, encErr := t.shape.success(c, out)
+			if encErr == nil {
+				s.logCall(c, nil, nil)
+				return res, nil
 			}
-			stats["duration_ms"] = time.Since(c.start).Milliseconds()
-			env.Stats = stats
-		} else {
-			f := classify(err)
-			env.Error = &f
-			env.Message = fmt.Sprintf("The call failed with a %s error and changed nothing; error.message says why and error.instruction what to do.", f.Type)
-			env.Stats = map[string]any{"duration_ms": time.Since(c.start).Milliseconds()}
-		}
-		s.logCall(c, env.Error, err)
-		res, encErr := result(env)
-		if encErr != nil {
 			// Only an unencodable data value gets here: a bug, reported as
 			// a system error without the data.
-			s.log.Error("mcp reply not encodable", "tool", tool, "err", encErr)
-			f := classify(encErr)
-			return result(Envelope{Message: f.Message, Error: &f})
+			s.log.Error("mcp reply not encodable", "tool", c.tool, "err", encErr)
+			err = encErr
 		}
-		return res, nil
+		f := classify(err)
+		s.logCall(c, &f, err)
+		return t.shape.failure(c, err), nil
 	}
 }
 
@@ -104,6 +95,7 @@ func rawArguments(req mcp.CallToolRequest) json.RawMessage {
 func (s *Server) logCall(c *call, f *Failure, err error) {
 	attrs := []slog.Attr{
 		slog.String("tool", c.tool),
+		slog.String("profile", string(c.profile)),
 		slog.String("identity", c.who.String()),
 		slog.Duration("duration", time.Since(c.start)),
 	}

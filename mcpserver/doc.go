@@ -3,6 +3,20 @@
 // guide_list_directory (describe a directory tree before its content) and
 // guide_read_file (answer with a file's content, in chunks when large).
 //
+// # Tool profiles
+//
+// Options.Tools chooses the profiles served ([ParseProfiles] reads the
+// --tools flag): guide, the push tools above, always; provider, the
+// read-only file-provider tools a scanner calls (read_file,
+// read_file_binary, list_directory, file_exists, get_file_stats,
+// calculate_file_hash, find_files); fs, the filesystem tools (list, read,
+// write, mkdir, delete, copy, move, info, search). The provider and fs
+// profiles speak their source contracts' reply and error shapes instead of
+// the envelope, so clients written for those contracts work unchanged.
+// Every tool declares its profile and, for each path argument, whether it
+// reads or writes there, and every call goes through the same wrapper,
+// which logs it.
+//
 // # Transports
 //
 // [Server.ServeStdio] speaks MCP on a reader and a writer for a local client;

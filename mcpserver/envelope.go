@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"fmt"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -72,4 +74,45 @@ func result(env Envelope) (*mcp.CallToolResult, error) {
 		StructuredContent: json.RawMessage(text),
 		IsError:           !env.Success,
 	}, nil
+}
+
+// replyShape turns a tool's outcome into its reply: the envelope for the
+// guide tools, the contract's own shapes for the provider and fs profiles.
+// Implementations are stateless values, safe for concurrent use.
+type replyShape interface {
+	// success renders the reply of a call whose body returned out. An
+	// error means out could not be encoded; the call then fails.
+	success(c *call, out reply) (*mcp.CallToolResult, error)
+	// failure renders the reply of a call that failed with err, with
+	// isError set (except where a contract forbids errors).
+	failure(c *call, err error) *mcp.CallToolResult
+}
+
+// envelopeShape wraps every outcome in the Envelope.
+type envelopeShape struct{}
+
+var _ replyShape = envelopeShape{}
+
+func (envelopeShape) success(c *call, out reply) (*mcp.CallToolResult, error) {
+	stats := out.stats
+	if stats == nil {
+		stats = map[string]any{}
+	}
+	stats["duration_ms"] = time.Since(c.start).Milliseconds()
+	return result(Envelope{Success: true, Data: out.data, Message: out.message, Warnings: out.warnings, Stats: stats})
+}
+
+func (envelopeShape) failure(c *call, err error) *mcp.CallToolResult {
+	f := classify(err)
+	res, encErr := result(Envelope{
+		Error:   &f,
+		Message: fmt.Sprintf("The call failed with a %s error and changed nothing; error.message says why and error.instruction what to do.", f.Type),
+		Stats:   map[string]any{"duration_ms": time.Since(c.start).Milliseconds()},
+	})
+	if encErr != nil {
+		// A Failure is three strings and a map of one integer, which
+		// always encode; this is only a fallback.
+		return mcp.NewToolResultError(f.Message)
+	}
+	return res
 }

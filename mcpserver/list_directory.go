@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/depotfs/depotfs/depotpath"
 	"github.com/depotfs/depotfs/store"
 )
@@ -23,10 +21,13 @@ const maxListDepth = 128
 // maxRefusedPaths bounds the refused paths a reply lists.
 const maxRefusedPaths = 100
 
-func (s *Server) listDirectoryTool() server.ServerTool {
-	return server.ServerTool{
-		Tool:    s.toolSpec(toolListDirectory, "Describe a directory to the depot", true, true),
-		Handler: s.handler(toolListDirectory, s.listDirectory),
+func (s *Server) listDirectoryTool() tool {
+	return tool{
+		spec:    s.toolSpec(toolListDirectory, "Describe a directory to the depot", true, true),
+		profile: ProfileGuide,
+		paths:   []pathArg{{"path", accessWrite}},
+		shape:   envelopeShape{},
+		run:     s.listDirectory,
 	}
 }
 

@@ -8,17 +8,18 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/depotfs/depotfs/store"
 )
 
 const toolReadFile = "guide_read_file"
 
-func (s *Server) readFileTool() server.ServerTool {
-	return server.ServerTool{
-		Tool:    s.toolSpec(toolReadFile, "Send a file's content to the depot", true, true),
-		Handler: s.handler(toolReadFile, s.readFile),
+func (s *Server) readFileTool() tool {
+	return tool{
+		spec:    s.toolSpec(toolReadFile, "Send a file's content to the depot", true, true),
+		profile: ProfileGuide,
+		paths:   []pathArg{{"path", accessWrite}, {"filename", accessWrite}},
+		shape:   envelopeShape{},
+		run:     s.readFile,
 	}
 }
 

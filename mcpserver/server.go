@@ -68,8 +68,18 @@ type Options struct {
 	MaxChunks int
 
 	// MaxListEntries limits the entries of one guide_list_directory call,
-	// counting nested ones; default DefaultMaxListEntries.
+	// counting nested ones, and the entries one listing of the provider and
+	// fs profiles returns; default DefaultMaxListEntries.
 	MaxListEntries int
+
+	// Tools chooses the tool profiles served; nil means DefaultProfiles.
+	// ProfileGuide is always served, listed or not.
+	Tools []Profile
+
+	// MaxReadBytes limits the content one read of the provider and fs
+	// profiles returns, and the size of a file search looks into; default
+	// DefaultMaxReadBytes.
+	MaxReadBytes int64
 
 	// MaxRequestBytes limits the body of one HTTP request; default twice
 	// MaxContentBytes plus 1 MiB, room for base64 and JSON escapes.
@@ -110,6 +120,12 @@ func (o *Options) withDefaults() Options {
 	if opts.MaxListEntries <= 0 {
 		opts.MaxListEntries = DefaultMaxListEntries
 	}
+	if opts.Tools == nil {
+		opts.Tools = DefaultProfiles()
+	}
+	if opts.MaxReadBytes <= 0 {
+		opts.MaxReadBytes = DefaultMaxReadBytes
+	}
 	if opts.MaxRequestBytes <= 0 {
 		opts.MaxRequestBytes = 2*opts.MaxContentBytes + 1<<20
 	}
@@ -143,7 +159,7 @@ func New(st store.Store, opts *Options) *Server {
 	s := &Server{st: st, opts: o, log: o.Logger, uploads: uploads}
 	s.mcp = server.NewMCPServer(o.Name, o.Version,
 		server.WithToolCapabilities(false),
-		server.WithInstructions(instructions),
+		server.WithInstructions(s.serverInstructions()),
 	)
 	s.mcp.AddTools(s.tools()...)
 	s.http = s.newHandler()

@@ -1,0 +1,96 @@
+package mcpserver
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Profile names a set of tools the server offers. Profiles are plain
+// strings, safe to share.
+type Profile string
+
+// The tool profiles.
+const (
+	// ProfileGuide: guide_cache_file, guide_list_directory and
+	// guide_read_file, the tools that push content into the depot. Always
+	// served.
+	ProfileGuide Profile = "guide"
+	// ProfileProvider: the file-provider tools a scanner calls (read_file,
+	// read_file_binary, list_directory, file_exists, get_file_stats,
+	// calculate_file_hash, find_files), served read-only from the depot.
+	ProfileProvider Profile = "provider"
+	// ProfileFS: the filesystem tools (list, read, write, mkdir, delete,
+	// copy, move, info, search) over the depot namespace.
+	ProfileFS Profile = "fs"
+)
+
+// DefaultMaxReadBytes is the default of Options.MaxReadBytes: 10 MiB, the
+// file size limit both the provider and the fs contracts suggest.
+const DefaultMaxReadBytes = 10 << 20
+
+// Profiles returns every profile, in the order their tools are registered.
+func Profiles() []Profile { return []Profile{ProfileGuide, ProfileProvider, ProfileFS} }
+
+// DefaultProfiles returns the profiles served when Options.Tools is nil:
+// guide and provider.
+func DefaultProfiles() []Profile { return []Profile{ProfileGuide, ProfileProvider} }
+
+// ParseProfiles reads a comma-separated list of profile names, such as
+// "guide,provider,fs", as the --tools flag takes it. Spaces around names
+// are ignored, duplicates are dropped, and guide is added when missing (it
+// is always served). An empty list or an unknown name is an error that
+// lists the valid names.
+func ParseProfiles(s string) ([]Profile, error) {
+	out := []Profile{ProfileGuide}
+	empty := true
+	for name := range strings.SplitSeq(s, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		empty = false
+		p := Profile(name)
+		if !slices.Contains(Profiles(), p) {
+			return nil, fmt.Errorf("unknown tool profile %q; the profiles are %s", name, profileNames())
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	if empty {
+		return nil, fmt.Errorf("no tool profile named; the profiles are %s", profileNames())
+	}
+	return out, nil
+}
+
+// profileNames lists the profile names for messages.
+func profileNames() string {
+	names := make([]string, 0, 3)
+	for _, p := range Profiles() {
+		names = append(names, string(p))
+	}
+	return strings.Join(names, ", ")
+}
+
+// serves reports whether the server offers the tools of profile p.
+func (s *Server) serves(p Profile) bool {
+	return p == ProfileGuide || slices.Contains(s.opts.Tools, p)
+}
+
+// serverInstructions is what an MCP client shows its model about this
+// server: the guide tools, and a paragraph for each further profile served.
+func (s *Server) serverInstructions() string {
+	text := instructions
+	if s.serves(ProfileProvider) {
+		text += `
+
+File-provider tools (read_file, read_file_binary, list_directory, file_exists, get_file_stats, calculate_file_hash, find_files) read the depot for a scanner: they reply with the value itself (text, base64, a list of paths, true/false, a stats object, a hex digest) or, on failure, {"error": "...", "error_type": "FileNotFoundError|PermissionError|FileSizeLimitExceededError|FileProviderError"}. A path may be a depot path or the same file under the mount point.`
+	}
+	if s.serves(ProfileFS) {
+		text += `
+
+Filesystem tools (list, read, write, mkdir, delete, copy, move, info, search) work on the depot as a filesystem rooted at "/": paths are relative to that root. They reply with a JSON object, or on failure {"error": {"code", "message", "details"}}. Writes are stored atomically and visible in the mount as soon as the call returns; copy and move never duplicate content.`
+	}
+	return text
+}

@@ -54,3 +54,32 @@ func (o *object) bounded(field string, n, lo, hi, def int64) int64 {
 	}
 	return n
 }
+
+// choice returns an optional string field that must be one of choices, or
+// def when it is absent. fold compares case-insensitively and returns the
+// choice as listed.
+func (o *object) choice(field, def string, fold bool, choices ...string) string {
+	if !o.has(field) {
+		return def
+	}
+	s, ok := o.str(field, false)
+	if !ok {
+		return def
+	}
+	for _, c := range choices {
+		if s == c || fold && strings.EqualFold(s, c) {
+			return c
+		}
+	}
+	o.probs.addf(o.name(field), "must be one of %s, got %s", strings.Join(quoteAll(choices), ", "), quote(s))
+	return def
+}
+
+// quoteAll quotes each string for a message.
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}

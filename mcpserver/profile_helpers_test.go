@@ -151,3 +151,11 @@ func (h *harness) use(t *testing.T) {
 func declareDir(p string) store.DeclareRequest {
 	return store.DeclareRequest{Entries: []store.Declaration{{Path: p, Kind: store.KindDir}}}
 }
+
+// callTool calls a tool from any goroutine, without checks.
+func callTool(h *harness, tool string, args any) (*mcp.CallToolResult, error) {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = tool
+	req.Params.Arguments = args
+	return h.client.CallTool(h.ctx, req)
+}

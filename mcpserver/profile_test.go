@@ -28,6 +28,15 @@ var wantProfiles = map[string]struct {
 	"get_file_stats":      {mcpserver.ProfileProvider, true, false, true},
 	"calculate_file_hash": {mcpserver.ProfileProvider, true, false, true},
 	"find_files":          {mcpserver.ProfileProvider, true, false, true},
+	"list":                {mcpserver.ProfileFS, true, false, true},
+	"read":                {mcpserver.ProfileFS, true, false, true},
+	"write":               {mcpserver.ProfileFS, false, true, false},
+	"mkdir":               {mcpserver.ProfileFS, false, false, true},
+	"delete":              {mcpserver.ProfileFS, false, true, true},
+	"copy":                {mcpserver.ProfileFS, false, true, true},
+	"move":                {mcpserver.ProfileFS, false, true, true},
+	"info":                {mcpserver.ProfileFS, true, false, true},
+	"search":              {mcpserver.ProfileFS, true, false, true},
 }
 
 // pathLike reports whether an argument name says it holds a path.

@@ -47,6 +47,9 @@ func (s *Server) toolList() []tool {
 	if s.serves(ProfileProvider) {
 		list = append(list, s.providerTools()...)
 	}
+	if s.serves(ProfileFS) {
+		list = append(list, s.fsTools()...)
+	}
 	return list
 }
 

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/depotfs/depotfs/mcpserver"
 )
 
 func TestEnvName(t *testing.T) {
@@ -85,6 +88,39 @@ func TestParseFlagsErrors(t *testing.T) {
 	}
 }
 
+func TestToolsFlag(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want []mcpserver.Profile
+	}{
+		{"default", nil, nil, []mcpserver.Profile{"guide", "provider"}},
+		{"flag", nil, []string{"--tools", "fs"}, []mcpserver.Profile{"guide", "fs"}},
+		{"environment", map[string]string{"DEPOTFS_TOOLS": "provider,fs"}, nil, []mcpserver.Profile{"guide", "provider", "fs"}},
+		{"flag beats environment", map[string]string{"DEPOTFS_TOOLS": "fs"}, []string{"--tools", "guide"}, []mcpserver.Profile{"guide"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			var cfg serveConfig
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			cfg.flags(fs)
+			if err := parseFlags(fs, tt.args, &bytes.Buffer{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := cfg.validate(); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(cfg.profiles, tt.want) {
+				t.Errorf("profiles %q, want %q", cfg.profiles, tt.want)
+			}
+		})
+	}
+}
+
 func TestCheckListen(t *testing.T) {
 	tests := []struct {
 		addr     string
@@ -121,6 +157,8 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 		{"public listen", []string{"--listen", "0.0.0.0:7411"}, "not a loopback address"},
 		{"stdio and listen", []string{"--stdio", "--listen", "127.0.0.1:1"}, "exclusive"},
 		{"bad umask", []string{"--umask", "999"}, "--umask"},
+		{"unknown tool profile", []string{"--tools", "guide,shell"}, `unknown tool profile "shell"`},
+		{"no tool profile", []string{"--tools", ""}, "no tool profile"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -38,6 +38,8 @@ type serveConfig struct {
 	shutdown      time.Duration
 	logLevel      slog.Level
 	debugFUSE     bool
+	tools         string              // --tools as given
+	profiles      []mcpserver.Profile // --tools parsed by validate
 }
 
 func (c *serveConfig) flags(fs *flag.FlagSet) {
@@ -58,6 +60,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.shutdown, "shutdown-timeout", 30*time.Second, "how long a signal waits for in-flight calls before stopping anyway")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
 	fs.BoolVar(&c.debugFUSE, "debug-fuse", false, "log every FUSE request (very verbose)")
+	fs.StringVar(&c.tools, "tools", "guide,provider", "comma-separated tool `profiles` to serve: guide (the push tools, always on), provider (read-only file-provider tools for scanners), fs (filesystem tools: list, read, write, mkdir, delete, copy, move, info, search)")
 }
 
 // defaultDataDir is where the database lives unless --db says otherwise:
@@ -129,6 +132,11 @@ func (c *serveConfig) validate() error {
 	if _, err := parseUmask(c.umask); err != nil {
 		return err
 	}
+	profiles, err := mcpserver.ParseProfiles(c.tools)
+	if err != nil {
+		return fmt.Errorf("--tools %q: %w", c.tools, err)
+	}
+	c.profiles = profiles
 	if !c.stdio {
 		if err := checkListen(c.listen, c.insecure); err != nil {
 			return err
@@ -182,7 +190,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 		}
 	}()
 
-	opts := &mcpserver.Options{Logger: log, Version: version()}
+	opts := &mcpserver.Options{Logger: log, Version: version(), Tools: cfg.profiles}
 	if !cfg.noMount {
 		umask, _ := parseUmask(cfg.umask)
 		m, err := vfs.Mount(ctx, cfg.mount, st, &vfs.Options{
@@ -206,7 +214,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 	srv := mcpserver.New(st, opts)
 
 	if cfg.stdio {
-		log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg), "mcp", "stdio")
+		log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg), "mcp", "stdio", "tools", cfg.tools)
 		err := srv.ServeStdio(ctx, os.Stdin, os.Stdout)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("stdio: %w", err)
@@ -217,7 +225,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg), "mcp", "http://"+ln.Addr().String()+"/mcp")
+	log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg), "mcp", "http://"+ln.Addr().String()+"/mcp", "tools", cfg.tools)
 	return serveHTTP(ctx, ln, cfg.shutdown, srv.Handler(), log)
 }
 

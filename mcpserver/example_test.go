@@ -69,8 +69,8 @@ func Example() {
 	// Output: true created /mnt/depot/uploads/4c694ad7a5ea2761/report.txt
 }
 
-// The HTTP transport mounted at /mcp, shut down gracefully: in-flight calls
-// finish, and no stream holds Shutdown up.
+// The HTTP transport mounted at /mcp, shut down gracefully: Close ends the
+// notification streams, so Shutdown waits only for the calls in flight.
 func ExampleServer_Handler() {
 	st, err := bolt.Open("/var/lib/depotfs/depot.db", nil)
 	if err != nil {
@@ -88,6 +88,7 @@ func ExampleServer_Handler() {
 		}
 	}()
 	// ... on SIGTERM:
+	srv.Close()
 	if err := hs.Shutdown(context.Background()); err != nil {
 		log.Print(err)
 	}

@@ -22,6 +22,10 @@ const (
 	DefaultMaxChunks       = 65536
 	DefaultMaxListEntries  = 100000
 	DefaultCommitTimeout   = time.Minute
+
+	DefaultResourcePageSize = 100
+	DefaultMaxResourceBytes = 16 << 20
+	DefaultMaxSubscriptions = 10000
 )
 
 // Options configure a Server. The zero value works: no mount, default
@@ -90,6 +94,19 @@ type Options struct {
 	// started to write finishes even if its client disconnects or the
 	// transport shuts down, within this bound.
 	CommitTimeout time.Duration
+
+	// ResourcePageSize is the number of files per resources/list page;
+	// default DefaultResourcePageSize.
+	ResourcePageSize int
+
+	// MaxResourceBytes limits the size of a file resources/read returns;
+	// default DefaultMaxResourceBytes. A larger file is refused with an
+	// error telling the client to read it with tools or through the mount.
+	MaxResourceBytes int64
+
+	// MaxSubscriptions limits the resource subscriptions held at once, over
+	// all clients; default DefaultMaxSubscriptions.
+	MaxSubscriptions int
 }
 
 // withDefaults returns a copy of o (which may be nil) with every zero field
@@ -132,12 +149,22 @@ func (o *Options) withDefaults() Options {
 	if opts.CommitTimeout <= 0 {
 		opts.CommitTimeout = DefaultCommitTimeout
 	}
+	if opts.ResourcePageSize <= 0 {
+		opts.ResourcePageSize = DefaultResourcePageSize
+	}
+	if opts.MaxResourceBytes <= 0 {
+		opts.MaxResourceBytes = DefaultMaxResourceBytes
+	}
+	if opts.MaxSubscriptions <= 0 {
+		opts.MaxSubscriptions = DefaultMaxSubscriptions
+	}
 	return opts
 }
 
-// Server serves the depot's MCP tools over a store. It is safe for
-// concurrent use: any number of calls, over any mix of transports, may run
-// at once; the store serializes their writes.
+// Server serves the depot's MCP tools and resources over a store. It is
+// safe for concurrent use: any number of calls, over any mix of transports,
+// may run at once; the store serializes their writes. It owns one goroutine,
+// the store watcher that notifies resource subscribers, which Close stops.
 type Server struct {
 	st      store.Store
 	opts    Options
@@ -145,25 +172,57 @@ type Server struct {
 	uploads string // clean UploadsDir
 	mcp     *server.MCPServer
 	http    http.Handler
+	subs    *subscriptions
+
+	// done ends with Close: notification streams end, the watcher stops.
+	done    context.Context
+	close   context.CancelFunc
+	watched chan struct{} // closed when the watcher has returned; nil without one
 }
 
-// New returns a Server over st. opts may be nil for the defaults. The Server
-// does not own st: closing the store is the caller's job, after the
-// transports have stopped.
+// New returns a Server over st and starts its store watcher. opts may be
+// nil for the defaults. The Server does not own st: closing the store is
+// the caller's job, after the transports have stopped and Close returned.
 func New(st store.Store, opts *Options) *Server {
+	s := newServer(st, opts)
+	s.watched = make(chan struct{})
+	go s.watch(s.done)
+	return s
+}
+
+// newServer builds a Server and registers its tools and resources, without
+// starting the watcher (tool documentation needs no store).
+func newServer(st store.Store, opts *Options) *Server {
 	o := opts.withDefaults()
 	uploads, err := depotpath.Clean(o.UploadsDir)
 	if err != nil {
 		panic(fmt.Sprintf("mcpserver: Options.UploadsDir: %v", err))
 	}
-	s := &Server{st: st, opts: o, log: o.Logger, uploads: uploads}
-	s.mcp = server.NewMCPServer(o.Name, o.Version,
+	s := &Server{st: st, opts: o, log: o.Logger, uploads: uploads, subs: newSubscriptions(o.MaxSubscriptions)}
+	s.done, s.close = context.WithCancel(context.Background())
+	s.mcp = server.NewMCPServer(o.Name, o.Version, append(s.resourceOptions(),
 		server.WithToolCapabilities(false),
 		server.WithInstructions(s.serverInstructions()),
-	)
+	)...)
 	s.mcp.AddTools(s.tools()...)
+	s.mcp.AddResourceTemplates(s.resourceTemplate())
 	s.http = s.newHandler()
 	return s
+}
+
+// Close ends the Server's long-lived work: open notification streams (the
+// HTTP GET stream and subscriptions/listen requests) end, so that
+// http.Server.Shutdown does not wait for them, and the store watcher stops,
+// so subscribers are no longer notified. Tool calls and resource reads,
+// including those in flight, keep working while the store is open. Close
+// waits for the watcher to return; it is idempotent and safe to call from
+// any goroutine.
+func (s *Server) Close() error {
+	s.close()
+	if s.watched != nil {
+		<-s.watched
+	}
+	return nil
 }
 
 // MCP returns the underlying mcp-go server, for in-process clients

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/depotfs/depotfs/mcpserver/identity"
@@ -26,31 +27,48 @@ var stdioActive atomic.Bool
 
 // Handler returns the streamable HTTP transport as an http.Handler; depotfs
 // mounts it at /mcp. Every request gets the caller's identity (its remote
-// address) and a body limit of Options.MaxRequestBytes.
-//
-// The handler never holds a request open beyond the call it carries: the
-// optional GET stream for server-initiated messages is disabled (answered
-// with 405, as the transport allows), and the tools need no sessions, so
-// http.Server.Shutdown waits only for calls in flight, which finish within
-// Options.CommitTimeout once they have started writing. Requests over
+// address) and a body limit of Options.MaxRequestBytes. Requests over
 // loopback must carry a loopback Host header (DNS rebinding protection).
+//
+// Two kinds of request stay open to carry notifications: the GET stream of
+// a session (protocol versions up to 2025-11-25) and a subscriptions/listen
+// request (2026-07-28 on). Both end when Close is called, and are refused
+// with 503 afterwards, so http.Server.Shutdown, called after Close, waits
+// only for calls in flight, which finish within Options.CommitTimeout once
+// they have started writing.
 //
 // The handler is safe for concurrent use; every call returns the same one.
 func (s *Server) Handler() http.Handler { return s.http }
 
 func (s *Server) newHandler() http.Handler {
-	h := server.NewStreamableHTTPServer(s.mcp,
-		server.WithDisableStreaming(true),
-		server.WithStreamableHTTPLogger(s.log),
-	)
+	h := server.NewStreamableHTTPServer(s.mcp, server.WithStreamableHTTPLogger(s.log))
 	limit := s.opts.MaxRequestBytes
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
 		ctx := identity.NewContext(r.Context(), identity.HTTP(r))
+		if isStream(r) {
+			if s.done.Err() != nil {
+				http.Error(w, "depotfs is shutting down: no new notification streams", http.StatusServiceUnavailable)
+				return
+			}
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(s.done, cancel)()
+		}
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// isStream reports whether r opens a notification stream: a session's GET
+// stream, or a subscriptions/listen request, whose method the 2026-07-28
+// transport requires in the Mcp-Method header (mcp-go checks it against
+// the body).
+func isStream(r *http.Request) bool {
+	return r.Method == http.MethodGet ||
+		r.Method == http.MethodPost && r.Header.Get(mcp.HeaderMethod) == string(mcp.MethodSubscriptionsListen)
 }
 
 // ServeStdio serves MCP over newline-delimited JSON-RPC on in and out, for a

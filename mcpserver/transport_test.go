@@ -88,26 +88,6 @@ func TestTransports(t *testing.T) {
 	}
 }
 
-func TestHTTPNoListeningStream(t *testing.T) {
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "depot.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	srv := mcpserver.New(st, nil)
-	ts := httptestServer(t, srv)
-	req, _ := http.NewRequest(http.MethodGet, ts, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("GET status %d, want 405: no stream may hold a connection open", res.StatusCode)
-	}
-}
-
 func TestHTTPRequestLimit(t *testing.T) {
 	h := newHarnessOver(t, &mcpserver.Options{MountPoint: testMount, MaxRequestBytes: 4096}, "http")
 	rev := h.revision()

@@ -212,6 +212,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 		opts.Applied = m.WaitApplied
 	}
 	srv := mcpserver.New(st, opts)
+	defer srv.Close()
 
 	if cfg.stdio {
 		log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg), "mcp", "stdio", "tools", cfg.tools)
@@ -226,14 +227,15 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 		return fmt.Errorf("listen: %w", err)
 	}
 	log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg), "mcp", "http://"+ln.Addr().String()+"/mcp", "tools", cfg.tools)
-	return serveHTTP(ctx, ln, cfg.shutdown, srv.Handler(), log)
+	return serveHTTP(ctx, ln, cfg.shutdown, srv, log)
 }
 
-// serveHTTP serves MCP on ln until ctx is done, then stops accepting
-// connections and waits up to grace for in-flight calls.
-func serveHTTP(ctx context.Context, ln net.Listener, grace time.Duration, h http.Handler, log *slog.Logger) error {
+// serveHTTP serves MCP on ln until ctx is done, then ends the notification
+// streams, stops accepting connections and waits up to grace for in-flight
+// calls.
+func serveHTTP(ctx context.Context, ln net.Listener, grace time.Duration, srv *mcpserver.Server, log *slog.Logger) error {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
+	mux.Handle("/mcp", srv.Handler())
 	hs := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -248,6 +250,7 @@ func serveHTTP(ctx context.Context, ln net.Listener, grace time.Duration, h http
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: finishing in-flight calls", "timeout", grace)
+	srv.Close() // ends notification streams, which Shutdown would wait for
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {

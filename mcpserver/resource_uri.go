@@ -1,0 +1,80 @@
+package mcpserver
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/depotfs/depotfs/depotpath"
+)
+
+// ResourceScheme is the URI scheme of the depot's MCP resources.
+const ResourceScheme = "depot"
+
+// ResourceTemplate is the RFC 6570 URI template that addresses every depot
+// file as a resource: "depot:///" followed by the path without its leading
+// slash, percent-encoded as ResourceURI does.
+const ResourceTemplate = "depot:///{+path}"
+
+// ErrResourceURI reports a URI that does not name a depot resource.
+var ErrResourceURI = errors.New("not a depot resource URI")
+
+// ResourceURI returns the resource URI of a clean depot path:
+// "depot://" followed by the path, in which every byte other than an RFC
+// 3986 unreserved character (A-Z a-z 0-9 - . _ ~) or a "/" separator is
+// percent-encoded with upper-case hex digits, so "/docs/a b/ü.txt" is
+// "depot:///docs/a%20b/%C3%BC.txt". The encoding is deterministic: a path
+// has exactly one URI as depotfs writes it. It is safe for concurrent use.
+func ResourceURI(cleanPath string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	b.Grow(len(ResourceScheme) + 3 + len(cleanPath))
+	b.WriteString(ResourceScheme + "://")
+	for i := 0; i < len(cleanPath); i++ {
+		c := cleanPath[i]
+		if c == '/' || unreserved(c) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&0xf])
+	}
+	return b.String()
+}
+
+func unreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+// ParseResourceURI returns the clean depot path a resource URI names. It
+// accepts any valid percent-encoding, not only the one ResourceURI writes
+// (an unencoded "+" or "@", lower-case hex, "%2F" as a separator), and
+// normalizes the path with depotpath.Clean, so "depot:///a//b/../c" names
+// "/a/c". It refuses, with an error wrapping ErrResourceURI or a depotpath
+// sentinel: another scheme, a host ("depot://host/x"), a query or fragment
+// (escape "?" and "#" as %3F and %23), and a path depotpath.Clean refuses.
+// It is safe for concurrent use.
+func ParseResourceURI(uri string) (string, error) {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return "", fmt.Errorf("%w: %q is not a valid URI (percent-encode spaces, %%, non-ASCII and other special characters)", ErrResourceURI, uri)
+	}
+	switch {
+	case u.Scheme != ResourceScheme:
+		return "", fmt.Errorf("%w: %q does not start with %s:///", ErrResourceURI, uri, ResourceScheme)
+	case u.Opaque != "" || u.Host != "" || u.User != nil:
+		return "", fmt.Errorf("%w: %q has a host or no path; write %s:/// (three slashes) and the depot path", ErrResourceURI, uri, ResourceScheme)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.HasSuffix(uri, "#"):
+		return "", fmt.Errorf("%w: %q has a query or fragment; percent-encode ? and # in paths as %%3F and %%23", ErrResourceURI, uri)
+	case u.Path == "":
+		return "", fmt.Errorf("%w: %q names no path; the root is %s:///", ErrResourceURI, uri, ResourceScheme)
+	}
+	p, err := depotpath.Clean(u.Path)
+	if err != nil {
+		return "", fmt.Errorf("resource URI %q: %w", uri, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,166 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// errNoSession reports a resources/subscribe that has no protocol session
+// to deliver notifications to.
+var errNoSession = errors.New("resources/subscribe needs a protocol session: on protocol versions up to " +
+	mcp.LATEST_LEGACY_PROTOCOL_VERSION + " initialize first and send the Mcp-Session-Id header the server returned; from " +
+	mcp.ProtocolVersion20260728 + " on, name the resources in subscriptions/listen instead")
+
+// resourceOptions are the mcp-go server options that serve the depot's
+// files as resources: the capability (subscriptions, no list_changed: every
+// push would trigger one) and the hooks that list files, validate resource
+// requests and track subscriptions.
+func (s *Server) resourceOptions() []server.ServerOption {
+	hooks := &server.Hooks{}
+	hooks.AddOnRequestInitialization(s.checkRequest)
+	hooks.AddAfterListResources(s.listResources)
+	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
+		s.subscribe(ctx, req.Params.URI)
+	})
+	hooks.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
+		if session := server.ClientSessionFromContext(ctx); session != nil {
+			s.subs.remove(session, req.Params.URI)
+		}
+	})
+	hooks.AddBeforeSubscriptionsListen(s.listen)
+	hooks.AddAfterSubscriptionsListen(func(ctx context.Context, id any, _ *mcp.SubscriptionsListenRequest, _ *mcp.SubscriptionsListenResult) {
+		s.unlisten(ctx, id)
+	})
+	hooks.AddOnError(func(ctx context.Context, id any, method mcp.MCPMethod, _ any, _ error) {
+		if method == mcp.MethodSubscriptionsListen {
+			s.unlisten(ctx, id)
+		}
+	})
+	hooks.AddOnUnregisterSession(func(_ context.Context, session server.ClientSession) {
+		s.subs.drop(session)
+	})
+	return []server.ServerOption{
+		server.WithResourceCapabilities(true, false),
+		server.WithHooks(hooks),
+	}
+}
+
+// resourceTemplate is the one template that addresses every depot file.
+func (s *Server) resourceTemplate() server.ServerResourceTemplate {
+	return server.ServerResourceTemplate{
+		Template: mcp.NewResourceTemplate(ResourceTemplate, "depot-file",
+			mcp.WithTemplateTitle("A file in the depot"),
+			mcp.WithTemplateDescription("Any file in the depot, by its path: depot:/// followed by the path without its leading slash, "+
+				"percent-encoded (RFC 3986; non-ASCII as UTF-8 bytes), e.g. depot:///workspace/app/main.go. "+
+				"Text files are returned as text, other files as base64 blobs, each with its media type. "+
+				"Subscribe to a URI to be notified when that file is created, updated or removed."),
+		),
+		Handler: s.readResource,
+	}
+}
+
+// checkRequest refuses resource requests depotfs cannot serve before
+// mcp-go handles them, so the client gets a clear error rather than an
+// empty success: a cursor depotfs did not write, a URI that is not a depot
+// resource, a subscription without a session or over the limit. mcp-go
+// sends the error as JSON-RPC "invalid request" (-32600) with its text.
+// Other messages pass untouched; a malformed one is left to mcp-go.
+func (s *Server) checkRequest(ctx context.Context, _ any, message any) error {
+	raw, ok := message.(json.RawMessage)
+	if !ok || !bytes.Contains(raw, []byte(`"resources/`)) && !bytes.Contains(raw, []byte(`"subscriptions/listen"`)) {
+		return nil
+	}
+	var req struct {
+		Method string `json:"method"`
+		Params struct {
+			URI           *string `json:"uri"`
+			Cursor        string  `json:"cursor"`
+			Notifications struct {
+				ResourceSubscriptions []string `json:"resourceSubscriptions"`
+			} `json:"notifications"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(raw, &req) != nil {
+		return nil
+	}
+	switch mcp.MCPMethod(req.Method) {
+	case mcp.MethodResourcesList:
+		if req.Params.Cursor != "" {
+			_, err := decodeCursor(req.Params.Cursor)
+			return err
+		}
+	case mcp.MethodResourcesSubscribe:
+		if session := server.ClientSessionFromContext(ctx); session == nil || session.SessionID() == "" {
+			return errNoSession
+		}
+		if req.Params.URI == nil {
+			return nil
+		}
+		if _, err := ParseResourceURI(*req.Params.URI); err != nil {
+			return fmt.Errorf("resources/subscribe: %w", err)
+		}
+		return s.subs.room(1)
+	case mcp.MethodSubscriptionsListen:
+		uris := req.Params.Notifications.ResourceSubscriptions
+		for _, uri := range uris {
+			if _, err := ParseResourceURI(uri); err != nil {
+				return fmt.Errorf("subscriptions/listen: %w", err)
+			}
+		}
+		return s.subs.room(len(uris))
+	}
+	return nil
+}
+
+// subscribe records a resources/subscribe of the session in ctx, which
+// lasts until resources/unsubscribe or the end of the session.
+func (s *Server) subscribe(ctx context.Context, uri string) {
+	session := server.ClientSessionFromContext(ctx)
+	if session == nil {
+		return
+	}
+	p, err := ParseResourceURI(uri)
+	if err == nil {
+		err = s.subs.add(session, session, uri, p)
+	}
+	if err != nil {
+		s.log.Warn("mcp resource subscription not recorded", "uri", uri, "err", err)
+	}
+}
+
+// listen records the resource subscriptions of a subscriptions/listen
+// request, which last as long as the request. They end in unlisten, called
+// by the hooks that run when the request returns (before its response is
+// sent, so a client that replaces one listen with another is never notified
+// for the old one), and, as a safety net, when mcp-go cancels the request's
+// context.
+func (s *Server) listen(ctx context.Context, id any, req *mcp.SubscriptionsListenRequest) {
+	session := server.ClientSessionFromContext(ctx)
+	if session == nil {
+		return
+	}
+	owner := listenKey(session, id)
+	context.AfterFunc(ctx, func() { s.subs.drop(owner) })
+	for _, uri := range req.Params.Notifications.ResourceSubscriptions {
+		p, err := ParseResourceURI(uri)
+		if err == nil {
+			err = s.subs.add(owner, session, uri, p)
+		}
+		if err != nil {
+			s.log.Warn("mcp resource subscription not recorded", "uri", uri, "err", err)
+		}
+	}
+}
+
+// unlisten ends the subscriptions of the subscriptions/listen request id.
+func (s *Server) unlisten(ctx context.Context, id any) {
+	if session := server.ClientSessionFromContext(ctx); session != nil {
+		s.subs.drop(listenKey(session, id))
+	}
+}

@@ -1,0 +1,397 @@
+//lint:file-ignore SA1019 the session-based protocol era (resources/subscribe, the GET stream) is deprecated in mcp-go but still served, and tested here on purpose.
+
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/depotfs/depotfs/mcpserver"
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/bolt"
+)
+
+// The two eras of the protocol mcp-go serves: sessions (initialize,
+// resources/subscribe, notifications on the session's stream) and the
+// stateless core of 2026-07-28 (subscriptions/listen).
+const (
+	sessionEra   = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	statelessEra = mcp.ProtocolVersion20260728
+)
+
+// subscriber is a client that records the notifications it receives.
+type subscriber struct {
+	t      testing.TB
+	c      *client.Client
+	era    string
+	notes  chan mcp.JSONRPCNotification
+	cancel context.CancelFunc // ends a subscriptions/listen stream
+	errs   chan error         // why subscriptions/listen streams ended early
+}
+
+// newSubscriber connects a client to srv over kind ("inprocess", "http",
+// "stdio") speaking the given protocol era.
+func newSubscriber(t testing.TB, srv *mcpserver.Server, kind, era string) *subscriber {
+	t.Helper()
+	opts := []client.ClientOption{client.WithProtocolVersion(era)}
+	var tr transport.Interface
+	switch kind {
+	case "inprocess":
+		tr = transport.NewInProcessTransport(srv.MCP())
+	case "http":
+		var hopts []transport.StreamableHTTPCOption
+		if era == sessionEra {
+			hopts = append(hopts, transport.WithContinuousListening())
+		}
+		var err error
+		if tr, err = transport.NewStreamableHTTP(httptestServer(t, srv), hopts...); err != nil {
+			t.Fatal(err)
+		}
+	case "stdio":
+		return newStdioSubscriber(t, srv, era)
+	default:
+		t.Fatalf("unknown transport %q", kind)
+	}
+	return startSubscriber(t, client.NewClient(tr, opts...), era)
+}
+
+// newStdioSubscriber serves srv over a pair of pipes. At cleanup, after
+// the client has closed, both pipes close: a reply still in flight (the
+// end of a subscriptions/listen) fails instead of blocking ServeStdio.
+func newStdioSubscriber(t testing.TB, srv *mcpserver.Server, era string) *subscriber {
+	t.Helper()
+	toServer, fromClient := io.Pipe()
+	toClient, fromServer := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeStdio(context.Background(), toServer, fromServer) }()
+	t.Cleanup(func() {
+		toClient.Close()
+		fromClient.Close()
+		if err := <-done; err != nil {
+			t.Errorf("ServeStdio: %v", err)
+		}
+	})
+	return startSubscriber(t, client.NewClient(transport.NewIO(toClient, fromClient, nil), client.WithProtocolVersion(era)), era)
+}
+
+func startSubscriber(t testing.TB, c *client.Client, era string) *subscriber {
+	t.Helper()
+	s := &subscriber{t: t, c: c, era: era, notes: make(chan mcp.JSONRPCNotification, 100), cancel: func() {}, errs: make(chan error, 10)}
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		select {
+		case s.notes <- n:
+		default:
+			t.Errorf("notification queue full, dropped %s", n.Method)
+		}
+	})
+	startClient(t, c)
+	if got := c.ProtocolVersion(); got != era {
+		t.Fatalf("negotiated protocol %s, want %s", got, era)
+	}
+	t.Cleanup(func() { s.cancel() })
+	return s
+}
+
+// subscribe subscribes to uris the way the client's era does: one
+// resources/subscribe each, or one subscriptions/listen stream naming them
+// all, returning once the server has acknowledged them.
+func (s *subscriber) subscribe(uris ...string) {
+	s.t.Helper()
+	ctx := context.Background()
+	for _, uri := range uris {
+		req := mcp.SubscribeRequest{}
+		req.Params.URI = uri
+		if err := s.c.Subscribe(ctx, req); err != nil {
+			s.t.Fatalf("subscribe %s: %v", uri, err)
+		}
+	}
+	if s.era == sessionEra {
+		return
+	}
+	s.cancel()
+	stop, err := s.c.ListenAsync(ctx, s.c.PendingSubscriptionFilter(), func(err error) {
+		select {
+		case s.errs <- err:
+		default:
+		}
+	})
+	if err != nil {
+		s.t.Fatalf("listen: %v", err)
+	}
+	s.cancel = stop
+	n := s.next(mcp.MethodNotificationSubscriptionsAcknowledged)
+	var ack struct {
+		Notifications mcp.SubscriptionFilter `json:"notifications"`
+	}
+	raw, _ := json.Marshal(n.Params.AdditionalFields)
+	if err := json.Unmarshal(raw, &ack); err != nil || len(ack.Notifications.ResourceSubscriptions) != len(s.c.PendingSubscriptionFilter().ResourceSubscriptions) {
+		s.t.Fatalf("acknowledged %s, want %q", raw, s.c.PendingSubscriptionFilter().ResourceSubscriptions)
+	}
+}
+
+// unsubscribe ends the subscription to uri.
+func (s *subscriber) unsubscribe(uri string) {
+	s.t.Helper()
+	req := mcp.UnsubscribeRequest{}
+	req.Params.URI = uri
+	if err := s.c.Unsubscribe(context.Background(), req); err != nil {
+		s.t.Fatalf("unsubscribe %s: %v", uri, err)
+	}
+}
+
+// next returns the next notification of the given method, skipping others.
+func (s *subscriber) next(method string) mcp.JSONRPCNotification {
+	s.t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case n := <-s.notes:
+			if n.Method == method {
+				return n
+			}
+		case <-deadline:
+			s.t.Fatalf("no %s notification within 10s", method)
+		}
+	}
+}
+
+// updated returns the URI of the next resources/updated notification.
+func (s *subscriber) updated() string {
+	s.t.Helper()
+	uri, _ := s.next(mcp.MethodNotificationResourceUpdated).Params.AdditionalFields["uri"].(string)
+	return uri
+}
+
+// TestResourceSubscriptions subscribes over every transport and both
+// protocol eras, then changes files: each change to a subscribed file is
+// notified, in order, with the URI as subscribed, and nothing else is.
+func TestResourceSubscriptions(t *testing.T) {
+	for _, kind := range []string{"inprocess", "http", "stdio"} {
+		for _, era := range []string{sessionEra, statelessEra} {
+			t.Run(kind+"/"+era, func(t *testing.T) {
+				h := newHarness(t, nil)
+				s := newSubscriber(t, h.srv, kind, era)
+				watched := mcpserver.ResourceURI("/w/a file.txt")
+				other := "depot:///w/b%2Etxt" // another spelling of /w/b.txt
+				dropped := mcpserver.ResourceURI("/w/dropped")
+				s.subscribe(watched, other, dropped)
+				if era == sessionEra {
+					s.unsubscribe(dropped)
+				} else {
+					req := mcp.UnsubscribeRequest{}
+					req.Params.URI = dropped
+					_ = s.c.Unsubscribe(context.Background(), req)
+					s.subscribe() // reopen the stream without it
+				}
+
+				h.put("/w/dropped", []byte("not watched any more"))
+				h.put("/w/unwatched", []byte("never watched"))
+				h.put("/w/a file.txt", []byte("v1")) // created
+				h.put("/w/a file.txt", []byte("v2")) // updated
+				h.put("/w/b.txt", []byte("b"))
+				if err := h.st.Remove(context.Background(), store.RemoveRequest{Path: "/w", Recursive: true}); err != nil {
+					t.Fatal(err)
+				}
+				for i, want := range []string{watched, watched, other, watched, other} {
+					if got := s.updated(); got != want {
+						t.Fatalf("notification %d for %s, want %s", i, got, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestResourceSubscriptionPlaceholder subscribes to a listed file whose
+// content has not arrived and is notified when it does.
+func TestResourceSubscriptionPlaceholder(t *testing.T) {
+	h := newHarness(t, nil)
+	h.ok("guide_list_directory", m{"path": "/later", "entries": []any{m{"name": "report.pdf", "type": "file", "size": 3}}}, nil)
+	s := newSubscriber(t, h.srv, "inprocess", sessionEra)
+	uri := mcpserver.ResourceURI("/later/report.pdf")
+	s.subscribe(uri)
+	req := mcp.ReadResourceRequest{}
+	req.Params.URI = uri
+	if _, err := s.c.ReadResource(context.Background(), req); err == nil || !strings.Contains(err.Error(), "not arrived") {
+		t.Fatalf("read of a placeholder: %v", err)
+	}
+	h.ok("guide_cache_file", m{"path": "/later/report.pdf", "content": "pdf"}, nil)
+	if got := s.updated(); got != uri {
+		t.Fatalf("notified %s", got)
+	}
+	res, err := s.c.ReadResource(context.Background(), req)
+	if err != nil || res.Contents[0].(mcp.BlobResourceContents).Blob == "" && res.Contents[0].(mcp.TextResourceContents).Text != "pdf" {
+		t.Fatalf("read after arrival: %+v, %v", res, err)
+	}
+}
+
+// rpc posts one JSON-RPC request to an HTTP endpoint and returns the error
+// message of the reply ("" on success).
+func rpc(t testing.TB, url string, header http.Header, body string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = header.Clone()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var reply struct {
+		Error *struct{ Message string } `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &reply); err != nil {
+		t.Fatalf("reply %q: %v", raw, err)
+	}
+	if reply.Error == nil {
+		return ""
+	}
+	return reply.Error.Message
+}
+
+func TestResourceSubscribeRefused(t *testing.T) {
+	h := newHarness(t, &mcpserver.Options{MountPoint: testMount, MaxSubscriptions: 2})
+	url := httptestServer(t, h.srv)
+
+	// A stateless (2026-07-28) request has no session to subscribe.
+	header := http.Header{}
+	header.Set(mcp.HeaderProtocolVersion, statelessEra)
+	header.Set(mcp.HeaderMethod, string(mcp.MethodResourcesSubscribe))
+	msg := rpc(t, url, header, `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"depot:///a",`+
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"`+statelessEra+`","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	if !strings.Contains(msg, "needs a protocol session") || !strings.Contains(msg, "subscriptions/listen") {
+		t.Errorf("stateless resources/subscribe: %q", msg)
+	}
+
+	s := newSubscriber(t, h.srv, "inprocess", sessionEra)
+	for _, tc := range []struct{ uri, want string }{
+		{"file:///etc/passwd", "does not start with depot:///"},
+		{"depot:///../x", "escape"},
+		{"depot:///ok/1", ""},
+		{"depot:///ok/1", ""}, // the same subscription again
+		{"depot:///ok/2", ""},
+		{"depot:///ok/3", "too many resource subscriptions"},
+	} {
+		req := mcp.SubscribeRequest{}
+		req.Params.URI = tc.uri
+		err := s.c.Subscribe(context.Background(), req)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("subscribe %s: %v, want %q", tc.uri, err, tc.want)
+		}
+	}
+
+	l := newSubscriber(t, h.srv, "inprocess", statelessEra)
+	err := l.c.Listen(context.Background(), mcp.SubscriptionFilter{ResourceSubscriptions: []string{"depot:///x?y"}})
+	if err == nil || !strings.Contains(err.Error(), "query or fragment") {
+		t.Errorf("listen with a bad URI: %v", err)
+	}
+}
+
+// TestHTTPShutdownWithStreams opens both kinds of notification stream over
+// HTTP, then shuts down as depotfs does: Close, then http.Server.Shutdown,
+// which must return promptly rather than wait for the streams.
+func TestHTTPShutdownWithStreams(t *testing.T) {
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "depot.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	srv := mcpserver.New(st, &mcpserver.Options{MountPoint: testMount})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv.Handler()}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	url := "http://" + ln.Addr().String()
+
+	var subs []*subscriber
+	for _, era := range []string{sessionEra, statelessEra} {
+		tr, err := transport.NewStreamableHTTP(url, transport.WithContinuousListening())
+		if era == statelessEra {
+			tr, err = transport.NewStreamableHTTP(url)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := startSubscriber(t, client.NewClient(tr, client.WithProtocolVersion(era)), era)
+		s.subscribe(mcpserver.ResourceURI("/f"))
+		subs = append(subs, s)
+	}
+	if _, err := st.Put(context.Background(), store.PutRequest{Path: "/f", Data: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range subs {
+		if got := s.updated(); got != "depot:///f" { // the streams are open and deliver
+			t.Fatalf("notified %s", got)
+		}
+		select {
+		case err := <-s.errs:
+			t.Fatalf("the listen stream ended before Close: %v", err)
+		default:
+		}
+	}
+
+	start := time.Now()
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with open streams: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Shutdown took %v", d)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		t.Fatalf("Serve: %v", err)
+	}
+	res, err := http.Get(url)
+	if err == nil {
+		res.Body.Close()
+		t.Errorf("GET after shutdown: %s", res.Status)
+	}
+}
+
+// TestHTTPStreamAfterClose refuses new streams once the Server is closed,
+// while calls still work.
+func TestHTTPStreamAfterClose(t *testing.T) {
+	h := newHarnessOver(t, nil, "http")
+	url := httptestServer(t, h.srv)
+	if err := h.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("GET stream after Close: %s, want 503", res.Status)
+	}
+	h.ok("guide_cache_file", m{"path": "/after-close", "content": "x"}, nil)
+	if err := h.srv.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}

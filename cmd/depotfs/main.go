@@ -27,6 +27,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "run the MCP server, the store and the read-only mount", runServe},
+		{"tools", "print the reference of the MCP tools as Markdown", runTools},
 	}
 }
 

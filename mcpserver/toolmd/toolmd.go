@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -221,7 +223,10 @@ func splitSecurity(desc string) (body []string, security string) {
 			continue
 		}
 		if rest, ok := strings.CutPrefix(para, "Security:"); ok {
-			security = strings.TrimSpace(rest)
+			if rest = strings.TrimSpace(rest); rest != "" {
+				r, n := utf8.DecodeRuneInString(rest)
+				security = string(unicode.ToUpper(r)) + rest[n:]
+			}
 			continue
 		}
 		body = append(body, para)

@@ -84,7 +84,7 @@ func TestWrite(t *testing.T) {
 		"A small tree: `put_tree` with\n\n```json\n{\n  \"path\": \"/a\",\n  \"entries\": []\n}\n```\n\nreplies\n\n```json\n{\n  \"success\": true\n}\n```\n",
 		"replies the text\n\n```text\nline 1\nline 2\n```\n",
 		"fails (isError) with\n\n```json\n{\n  \"error\": \"bad\"\n}\n```\n",
-		"#### Security\n\npaths never leave the depot; see \\[notes\\].\n",
+		"#### Security\n\nPaths never leave the depot; see \\[notes\\].\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q\n--- output:\n%s", want, out)

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/depotfs/depotfs/mcpserver"
+)
+
+// toolsConfig is everything "depotfs tools" is told.
+type toolsConfig struct {
+	tools  string
+	format string
+}
+
+func runTools(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	var cfg toolsConfig
+	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
+	fs.StringVar(&cfg.tools, "tools", "guide,provider", "comma-separated tool `profiles` to document: guide, provider, fs (as for depotfs serve)")
+	fs.StringVar(&cfg.format, "format", "markdown", "output `format`: markdown")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: depotfs tools [flags]
+
+Prints the reference of every MCP tool of the chosen profiles, generated from
+the tools as depotfs serve registers them: each tool's description, its
+arguments (type, required or optional, default, constraints), examples of
+calls and replies, and its security notes. The README's tool reference is
+this output for --tools guide,provider,fs.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if cfg.format != "markdown" {
+		return usageError{fmt.Errorf("--format %q: the only format is markdown", cfg.format)}
+	}
+	profiles, err := mcpserver.ParseProfiles(cfg.tools)
+	if err != nil {
+		return usageError{fmt.Errorf("--tools %q: %w", cfg.tools, err)}
+	}
+	w := bufio.NewWriter(stdout)
+	if err := mcpserver.WriteToolDocs(w, &mcpserver.Options{Tools: profiles}); err != nil {
+		return err
+	}
+	return w.Flush()
+}

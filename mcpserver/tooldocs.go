@@ -1,0 +1,94 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/depotfs/depotfs/mcpserver/toolmd"
+)
+
+// ExamplesDir is the directory, under this package's source directory,
+// that holds the documented examples of each tool: <tool>.json, a JSON
+// array of Example. They are embedded in the binary; the package's tests
+// run every example against a real store and fail when a recorded reply no
+// longer matches (go test -run TestToolExamples -update rewrites them).
+const ExamplesDir = "tooldoc/examples"
+
+// Example is one documented call of a tool: the calls that prepare a fresh
+// depot for it, the call itself and its recorded reply.
+type Example struct {
+	// Title says what the example shows, e.g. "A text file at a known path".
+	Title string `json:"title"`
+	// Setup are calls made first, in order, on an empty depot; each must
+	// succeed.
+	Setup []ExampleCall `json:"setup,omitempty"`
+	// Arguments are the call's arguments, a JSON object.
+	Arguments json.RawMessage `json:"arguments"`
+	// Reply is the reply's structured content; for a reply with text only,
+	// the JSON the text holds, or else the text as a JSON string.
+	Reply json.RawMessage `json:"reply"`
+	// IsError is the reply's isError flag.
+	IsError bool `json:"is_error,omitempty"`
+	// Ignore lists the parts of the reply that differ from run to run
+	// (times), as dotted paths into the reply's JSON ("*" matches any key
+	// or index), which tests do not compare.
+	Ignore []string `json:"ignore,omitempty"`
+}
+
+// ExampleCall is one tool call of an example's setup.
+type ExampleCall struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// WriteToolDocs writes the Markdown reference of every tool a Server with
+// opts registers (Options.Tools chooses the profiles), in registration
+// order: what "depotfs tools" prints and the README's tool reference
+// embeds. Descriptions and schemas carry the limits of opts. It needs no
+// store and starts nothing; it is safe for concurrent use.
+func WriteToolDocs(w io.Writer, opts *Options) error {
+	s := newServer(nil, opts)
+	defer s.close()
+	registered := s.mcp.ListTools()
+	list := s.toolList()
+	if len(list) != len(registered) {
+		return fmt.Errorf("mcpserver: %d tools registered, %d declared", len(registered), len(list))
+	}
+	tools := make([]toolmd.Tool, 0, len(list))
+	for _, t := range list {
+		reg, ok := registered[t.spec.Name]
+		if !ok {
+			return fmt.Errorf("mcpserver: tool %s is declared but not registered", t.spec.Name)
+		}
+		examples, err := ToolExamples(t.spec.Name)
+		if err != nil {
+			return err
+		}
+		doc := toolmd.Tool{Def: reg.Tool, Profile: string(t.profile)}
+		for _, ex := range examples {
+			doc.Examples = append(doc.Examples, toolmd.Example{Title: ex.Title, Arguments: ex.Arguments, Reply: ex.Reply, IsError: ex.IsError})
+		}
+		tools = append(tools, doc)
+	}
+	return toolmd.Write(w, tools)
+}
+
+// ToolExamples returns the documented examples of a tool, none if it has
+// no examples file. It is safe for concurrent use.
+func ToolExamples(tool string) ([]Example, error) {
+	raw, err := toolDocs.ReadFile(ExamplesDir + "/" + tool + ".json")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: examples of %s: %w", tool, err)
+	}
+	var out []Example
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("mcpserver: examples of %s: %w", tool, err)
+	}
+	return out, nil
+}

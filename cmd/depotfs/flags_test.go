@@ -159,6 +159,8 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 		{"bad umask", []string{"--umask", "999"}, "--umask"},
 		{"unknown tool profile", []string{"--tools", "guide,shell"}, `unknown tool profile "shell"`},
 		{"no tool profile", []string{"--tools", ""}, "no tool profile"},
+		{"zero resource page", []string{"--resource-page-size", "0"}, "--resource-page-size"},
+		{"negative resource limit", []string{"--max-resource-bytes", "-1"}, "--max-resource-bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -38,7 +38,9 @@ type serveConfig struct {
 	shutdown      time.Duration
 	logLevel      slog.Level
 	debugFUSE     bool
-	tools         string              // --tools as given
+	tools         string // --tools as given
+	resourcePage  int
+	maxResource   int64
 	profiles      []mcpserver.Profile // --tools parsed by validate
 }
 
@@ -60,6 +62,8 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.shutdown, "shutdown-timeout", 30*time.Second, "how long a signal waits for in-flight calls before stopping anyway")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
 	fs.BoolVar(&c.debugFUSE, "debug-fuse", false, "log every FUSE request (very verbose)")
+	fs.IntVar(&c.resourcePage, "resource-page-size", mcpserver.DefaultResourcePageSize, "files per page of the MCP resources/list `count`")
+	fs.Int64Var(&c.maxResource, "max-resource-bytes", mcpserver.DefaultMaxResourceBytes, "largest file, in `bytes`, an MCP resources/read returns; larger files are read with tools or through the mount")
 	fs.StringVar(&c.tools, "tools", "guide,provider", "comma-separated tool `profiles` to serve: guide (the push tools, always on), provider (read-only file-provider tools for scanners), fs (filesystem tools: list, read, write, mkdir, delete, copy, move, info, search)")
 }
 
@@ -132,6 +136,9 @@ func (c *serveConfig) validate() error {
 	if _, err := parseUmask(c.umask); err != nil {
 		return err
 	}
+	if c.resourcePage <= 0 || c.maxResource <= 0 {
+		return errors.New("--resource-page-size and --max-resource-bytes must be positive")
+	}
 	profiles, err := mcpserver.ParseProfiles(c.tools)
 	if err != nil {
 		return fmt.Errorf("--tools %q: %w", c.tools, err)
@@ -190,7 +197,10 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 		}
 	}()
 
-	opts := &mcpserver.Options{Logger: log, Version: version(), Tools: cfg.profiles}
+	opts := &mcpserver.Options{
+		Logger: log, Version: version(), Tools: cfg.profiles,
+		ResourcePageSize: cfg.resourcePage, MaxResourceBytes: cfg.maxResource,
+	}
 	if !cfg.noMount {
 		umask, _ := parseUmask(cfg.umask)
 		m, err := vfs.Mount(ctx, cfg.mount, st, &vfs.Options{

@@ -1,7 +1,8 @@
-// Package mcpserver serves the depot's MCP tools over a store.Store:
-// guide_cache_file (store a file, or content with only a filename),
-// guide_list_directory (describe a directory tree before its content) and
-// guide_read_file (answer with a file's content, in chunks when large).
+// Package mcpserver serves the depot's MCP tools and resources over a
+// store.Store. The push tools are guide_cache_file (store a file, or
+// content with only a filename), guide_list_directory (describe a directory
+// tree before its content) and guide_read_file (answer with a file's
+// content, in chunks when large).
 //
 // # Tool profiles
 //
@@ -16,6 +17,34 @@
 // Every tool declares its profile and, for each path argument, whether it
 // reads or writes there, and every call goes through the same wrapper,
 // which logs it.
+//
+// # Resources
+//
+// Every depot file is also a resource, [ResourceURI] "depot:///" plus its
+// percent-encoded path, addressed by the template [ResourceTemplate]:
+// resources/list pages through the files depth first
+// (Options.ResourcePageSize), resources/read returns a text or base64 blob
+// by detected media type (up to Options.MaxResourceBytes). mcp-go keeps no
+// dynamic resource list, so the server answers resources/list from a hook
+// that replaces mcp-go's (empty) page, and validates cursors, URIs and
+// subscription limits in a request hook, whose errors reach the client as
+// JSON-RPC "invalid request".
+//
+// Subscriptions: resources/subscribe on session-based protocol versions
+// (notifications go to the session's GET stream, or the reply to its next
+// POST), subscriptions/listen on 2026-07-28 (notifications go to the
+// listen request's own stream). One watcher goroutine per Server turns
+// store events into notifications/resources/updated, never blocking: a
+// client whose queue is full misses the notification. [Server.Close] stops
+// the watcher and ends every HTTP notification stream, so that
+// http.Server.Shutdown never waits for one.
+//
+// # Tool reference
+//
+// [WriteToolDocs] renders the registered tools as Markdown (package
+// mcpserver/toolmd) with the examples of tooldoc/examples, which the tests
+// run against a real store; "depotfs tools" prints it and the README embeds
+// it.
 //
 // # Transports
 //
@@ -65,7 +94,8 @@
 // # Concurrency
 //
 // A [Server] is safe for concurrent use by any number of transports and
-// calls. It does not own the store and never closes it.
+// calls. It owns one goroutine, the store watcher, which [Server.Close]
+// stops. It does not own the store and never closes it.
 //
 // This package must not import vfs or any FUSE library: it meets the mount
 // only through the store and the Applied callback.

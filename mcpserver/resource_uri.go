@@ -54,10 +54,16 @@ func unreserved(c byte) bool {
 // (an unencoded "+" or "@", lower-case hex, "%2F" as a separator), and
 // normalizes the path with depotpath.Clean, so "depot:///a//b/../c" names
 // "/a/c". It refuses, with an error wrapping ErrResourceURI or a depotpath
-// sentinel: another scheme, a host ("depot://host/x"), a query or fragment
-// (escape "?" and "#" as %3F and %23), and a path depotpath.Clean refuses.
-// It is safe for concurrent use.
+// sentinel: a character RFC 3986 does not allow in a URI (a space, raw
+// non-ASCII: percent-encode them), another scheme, a host
+// ("depot://host/x"), a query or fragment (escape "?" and "#" as %3F and
+// %23), and a path depotpath.Clean refuses. It is safe for concurrent use.
 func ParseResourceURI(uri string) (string, error) {
+	for _, r := range uri {
+		if r >= 0x80 || !unreserved(byte(r)) && !strings.ContainsRune(":/?#[]@!$&'()*+,;=%", r) {
+			return "", fmt.Errorf("%w: %q has the character %q, which must be percent-encoded (as UTF-8 bytes: %%XX)", ErrResourceURI, uri, r)
+		}
+	}
 	u, err := url.Parse(uri)
 	if err != nil {
 		return "", fmt.Errorf("%w: %q is not a valid URI (percent-encode spaces, %%, non-ASCII and other special characters)", ErrResourceURI, uri)

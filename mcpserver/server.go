@@ -210,9 +210,10 @@ func newServer(st store.Store, opts *Options) *Server {
 	return s
 }
 
-// Close ends the Server's long-lived work: open notification streams (the
-// HTTP GET stream and subscriptions/listen requests) end, so that
-// http.Server.Shutdown does not wait for them, and the store watcher stops,
+// Close ends the Server's long-lived work: open HTTP notification streams
+// (a session's GET stream, subscriptions/listen requests) end, so that
+// http.Server.Shutdown does not wait for them (over stdio, a listen ends
+// with ServeStdio's context or input), and the store watcher stops,
 // so subscribers are no longer notified. Tool calls and resource reads,
 // including those in flight, keep working while the store is open. Close
 // waits for the watcher to return; it is idempotent and safe to call from

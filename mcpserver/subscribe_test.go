@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -88,7 +89,7 @@ func newStdioSubscriber(t testing.TB, srv *mcpserver.Server, era string) *subscr
 
 func startSubscriber(t testing.TB, c *client.Client, era string) *subscriber {
 	t.Helper()
-	s := &subscriber{t: t, c: c, era: era, notes: make(chan mcp.JSONRPCNotification, 100), cancel: func() {}, errs: make(chan error, 10)}
+	s := &subscriber{t: t, c: c, era: era, notes: make(chan mcp.JSONRPCNotification, 1000), cancel: func() {}, errs: make(chan error, 10)}
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		select {
 		case s.notes <- n:
@@ -393,5 +394,57 @@ func TestHTTPStreamAfterClose(t *testing.T) {
 	h.ok("guide_cache_file", m{"path": "/after-close", "content": "x"}, nil)
 	if err := h.srv.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestResourceNotificationsWithoutStream subscribes on a session that opens
+// no GET stream and sends nothing more: notifications queue in the session
+// (100 deep) while writes go on unhindered, the overflow is dropped and
+// logged once, and the reply to the client's next request carries the
+// queued ones.
+func TestResourceNotificationsWithoutStream(t *testing.T) {
+	h := newHarness(t, nil)
+	tr, err := transport.NewStreamableHTTP(httptestServer(t, h.srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startSubscriber(t, client.NewClient(tr, client.WithProtocolVersion(sessionEra)), sessionEra)
+	uri := mcpserver.ResourceURI("/busy")
+	s.subscribe(uri)
+	const writes = 150
+	for i := range writes {
+		h.put("/busy", []byte(fmt.Sprint(i)))
+	}
+	waitUntil(t, "the watcher to drop the overflow", func() bool {
+		return strings.Contains(h.logs.String(), "mcp resource notifications dropped")
+	})
+	if n := strings.Count(h.logs.String(), "mcp resource notifications dropped"); n != 1 {
+		t.Errorf("%d log lines about dropped notifications, want 1", n)
+	}
+	if _, err := s.c.ListTools(context.Background(), mcp.ListToolsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	// The reply to ListTools carried the queue, and perhaps some of the
+	// overflow that arrived meanwhile. mcp-go's per-request forwarder may
+	// lose the one notification it holds when the request ends.
+	if n := len(s.notes); n < 99 || n > writes {
+		t.Fatalf("%d notifications with the next reply, want the 100 queued (up to %d)", n, writes)
+	}
+	for len(s.notes) > 0 {
+		if n := <-s.notes; n.Params.AdditionalFields["uri"] != uri {
+			t.Fatalf("notified %v", n.Params.AdditionalFields)
+		}
+	}
+}
+
+// waitUntil polls cond until it holds, failing after 10 seconds.
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -49,6 +49,7 @@ type subscriptions struct {
 	byPath  map[string]map[subKey]server.ClientSession // clean path → subscription → session to notify
 	byOwner map[any]map[string]string                  // owner → URI → clean path
 	count   int
+	dropped map[server.ClientSession]bool // sessions whose full queue was logged
 }
 
 func newSubscriptions(max int) *subscriptions {
@@ -56,6 +57,7 @@ func newSubscriptions(max int) *subscriptions {
 		max:     max,
 		byPath:  map[string]map[subKey]server.ClientSession{},
 		byOwner: map[any]map[string]string{},
+		dropped: map[server.ClientSession]bool{},
 	}
 }
 
@@ -126,6 +128,24 @@ func (r *subscriptions) drop(owner any) {
 	for uri := range r.byOwner[owner] {
 		r.removeLocked(owner, uri)
 	}
+	switch o := owner.(type) {
+	case server.ClientSession:
+		delete(r.dropped, o)
+	case listener:
+		delete(r.dropped, o.session)
+	}
+}
+
+// firstDrop reports whether a notification to session is the first one
+// dropped since its subscriptions began, and records it.
+func (r *subscriptions) firstDrop(session server.ClientSession) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dropped[session] {
+		return false
+	}
+	r.dropped[session] = true
+	return true
 }
 
 // target is one notification to send.
@@ -162,7 +182,7 @@ func (r *subscriptions) affected(ev store.Event) []target {
 
 // notifyUpdated sends notifications/resources/updated for t. It never
 // blocks: a session whose notification queue is full (its client is not
-// reading) misses the notification, which is logged.
+// reading) misses the notification; the first miss of a session is logged.
 func (s *Server) notifyUpdated(t target) {
 	n := mcp.JSONRPCNotification{
 		JSONRPC: mcp.JSONRPC_VERSION,
@@ -174,7 +194,9 @@ func (s *Server) notifyUpdated(t target) {
 	select {
 	case t.session.NotificationChannel() <- n:
 	default:
-		s.log.Warn("mcp resource notification dropped: the client's queue is full", "uri", t.uri, "session", t.session.SessionID())
+		if s.subs.firstDrop(t.session) {
+			s.log.Warn("mcp resource notifications dropped: the client is not reading them and its queue is full (further drops for this session are not logged)", "uri", t.uri, "session", t.session.SessionID())
+		}
 	}
 }
 

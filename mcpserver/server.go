@@ -52,7 +52,8 @@ type Options struct {
 	// it to the mount's wait for that revision, so that a program reading
 	// the mount never sees stale content after an acknowledged write. An
 	// error does not fail the call (the write is committed); the reply
-	// carries a warning.
+	// carries a warning. The store watcher calls it too, before it notifies
+	// resource subscribers of a change.
 	Applied func(ctx context.Context, rev uint64) error
 
 	// UploadsDir is the depot directory under which filename-only uploads

@@ -11,7 +11,9 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -446,5 +448,39 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestResourceNotificationAfterMount checks that a subscriber is notified
+// only once Options.Applied (the mount) has confirmed the change.
+func TestResourceNotificationAfterMount(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var waited []uint64
+	h := newHarness(t, &mcpserver.Options{MountPoint: testMount, Applied: func(ctx context.Context, rev uint64) error {
+		mu.Lock()
+		waited = append(waited, rev)
+		mu.Unlock()
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}})
+	s := newSubscriber(t, h.srv, "inprocess", sessionEra)
+	s.subscribe(mcpserver.ResourceURI("/m"))
+	e := h.put("/m", []byte("x"))
+	waitUntil(t, "the watcher to wait for the mount", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(waited, e.Revision)
+	})
+	if len(s.notes) != 0 {
+		t.Fatal("notified before the mount confirmed the change")
+	}
+	close(release)
+	if got := s.updated(); got != "depot:///m" {
+		t.Fatalf("notified %s", got)
 	}
 }

@@ -216,9 +216,29 @@ func (s *Server) watch(ctx context.Context) {
 		return
 	}
 	for ev := range events {
-		for _, t := range s.subs.affected(ev) {
+		targets := s.subs.affected(ev)
+		if len(targets) == 0 {
+			continue
+		}
+		s.waitApplied(ctx, ev.Revision)
+		for _, t := range targets {
 			s.notifyUpdated(t)
 		}
+	}
+}
+
+// waitApplied waits, when Options.Applied is set, until the mount shows
+// revision rev, so that a client that reads the mount on a notification
+// sees the change, as it would after a tool's reply. A failure is logged
+// and the notification sent anyway.
+func (s *Server) waitApplied(ctx context.Context, rev uint64) {
+	if s.opts.Applied == nil {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.opts.CommitTimeout)
+	defer cancel()
+	if err := s.opts.Applied(wctx, rev); err != nil && ctx.Err() == nil {
+		s.log.Warn("mcp resource notification sent before the mount confirmed the change", "revision", rev, "err", err)
 	}
 }
 

@@ -1,16 +1,25 @@
 package mcpserver_test
 
 import (
+	"bytes"
+	"context"
 	"crypto/md5"
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/depotfs/depotfs/mcpserver"
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/bolt"
 )
 
 // providerFailure is the provider contract's error object.
@@ -334,5 +343,53 @@ func TestProviderProfileOff(t *testing.T) {
 		if !strings.HasPrefix(name, "guide_") {
 			t.Errorf("tool %s served with the guide profile only", name)
 		}
+	}
+}
+
+// countingStore is a store that counts Open calls.
+type countingStore struct {
+	*bolt.Store
+	opens atomic.Int64
+}
+
+func (s *countingStore) Open(ctx context.Context, p string) (store.Content, error) {
+	s.opens.Add(1)
+	return s.Store.Open(ctx, p)
+}
+
+// TestProviderSHA256FromEntry checks that calculate_file_hash answers
+// sha256 from the stored hash, without opening the content, and md5 by
+// reading it.
+func TestProviderSHA256FromEntry(t *testing.T) {
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "depot.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	data := bytes.Repeat([]byte("x"), 3<<20)
+	if _, err := st.Put(context.Background(), store.PutRequest{Path: "/big", Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	cs := &countingStore{Store: st}
+	srv := mcpserver.New(cs, &mcpserver.Options{Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { srv.Close() })
+	c := startClient(t, mustInProcess(t, srv))
+	hash := func(algorithm string) string {
+		t.Helper()
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "calculate_file_hash"
+		req.Params.Arguments = m{"file_path": "/big", "algorithm": algorithm}
+		res, err := c.CallTool(context.Background(), req)
+		if err != nil || res.IsError {
+			t.Fatalf("calculate_file_hash %s: %v %+v", algorithm, err, res)
+		}
+		return res.Content[0].(mcp.TextContent).Text
+	}
+	if got := hash("sha256"); got != sum(data) || cs.opens.Load() != 0 {
+		t.Errorf("sha256 %s after %d opens, want %s after none", got, cs.opens.Load(), sum(data))
+	}
+	md := md5.Sum(data)
+	if got := hash("md5"); got != hex.EncodeToString(md[:]) || cs.opens.Load() != 1 {
+		t.Errorf("md5 %s after %d opens", got, cs.opens.Load())
 	}
 }

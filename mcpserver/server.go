@@ -240,6 +240,6 @@ const instructions = `depotfs keeps files that you push and makes them readable 
 - guide_read_file: answer a request for a file's content; large files go in chunks (upload_id, chunk_index, chunk_count, sha256).
 - guide_list_directory: describe a directory you have (names, types, sizes, mtimes, nested entries) so the server knows the tree before the content arrives.
 
-Every tool replies with one JSON envelope: success, data, message, warnings, stats, and on failure error {type, message, instruction}. Follow the instruction of a failed call; a failed call changed nothing.
+These guide tools reply with one JSON envelope: success, data, message, warnings, stats, and on failure error {type, message, instruction}. Follow the instruction of a failed call; a failed call changed nothing.
 
 Every file in the depot is also an MCP resource, depot:/// followed by its path (percent-encoded): resources/list pages through them, resources/read returns a file as text, or as base64 for binary files (up to a size limit; read larger files through the tools). Subscribe to a file's URI to be told when it is created, updated or removed.`

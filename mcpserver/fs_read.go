@@ -11,9 +11,9 @@ import (
 	"github.com/depotfs/depotfs/store"
 )
 
-// DefaultFSReadBytes is the max_size of an fs read that does not give one,
+// defaultFSReadBytes is the max_size of an fs read that does not give one,
 // as the contract sets it: 1 MiB.
-const DefaultFSReadBytes = 1 << 20
+const defaultFSReadBytes = 1 << 20
 
 // binaryProbe is how much of the content is looked at for a NUL byte to
 // call it binary (as git and grep do).
@@ -52,7 +52,7 @@ func (s *Server) fsRead(ctx context.Context, c *call, raw json.RawMessage) (repl
 		if o.has("end_line") {
 			a.end, _ = o.integer("end_line", false, 0, maxExactInteger)
 		}
-		a.maxSize = o.count("max_size", min(DefaultFSReadBytes, s.opts.MaxReadBytes), 1, s.opts.MaxReadBytes)
+		a.maxSize = o.count("max_size", min(defaultFSReadBytes, s.opts.MaxReadBytes), 1, s.opts.MaxReadBytes)
 		if a.start >= 0 && a.end >= 0 && a.end < a.start {
 			o.probs.addf("end_line", "%d is before start_line %d (end_line is inclusive)", a.end, a.start)
 		}

@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// Profile names a set of tools the server offers. Profiles are plain
-// strings, safe to share.
+// Profile names a set of tools the server offers. A Profile is a plain
+// string, safe to share between goroutines.
 type Profile string
 
 // The tool profiles.
@@ -30,17 +30,19 @@ const (
 const DefaultMaxReadBytes = 10 << 20
 
 // Profiles returns every profile, in the order their tools are registered.
+// Each call returns a new slice; it is safe for concurrent use.
 func Profiles() []Profile { return []Profile{ProfileGuide, ProfileProvider, ProfileFS} }
 
 // DefaultProfiles returns the profiles served when Options.Tools is nil:
-// guide and provider.
+// guide and provider. Each call returns a new slice; it is safe for
+// concurrent use.
 func DefaultProfiles() []Profile { return []Profile{ProfileGuide, ProfileProvider} }
 
 // ParseProfiles reads a comma-separated list of profile names, such as
 // "guide,provider,fs", as the --tools flag takes it. Spaces around names
 // are ignored, duplicates are dropped, and guide is added when missing (it
 // is always served). An empty list or an unknown name is an error that
-// lists the valid names.
+// lists the valid names. It is safe for concurrent use.
 func ParseProfiles(s string) ([]Profile, error) {
 	out := []Profile{ProfileGuide}
 	empty := true

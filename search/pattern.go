@@ -25,7 +25,7 @@ type Pattern struct {
 
 // Compile prepares pattern for searching: a literal string, or with regex
 // a regular expression in Go's RE2 syntax. caseSensitive false folds case.
-// Errors wrap ErrPattern.
+// Errors wrap ErrPattern. It is safe for concurrent use.
 func Compile(pattern string, regex, caseSensitive bool) (*Pattern, error) {
 	switch {
 	case pattern == "":

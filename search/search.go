@@ -30,6 +30,9 @@ const (
 )
 
 // Query is one search. The zero values of its limits mean their defaults.
+// Run does not change a Query; one may be shared by concurrent searches if
+// its Files function is safe for concurrent use (Run calls it from one
+// goroutine per search).
 type Query struct {
 	// Root is the clean depot path of the directory to search.
 	Root string
@@ -52,7 +55,7 @@ type Query struct {
 }
 
 // Result is what a search found, in walk order (depth first, names in
-// byte order).
+// byte order). It is a plain value owned by the caller.
 type Result struct {
 	Files         []File
 	TotalMatches  int // matching lines returned

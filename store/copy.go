@@ -1,6 +1,7 @@
 package store
 
-// CopyRequest names an entry to copy and where the copy goes.
+// CopyRequest names an entry to copy and where the copy goes. Like the
+// other requests it is a plain value; a Store does not retain it.
 //
 // A file is copied to a file; a directory is copied with everything below
 // it, explicit empty directories and placeholders included. Each copy is a

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/mcpserver/grant"
 	"github.com/depotfs/depotfs/store"
 )
 
@@ -74,6 +75,13 @@ type Options struct {
 	// MaxRequestBytes limits the body of one HTTP request; default twice
 	// MaxContentBytes plus 1 MiB, room for base64 and JSON escapes.
 	MaxRequestBytes int64
+
+	// LocalGrants narrows the identities that are not authenticated by a
+	// credential: the local OS user on stdio, and an HTTP client when no
+	// authentication is configured (loopback only, as depotfs serve
+	// enforces). nil gives them full grants; a non-nil slice, even empty,
+	// gives them exactly these grants (serve --grants).
+	LocalGrants []grant.Grant
 
 	// CommitTimeout bounds the write phase of a validated call, including
 	// the wait for Applied; default DefaultCommitTimeout. A call that has

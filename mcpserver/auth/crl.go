@@ -127,6 +127,7 @@ func (c *CRL) fail(err error) {
 		c.log.Error("CRL unusable: refusing every client certificate until it is fixed", "crl", c.file.path, "err", err)
 	}
 	c.err = err
+	c.file.started = false // re-read the file whole once it is fixed
 }
 
 // parse decodes and verifies a CRL file's content.

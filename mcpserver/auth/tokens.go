@@ -131,6 +131,7 @@ func (t *Tokens) reload(now time.Time) {
 			t.log.Error("tokens file unusable: refusing every bearer token until it is fixed", "tokens", t.file.path, "err", err)
 		}
 		t.err = err
+		t.file.started = false // re-read the file whole once it is fixed
 	}
 	fi, err := os.Stat(t.file.path)
 	if err != nil {
@@ -139,7 +140,6 @@ func (t *Tokens) reload(now time.Time) {
 	}
 	if fi.Mode().Perm()&0o022 != 0 {
 		fail(fmt.Errorf("%s is writable by group or others (mode %v): chmod 600 it", t.file.path, fi.Mode().Perm()))
-		t.file.started = false
 		return
 	}
 	data, changed, err := t.file.poll(now)

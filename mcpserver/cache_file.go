@@ -16,20 +16,19 @@ const toolCacheFile = "guide_cache_file"
 func (s *Server) cacheFileTool() server.ServerTool {
 	return server.ServerTool{
 		Tool:    s.toolSpec(toolCacheFile, "Cache a file in the depot", true, true),
-		Handler: s.handler(toolCacheFile, s.cacheFile),
+		Handler: s.handler(guideTool(toolCacheFile), s.cacheFile),
 	}
 }
 
 // cacheFile stores one whole file.
 func (s *Server) cacheFile(ctx context.Context, c *call, raw json.RawMessage) (reply, error) {
-	var probs problems
 	var a fileArgs
-	if o := decodeObject(raw, "arguments", "", &probs); o != nil {
+	if o := c.decode(raw); o != nil {
 		a = decodeFile(o, s.opts.MaxContentBytes)
 		o.finish()
 	}
 	c.path = a.path
-	if err := probs.err(); err != nil {
+	if err := c.args.err(); err != nil {
 		return reply{}, err
 	}
 	return s.putFile(ctx, c, &a, toolCacheFile)
@@ -50,7 +49,7 @@ func (s *Server) putFile(ctx context.Context, c *call, a *fileArgs, source strin
 
 	ctx, cancel := s.commitContext(ctx)
 	defer cancel()
-	res, err := s.st.Put(ctx, store.PutRequest{
+	res, err := c.store.Put(ctx, store.PutRequest{
 		Path:     a.path,
 		Data:     a.data,
 		SHA256:   sum,

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -11,16 +12,40 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/depotfs/depotfs/mcpserver/grant"
 	"github.com/depotfs/depotfs/mcpserver/identity"
+	"github.com/depotfs/depotfs/mcpserver/policy"
+	"github.com/depotfs/depotfs/mcpserver/ratelimit"
 )
 
 // call is one tool call in progress. The handler fills in what it learns
 // (the path, the size and hash of the content) so that the wrapper, the one
-// place that knows a call's outcome, can log it.
+// place that knows a call's outcome, can count, audit and log it.
 type call struct {
+	def   toolDef
 	tool  string
 	who   identity.Identity
+	perms policy.Set // what who may do, bounded by the server's policy
+	key   string     // the identity's key for counts and rate limits
 	start time.Time
+	reqID string
+	// session is the MCP session id, "" when the transport has none.
+	session string
+
+	// args collects the argument problems and the clean paths the decoder
+	// produced (decode); authorizeArgs checks those paths.
+	args problems
+	// store is the only way the tool body reaches the store: every
+	// operation is checked against perms first (guard.go).
+	store *guard
+
+	argsDone  bool          // authorizeArgs ran
+	argsErr   error         // its result
+	grants    []grant.Grant // grants that allowed the paths checked
+	paths     []string      // every path checked, for the audit record
+	noted     map[string]bool
+	committed bool          // the store accepted a write
+	counts    IdentityStats // the identity's counts after this call
 
 	path   string
 	size   int64
@@ -29,45 +54,93 @@ type call struct {
 	attrs  []slog.Attr // further tool-specific log attributes
 }
 
+// decode parses the call's arguments as a JSON object, recording problems
+// and decoded paths on the call. It returns nil when raw is not an object
+// (a problem is recorded).
+func (c *call) decode(raw json.RawMessage) *object {
+	return decodeObject(raw, "arguments", "", &c.args)
+}
+
 // toolFunc is the body of a tool: it validates the raw arguments, does the
 // work and returns the reply data, or an error for classify.
 type toolFunc func(ctx context.Context, c *call, args json.RawMessage) (reply, error)
 
 // handler wraps a tool body into an mcp-go handler that never returns a Go
 // error: every outcome, including a panic, becomes an envelope, and every
-// call is logged once.
-func (s *Server) handler(tool string, fn toolFunc) server.ToolHandlerFunc {
+// call is counted, audited and logged once. It registers def, the tool's
+// permissions, for the tool filter.
+//
+// A call is admitted by the caller's rate limit and its grants for the
+// tool, then runs; every path argument is checked (before the first store
+// access, or at the end for a call that never reached the store); a denial
+// replaces whatever else the call would have reported. If the audit record
+// cannot be written the reply is a system error.
+func (s *Server) handler(def toolDef, fn toolFunc) server.ToolHandlerFunc {
+	s.defs[def.name] = def
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		who, _ := identity.FromContext(ctx)
-		c := &call{tool: tool, who: who, start: time.Now()}
-		out, err := s.run(ctx, c, fn, req)
-
-		env := Envelope{Success: err == nil}
+		c := s.newCall(ctx, def)
+		out, err := s.admit(c)
 		if err == nil {
-			env.Data, env.Message, env.Warnings = out.data, out.message, out.warnings
-			stats := out.stats
-			if stats == nil {
-				stats = map[string]any{}
-			}
-			stats["duration_ms"] = time.Since(c.start).Milliseconds()
-			env.Stats = stats
-		} else {
-			f := classify(err)
-			env.Error = &f
-			env.Message = fmt.Sprintf("The call failed with a %s error and changed nothing; error.message says why and error.instruction what to do.", f.Type)
-			env.Stats = map[string]any{"duration_ms": time.Since(c.start).Milliseconds()}
+			out, err = s.run(withCall(ctx, c), c, fn, req)
 		}
-		s.logCall(c, env.Error, err)
+		if derr := c.authorizeArgs(); derr != nil && !errors.Is(err, policy.ErrDenied) {
+			out, err = reply{}, derr
+		}
+
+		var f *Failure
+		if err != nil {
+			failure := classify(err)
+			f = &failure
+		}
+		auditErr := s.finish(c, f, err)
+		env := Envelope{Success: err == nil && auditErr == nil}
+		stats := map[string]any{}
+		switch {
+		case auditErr != nil:
+			failure := classify(&auditError{err: auditErr})
+			env.Error, env.Message = &failure, "The call was refused because depotfs cannot write its audit log; error.instruction says what to do."
+			if c.committed {
+				env.Message = "The change was stored, but depotfs could not write its audit record, so it refuses further calls until its audit log works again; error.instruction says what to do."
+			}
+		case err == nil:
+			env.Data, env.Message, env.Warnings = out.data, out.message, out.warnings
+			if out.stats != nil {
+				stats = out.stats
+			}
+		default:
+			env.Error = f
+			env.Message = fmt.Sprintf("The call failed with a %s error and changed nothing; error.message says why and error.instruction what to do.", f.Type)
+		}
+		stats["duration_ms"] = s.opts.Now().Sub(c.start).Milliseconds()
+		stats["request_id"] = c.reqID
+		stats["caller"] = map[string]any{
+			"identity":     c.counts.Identity,
+			"calls":        c.counts.Calls,
+			"denied":       c.counts.Denied,
+			"rate_limited": c.counts.RateLimited,
+			"bytes":        c.counts.Bytes,
+		}
+		env.Stats = stats
 		res, encErr := result(env)
 		if encErr != nil {
 			// Only an unencodable data value gets here: a bug, reported as
 			// a system error without the data.
-			s.log.Error("mcp reply not encodable", "tool", tool, "err", encErr)
-			f := classify(encErr)
-			return result(Envelope{Message: f.Message, Error: &f})
+			s.log.Error("mcp reply not encodable", "tool", def.name, "err", encErr)
+			failure := classify(encErr)
+			return result(Envelope{Message: failure.Message, Error: &failure})
 		}
 		return res, nil
 	}
+}
+
+// admit refuses a call before it runs: over the caller's call rate, or
+// with a tool its grants do not cover (which mcp-go's tool filter normally
+// refuses already).
+func (s *Server) admit(c *call) (reply, error) {
+	if ok, wait := s.limiter.Call(c.key, c.start); !ok {
+		return reply{}, &rateError{what: "calls", retry: ratelimit.RetryAfter(wait), limits: s.limiter.Limits()}
+	}
+	return reply{}, c.perms.CheckTool(c.def.name, c.def.group)
 }
 
 // run calls fn, turning a panic into a system error so one bad call cannot
@@ -105,7 +178,8 @@ func (s *Server) logCall(c *call, f *Failure, err error) {
 	attrs := []slog.Attr{
 		slog.String("tool", c.tool),
 		slog.String("identity", c.who.String()),
-		slog.Duration("duration", time.Since(c.start)),
+		slog.String("request_id", c.reqID),
+		slog.Duration("duration", s.opts.Now().Sub(c.start)),
 	}
 	if c.path != "" {
 		attrs = append(attrs, slog.String("path", c.path))

@@ -40,6 +40,9 @@ type Failure struct {
 	Message string `json:"message"`
 	// Instruction tells the agent what to do next.
 	Instruction string `json:"instruction"`
+	// RetryAfter is, for ErrorRateLimited, the seconds to wait before
+	// repeating the call; 0 (omitted) otherwise.
+	RetryAfter int `json:"retry_after,omitempty"`
 }
 
 // reply is what a tool handler returns on success; the wrapper adds the

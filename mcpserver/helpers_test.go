@@ -21,12 +21,18 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/depotfs/depotfs/mcpserver"
+	"github.com/depotfs/depotfs/mcpserver/identity"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/bolt"
 )
 
 // testMount is the mount point the harness pretends the depot is mounted at.
 const testMount = "/mnt/depot"
+
+// tester is the identity of the harness's in-process calls: an in-process
+// client has no transport to vouch for it, so the harness puts this one in
+// its context. It has full grants; tests of permissions make their own.
+var tester = identity.Identity{Transport: "test", Subject: "tester", Full: true}
 
 // harness is a Server over a real bolt store in a temporary directory, with
 // an initialized in-process client.
@@ -63,7 +69,7 @@ func newHarnessOver(t testing.TB, opts *mcpserver.Options, transport string) *ha
 		t.Fatalf("bolt.Open: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	h := &harness{t: t, dir: dir, st: st, ctx: context.Background(), logs: &syncBuffer{}}
+	h := &harness{t: t, dir: dir, st: st, ctx: identity.NewContext(context.Background(), tester), logs: &syncBuffer{}}
 	o := mcpserver.Options{MountPoint: testMount}
 	if opts != nil {
 		o = *opts
@@ -80,7 +86,7 @@ func newHarnessOver(t testing.TB, opts *mcpserver.Options, transport string) *ha
 	h.srv = mcpserver.New(st, &o)
 	switch transport {
 	case "inprocess":
-		h.client = startClient(t, mustInProcess(t, h.srv))
+		h.client = startClientAs(t, mustInProcess(t, h.srv), h.ctx)
 	case "http":
 		h.client = startClient(t, httpClient(t, h.srv))
 	case "stdio":
@@ -88,7 +94,7 @@ func newHarnessOver(t testing.TB, opts *mcpserver.Options, transport string) *ha
 	default:
 		t.Fatalf("unknown transport %q", transport)
 	}
-	h.schemas = outputSchemas(t, h.client)
+	h.schemas = outputSchemasAs(t, h.client, h.ctx)
 	return h
 }
 
@@ -137,7 +143,13 @@ func stdioClient(t testing.TB, srv *mcpserver.Server) *client.Client {
 // startClient starts and initializes c and closes it at cleanup.
 func startClient(t testing.TB, c *client.Client) *client.Client {
 	t.Helper()
-	ctx := context.Background()
+	return startClientAs(t, c, context.Background())
+}
+
+// startClientAs is startClient with ctx, which carries the identity of an
+// in-process client's calls.
+func startClientAs(t testing.TB, c *client.Client, ctx context.Context) *client.Client {
+	t.Helper()
 	if err := c.Start(ctx); err != nil {
 		t.Fatalf("client Start: %v", err)
 	}
@@ -153,7 +165,14 @@ func startClient(t testing.TB, c *client.Client) *client.Client {
 // outputSchemas lists the tools and compiles each one's output schema.
 func outputSchemas(t testing.TB, c *client.Client) map[string]*jsonschema.Schema {
 	t.Helper()
-	res, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	return outputSchemasAs(t, c, context.Background())
+}
+
+// outputSchemasAs is outputSchemas with ctx, which carries the identity of
+// an in-process client's calls.
+func outputSchemasAs(t testing.TB, c *client.Client, ctx context.Context) map[string]*jsonschema.Schema {
+	t.Helper()
+	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
 		t.Fatalf("ListTools: %v", err)
 	}

@@ -18,7 +18,7 @@ const toolReadFile = "guide_read_file"
 func (s *Server) readFileTool() server.ServerTool {
 	return server.ServerTool{
 		Tool:    s.toolSpec(toolReadFile, "Send a file's content to the depot", true, true),
-		Handler: s.handler(toolReadFile, s.readFile),
+		Handler: s.handler(guideTool(toolReadFile), s.readFile),
 	}
 }
 
@@ -52,11 +52,10 @@ type pendingData struct {
 // readFile stores a whole file, or one chunk of a chunked upload when any
 // chunk argument is present.
 func (s *Server) readFile(ctx context.Context, c *call, raw json.RawMessage) (reply, error) {
-	var probs problems
 	var a fileArgs
 	var ch chunkArgs
 	chunked := false
-	if o := decodeObject(raw, "arguments", "", &probs); o != nil {
+	if o := c.decode(raw); o != nil {
 		a = decodeFile(o, s.opts.MaxContentBytes)
 		chunked = o.has("upload_id") || o.has("chunk_index") || o.has("chunk_count") || o.has("chunk_sha256")
 		if chunked {
@@ -65,7 +64,7 @@ func (s *Server) readFile(ctx context.Context, c *call, raw json.RawMessage) (re
 		o.finish()
 	}
 	c.path = a.path
-	if err := probs.err(); err != nil {
+	if err := c.args.err(); err != nil {
 		return reply{}, err
 	}
 	if !chunked {
@@ -112,7 +111,7 @@ func (s *Server) putChunk(ctx context.Context, c *call, a *fileArgs, ch chunkArg
 
 	ctx, cancel := s.commitContext(ctx)
 	defer cancel()
-	p, err := s.st.PutChunk(ctx, store.Chunk{
+	p, err := c.store.PutChunk(ctx, store.Chunk{
 		UploadID: ch.uploadID,
 		Index:    ch.index,
 		Count:    ch.count,

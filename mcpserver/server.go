@@ -11,6 +11,8 @@ import (
 
 	"github.com/depotfs/depotfs/depotpath"
 	"github.com/depotfs/depotfs/mcpserver/grant"
+	"github.com/depotfs/depotfs/mcpserver/policy"
+	"github.com/depotfs/depotfs/mcpserver/ratelimit"
 	"github.com/depotfs/depotfs/store"
 )
 
@@ -23,6 +25,15 @@ const (
 	DefaultMaxChunks       = 65536
 	DefaultMaxListEntries  = 100000
 	DefaultCommitTimeout   = time.Minute
+
+	// Per-identity rate limits (Options.Rate): sustained calls and content
+	// bytes per second, and the bursts allowed at once. The byte burst is
+	// raised to MaxContentBytes if that is larger, so a call of the largest
+	// allowed size can always pass.
+	DefaultRateCalls     = 50
+	DefaultRateCallBurst = 100
+	DefaultRateBytes     = 64 << 20
+	DefaultRateByteBurst = 128 << 20
 )
 
 // Options configure a Server. The zero value works: no mount, default
@@ -83,6 +94,25 @@ type Options struct {
 	// gives them exactly these grants (serve --grants).
 	LocalGrants []grant.Grant
 
+	// Policy is the server's own policy, the --allow and --deny prefixes
+	// that bound every caller's grants; nil allows every path.
+	Policy *policy.Host
+
+	// Audit receives one record for every tool call, allowed or denied,
+	// and for every refused authentication (Server.AuthFailure). A call is
+	// refused while Audit.Err reports a failure, and a call whose record
+	// cannot be appended fails with a system error. nil keeps no audit log
+	// (for tests and embedding; depotfs serve always keeps one).
+	Audit Auditor
+
+	// Rate limits calls and content bytes per identity; zero fields take
+	// the Default* values, a negative rate means unlimited.
+	Rate ratelimit.Limits
+
+	// Now is the clock of rate limits and call times; nil means time.Now.
+	// Tests set it to drive the rate limiter without sleeping.
+	Now func() time.Time
+
 	// CommitTimeout bounds the write phase of a validated call, including
 	// the wait for Applied; default DefaultCommitTimeout. A call that has
 	// started to write finishes even if its client disconnects or the
@@ -124,6 +154,28 @@ func (o *Options) withDefaults() Options {
 	if opts.CommitTimeout <= 0 {
 		opts.CommitTimeout = DefaultCommitTimeout
 	}
+	if opts.Policy == nil {
+		opts.Policy, _ = policy.NewHost(nil, nil)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	r := &opts.Rate
+	for _, d := range []struct {
+		v   *float64
+		def float64
+	}{{&r.Calls, DefaultRateCalls}, {&r.Bytes, DefaultRateBytes}} {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if r.CallBurst <= 0 {
+		r.CallBurst = DefaultRateCallBurst
+	}
+	if r.ByteBurst <= 0 {
+		r.ByteBurst = DefaultRateByteBurst
+	}
+	r.ByteBurst = max(r.ByteBurst, int(opts.MaxContentBytes))
 	return opts
 }
 
@@ -131,12 +183,19 @@ func (o *Options) withDefaults() Options {
 // concurrent use: any number of calls, over any mix of transports, may run
 // at once; the store serializes their writes.
 type Server struct {
+	// st is the store. Tool code never uses it directly: every access goes
+	// through the call's guard (call.store, guard.go), which checks the
+	// caller's grants first; TestStoreOnlyThroughGuard enforces this.
 	st      store.Store
 	opts    Options
 	log     *slog.Logger
 	uploads string // clean UploadsDir
 	mcp     *server.MCPServer
 	http    http.Handler
+
+	defs    map[string]toolDef // every registered tool's permissions, by name; written only by New
+	limiter *ratelimit.Limiter
+	stats   identityStats
 }
 
 // New returns a Server over st. opts may be nil for the defaults. The Server
@@ -148,12 +207,26 @@ func New(st store.Store, opts *Options) *Server {
 	if err != nil {
 		panic(fmt.Sprintf("mcpserver: Options.UploadsDir: %v", err))
 	}
-	s := &Server{st: st, opts: o, log: o.Logger, uploads: uploads}
+	s := &Server{
+		st: st, opts: o, log: o.Logger, uploads: uploads,
+		defs:    map[string]toolDef{},
+		limiter: ratelimit.New(o.Rate),
+	}
+	hooks := &server.Hooks{}
+	hooks.AddOnError(s.onCallError)
 	s.mcp = server.NewMCPServer(o.Name, o.Version,
 		server.WithToolCapabilities(false),
 		server.WithInstructions(instructions),
+		server.WithToolFilter(s.visibleTools),
+		server.WithHooks(hooks),
 	)
-	s.mcp.AddTools(s.tools()...)
+	tools := s.tools()
+	for _, t := range tools {
+		if _, ok := s.defs[t.Tool.Name]; !ok {
+			panic(fmt.Sprintf("mcpserver: tool %s is registered without its permissions (toolDef)", t.Tool.Name))
+		}
+	}
+	s.mcp.AddTools(tools...)
 	s.http = s.newHandler()
 	return s
 }

@@ -1,7 +1,6 @@
 package mcpserver_test
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -33,7 +32,7 @@ type inputSchema struct {
 
 func listTools(t *testing.T, h *harness) map[string]wireTool {
 	t.Helper()
-	res, err := h.client.ListTools(context.Background(), mcp.ListToolsRequest{})
+	res, err := h.client.ListTools(h.ctx, mcp.ListToolsRequest{})
 	if err != nil {
 		t.Fatalf("ListTools: %v", err)
 	}

@@ -130,6 +130,15 @@ func (s Set) CoversTool(tool, group string) bool {
 	return false
 }
 
+// CheckTool is CoversTool as an error: nil, or a *Denied naming the
+// caller's grants.
+func (s Set) CheckTool(tool, group string) error {
+	if s.CoversTool(tool, group) {
+		return nil
+	}
+	return &Denied{Tool: tool, Rule: fmt.Sprintf("no grant covers tool %s (group %s) on a path the server allows; grants: %s", tool, group, s)}
+}
+
 // reaches reports whether some path within prefix is allowed and not
 // denied by the host.
 func (h *Host) reaches(prefix string) bool {

@@ -125,8 +125,13 @@ func TestCoversTool(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			id := identity.Identity{Full: tt.full, Grants: grants(t, tt.grants...)}
-			if got := host(t, tt.allow, tt.deny).For(id).CoversTool(tt.tool, tt.group); got != tt.want {
+			set := host(t, tt.allow, tt.deny).For(id)
+			if got := set.CoversTool(tt.tool, tt.group); got != tt.want {
 				t.Errorf("CoversTool(%s, %s) = %v, want %v", tt.tool, tt.group, got, tt.want)
+			}
+			err := set.CheckTool(tt.tool, tt.group)
+			if tt.want != (err == nil) || err != nil && (!errors.Is(err, policy.ErrDenied) || !strings.Contains(err.Error(), "no grant covers tool "+tt.tool)) {
+				t.Errorf("CheckTool(%s, %s) = %v", tt.tool, tt.group, err)
 			}
 		})
 	}

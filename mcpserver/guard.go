@@ -1,0 +1,128 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/depotfs/depotfs/mcpserver/grant"
+	"github.com/depotfs/depotfs/mcpserver/ratelimit"
+	"github.com/depotfs/depotfs/store"
+)
+
+// guard is the store as one tool call may use it, and the only way tool
+// code reaches the store (TestStoreOnlyThroughGuard fails the build's
+// tests on any other use of Server.st). Before each operation it:
+//
+//  1. checks every path argument the decoder produced (call.authorizeArgs),
+//     so a path argument that is never written is still checked;
+//  2. checks every path the operation touches, with the access the
+//     operation needs (writes: grant.Write), so derived paths (the
+//     /uploads/<hash>/<name> of a filename-only upload) and every entry of
+//     a listing are checked whatever the decoder recorded;
+//  3. refuses while the audit log is failing (the record of this call
+//     could not be written);
+//  4. takes the content's bytes from the caller's byte rate limit.
+//
+// Any refusal returns before the store is touched, so a denied call
+// changes nothing. A new store operation for tools gets a guarded method
+// here; there is deliberately no way around it.
+type guard struct {
+	s *Server
+	c *call
+}
+
+// admit runs the checks above for an operation touching paths with access
+// and carrying n content bytes.
+func (g *guard) admit(access grant.Access, n int, paths ...string) error {
+	if err := g.c.authorizeArgs(); err != nil {
+		return err
+	}
+	for _, p := range paths {
+		if err := g.c.authorize(p, access); err != nil {
+			return err
+		}
+	}
+	if g.s.opts.Audit != nil {
+		if err := g.s.opts.Audit.Err(); err != nil {
+			return &auditError{err: err}
+		}
+	}
+	if n > 0 {
+		if ok, wait := g.s.limiter.Bytes(g.c.key, g.s.opts.Now(), n); !ok {
+			return &rateError{what: "bytes", retry: ratelimit.RetryAfter(wait), limits: g.s.limiter.Limits(), n: n}
+		}
+	}
+	return nil
+}
+
+// Put is store.Store.Put for a caller allowed to write req.Path.
+func (g *guard) Put(ctx context.Context, req store.PutRequest) (store.PutResult, error) {
+	if err := g.admit(grant.Write, len(req.Data), req.Path); err != nil {
+		return store.PutResult{}, err
+	}
+	res, err := g.s.st.Put(ctx, req)
+	if err == nil {
+		g.c.committed = true
+	}
+	return res, err
+}
+
+// PutChunk is store.Store.PutChunk for a caller allowed to write the
+// upload's path.
+func (g *guard) PutChunk(ctx context.Context, ch store.Chunk) (store.UploadProgress, error) {
+	if err := g.admit(grant.Write, len(ch.Data), ch.File.Path); err != nil {
+		return store.UploadProgress{}, err
+	}
+	p, err := g.s.st.PutChunk(ctx, ch)
+	if err == nil {
+		g.c.committed = true
+	}
+	return p, err
+}
+
+// Declare is store.Store.Declare for a caller allowed to write every
+// declared path.
+func (g *guard) Declare(ctx context.Context, req store.DeclareRequest) (store.DeclareResult, error) {
+	paths := make([]string, len(req.Entries))
+	for i, d := range req.Entries {
+		paths[i] = d.Path
+	}
+	if err := g.admit(grant.Write, 0, paths...); err != nil {
+		return store.DeclareResult{}, err
+	}
+	res, err := g.s.st.Declare(ctx, req)
+	if err == nil {
+		g.c.committed = true
+	}
+	return res, err
+}
+
+// Revision is store.Store.Revision; it names no path, but the call's path
+// arguments are still checked first.
+func (g *guard) Revision(ctx context.Context) (uint64, error) {
+	if err := g.admit(grant.Read, 0); err != nil {
+		return 0, err
+	}
+	return g.s.st.Revision(ctx)
+}
+
+// auditError refuses a call because the audit log cannot be written.
+type auditError struct{ err error }
+
+func (e *auditError) Error() string { return "audit log unavailable: " + e.err.Error() }
+func (e *auditError) Unwrap() error { return e.err }
+
+// rateError refuses a call over the caller's rate limit.
+type rateError struct {
+	what   string // "calls" or "bytes"
+	retry  int    // seconds
+	n      int    // bytes asked for
+	limits ratelimit.Limits
+}
+
+func (e *rateError) Error() string {
+	if e.what == "calls" {
+		return fmt.Sprintf("rate limit: more than %g calls per second (bursts of %d) from this identity; retry after %d s", e.limits.Calls, e.limits.CallBurst, e.retry)
+	}
+	return fmt.Sprintf("rate limit: %d content bytes exceed this identity's %g bytes per second (bursts of %d); retry after %d s", e.n, e.limits.Bytes, e.limits.ByteBurst, e.retry)
+}

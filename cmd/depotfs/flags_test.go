@@ -86,24 +86,35 @@ func TestParseFlagsErrors(t *testing.T) {
 }
 
 func TestCheckListen(t *testing.T) {
+	mtls := &authConfig{tlsCert: "s.crt", tlsKey: "s.key", clientCA: "ca.crt", crl: "crl.pem"}
+	tokensTLS := &authConfig{tlsCert: "s.crt", tlsKey: "s.key", tokensOn: true}
+	tokensPlain := &authConfig{tokensOn: true}
+	tlsOnly := &authConfig{tlsCert: "s.crt", tlsKey: "s.key"}
+	none := &authConfig{}
 	tests := []struct {
 		addr     string
 		insecure bool
-		ok       bool
+		auth     *authConfig
+		want     string // "" means accepted
 	}{
-		{"127.0.0.1:7411", false, true},
-		{"[::1]:7411", false, true},
-		{"localhost:7411", false, true},
-		{"0.0.0.0:7411", false, false},
-		{":7411", false, false},
-		{"192.0.2.10:7411", false, false},
-		{"0.0.0.0:7411", true, true},
-		{"no-port", false, false},
+		{"127.0.0.1:7411", false, none, ""},
+		{"[::1]:7411", false, none, ""},
+		{"localhost:7411", false, none, ""},
+		{"0.0.0.0:7411", false, none, "no authentication is configured"},
+		{":7411", false, none, "no authentication is configured"},
+		{"192.0.2.10:7411", false, none, "no authentication is configured"},
+		{"192.0.2.10:7411", false, tlsOnly, "no authentication is configured"},
+		{"0.0.0.0:7411", true, none, ""},
+		{"0.0.0.0:7411", false, mtls, ""},
+		{"0.0.0.0:7411", false, tokensTLS, ""},
+		{"0.0.0.0:7411", false, tokensPlain, "clear text"},
+		{"0.0.0.0:7411", true, tokensPlain, ""},
+		{"no-port", false, none, "missing port"},
 	}
 	for _, tt := range tests {
-		err := checkListen(tt.addr, tt.insecure)
-		if (err == nil) != tt.ok {
-			t.Errorf("checkListen(%q, insecure=%v) = %v, want ok=%v", tt.addr, tt.insecure, err, tt.ok)
+		err := checkListen(tt.addr, tt.insecure, tt.auth)
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("checkListen(%q, insecure=%v, %s) = %v, want %q", tt.addr, tt.insecure, tt.auth.methods(), err, tt.want)
 		}
 	}
 }
@@ -121,6 +132,14 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 		{"public listen", []string{"--listen", "0.0.0.0:7411"}, "not a loopback address"},
 		{"stdio and listen", []string{"--stdio", "--listen", "127.0.0.1:1"}, "exclusive"},
 		{"bad umask", []string{"--umask", "999"}, "--umask"},
+		{"tls cert without key", []string{"--tls-cert", "s.crt"}, "go together"},
+		{"client CA without TLS", []string{"--client-ca", "ca.crt", "--crl", "crl.pem"}, "needs --tls-cert"},
+		{"client CA without CRL", []string{"--tls-cert", "s.crt", "--tls-key", "s.key", "--client-ca", "ca.crt"}, "needs --crl"},
+		{"CRL without client CA", []string{"--crl", "crl.pem"}, "needs --client-ca"},
+		{"legacy without client CA", []string{"--accept-legacy-grants"}, "needs --client-ca"},
+		{"tokens with stdio", []string{"--stdio", "--tokens", "t.json"}, "not --stdio"},
+		{"bad grant", []string{"--grants", "guide:relative:rw"}, "invalid grant"},
+		{"public listen with plain tokens", []string{"--listen", "0.0.0.0:7411", "--tokens", "t.json"}, "clear text"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -27,6 +27,8 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "run the MCP server, the store and the read-only mount", runServe},
+		{"ca", "a certificate authority for agents' client certificates (mTLS)", runCA},
+		{"token", "bearer tokens for MCP clients without certificates", runToken},
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/depotfs/depotfs/mcpserver"
+	"github.com/depotfs/depotfs/mcpserver/auth"
 	"github.com/depotfs/depotfs/store/bolt"
 	"github.com/depotfs/depotfs/vfs"
 )
@@ -38,6 +39,7 @@ type serveConfig struct {
 	shutdown      time.Duration
 	logLevel      slog.Level
 	debugFUSE     bool
+	auth          authConfig
 }
 
 func (c *serveConfig) flags(fs *flag.FlagSet) {
@@ -47,7 +49,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7411", "`address` for MCP over streamable HTTP, endpoint path /mcp")
 	fs.BoolVar(&c.stdio, "stdio", false, "serve MCP on stdin/stdout instead of HTTP (for a client that launches depotfs); logs go to stderr")
 	fs.BoolVar(&c.noMount, "no-mount", false, "run the MCP server and the store without the FUSE mount")
-	fs.BoolVar(&c.insecure, "insecure", false, "allow --listen on a non-loopback address without authentication")
+	fs.BoolVar(&c.insecure, "insecure", false, "allow --listen on a non-loopback address without authentication (or with bearer tokens in clear text)")
 	fs.IntVar(&c.uid, "uid", os.Getuid(), "owner `uid` shown for every file in the mount")
 	fs.IntVar(&c.gid, "gid", os.Getgid(), "owner `gid` shown for every file in the mount")
 	fs.StringVar(&c.umask, "umask", "022", "octal `mask` cleared from the modes shown in the mount (files 0444, directories 0555 before the mask)")
@@ -58,6 +60,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.shutdown, "shutdown-timeout", 30*time.Second, "how long a signal waits for in-flight calls before stopping anyway")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
 	fs.BoolVar(&c.debugFUSE, "debug-fuse", false, "log every FUSE request (very verbose)")
+	c.auth.flags(fs)
 }
 
 // defaultDataDir is where the database lives unless --db says otherwise:
@@ -111,6 +114,9 @@ Flags:
 		return err
 	}
 	fs.Visit(func(f *flag.Flag) { cfg.listenSet = cfg.listenSet || f.Name == "listen" })
+	if err := cfg.auth.resolve(fs, cfg.db, cfg.stdio); err != nil {
+		return usageError{err}
+	}
 	if err := cfg.validate(); err != nil {
 		return usageError{err}
 	}
@@ -130,7 +136,7 @@ func (c *serveConfig) validate() error {
 		return err
 	}
 	if !c.stdio {
-		if err := checkListen(c.listen, c.insecure); err != nil {
+		if err := checkListen(c.listen, c.insecure, &c.auth); err != nil {
 			return err
 		}
 	}
@@ -145,30 +151,16 @@ func parseUmask(s string) (fs.FileMode, error) {
 	return fs.FileMode(m), nil
 }
 
-// checkListen refuses a non-loopback listen address unless insecure is set:
-// without authentication, anyone who reaches the port could write the depot.
-func checkListen(addr string, insecure bool) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("--listen %q: %w", addr, err)
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return nil
-	}
-	if insecure {
-		return nil
-	}
-	return fmt.Errorf("--listen %q is not a loopback address and no authentication is configured: "+
-		"anyone who can reach it could write to the depot; listen on 127.0.0.1, or pass --insecure if that is really intended", addr)
-}
-
 // serve runs until ctx is cancelled (a signal) or a transport fails, then
 // shuts down in order: stop taking calls, finish in-flight ones, unmount,
 // close the store.
 func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
+	// Certificates, CRL and tokens first: a mistake there should stop
+	// depotfs before it opens the database or mounts anything.
+	ha, err := cfg.auth.setup(log)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Dir(cfg.db), 0o700); err != nil {
 		return fmt.Errorf("database directory: %w", err)
 	}
@@ -183,6 +175,9 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 	}()
 
 	opts := &mcpserver.Options{Logger: log, Version: version()}
+	if cfg.auth.grants.set {
+		opts.LocalGrants = cfg.auth.grants.grants
+	}
 	if !cfg.noMount {
 		umask, _ := parseUmask(cfg.umask)
 		m, err := vfs.Mount(ctx, cfg.mount, st, &vfs.Options{
@@ -213,12 +208,27 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 		}
 		return nil
 	}
+	sink := sinks{logSink{log}}
+	if audit, ok := any(srv).(auth.EventSink); ok {
+		sink = append(sink, audit)
+	}
+	handler := srv.Handler()
+	if ha.authn != nil {
+		ha.authn.Sink = sink
+		handler = ha.authn.Middleware(handler)
+	}
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg), "mcp", "http://"+ln.Addr().String()+"/mcp")
-	return serveHTTP(ctx, ln, cfg.shutdown, srv.Handler(), log)
+	scheme := "http"
+	if ha.tls != nil {
+		scheme = "https"
+		ln = auth.NewListener(ln, ha.tls, &auth.ListenerOptions{Sink: sink, Logger: log})
+	}
+	log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg),
+		"mcp", scheme+"://"+ln.Addr().String()+"/mcp", "auth", cfg.auth.methods())
+	return serveHTTP(ctx, ln, cfg.shutdown, handler, log)
 }
 
 // serveHTTP serves MCP on ln until ctx is done, then stops accepting

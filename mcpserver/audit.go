@@ -137,7 +137,7 @@ func (s *Server) callRecord(c *call, f *Failure, err error, refused bool, now ti
 
 // AuthFailure records a refused TLS handshake or authentication in the
 // audit log and in the counts of the peer's address, and warns about a
-// burst of them. It implements auth.EventSink: it is safe for concurrent
+// burst of them (depotfs serve also logs each failure, see its logSink). It implements auth.EventSink: it is safe for concurrent
 // use and returns once the record is durable; the refusal stands whatever
 // happens here.
 func (s *Server) AuthFailure(_ context.Context, f auth.Failure) {
@@ -168,7 +168,6 @@ func (s *Server) AuthFailure(_ context.Context, f auth.Failure) {
 	if f.Subject != "" {
 		r.Identity = "http:" + f.Subject
 	}
-	s.log.Warn("authentication refused", "remote", f.Remote, "stage", f.Stage, "method", f.Method, "subject", f.Subject, "reason", reason)
 	if s.opts.Audit != nil {
 		if err := s.opts.Audit.Append(r); err != nil {
 			s.log.Error("audit record of a refused authentication not written", "remote", f.Remote, "err", err)

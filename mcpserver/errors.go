@@ -211,18 +211,18 @@ func (e *argError) Unwrap() []error {
 // call.authorizeArgs checks against the caller's grants.
 type problems struct {
 	list  []problem
-	paths []pathArg
+	paths []decodedPath
 }
 
-// pathArg is one clean depot path decoded from an argument.
-type pathArg struct {
+// decodedPath is one clean depot path decoded from an argument.
+type decodedPath struct {
 	field string // "path", "entries[2].name"
 	path  string
 }
 
 // addPath records a clean path decoded from field.
 func (p *problems) addPath(field, path string) {
-	p.paths = append(p.paths, pathArg{field: field, path: path})
+	p.paths = append(p.paths, decodedPath{field: field, path: path})
 }
 
 // maxProblems bounds how many problems one reply lists.

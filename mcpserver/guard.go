@@ -97,6 +97,42 @@ func (g *guard) Declare(ctx context.Context, req store.DeclareRequest) (store.De
 	return res, err
 }
 
+// Stat is store.Store.Stat for a caller allowed to read p.
+func (g *guard) Stat(ctx context.Context, p string) (store.Entry, error) {
+	if err := g.admit(grant.Read, 0, p); err != nil {
+		return store.Entry{}, err
+	}
+	return g.s.st.Stat(ctx, p)
+}
+
+// Open is store.Store.Open for a caller allowed to read p.
+func (g *guard) Open(ctx context.Context, p string) (store.Content, error) {
+	if err := g.admit(grant.Read, 0, p); err != nil {
+		return nil, err
+	}
+	return g.s.st.Open(ctx, p)
+}
+
+// ReadDir is store.Store.ReadDir for a caller allowed to read dir. Children
+// the caller may not read (below a --deny prefix) are left out, as if they
+// did not exist; they are not denials of this call.
+func (g *guard) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) {
+	if err := g.admit(grant.Read, 0, dir); err != nil {
+		return nil, err
+	}
+	entries, err := g.s.st.ReadDir(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	out := entries[:0]
+	for _, e := range entries {
+		if _, err := g.c.perms.Check(g.c.def.name, g.c.def.group, e.Path, grant.Read); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
 // Revision is store.Store.Revision; it names no path, but the call's path
 // arguments are still checked first.
 func (g *guard) Revision(ctx context.Context) (uint64, error) {

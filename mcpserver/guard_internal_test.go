@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -12,6 +13,8 @@ import (
 	"github.com/depotfs/depotfs/mcpserver/grant"
 	"github.com/depotfs/depotfs/mcpserver/identity"
 	"github.com/depotfs/depotfs/mcpserver/policy"
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/bolt"
 )
 
 // TestStoreOnlyThroughGuard makes forgetting a permission check
@@ -93,5 +96,63 @@ func TestMayWrite(t *testing.T) {
 	}
 	if s.mayWrite(context.Background(), "/x") {
 		t.Errorf("a caller without identity may write")
+	}
+}
+
+// TestGuardReads checks the guarded read operations a read-only tool uses:
+// each needs read access to its path, and a listing leaves out children
+// below a denied prefix.
+func TestGuardReads(t *testing.T) {
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "depot.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	for _, p := range []string{"/p/a/x", "/p/a/secret/k", "/p/b/y"} {
+		if _, err := st.Put(ctx, store.PutRequest{Path: p, Data: []byte(p)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host, err := policy.NewHost(nil, []string{"/p/a/secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(st, &Options{Policy: host})
+	reader := identity.Identity{Transport: "test", Subject: "reader", Grants: []grant.Grant{
+		{Tool: "provider", Prefix: "/p/a", Access: grant.Read},
+		{Tool: "provider", Prefix: "/p/b", Access: grant.Write},
+	}}
+	c := s.newCall(identity.NewContext(ctx, reader), toolDef{name: "read_file", group: "provider"})
+
+	if e, err := c.store.Stat(ctx, "/p/a/x"); err != nil || e.Path != "/p/a/x" {
+		t.Errorf("Stat inside a read grant: %v %v", e, err)
+	}
+	content, err := c.store.Open(ctx, "/p/a/x")
+	if err != nil {
+		t.Fatalf("Open inside a read grant: %v", err)
+	}
+	content.Close()
+	for _, p := range []string{"/p/b/y", "/p/a/secret/k", "/p"} {
+		if _, err := c.store.Stat(ctx, p); !errors.Is(err, policy.ErrDenied) {
+			t.Errorf("Stat(%s) = %v, want a denial", p, err)
+		}
+		if _, err := c.store.Open(ctx, p); !errors.Is(err, policy.ErrDenied) {
+			t.Errorf("Open(%s) = %v, want a denial", p, err)
+		}
+	}
+	entries, err := c.store.ReadDir(ctx, "/p/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Path)
+	}
+	if strings.Join(names, " ") != "/p/a/x" {
+		t.Errorf("ReadDir(/p/a) = %q; the denied /p/a/secret must not appear", names)
+	}
+	if _, err := c.store.ReadDir(ctx, "/p"); !errors.Is(err, policy.ErrDenied) {
+		t.Errorf("ReadDir(/p) = %v, want a denial", err)
 	}
 }

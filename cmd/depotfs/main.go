@@ -29,6 +29,7 @@ func commands() []command {
 		{"serve", "run the MCP server, the store and the read-only mount", runServe},
 		{"ca", "a certificate authority for agents' client certificates (mTLS)", runCA},
 		{"token", "bearer tokens for MCP clients without certificates", runToken},
+		{"audit", "verify and query the tamper-evident audit log", runAudit},
 	}
 }
 

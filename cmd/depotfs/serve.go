@@ -13,9 +13,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/depotfs/depotfs/mcpserver"
+	"github.com/depotfs/depotfs/mcpserver/audit"
 	"github.com/depotfs/depotfs/mcpserver/auth"
 	"github.com/depotfs/depotfs/store/bolt"
 	"github.com/depotfs/depotfs/vfs"
@@ -40,6 +42,7 @@ type serveConfig struct {
 	logLevel      slog.Level
 	debugFUSE     bool
 	auth          authConfig
+	enforce       enforceConfig
 }
 
 func (c *serveConfig) flags(fs *flag.FlagSet) {
@@ -61,6 +64,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
 	fs.BoolVar(&c.debugFUSE, "debug-fuse", false, "log every FUSE request (very verbose)")
 	c.auth.flags(fs)
+	c.enforce.flags(fs)
 }
 
 // defaultDataDir is where the database lives unless --db says otherwise:
@@ -120,6 +124,9 @@ Flags:
 	if err := cfg.validate(); err != nil {
 		return usageError{err}
 	}
+	if err := cfg.enforce.resolve(cfg.db); err != nil {
+		return usageError{err}
+	}
 	// Logs never go to stdout: with --stdio it carries the MCP protocol.
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
 	return serve(ctx, cfg, log)
@@ -174,7 +181,25 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 		}
 	}()
 
-	opts := &mcpserver.Options{Logger: log, Version: version()}
+	// The audit log before the mount: a log that cannot be opened (or was
+	// tampered with) stops depotfs before it serves anything.
+	alog, err := audit.Open(cfg.enforce.auditLog, &audit.Options{MaxSize: int64(cfg.enforce.auditMaxSize), Logger: log})
+	if err != nil {
+		if errors.Is(err, audit.ErrTampered) {
+			return fmt.Errorf("audit log: %w (run 'depotfs audit verify --audit-log %s' for details)", err, cfg.enforce.auditLog)
+		}
+		return fmt.Errorf("audit log: %w", err)
+	}
+	defer func() {
+		if cerr := alog.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close audit log: %w", cerr)
+		}
+	}()
+	log.Info("enforcing", "allow", strings.Join(cfg.enforce.host.Allow(), ","), "deny", strings.Join(cfg.enforce.host.Deny(), ","),
+		"audit_log", cfg.enforce.auditLog, "rate_calls", cfg.enforce.rateCalls, "rate_bytes", cfg.enforce.rateBytes.String())
+
+	opts := &mcpserver.Options{Logger: log, Version: version(),
+		Policy: cfg.enforce.host, Audit: alog, Rate: cfg.enforce.rate()}
 	if cfg.auth.grants.set {
 		opts.LocalGrants = cfg.auth.grants.grants
 	}

@@ -179,7 +179,7 @@ func (l *Listener) handshake(c net.Conn) {
 
 func (l *Listener) report(remote string, err error) {
 	f := Failure{Time: l.opts.Now(), Stage: StageHandshake, Remote: remote, Reason: Reason(err), Err: err}
-	if ce, ok := errors.AsType[*CertError](err); ok {
+	if ce, ok := errors.AsType[*CertError](err); ok && ce.presented() {
 		f.Method, f.Subject, f.Serial, f.Resumed = identity.MethodCert, ce.Subject, ce.Serial, ce.Resumed
 	}
 	l.opts.Logger.Debug("tls handshake failed", "remote", remote, "reason", f.Reason, "resumed", f.Resumed, "err", err)

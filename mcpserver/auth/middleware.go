@@ -88,7 +88,7 @@ func (a *Authenticator) refuse(w http.ResponseWriter, r *http.Request, err error
 		f.Time = a.Now()
 	}
 	challenge := fmt.Sprintf("Bearer realm=%q", Realm)
-	if ce, ok := errors.AsType[*CertError](err); ok {
+	if ce, ok := errors.AsType[*CertError](err); ok && ce.presented() {
 		f.Method, f.Subject, f.Serial = identity.MethodCert, ce.Subject, ce.Serial
 	} else if _, ok := r.Header["Authorization"]; ok {
 		f.Method = identity.MethodToken

@@ -213,8 +213,12 @@ func TestHandshakeRefusals(t *testing.T) {
 			if status, _, _, err := get(t, c, s.url, ""); err == nil {
 				t.Fatalf("status %d, want a failed handshake", status)
 			}
-			if f := s.sink.waitOne(t); f.Stage != auth.StageHandshake || f.Reason != tt.reason || f.Remote == "" {
+			f := s.sink.waitOne(t)
+			if f.Stage != auth.StageHandshake || f.Reason != tt.reason || f.Remote == "" {
 				t.Errorf("failure %+v, want reason %q", f, tt.reason)
+			}
+			if wantMethod := map[bool]identity.Method{true: identity.MethodCert}[tt.reason == "expired"]; f.Method != wantMethod {
+				t.Errorf("failure method %q, want %q", f.Method, wantMethod)
 			}
 		})
 	}

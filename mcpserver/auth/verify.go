@@ -72,8 +72,15 @@ type CertError struct {
 }
 
 func (e *CertError) Error() string {
+	if e.Serial == "" {
+		return e.Err.Error()
+	}
 	return fmt.Sprintf("client certificate %s (serial %s): %v", e.Subject, e.Serial, e.Err)
 }
+
+// presented reports whether the error is about a certificate the client
+// presented (rather than its absence).
+func (e *CertError) presented() bool { return e.Serial != "" }
 
 func (e *CertError) Unwrap() error { return e.Err }
 

@@ -118,7 +118,10 @@ func (s *Server) callRecord(c *call, f *Failure, err error, refused bool, now ti
 	if f != nil {
 		r.Error = string(f.Type)
 	}
+	var denied *policy.Denied
 	switch {
+	case errors.As(err, &denied):
+		r.Decision, r.Reason = audit.Deny, denied.Rule
 	case refused:
 		r.Decision, r.Reason = audit.Deny, err.Error()
 	case c.perms.Full():

@@ -26,7 +26,12 @@ func TestVerify(t *testing.T) {
 	f := newFixture(t, false)
 	other := newCA(t, "depotfs test CA") // same subject, another key
 	revoked, _ := f.ca.issue(t, agentTemplate(t, "revoked"))
-	writeCRL(t, f.crlPath, f.ca.cert, f.ca.key, 2, base.Add(-time.Hour), 7*24*time.Hour, revoked.SerialNumber)
+	crlNumber := int64(1)
+	goodCRL := func(t *testing.T) {
+		crlNumber++
+		writeCRL(t, f.crlPath, f.ca.cert, f.ca.key, crlNumber, base.Add(-time.Hour), 7*24*time.Hour, revoked.SerialNumber)
+	}
+	goodCRL(t)
 
 	validGrants, _ := auth.EncodeGrants([]grant.Grant{{Tool: "guide", Prefix: "/projects/a", Access: grant.ReadWrite}})
 	withExt := func(ext pkix.Extension) func(*x509.Certificate) {
@@ -47,7 +52,8 @@ func TestVerify(t *testing.T) {
 	tests := []struct {
 		name          string
 		cert          func(t *testing.T) *x509.Certificate
-		advance       time.Duration // clock moves before Verify
+		advance       time.Duration      // clock moves before Verify
+		crl           func(t *testing.T) // replaces the CRL before Verify; a good one is restored after
 		wantErr       error
 		wantGrantsErr error
 	}{
@@ -76,6 +82,10 @@ func TestVerify(t *testing.T) {
 		{name: "key usage without digital signature", cert: ours(func(c *x509.Certificate) { c.KeyUsage = x509.KeyUsageKeyEncipherment }), wantErr: auth.ErrUsage},
 		{name: "revoked", cert: func(*testing.T) *x509.Certificate { return revoked }, wantErr: auth.ErrRevoked},
 		{name: "stale CRL", cert: ours(func(c *x509.Certificate) { c.NotAfter = base.Add(30 * 24 * time.Hour) }), advance: 8 * 24 * time.Hour, wantErr: auth.ErrCRLStale},
+		{name: "CRL signed by another key", cert: ours(nil), crl: func(t *testing.T) {
+			crlNumber++
+			writeCRL(t, f.crlPath, other.cert, other.key, crlNumber, base.Add(-time.Hour), 7*24*time.Hour)
+		}, wantErr: auth.ErrCRLInvalid},
 		{name: "missing grants extension", cert: ours(func(c *x509.Certificate) { c.ExtraExtensions = nil }), wantGrantsErr: auth.ErrNoGrants},
 		{name: "malformed DER", cert: ours(withExt(sdaExtension(t, []byte{0x30, 0x03, 0x02, 0x01}))), wantGrantsErr: auth.ErrGrantsMalformed},
 		{name: "malformed grant (relative prefix)", cert: ours(withExt(sdaExtension(t, rawGrants(t, 1, "guide", "projects", 3)))), wantGrantsErr: auth.ErrGrantsMalformed},
@@ -117,6 +127,10 @@ func TestVerify(t *testing.T) {
 			cert := tt.cert(t)
 			f.clock.Add(tt.advance)
 			defer f.clock.Add(-tt.advance)
+			if tt.crl != nil {
+				tt.crl(t)
+				defer goodCRL(t)
+			}
 			id, err := f.v.Verify([]*x509.Certificate{cert})
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {

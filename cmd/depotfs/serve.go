@@ -233,10 +233,8 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 		}
 		return nil
 	}
-	sink := sinks{logSink{log}}
-	if audit, ok := any(srv).(auth.EventSink); ok {
-		sink = append(sink, audit)
-	}
+	// Refused handshakes and requests go to the log and the audit log.
+	sink := sinks{logSink{log}, srv}
 	handler := srv.Handler()
 	if ha.authn != nil {
 		ha.authn.Sink = sink

@@ -1,10 +1,14 @@
 package integration_test
 
 import (
+	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/depotfs/depotfs/mcpserver/audit"
 )
 
 // TestMTLSRevocation is proof 2 of issue 4 for revocation, through the real
@@ -65,6 +69,20 @@ func TestMTLSRevocation(t *testing.T) {
 
 	if diff := diffSnapshots(before, snapshot(t, d.mount)); diff != "" {
 		t.Errorf("refused calls changed the depot:\n%s", diff)
+	}
+
+	// Each refusal is one audit record, with the certificate it claimed.
+	var refusals []string
+	for _, r := range auditRecords(t, d.auditLog()) {
+		if r.Event == audit.EventAuth {
+			if r.Serial != serial || r.Identity != "http:depotfs://example.org/agent/builder" || r.Decision != audit.Deny {
+				t.Errorf("auth audit record %+v", r)
+			}
+			refusals = append(refusals, fmt.Sprintf("%s resumed=%v %s", r.Stage, r.Resumed, strings.SplitN(r.Reason, ":", 2)[0]))
+		}
+	}
+	if want := []string{"request resumed=false revoked", "handshake resumed=true revoked"}; !slices.Equal(refusals, want) {
+		t.Errorf("auth audit records %q, want %q", refusals, want)
 	}
 }
 

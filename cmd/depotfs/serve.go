@@ -233,8 +233,9 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 		}
 		return nil
 	}
-	// Refused handshakes and requests go to the log and the audit log.
-	sink := sinks{logSink{log}, srv}
+	// Refused handshakes and requests go to the audit log, then the log
+	// (in that order: once the log line is out, the record is written).
+	sink := sinks{srv, logSink{log}}
 	handler := srv.Handler()
 	if ha.authn != nil {
 		ha.authn.Sink = sink

@@ -9,7 +9,10 @@
 // [Server.Handler] is the streamable HTTP transport for remote agents. Both
 // are mcp-go's; a transport puts the caller's identity (package
 // mcpserver/identity) in each request's context, and every write records it
-// as the entry's writer.
+// as the entry's writer. Over HTTP the identity comes from the
+// authenticating middleware of package mcpserver/auth (client certificate
+// or bearer token) when depotfs requires authentication, and is otherwise
+// the remote address, on loopback only.
 //
 // # The envelope
 //

@@ -44,18 +44,49 @@ func (d *daemon) listTools() []string {
 }
 
 // TestEnforcementOverHTTP is the enforcement part of Proof 2 through the
-// real binary over HTTP: a caller whose grants are narrowed (here the
-// loopback identity, narrowed with --grants) does not see a tool outside
-// its grants and is refused when it calls it anyway; a prefix-boundary
-// attempt, a write with a read-only grant and a filename-only upload outside
-// the grants are refused with a security error naming the rule. Each
-// attempt leaves exactly one audit line with the right reason and the
-// mount unchanged.
+// real binary: an agent authenticated over HTTPS by a client certificate
+// carrying its grants (and, the same, by a bearer token over HTTP) does not
+// see a tool outside its grants and is refused when it calls it anyway; a
+// prefix-boundary attempt, a write with a read-only grant, a filename-only
+// upload outside the grants and a --deny prefix are refused with a security
+// error naming the rule. Each attempt leaves exactly one audit line with the
+// right reason and the agent's credential, and the mount unchanged.
 func TestEnforcementOverHTTP(t *testing.T) {
-	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{
-		"--grants", "guide_cache_file:/projects/a:rw,guide_read_file:/projects/a:r",
-		"--deny", "/projects/a/secret",
-	}})
+	grants := []string{"guide_cache_file:/projects/a:rw", "guide_read_file:/projects/a:r"}
+	deny := []string{"--deny", "/projects/a/secret"}
+	for _, how := range []string{"certificate", "token"} {
+		t.Run(how, func(t *testing.T) {
+			var d *daemon
+			var check func(r audit.Record) bool // the record names the credential
+			switch how {
+			case "certificate":
+				p := newPKI(t)
+				agent := p.issue("builder", grants...)
+				d = startDaemon(t, daemonConfig{transport: overHTTP, pki: p, client: agent, args: deny})
+				serial := agent.serial(t)
+				check = func(r audit.Record) bool {
+					return r.Identity == "http:depotfs://example.org/agent/builder" && r.Auth == "cert" && r.Serial == serial
+				}
+			case "token":
+				tokens := filepath.Join(t.TempDir(), "tokens.json")
+				tok, id := issueToken(t, tokens, "builder", grants...)
+				d = startDaemon(t, daemonConfig{transport: overHTTP, client: clientAuth{bearer: tok}, args: append([]string{"--tokens", tokens}, deny...)})
+				check = func(r audit.Record) bool {
+					return r.Identity == "http:depotfs://local/agent/builder" && r.Auth == "token" && r.TokenID == id
+				}
+			}
+			enforcementScenario(t, d, check)
+		})
+	}
+}
+
+// enforcementScenario runs the refused calls of TestEnforcementOverHTTP on
+// d, whose client holds the grants guide_cache_file:/projects/a:rw and
+// guide_read_file:/projects/a:r, with /projects/a/secret denied by the
+// host; credential checks that an audit record names the client's
+// credential.
+func enforcementScenario(t *testing.T, d *daemon, credential func(audit.Record) bool) {
+	t.Helper()
 	d.mustCall("guide_cache_file", map[string]any{"path": "/projects/a/ok.txt", "content": "ok"})
 	if got, want := d.listTools(), []string{"guide_cache_file", "guide_read_file"}; !slices.Equal(got, want) {
 		t.Fatalf("tools/list shows %q, want %q", got, want)
@@ -105,7 +136,7 @@ func TestEnforcementOverHTTP(t *testing.T) {
 			}
 			r := recs[0]
 			if r.Decision != audit.Deny || r.Tool != tt.tool || !strings.Contains(r.Reason, tt.rule) || r.Transport != "http" ||
-				!strings.HasPrefix(r.Remote, "127.0.0.1:") {
+				!strings.HasPrefix(r.Remote, "127.0.0.1:") || !credential(r) {
 				t.Errorf("audit line %+v; want a denial of %s naming %q", r, tt.tool, tt.rule)
 			}
 			if !tt.hidden && (r.Error != "security" || r.RequestID == "" || len(r.Paths) == 0 || strings.Contains(r.Paths[0], `\`)) {
@@ -117,7 +148,7 @@ func TestEnforcementOverHTTP(t *testing.T) {
 	seen := len(auditRecords(t, d.auditLog()))
 	env := d.mustCall("guide_cache_file", map[string]any{"path": "/projects/a/later.txt", "content": "later"})
 	recs := auditRecords(t, d.auditLog())[seen:]
-	if len(recs) != 1 || recs[0].Decision != audit.Allow || recs[0].RequestID != env.Stats["request_id"] ||
+	if len(recs) != 1 || recs[0].Decision != audit.Allow || recs[0].RequestID != env.Stats["request_id"] || !credential(recs[0]) ||
 		recs[0].Content == nil || recs[0].Content.SHA256 != sha256hex([]byte("later")) || recs[0].Status != "created" {
 		t.Errorf("audit of an allowed call: %+v (reply stats %v)", recs, env.Stats)
 	}

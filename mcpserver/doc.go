@@ -51,6 +51,25 @@
 // call records the tool, the identity, the path, the outcome, the size and
 // the hash; content is never logged.
 //
+// # Permissions
+//
+// Every call is checked against the caller's grants (identity.Identity)
+// bounded by Options.Policy (package policy). Tools no grant covers are
+// hidden from tools/list and refused on tools/call. Tool code reaches the
+// store only through the call's guard (guard.go), which checks every path
+// argument the decoder produced and every path the operation touches
+// before the store sees it; a test fails on any other use of the store. A
+// denial is an ErrorSecurity reply that names the rule.
+//
+// # Audit and rate limits
+//
+// Every call, allowed or denied, is one record in Options.Audit (package
+// audit), written before the reply; while the audit log fails, calls are
+// refused. Options.Rate limits calls and content bytes per identity
+// (ErrorRateLimited with Failure.RetryAfter). [Server.IdentityStats]
+// reports per-identity counts, and [Server.AuthFailure] audits refused
+// authentications for the transport layer.
+//
 // # Concurrency
 //
 // A [Server] is safe for concurrent use by any number of transports and

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/depotfs/depotfs/mcpserver/identity"
+	"github.com/depotfs/depotfs/mcpserver/ratelimit"
 )
 
 // IdentityStats counts what one identity did since the server started. It
@@ -33,6 +34,12 @@ type IdentityStats struct {
 	Last time.Time `json:"last"`
 }
 
+// maxStatsKeys bounds the identities (and addresses of refused
+// authentications) whose counts are kept; beyond it the one seen least
+// recently is dropped, so a flood from many addresses cannot exhaust
+// memory.
+const maxStatsKeys = ratelimit.DefaultMaxKeys
+
 // identityStats holds the counts of every identity seen.
 type identityStats struct {
 	mu  sync.Mutex
@@ -48,6 +55,15 @@ func (st *identityStats) update(key string, fn func(*IdentityStats)) IdentitySta
 	}
 	s, ok := st.ids[key]
 	if !ok {
+		if len(st.ids) >= maxStatsKeys {
+			var oldest *IdentityStats
+			for _, v := range st.ids {
+				if oldest == nil || v.Last.Before(oldest.Last) {
+					oldest = v
+				}
+			}
+			delete(st.ids, oldest.Identity)
+		}
 		s = &IdentityStats{Identity: key}
 		st.ids[key] = s
 	}
@@ -56,7 +72,8 @@ func (st *identityStats) update(key string, fn func(*IdentityStats)) IdentitySta
 }
 
 // IdentityStats returns the counts of every identity that called since the
-// server started, sorted by identity. It is safe to call concurrently with
+// server started (at most the 10,000 seen most recently), sorted by
+// identity. It is safe to call concurrently with
 // calls in flight; each entry is a consistent snapshot of one identity.
 // depotfs reports them in each reply's stats.caller (the caller's own) and
 // a statistics tool may include them all.

@@ -4,9 +4,10 @@
 //
 // Every method takes the current time explicitly, so tests drive the
 // buckets with a clock of their own instead of sleeping. A Limiter is safe
-// for concurrent use. It keeps one small entry per identity it has seen;
-// identities are authenticated callers (or local users), so their number
-// is bounded by the credentials issued.
+// for concurrent use. It keeps one small entry per key it has seen, at most
+// Limits.MaxKeys: beyond that the least recently used entry is dropped, so
+// a flood of distinct keys (failed authentications from many addresses)
+// cannot exhaust memory.
 package ratelimit
 
 import (
@@ -36,7 +37,12 @@ type Limits struct {
 	// WarnEvery is how often at most one identity's unusual pattern is
 	// reported; zero means a minute.
 	WarnEvery time.Duration
+	// MaxKeys bounds the identities tracked; zero means DefaultMaxKeys.
+	MaxKeys int
 }
+
+// DefaultMaxKeys is the default of Limits.MaxKeys.
+const DefaultMaxKeys = 10000
 
 // Limiter holds the buckets of every identity.
 type Limiter struct {
@@ -48,6 +54,7 @@ type Limiter struct {
 type buckets struct {
 	calls, bytes, denials *rate.Limiter
 	lastWarn              time.Time
+	lastUsed              time.Time // guarded by Limiter.mu
 }
 
 // New returns a Limiter with the given limits.
@@ -67,6 +74,9 @@ func New(l Limits) *Limiter {
 	if l.WarnEvery <= 0 {
 		l.WarnEvery = time.Minute
 	}
+	if l.MaxKeys <= 0 {
+		l.MaxKeys = DefaultMaxKeys
+	}
 	return &Limiter{limits: l, ids: map[string]*buckets{}}
 }
 
@@ -80,12 +90,16 @@ func limit(perSecond float64) rate.Limit {
 	return rate.Limit(perSecond)
 }
 
-// of returns the buckets of id, creating full ones on first sight.
-func (l *Limiter) of(id string) *buckets {
+// of returns the buckets of id, creating full ones on first sight (and
+// dropping the least recently used entry when there are MaxKeys).
+func (l *Limiter) of(id string, now time.Time) *buckets {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b, ok := l.ids[id]
 	if !ok {
+		if len(l.ids) >= l.limits.MaxKeys {
+			l.evictLocked()
+		}
 		window := l.limits.DenialWindow.Seconds()
 		b = &buckets{
 			calls:   rate.NewLimiter(limit(l.limits.Calls), l.limits.CallBurst),
@@ -94,13 +108,35 @@ func (l *Limiter) of(id string) *buckets {
 		}
 		l.ids[id] = b
 	}
+	if now.After(b.lastUsed) {
+		b.lastUsed = now
+	}
 	return b
+}
+
+// evictLocked drops the least recently used entry. l.mu is held.
+func (l *Limiter) evictLocked() {
+	var oldest string
+	var at time.Time
+	for id, b := range l.ids {
+		if oldest == "" || b.lastUsed.Before(at) {
+			oldest, at = id, b.lastUsed
+		}
+	}
+	delete(l.ids, oldest)
+}
+
+// Len returns the number of keys tracked.
+func (l *Limiter) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.ids)
 }
 
 // Call takes one call token of id at now. When none is left it takes
 // nothing and returns false and how long until one will be.
 func (l *Limiter) Call(id string, now time.Time) (bool, time.Duration) {
-	return take(l.of(id).calls, now, 1)
+	return take(l.of(id, now).calls, now, 1)
 }
 
 // Bytes takes n byte tokens of id at now. When there are not enough it
@@ -111,7 +147,7 @@ func (l *Limiter) Bytes(id string, now time.Time, n int) (bool, time.Duration) {
 	if n <= 0 {
 		return true, 0
 	}
-	return take(l.of(id).bytes, now, n)
+	return take(l.of(id, now).bytes, now, n)
 }
 
 func take(lim *rate.Limiter, now time.Time, n int) (bool, time.Duration) {
@@ -131,7 +167,7 @@ func take(lim *rate.Limiter, now time.Time, n int) (bool, time.Duration) {
 // the denials of id exceed DenialBurst within DenialWindow, at most once per
 // WarnEvery per identity: the caller should log a warning.
 func (l *Limiter) Denial(id string, now time.Time) bool {
-	b := l.of(id)
+	b := l.of(id, now)
 	if b.denials.AllowN(now, 1) {
 		return false
 	}

@@ -1,6 +1,7 @@
 package ratelimit_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -123,5 +124,26 @@ func TestRetryAfter(t *testing.T) {
 		if got := ratelimit.RetryAfter(tt.d); got != tt.want {
 			t.Errorf("RetryAfter(%v) = %d, want %d", tt.d, got, tt.want)
 		}
+	}
+}
+
+// TestMaxKeys: a flood of distinct keys keeps at most MaxKeys entries,
+// dropping the least recently used, so an active identity keeps its
+// buckets.
+func TestMaxKeys(t *testing.T) {
+	l := ratelimit.New(ratelimit.Limits{Calls: 1, CallBurst: 1, MaxKeys: 100})
+	l.Call("active", t0)
+	for i := range 1000 {
+		now := t0.Add(time.Duration(i+1) * time.Millisecond)
+		l.Denial(fmt.Sprintf("flood-%d", i), now)
+		if i%50 == 0 {
+			l.Call("active", now) // refused, but keeps the entry in use
+		}
+	}
+	if n := l.Len(); n != 100 {
+		t.Errorf("%d keys tracked, want the cap of 100", n)
+	}
+	if ok, _ := l.Call("active", t0.Add(time.Second-time.Millisecond)); ok {
+		t.Errorf("the active identity's bucket was dropped and refilled")
 	}
 }

@@ -81,7 +81,7 @@ func (s *Server) handler(def toolDef, fn toolFunc) server.ToolHandlerFunc {
 		c := s.newCall(ctx, def)
 		out, err := s.admit(c)
 		if err == nil {
-			out, err = s.run(withCall(ctx, c), c, fn, req)
+			out, err = s.run(ctx, c, fn, req)
 		}
 		if derr := c.authorizeArgs(); derr != nil && !errors.Is(err, policy.ErrDenied) {
 			out, err = reply{}, derr

@@ -104,34 +104,19 @@ func (s *Server) onCallError(ctx context.Context, _ any, method mcp.MCPMethod, m
 	}
 }
 
-// mayWrite reports whether the caller in ctx may write the depot path p:
-// within a tool call, through that tool; otherwise through any tool. p is
-// cleaned first; an invalid path may not be written.
+// mayWrite reports whether the caller in ctx may write the depot path p
+// through any of its tools, within the server's policy: the question "may
+// this caller answer a request for p" that code outside one tool's own
+// writes asks (the pending-requests list filters by it). p is cleaned
+// first; an invalid path may not be written. The writes themselves are
+// checked by the guard, per tool.
 func (s *Server) mayWrite(ctx context.Context, p string) bool {
 	clean, err := depotpath.Clean(p)
 	if err != nil {
 		return false
 	}
-	if c := callFrom(ctx); c != nil {
-		_, err := c.perms.Check(c.def.name, c.def.group, clean, grant.Write)
-		return err == nil
-	}
 	who, _ := identity.FromContext(ctx)
 	return s.opts.Policy.For(who).AnyTool(clean, grant.Write)
-}
-
-type callKey struct{}
-
-// withCall returns ctx carrying c, for code below a tool body that needs
-// the call (mayWrite).
-func withCall(ctx context.Context, c *call) context.Context {
-	return context.WithValue(ctx, callKey{}, c)
-}
-
-// callFrom returns the call in ctx, or nil.
-func callFrom(ctx context.Context) *call {
-	c, _ := ctx.Value(callKey{}).(*call)
-	return c
 }
 
 // authorizeArgs checks every path the decoder produced against the

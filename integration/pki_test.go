@@ -133,23 +133,54 @@ func (a clientAuth) serial(t testing.TB) string {
 	return c.SerialNumber.Text(16)
 }
 
-// mcpClient is an MCP client over streamable HTTP with its own HTTP
-// transport, so a test can close its idle connections and see its TLS
-// handshakes (new or resumed). A TLS session cache makes reconnections
-// resume.
+// mcpClient is an MCP client over streamable HTTP whose connections a
+// test controls: reconnect makes the next request open a new connection,
+// and tlsHandshakes tells which handshakes resumed a TLS session (its
+// session cache makes reconnections resume).
 type mcpClient struct {
-	mcp       *client.Client
-	transport *http.Transport
+	mcp *client.Client
+	tls *tls.Config // nil for plain HTTP
 
 	mu         sync.Mutex
+	current    *http.Transport
+	all        []*http.Transport
 	handshakes []bool // DidResume of each TLS handshake, in order
+}
+
+// RoundTrip sends r on the current transport.
+func (c *mcpClient) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	rt := c.current
+	c.mu.Unlock()
+	return rt.RoundTrip(r)
+}
+
+// reconnect replaces the HTTP transport, so the next request opens a new
+// connection whatever state the old ones are in.
+func (c *mcpClient) reconnect() {
+	c.mu.Lock()
+	old := c.current
+	c.current = &http.Transport{TLSClientConfig: c.tls, ForceAttemptHTTP2: true}
+	c.all = append(c.all, c.current)
+	c.mu.Unlock()
+	old.CloseIdleConnections()
+}
+
+// close closes the client and every connection it opened.
+func (c *mcpClient) close() {
+	_ = c.mcp.Close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, tr := range c.all {
+		tr.CloseIdleConnections()
+	}
 }
 
 // newClient returns an unconnected client of d authenticating with a;
 // connect it with initialize. It is closed in t.Cleanup.
 func (d *daemon) newClient(a clientAuth) *mcpClient {
 	d.t.Helper()
-	c := &mcpClient{transport: &http.Transport{ForceAttemptHTTP2: true, IdleConnTimeout: time.Minute}}
+	c := &mcpClient{}
 	if a.caFile != "" {
 		caPEM, err := os.ReadFile(a.caFile)
 		if err != nil {
@@ -159,7 +190,7 @@ func (d *daemon) newClient(a clientAuth) *mcpClient {
 		if !roots.AppendCertsFromPEM(caPEM) {
 			d.t.Fatalf("no certificate in %s", a.caFile)
 		}
-		cfg := &tls.Config{RootCAs: roots, ClientSessionCache: tls.NewLRUClientSessionCache(8),
+		c.tls = &tls.Config{RootCAs: roots, ClientSessionCache: tls.NewLRUClientSessionCache(8),
 			VerifyConnection: func(cs tls.ConnectionState) error {
 				c.mu.Lock()
 				defer c.mu.Unlock()
@@ -171,11 +202,12 @@ func (d *daemon) newClient(a clientAuth) *mcpClient {
 			if err != nil {
 				d.t.Fatal(err)
 			}
-			cfg.Certificates = []tls.Certificate{cert}
+			c.tls.Certificates = []tls.Certificate{cert}
 		}
-		c.transport.TLSClientConfig = cfg
 	}
-	opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(&http.Client{Transport: c.transport})}
+	c.current = &http.Transport{TLSClientConfig: c.tls, ForceAttemptHTTP2: true}
+	c.all = []*http.Transport{c.current}
+	opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(&http.Client{Transport: c})}
 	if a.bearer != "" {
 		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + a.bearer}))
 	}
@@ -187,10 +219,7 @@ func (d *daemon) newClient(a clientAuth) *mcpClient {
 		d.t.Fatalf("start http client: %v", err)
 	}
 	c.mcp = mc
-	d.t.Cleanup(func() {
-		_ = mc.Close()
-		c.transport.CloseIdleConnections()
-	})
+	d.t.Cleanup(c.close)
 	return c
 }
 

@@ -30,13 +30,13 @@ func TestMTLSRevocation(t *testing.T) {
 		t.Errorf("writer %q, want the certificate's identity (%+v)", w, env.Data)
 	}
 
-	// A second client with its own connection; reconnecting resumes the
-	// TLS session.
+	// A second client with its own connection; a new connection resumes
+	// the TLS session.
 	c := d.connect(builder)
 	if _, err := callWith(c.mcp, "guide_cache_file", map[string]any{"path": "/projects/a/two.txt", "content": "two"}); err != nil {
 		t.Fatal(err)
 	}
-	c.transport.CloseIdleConnections()
+	c.reconnect()
 	if env, err := callWith(c.mcp, "guide_cache_file", map[string]any{"path": "/projects/a/three.txt", "content": "3"}); err != nil || !env.Success {
 		t.Fatalf("call on a resumed session: %v %+v", err, env.Error)
 	}
@@ -57,7 +57,7 @@ func TestMTLSRevocation(t *testing.T) {
 
 	// The second client's next call opens a new connection, resuming its
 	// session: the handshake is refused.
-	c.transport.CloseIdleConnections()
+	c.reconnect()
 	if _, err := callWith(c.mcp, "guide_cache_file", map[string]any{"path": "/projects/a/after.txt", "content": "y"}); err == nil {
 		t.Fatal("a revoked certificate was accepted on a resumed session")
 	}

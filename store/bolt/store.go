@@ -46,6 +46,14 @@ type Options struct {
 	// Now is the clock used for arrival times and upload expiry; nil means
 	// time.Now.
 	Now func() time.Time
+
+	// MaxStoreBytes limits the stored content, each distinct content
+	// counted once; a write that would exceed it evicts the least
+	// recently used unpinned content first. 0 means no limit.
+	MaxStoreBytes int64
+	// MaxFileBytes limits the size of one file; a larger write fails with
+	// store.ErrLimit. 0 means no limit.
+	MaxFileBytes int64
 }
 
 // Store is the bbolt implementation of store.Store. A Store is safe for
@@ -87,7 +95,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.ChunkSize < 0 || o.UploadTimeout < 0 || o.History < 0 {
+	if o.ChunkSize < 0 || o.UploadTimeout < 0 || o.History < 0 || o.MaxStoreBytes < 0 || o.MaxFileBytes < 0 {
 		return nil, fmt.Errorf("bolt: open: %w: negative option", fs.ErrInvalid)
 	}
 	if o.ChunkSize > maxChunkSize {

@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"fmt"
 
 	"github.com/depotfs/depotfs/store"
@@ -108,6 +109,101 @@ func Verify(s *Store) error {
 		if n := tx.Bucket(bucketOrphans).Stats().KeyN; n > 0 && open == 0 {
 			return fmt.Errorf("%d orphans left with no Content open", n)
 		}
+		return verifyDerived(tx, blobs)
+	})
+}
+
+// verifyDerived checks the counters and the lru, refs and expiry indexes
+// against what the tree and the blobs say they should be.
+func verifyDerived(tx *bbolt.Tx, blobs map[hash]blobRecord) error {
+	d, err := derive(tx)
+	if err != nil {
+		return err
+	}
+	c, err := loadCounters(tx.Bucket(bucketMeta))
+	if err != nil {
+		return err
+	}
+	want := d.c
+	want.Evictions, want.EvictedBytes, want.Expiries = c.Evictions, c.EvictedBytes, c.Expiries
+	want.Hits, want.Misses, want.UseSeq = c.Hits, c.Misses, c.UseSeq
+	if c != want {
+		return fmt.Errorf("counters %+v, the tree and blobs say %+v", c, want)
+	}
+	lru := map[string]bool{}
+	for h, b := range blobs {
+		if b.Pins != d.pins[h] {
+			return fmt.Errorf("blob %x: %d pins recorded, %d pinned files use it", h, b.Pins, d.pins[h])
+		}
+		if int64(b.Use) > c.UseSeq {
+			return fmt.Errorf("blob %x: used at %d, after the last use number %d", h, b.Use, c.UseSeq)
+		}
+		if b.evictable() {
+			lru[string(lruKey(b.Use, h))] = true
+		}
+		if v := tx.Bucket(bucketBlobs).Get(h[:]); len(v) == blobRecordV1 {
+			return fmt.Errorf("blob %x: record in the schema 1 format", h)
+		}
+	}
+	for _, idx := range []struct {
+		name []byte
+		want map[string]bool
+	}{{bucketLRU, lru}, {bucketRefs, d.refs}, {bucketExpiry, d.expiry}} {
+		got := map[string]bool{}
+		err := tx.Bucket(idx.name).ForEach(func(k, _ []byte) error {
+			got[string(k)] = true
+			if !idx.want[string(k)] {
+				return fmt.Errorf("%s index has %x, which it should not", idx.name, k)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for k := range idx.want {
+			if !got[k] {
+				return fmt.Errorf("%s index lacks %x", idx.name, k)
+			}
+		}
+	}
+	return nil
+}
+
+// Downgrade rewrites the closed database at path in the schema 1 layout:
+// no counters, no lru, refs or expiry buckets, 24-byte blob records.
+func Downgrade(path string) error {
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		return err
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		for _, name := range [][]byte{bucketLRU, bucketRefs, bucketExpiry} {
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if err := meta.Delete(keyCounters); err != nil {
+			return err
+		}
+		if err := meta.Put(keySchema, u64bytes(1)); err != nil {
+			return err
+		}
+		blobs := tx.Bucket(bucketBlobs)
+		old := map[string][]byte{}
+		err := blobs.ForEach(func(k, v []byte) error {
+			old[string(k)] = append([]byte(nil), v[:blobRecordV1]...)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for k, v := range old {
+			if err := blobs.Put([]byte(k), v); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
+	return errors.Join(err, db.Close())
 }

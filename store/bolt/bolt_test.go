@@ -115,7 +115,10 @@ func TestOpenErrors(t *testing.T) {
 	if _, err := bolt.Open(filepath.Join(dir, "missing", "depot.db"), nil); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Open in a missing directory: %v", err)
 	}
-	for _, o := range []bolt.Options{{ChunkSize: -1}, {ChunkSize: 1 << 30}, {History: -1}, {UploadTimeout: -time.Second}} {
+	for _, o := range []bolt.Options{
+		{ChunkSize: -1}, {ChunkSize: 1 << 30}, {History: -1}, {UploadTimeout: -time.Second},
+		{MaxStoreBytes: -1}, {MaxFileBytes: -1}, {SweepInterval: -time.Second}, {FlushInterval: -time.Second},
+	} {
 		if _, err := bolt.Open(filepath.Join(dir, "x.db"), &o); !errors.Is(err, fs.ErrInvalid) {
 			t.Errorf("Open with %+v: %v, want fs.ErrInvalid", o, err)
 		}

@@ -207,3 +207,20 @@ func Downgrade(path string) error {
 	})
 	return errors.Join(err, db.Close())
 }
+
+// PersistedUses returns the last use of each blob as committed to the
+// file, by hex hash.
+func PersistedUses(s *Store) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		blobs := tx.Bucket(bucketBlobs)
+		return blobs.ForEach(func(k, _ []byte) error {
+			var h hash
+			copy(h[:], k)
+			b, _, err := getBlob(blobs, h)
+			out[hex.EncodeToString(k)] = b.Use
+			return err
+		})
+	})
+	return out, err
+}

@@ -80,11 +80,16 @@ func writeUpload(b *bbolt.Bucket, u *upload) error {
 //
 // Limits: a chunk announcing (Chunk.TotalSize) or bringing the upload's
 // bytes over Options.MaxFileBytes or Options.MaxStoreBytes fails with
-// store.ErrLimit and is not stored; so does a chunk that would take the
-// bytes held by all uploads in progress over MaxStoreBytes (that one may
-// succeed once other uploads complete or expire). Bytes of uploads in
-// progress do not count as stored content and never cause eviction; the
-// chunk that completes the upload evicts, as Put does.
+// store.ErrLimit and is not stored. Bytes of uploads in progress do not
+// count as stored content and never cause eviction; the chunk that
+// completes an upload evicts, as Put does. They are bounded on their own:
+// all uploads in progress together hold at most MaxStoreBytes, and a chunk
+// that would exceed that fails with store.ErrLimit, to be retried once
+// other uploads complete or expire. The last missing chunk of an upload is
+// always let in, since completing releases the upload's bytes. If the
+// completion itself fails with store.ErrLimit (what else is stored is
+// pinned), the upload keeps its chunks until it expires, and a retry of
+// any chunk tries the completion again.
 //
 // It is safe for concurrent use; chunks of one upload are handled one at a
 // time.
@@ -238,14 +243,13 @@ func (w *wtx) admitChunk(u *upload, c store.Chunk) error {
 	if err := w.s.checkSize(max(bytes, u.Total)); err != nil {
 		return err
 	}
-	if u.Total > 0 {
-		last := u.Received+1 == u.Count
-		if bytes > u.Total || (last && bytes != u.Total) {
-			return fmt.Errorf("%w: the chunks hold %d bytes, the upload announced %d", store.ErrUpload, bytes, u.Total)
-		}
+	last := u.Received+1 == u.Count
+	if u.Total > 0 && (bytes > u.Total || (last && bytes != u.Total)) {
+		return fmt.Errorf("%w: the chunks hold %d bytes, the upload announced %d", store.ErrUpload, bytes, u.Total)
 	}
+	// The last chunk is let in: completing releases the upload's bytes.
 	held := w.s.staged.bytes.Load() + w.staged.bytes + int64(len(c.Data))
-	if lim := w.s.opts.MaxStoreBytes; lim > 0 && held > lim {
+	if lim := w.s.opts.MaxStoreBytes; lim > 0 && held > lim && !last {
 		return fmt.Errorf("%w: uploads in progress would hold %d bytes, over the store size limit of %d; retry when some complete or expire",
 			store.ErrLimit, held, lim)
 	}

@@ -29,6 +29,10 @@ type Store interface {
 	Open(ctx context.Context, path string) (Content, error)
 
 	// Put stores a whole file at a path, creating its parent directories.
+	// A store with size limits refuses content that cannot fit with an
+	// error wrapping ErrLimit, changing nothing, and evicts least recently
+	// used unpinned content to make room, in the same atomic change
+	// (PutResult.Evicted, EventEvicted).
 	Put(ctx context.Context, req PutRequest) (PutResult, error)
 
 	// PutChunk stores one chunk of a chunked upload. Chunks may arrive in
@@ -239,8 +243,11 @@ type Stats struct {
 	LogicalBytes int64
 	Blobs        int64 // distinct contents stored
 
-	Uploads     int64 // chunked uploads in progress
-	UploadBytes int64 // bytes they hold so far (see the implementation for how they count)
+	// Uploads and UploadBytes are the chunked uploads in progress and the
+	// bytes they have received; these are not stored content and do not
+	// count in StoredBytes.
+	Uploads     int64
+	UploadBytes int64
 
 	// Cumulative since the store was created; they survive restarts.
 	Evictions    int64 // files made placeholders to make room

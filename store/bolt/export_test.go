@@ -30,8 +30,10 @@ func ReadStats(s *Store) (Stats, error) {
 
 // Verify checks the file's invariants: every present file has its blob,
 // every blob's reference count matches the entries using it and its chunks
-// are all there and no more, no chunk is without a blob, and, when no
-// Content is open, no orphan is left.
+// are all there and no more, no chunk is without a blob, when no Content
+// is open no orphan is left, the counters, the lru, refs and expiry
+// indexes and the pin counts agree with the tree and the blobs, and the
+// in-memory count of uploads in progress agrees with the file.
 func Verify(s *Store) error {
 	return s.db.View(func(tx *bbolt.Tx) error {
 		refs := map[hash]uint64{}
@@ -108,6 +110,14 @@ func Verify(s *Store) error {
 		}
 		if n := tx.Bucket(bucketOrphans).Stats().KeyN; n > 0 && open == 0 {
 			return fmt.Errorf("%d orphans left with no Content open", n)
+		}
+		var staged stagedTotals
+		if err := staged.load(tx.Bucket(bucketUploads)); err != nil {
+			return err
+		}
+		if u, b := s.staged.uploads.Load(), s.staged.bytes.Load(); u != staged.uploads.Load() || b != staged.bytes.Load() {
+			return fmt.Errorf("uploads in progress counted as %d holding %d bytes, the file has %d holding %d",
+				u, b, staged.uploads.Load(), staged.bytes.Load())
 		}
 		return verifyDerived(tx, blobs)
 	})

@@ -66,15 +66,15 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 }
 
 // content returns the bytes of the file at path p as they are now. It is
-// the one place an open obtains content. A placeholder's content is asked
-// of Options.Fetcher, when there is one, which blocks until the content
-// arrives, the reader is interrupted (ctx), or the fetch times out.
+// the one place an open obtains content. With Options.Fetcher, the Fetcher
+// opens the file (so the store counts one use of it, not two) and, for a
+// placeholder, blocks until the content arrives, the reader is interrupted
+// (ctx), or the fetch times out.
 func (fsys *fsys) content(ctx context.Context, p string) (store.Content, error) {
-	c, err := fsys.st.Open(ctx, p)
-	if errors.Is(err, store.ErrNotPresent) && fsys.opts.Fetcher != nil {
+	if fsys.opts.Fetcher != nil {
 		return fsys.opts.Fetcher.Fetch(ctx, p)
 	}
-	return c, err
+	return fsys.st.Open(ctx, p)
 }
 
 // fileHandle is an open file: a content snapshot read one kernel-requested

@@ -73,8 +73,9 @@ type Options struct {
 // which asks agents for the file. Fetch is called from many FUSE request
 // goroutines at once and must be safe for that.
 type Fetcher interface {
-	// Fetch returns the content of the file at the clean depot path p,
-	// waiting for it to arrive. It returns early with an error wrapping
+	// Fetch returns the content of the file at the clean depot path p, as
+	// store.Store.Open would, but waits for the content of a placeholder
+	// to arrive instead of failing with store.ErrNotPresent. It returns early with an error wrapping
 	// ctx's error when the reader is interrupted (the kernel cancels the
 	// FUSE request when the reading process gets a signal, or is killed);
 	// an error wrapping store.ErrNotPresent when the content did not arrive

@@ -27,6 +27,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "run the MCP server, the store and the read-only mount", runServe},
+		{"status", "show a running server's statistics and limits", runStatus},
 	}
 }
 

@@ -164,10 +164,8 @@ func printStatus(w io.Writer, url string, st *mcpserver.CacheStats) error {
 		[2]string{"upload ttl", seconds(l.UploadTTLSeconds, "none (uploads are kept)")},
 	)
 	for _, r := range rows {
-		if r[0] == "" && r[1] == "" {
-			fmt.Fprintln(tw)
-			continue
-		}
+		// Every line has a cell, blank ones too, so one alignment spans
+		// all sections.
 		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
 	}
 	return tw.Flush()

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-var fuzzTools = []string{"guide_cache_file", "guide_list_directory", "guide_read_file"}
+var fuzzTools = []string{"guide_cache_file", "guide_list_directory", "guide_read_file", "guide_pending_requests", "guide_cache_stats"}
 
 // FuzzToolArguments sends arbitrary JSON as a tool's arguments. Whatever
 // arrives, the reply is a well-formed envelope that matches the tool's output
@@ -27,11 +27,17 @@ func FuzzToolArguments(f *testing.F) {
 		{2, `{"path":"/c","upload_id":"u","chunk_index":1e0,"chunk_count":2.0,"content":"a","sha256":"CA978112CA1BBDCAFAC231B39A23DC4DA786EFF8147C4E72B9807785AFEE48BB","chunk_sha256":"00"}`},
 		{2, `[]`},
 		{2, `null`},
+		{0, `{"path":"/t","content":"x","ttl_seconds":60,"pin":true}`},
+		{2, `{"path":"/c","upload_id":"v","chunk_index":0,"chunk_count":1,"content":"a","total_size":1,"sha256":"ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"}`},
+		{3, `{"wait_seconds":60,"cursor":"lq3x9k2m1f-4"}`},
+		{3, `{"cursor":""}`},
+		{4, `{}`},
 	}
 	for _, s := range seeds {
 		f.Add(s.tool, []byte(s.args))
 	}
 	h := newHarness(f, nil)
+	h.srv.Close() // long polls return at once; every tool still answers
 	f.Fuzz(func(t *testing.T, tool byte, args []byte) {
 		if !json.Valid(args) {
 			t.Skip("the client cannot send invalid JSON")

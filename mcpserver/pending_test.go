@@ -64,13 +64,14 @@ func (h *harness) reader(p string) (<-chan error, context.CancelFunc) {
 	return done, cancel
 }
 
-// waitRequests polls until the broker has n pending requests.
-func (h *harness) waitRequests(n int) {
+// waitRequests polls until the broker has n pending requests and w
+// readers waiting in all.
+func (h *harness) waitRequests(n, w int) {
 	h.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for h.broker.Stats().Pending != n {
+	for s := h.broker.Stats(); s.Pending != n || s.Waiting != w; s = h.broker.Stats() {
 		if time.Now().After(deadline) {
-			h.t.Fatalf("waiting for %d pending requests: %+v", n, h.broker.Stats())
+			h.t.Fatalf("waiting for %d pending requests, %d readers: %+v", n, w, s)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -92,7 +93,7 @@ func TestPendingRequests(t *testing.T) {
 	h.declare("/want/data.csv", 52114, mtime)
 	done, _ := h.reader("/want/data.csv")
 	h.reader("/want/data.csv")
-	h.waitRequests(1)
+	h.waitRequests(1, 2)
 
 	env = h.ok("guide_pending_requests", m{"cursor": empty}, &d)
 	if d.Count != 1 || d.New != 1 || d.Cursor == empty {
@@ -117,7 +118,7 @@ func TestPendingRequests(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("reader: %v", err)
 	}
-	h.waitRequests(0)
+	h.waitRequests(0, 0)
 	h.ok("guide_pending_requests", m{}, &d)
 	if d.Count != 0 {
 		t.Errorf("after the answer: %+v", d)
@@ -204,7 +205,7 @@ func TestPendingRequestsCursorFromAnotherRun(t *testing.T) {
 	h := startHarness(t, harnessConfig{fetchTimeout: time.Minute})
 	h.declare("/a", 1, time.Time{})
 	h.reader("/a")
-	h.waitRequests(1)
+	h.waitRequests(1, 1)
 	var d requestsReply
 	env := h.ok("guide_pending_requests", m{"cursor": "zzzzzz-99"}, &d)
 	if d.New != 1 || len(env.Warnings) != 1 || !strings.Contains(env.Warnings[0], "earlier run") {
@@ -344,12 +345,12 @@ func TestPendingRequestsResource(t *testing.T) {
 
 			unsubscribe()
 			done, _ := h.reader("/r")
-			h.waitRequests(1)
+			h.waitRequests(1, 1)
 			h.ok("guide_cache_file", m{"path": "/r", "content": "abc"}, nil)
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-			h.waitRequests(0)
+			h.waitRequests(0, 0)
 			if _, err := c.ListResources(ctx, mcp.ListResourcesRequest{}); err != nil { // a round trip: a stray notification would have arrived
 				t.Fatal(err)
 			}

@@ -40,6 +40,7 @@ type daemon struct {
 	client *client.Client
 	logs   *lockedBuffer
 	exited chan struct{} // closed when cmd has been waited for
+	cfg    daemonConfig  // how it was started, for restart
 }
 
 // daemonConfig chooses how to start a daemon. A zero db or mount picks a
@@ -70,7 +71,7 @@ func startDaemon(t testing.TB, cfg daemonConfig) *daemon {
 	if cfg.mount == "" {
 		cfg.mount = filepath.Join(dir, "mnt")
 	}
-	d := &daemon{t: t, db: cfg.db, mount: cfg.mount, logs: &lockedBuffer{}, exited: make(chan struct{})}
+	d := &daemon{t: t, db: cfg.db, mount: cfg.mount, logs: &lockedBuffer{}, exited: make(chan struct{}), cfg: cfg}
 	args := append([]string{"serve", "--db", cfg.db, "--mount", cfg.mount, "--log-level", "debug"}, cfg.args...)
 	t.Cleanup(d.stop)
 
@@ -189,6 +190,15 @@ func (d *daemon) waitExit(timeout time.Duration) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return false
+}
+
+// restart stops the daemon with SIGTERM, as an operator would, and starts
+// a new one with the same configuration, database and mount.
+func (d *daemon) restart() *daemon {
+	d.t.Helper()
+	d.stop()
+	d.client, d.cmd = nil, nil
+	return startDaemon(d.t, d.cfg)
 }
 
 // kill stops the daemon with SIGKILL, as a crash would, and waits for it.

@@ -130,6 +130,15 @@ func (o *object) integer(field string, required bool, lo, hi int64) (int64, bool
 	return n, true
 }
 
+// boolean returns a boolean field.
+func (o *object) boolean(field string, required bool) (bool, bool) {
+	raw, ok := o.value(field, "boolean", required)
+	if !ok {
+		return false, false
+	}
+	return string(raw) == "true", true
+}
+
 // array returns the raw elements of an array field.
 func (o *object) array(field string, required bool) ([]json.RawMessage, bool) {
 	raw, ok := o.value(field, "array", required)
@@ -173,6 +182,10 @@ func (o *object) finish() {
 	where := "arguments"
 	if o.prefix != "" {
 		where = strings.TrimSuffix(o.prefix, ".")
+	}
+	if len(knownNames) == 0 {
+		o.probs.addf(where, "unknown argument(s) %s; this tool takes no arguments (send {})", strings.Join(unknown, ", "))
+		return
 	}
 	o.probs.addf(where, "unknown argument(s) %s; accepted: %s", strings.Join(unknown, ", "), strings.Join(knownNames, ", "))
 }

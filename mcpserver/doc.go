@@ -1,7 +1,32 @@
 // Package mcpserver serves the depot's MCP tools over a store.Store:
 // guide_cache_file (store a file, or content with only a filename),
-// guide_list_directory (describe a directory tree before its content) and
-// guide_read_file (answer with a file's content, in chunks when large).
+// guide_list_directory (describe a directory tree before its content),
+// guide_read_file (answer with a file's content, in chunks when large),
+// guide_pending_requests (the files programs on the host are waiting for)
+// and guide_cache_stats (the depot's statistics and limits), plus the
+// resource depotfs://pending-requests.
+//
+// # Files fetched on demand
+//
+// With Options.Requests (the fetch broker of package store/fetch), a
+// program that opens a placeholder in the mount waits while agents are
+// asked for the file: guide_pending_requests lists the requests (a long
+// poll with wait_seconds and a cursor), and clients subscribed to the
+// resource get notifications/resources/updated when the list changes,
+// whether they subscribed with resources/subscribe (protocol 2025-11-25
+// and before) or subscriptions/listen (2026-07-28). Answering is an
+// ordinary write of the path. Requests are filtered by mayWrite, the hook
+// the permission model will replace. [Server.Close] ends long polls, for
+// shutdown.
+//
+// # Expiry, pins and limits
+//
+// ttl_seconds and pin set an entry's expiry and pin on every write;
+// filename-only uploads expire after Options.UploadTTL unless pinned or
+// given a ttl. A file over Options.MaxFileBytes is refused at the edge
+// before anything is stored (for chunked uploads, at the first chunk whose
+// total_size says so); store.ErrLimit from the store becomes a limit error.
+// A write's reply reports what the store evicted to make room.
 //
 // # Transports
 //

@@ -241,7 +241,7 @@ func TestEnforcement(t *testing.T) {
 // the rule.
 func TestHiddenTools(t *testing.T) {
 	e := newEnforced(t, nil, []string{"/projects"}, nil)
-	all := []string{"guide_cache_file", "guide_list_directory", "guide_read_file"}
+	all := []string{"guide_cache_file", "guide_cache_stats", "guide_list_directory", "guide_pending_requests", "guide_read_file"}
 	tests := []struct {
 		name string
 		id   identity.Identity

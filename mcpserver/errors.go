@@ -105,6 +105,9 @@ func classify(err error) Failure {
 	case errors.Is(err, depotpath.ErrEscapes):
 		return failure(ErrorSecurity, msg,
 			"Send a path inside the depot: a path is taken relative to the depot root '/', and '..' may not climb above it (or, in a listing, above the listed directory). Nothing was stored; fix the path and call again.")
+	case errors.Is(err, store.ErrLimit):
+		return failure(ErrorLimit, msg,
+			"The file does not fit the depot's size limits (guide_cache_stats shows them): a file larger than the per-file limit is never accepted, and when everything else stored is pinned nothing can be evicted to make room. Nothing was stored and nothing was evicted. Send a smaller file, or ask the user to raise the limit or unpin files; if the message says uploads in progress hold too much, finish those uploads and send this chunk again.")
 	case errors.Is(err, errLimit):
 		return failure(ErrorLimit, msg,
 			"Make the call smaller: send a large file with guide_read_file in chunks (upload_id, chunk_index, chunk_count), or split a large listing into one call per directory. Nothing was stored.")
@@ -145,7 +148,7 @@ func storeMessage(se *storeError) string {
 	for _, sentinel := range []error{
 		store.ErrHashMismatch, store.ErrUpload, store.ErrConflict, store.ErrIsDir,
 		store.ErrNotDir, store.ErrExist, store.ErrRevision, store.ErrNotExist,
-		store.ErrNotPresent, depotpath.ErrEscapes, depotpath.ErrInvalid,
+		store.ErrNotPresent, store.ErrLimit, depotpath.ErrEscapes, depotpath.ErrInvalid,
 	} {
 		if errors.Is(se.err, sentinel) {
 			return se.err.Error()

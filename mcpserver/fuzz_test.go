@@ -20,7 +20,7 @@ import (
 	"github.com/depotfs/depotfs/mcpserver/ratelimit"
 )
 
-var fuzzTools = []string{"guide_cache_file", "guide_list_directory", "guide_read_file"}
+var fuzzTools = []string{"guide_cache_file", "guide_list_directory", "guide_read_file", "guide_pending_requests", "guide_cache_stats"}
 
 // lastRecord is an Auditor that keeps only a count and the last record,
 // so a long fuzz run does not grow.
@@ -73,6 +73,11 @@ func FuzzToolArguments(f *testing.F) {
 		{0x80, `{"path":"/projects/a/x","content":"x"}`},
 		{0x80, `{"path":"/projects/abc","content":"x"}`},
 		{0x81, `{"path":"/projects/a","entries":[{"name":"secret/k","type":"file"}]}`},
+		{0, `{"path":"/t","content":"x","ttl_seconds":60,"pin":true}`},
+		{2, `{"path":"/c","upload_id":"v","chunk_index":0,"chunk_count":1,"content":"a","total_size":1,"sha256":"ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"}`},
+		{3, `{"wait_seconds":60,"cursor":"lq3x9k2m1f-4"}`},
+		{3, `{"cursor":""}`},
+		{4, `{}`},
 	}
 	for _, s := range seeds {
 		f.Add(s.tool, []byte(s.args))
@@ -86,6 +91,7 @@ func FuzzToolArguments(f *testing.F) {
 		Rate: ratelimit.Limits{Calls: -1, Bytes: -1}})
 	full := h.ctx
 	restricted := identity.NewContext(context.Background(), agent(f, "fuzz", "guide:/projects/a:rw"))
+	h.srv.Close() // long polls return at once; every tool still answers
 	f.Fuzz(func(t *testing.T, tool byte, args []byte) {
 		if !json.Valid(args) {
 			t.Skip("the client cannot send invalid JSON")

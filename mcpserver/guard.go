@@ -142,6 +142,15 @@ func (g *guard) Revision(ctx context.Context) (uint64, error) {
 	return g.s.st.Revision(ctx)
 }
 
+// Stats is store.Store.Stats; it names no path, but the call's path
+// arguments are still checked first.
+func (g *guard) Stats(ctx context.Context) (store.Stats, error) {
+	if err := g.admit(grant.Read, 0); err != nil {
+		return store.Stats{}, err
+	}
+	return g.s.st.Stats(ctx)
+}
+
 // auditError refuses a call because the audit log cannot be written.
 type auditError struct{ err error }
 

@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -24,6 +25,7 @@ import (
 	"github.com/depotfs/depotfs/mcpserver/identity"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/bolt"
+	"github.com/depotfs/depotfs/store/fetch"
 )
 
 // testMount is the mount point the harness pretends the depot is mounted at.
@@ -44,6 +46,7 @@ type harness struct {
 	client *client.Client
 	ctx    context.Context
 	logs   *syncBuffer
+	broker *fetch.Broker // nil unless started with a fetch timeout
 
 	mu      sync.Mutex
 	applied []uint64
@@ -63,16 +66,40 @@ func newHarness(t testing.TB, opts *mcpserver.Options) *harness {
 // "inprocess", "http" (a real HTTP server on loopback) or "stdio" (pipes).
 func newHarnessOver(t testing.TB, opts *mcpserver.Options, transport string) *harness {
 	t.Helper()
+	return startHarness(t, harnessConfig{opts: opts, transport: transport})
+}
+
+// harnessConfig is everything a harness can be started with. A zero
+// transport is "inprocess"; a positive fetchTimeout gives the server a
+// fetch broker over the harness's store (harness.broker).
+type harnessConfig struct {
+	opts         *mcpserver.Options
+	transport    string
+	store        *bolt.Options
+	fetchTimeout time.Duration
+}
+
+func startHarness(t testing.TB, cfg harnessConfig) *harness {
+	t.Helper()
 	dir := t.TempDir()
-	st, err := bolt.Open(filepath.Join(dir, "depot.db"), nil)
+	st, err := bolt.Open(filepath.Join(dir, "depot.db"), cfg.store)
 	if err != nil {
 		t.Fatalf("bolt.Open: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
 	h := &harness{t: t, dir: dir, st: st, ctx: identity.NewContext(context.Background(), tester), logs: &syncBuffer{}}
 	o := mcpserver.Options{MountPoint: testMount}
-	if opts != nil {
-		o = *opts
+	if cfg.opts != nil {
+		o = *cfg.opts
+	}
+	if cfg.fetchTimeout > 0 {
+		h.broker = fetch.New(st, &fetch.Options{Timeout: cfg.fetchTimeout, Logger: slog.New(slog.NewJSONHandler(h.logs, nil))})
+		t.Cleanup(func() { h.broker.Close() })
+		o.Requests = h.broker
+	}
+	transport := cfg.transport
+	if transport == "" {
+		transport = "inprocess"
 	}
 	o.Logger = slog.New(slog.NewJSONHandler(h.logs, nil))
 	if o.Applied == nil {
@@ -84,6 +111,7 @@ func newHarnessOver(t testing.TB, opts *mcpserver.Options, transport string) *ha
 		}
 	}
 	h.srv = mcpserver.New(st, &o)
+	t.Cleanup(h.srv.Close)
 	switch transport {
 	case "inprocess":
 		h.client = startClientAs(t, mustInProcess(t, h.srv), h.ctx)

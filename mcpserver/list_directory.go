@@ -25,7 +25,7 @@ const maxRefusedPaths = 100
 
 func (s *Server) listDirectoryTool() server.ServerTool {
 	return server.ServerTool{
-		Tool:    s.toolSpec(toolListDirectory, "Describe a directory to the depot", true, true),
+		Tool:    s.toolSpec(toolListDirectory, "Describe a directory to the depot", writes),
 		Handler: s.handler(guideTool(toolListDirectory), s.listDirectory),
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -14,6 +16,7 @@ import (
 	"github.com/depotfs/depotfs/mcpserver/policy"
 	"github.com/depotfs/depotfs/mcpserver/ratelimit"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/fetch"
 )
 
 // Defaults of Options, applied to zero fields.
@@ -25,6 +28,7 @@ const (
 	DefaultMaxChunks       = 65536
 	DefaultMaxListEntries  = 100000
 	DefaultCommitTimeout   = time.Minute
+	DefaultUploadTTL       = 24 * time.Hour
 
 	// Per-identity rate limits (Options.Rate): sustained calls and content
 	// bytes per second, and the bursts allowed at once. The byte burst is
@@ -37,9 +41,9 @@ const (
 )
 
 // Options configure a Server. The zero value works: no mount, default
-// limits, logs to slog.Default(). New copies the Options; changing them
-// afterwards has no effect. Applied and Logger are called from many
-// goroutines at once and must be safe for that.
+// limits, no fetch broker, logs to slog.Default(). New copies the Options;
+// changing them afterwards has no effect. Applied, Logger and Requests are
+// called from many goroutines at once and must be safe for that.
 type Options struct {
 	// MountPoint is the absolute host directory where the depot is mounted,
 	// used to build the mount_path of replies; "" when depotfs is not
@@ -118,6 +122,39 @@ type Options struct {
 	// started to write finishes even if its client disconnects or the
 	// transport shuts down, within this bound.
 	CommitTimeout time.Duration
+
+	// MaxFileBytes is the largest file accepted, checked at the edge (the
+	// decoded content of a whole file, a chunked upload's total_size)
+	// before anything reaches the store; 0 means no check at the edge. Set
+	// it to the store's own limit, which the store enforces regardless.
+	MaxFileBytes int64
+
+	// UploadTTL is how long a filename-only upload (placed under
+	// UploadsDir) is kept when the call gives neither ttl_seconds nor pin
+	// true; default DefaultUploadTTL, negative for never.
+	UploadTTL time.Duration
+
+	// Requests, when set, is the fetch broker: the files readers of the
+	// mount are waiting for, which guide_pending_requests and the
+	// pending-requests resource show to agents. nil: nothing is ever
+	// requested.
+	Requests Requests
+}
+
+// Requests is the fetch broker as the MCP tools see it (package
+// store/fetch's *Broker implements it). Its methods must be safe for
+// concurrent use.
+type Requests interface {
+	// Pending returns the pending requests with a channel closed at the
+	// next change.
+	Pending() fetch.Snapshot
+	// Notify registers fn to be called after every change to the pending
+	// requests, until stop is called; fn must not block.
+	Notify(fn func()) (stop func())
+	// Stats returns the broker's counters.
+	Stats() fetch.Stats
+	// Timeout is how long a reader waits before it gets an I/O error.
+	Timeout() time.Duration
 }
 
 // withDefaults returns a copy of o (which may be nil) with every zero field
@@ -176,6 +213,9 @@ func (o *Options) withDefaults() Options {
 		r.ByteBurst = DefaultRateByteBurst
 	}
 	r.ByteBurst = max(r.ByteBurst, int(opts.MaxContentBytes))
+	if opts.UploadTTL == 0 {
+		opts.UploadTTL = DefaultUploadTTL
+	}
 	return opts
 }
 
@@ -193,14 +233,20 @@ type Server struct {
 	mcp     *server.MCPServer
 	http    http.Handler
 
-	defs    map[string]toolDef // every registered tool's permissions, by name; written only by New
-	limiter *ratelimit.Limiter
-	stats   identityStats
+	defs       map[string]toolDef // every registered tool's permissions, by name; written only by New
+	limiter    *ratelimit.Limiter
+	stats      identityStats
+	subs       *subscribers  // sessions subscribed to the pending-requests resource
+	stopNotify func()        // unregisters from Options.Requests
+	epoch      string        // tells this Server's cursors from another run's
+	closing    chan struct{} // closed by Close: long polls return at once
+	closeOnce  sync.Once
 }
 
 // New returns a Server over st. opts may be nil for the defaults. The Server
 // does not own st: closing the store is the caller's job, after the
-// transports have stopped.
+// transports have stopped. With Options.Requests, the Server registers for
+// the broker's changes until Close.
 func New(st store.Store, opts *Options) *Server {
 	o := opts.withDefaults()
 	uploads, err := depotpath.Clean(o.UploadsDir)
@@ -209,13 +255,18 @@ func New(st store.Store, opts *Options) *Server {
 	}
 	s := &Server{
 		st: st, opts: o, log: o.Logger, uploads: uploads,
-		defs:    map[string]toolDef{},
-		limiter: ratelimit.New(o.Rate),
+		defs:       map[string]toolDef{},
+		limiter:    ratelimit.New(o.Rate),
+		subs:       newSubscribers(),
+		stopNotify: func() {},
+		epoch:      strconv.FormatInt(time.Now().UnixNano(), 36),
+		closing:    make(chan struct{}),
 	}
-	hooks := &server.Hooks{}
+	hooks := s.subs.hooks()
 	hooks.AddOnError(s.onCallError)
 	s.mcp = server.NewMCPServer(o.Name, o.Version,
 		server.WithToolCapabilities(false),
+		server.WithResourceCapabilities(true, false),
 		server.WithInstructions(instructions),
 		server.WithToolFilter(s.visibleTools),
 		server.WithHooks(hooks),
@@ -227,8 +278,24 @@ func New(st store.Store, opts *Options) *Server {
 		}
 	}
 	s.mcp.AddTools(tools...)
+	s.mcp.AddResources(s.pendingResource())
+	if o.Requests != nil {
+		s.stopNotify = o.Requests.Notify(s.pendingChanged)
+	}
 	s.http = s.newHandler()
 	return s
+}
+
+// Close ends the Server's waiting: long polls of guide_pending_requests in
+// progress reply at once with what is pending, later ones do not wait, and
+// resource update notifications stop. Tool calls still work; Close is for
+// shutdown, before the transports stop, so that no long poll holds them
+// up. Close is idempotent and safe to call concurrently with calls.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		s.stopNotify()
+	})
 }
 
 // MCP returns the underlying mcp-go server, for in-process clients
@@ -243,5 +310,7 @@ const instructions = `depotfs keeps files that you push and makes them readable 
 - guide_cache_file: store a file's content at a depot path, or give only a filename and get back a path under /uploads. The reply's mount_path is the absolute host path to hand to a program that only accepts paths.
 - guide_read_file: answer a request for a file's content; large files go in chunks (upload_id, chunk_index, chunk_count, sha256).
 - guide_list_directory: describe a directory you have (names, types, sizes, mtimes, nested entries) so the server knows the tree before the content arrives.
+- guide_pending_requests: see which files programs on the host are waiting for (files you listed but did not send, or whose content was evicted), optionally waiting for new requests; answer each with guide_cache_file or guide_read_file at its path. Clients that subscribe to the resource depotfs://pending-requests are notified when the list changes.
+- guide_cache_stats: the depot's size, limits, evictions, expiries and fetch counters.
 
 Every tool replies with one JSON envelope: success, data, message, warnings, stats, and on failure error {type, message, instruction}. Follow the instruction of a failed call; a failed call changed nothing.`

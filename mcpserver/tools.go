@@ -10,5 +10,7 @@ func (s *Server) tools() []server.ServerTool {
 		s.cacheFileTool(),
 		s.listDirectoryTool(),
 		s.readFileTool(),
+		s.pendingRequestsTool(),
+		s.cacheStatsTool(),
 	}
 }

@@ -38,7 +38,10 @@ var stdioActive atomic.Bool
 // optional GET stream for server-initiated messages is disabled (answered
 // with 405, as the transport allows), and the tools need no sessions, so
 // http.Server.Shutdown waits only for calls in flight, which finish within
-// Options.CommitTimeout once they have started writing. Requests over
+// Options.CommitTimeout once they have started writing; call Close first
+// to end guide_pending_requests long polls (up to a minute otherwise).
+// Without the GET stream, a resource notification for a legacy session
+// travels with the client's next request, or on a long poll in progress. Requests over
 // loopback must carry a loopback Host header (DNS rebinding protection).
 //
 // The handler is safe for concurrent use; every call returns the same one.

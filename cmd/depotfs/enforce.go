@@ -3,9 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
-	"fmt"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/depotfs/depotfs/mcpserver"
@@ -91,57 +89,5 @@ func (p *prefixesFlag) String() string {
 
 func (p *prefixesFlag) Set(v string) error {
 	*p = append(*p, v)
-	return nil
-}
-
-// byteSize is a flag holding a number of bytes, written as digits with an
-// optional unit: 1048576, 64KiB, 64MiB, 1GiB (K, M, G and KB, MB, GB are
-// read as the binary units too).
-type byteSize int64
-
-func (b *byteSize) String() string {
-	if b == nil {
-		return "0"
-	}
-	n := int64(*b)
-	for _, u := range []struct {
-		name string
-		size int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n != 0 && n%u.size == 0 {
-			return strconv.FormatInt(n/u.size, 10) + u.name
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
-
-func (b *byteSize) Set(v string) error {
-	s := strings.TrimSpace(v)
-	mult := int64(1)
-	for _, u := range []struct {
-		suffixes []string
-		size     int64
-	}{
-		{[]string{"GiB", "GB", "G"}, 1 << 30},
-		{[]string{"MiB", "MB", "M"}, 1 << 20},
-		{[]string{"KiB", "KB", "K"}, 1 << 10},
-		{[]string{"B"}, 1},
-	} {
-		found := false
-		for _, suf := range u.suffixes {
-			if rest, ok := strings.CutSuffix(s, suf); ok {
-				s, mult, found = strings.TrimSpace(rest), u.size, true
-				break
-			}
-		}
-		if found {
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return fmt.Errorf("%q is not a size: want a number of bytes such as 1048576 or 64MiB", v)
-	}
-	*b = byteSize(n * mult)
 	return nil
 }

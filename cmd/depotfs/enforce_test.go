@@ -10,40 +10,6 @@ import (
 	"github.com/depotfs/depotfs/mcpserver/ratelimit"
 )
 
-func TestByteSize(t *testing.T) {
-	tests := []struct {
-		in   string
-		want int64
-		ok   bool
-	}{
-		{"1048576", 1 << 20, true},
-		{"64MiB", 64 << 20, true},
-		{"64M", 64 << 20, true},
-		{"64 MB", 64 << 20, true},
-		{"2GiB", 2 << 30, true},
-		{"4KiB", 4096, true},
-		{"10B", 10, true},
-		{"0", 0, true},
-		{"-1", 0, false},
-		{"1.5MiB", 0, false},
-		{"MiB", 0, false},
-		{"lots", 0, false},
-		{"99999999999GiB", 0, false},
-	}
-	for _, tt := range tests {
-		var b byteSize
-		err := b.Set(tt.in)
-		if (err == nil) != tt.ok || tt.ok && int64(b) != tt.want {
-			t.Errorf("Set(%q) = %d, %v; want %d ok=%v", tt.in, b, err, tt.want, tt.ok)
-		}
-	}
-	for n, want := range map[byteSize]string{64 << 20: "64MiB", 3 << 30: "3GiB", 5000: "5000", 2048: "2KiB"} {
-		if got := n.String(); got != want {
-			t.Errorf("%d.String() = %q, want %q", int64(n), got, want)
-		}
-	}
-}
-
 // TestEnforceFlags parses the policy, audit and rate flags as serve does.
 func TestEnforceFlags(t *testing.T) {
 	tests := []struct {

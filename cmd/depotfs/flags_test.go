@@ -67,6 +67,7 @@ func TestParseFlagsErrors(t *testing.T) {
 		want string
 	}{
 		{"bad env value", map[string]string{"DEPOTFS_UPLOAD_TIMEOUT": "soon"}, nil, "DEPOTFS_UPLOAD_TIMEOUT"},
+		{"bad env size", map[string]string{"DEPOTFS_MAX_FILE_SIZE": "10 parsecs"}, nil, "DEPOTFS_MAX_FILE_SIZE"},
 		{"unknown flag", nil, []string{"--nope"}, "nope"},
 		{"stray argument", nil, []string{"extra"}, "unexpected arguments"},
 	}
@@ -77,6 +78,8 @@ func TestParseFlagsErrors(t *testing.T) {
 			}
 			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 			fs.Duration("upload-timeout", time.Hour, "")
+			var size byteSize
+			fs.Var(&size, "max-file-size", "")
 			err := parseFlags(fs, tt.args, &bytes.Buffer{})
 			if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("parseFlags error %v, want a usage error mentioning %q", err, tt.want)
@@ -140,6 +143,11 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 		{"tokens with stdio", []string{"--stdio", "--tokens", "t.json"}, "not --stdio"},
 		{"bad grant", []string{"--grants", "guide:relative:rw"}, "invalid grant"},
 		{"public listen with plain tokens", []string{"--listen", "0.0.0.0:7411", "--tokens", "t.json"}, "clear text"},
+		{"bad store size", []string{"--max-store-size", "lots"}, "max-store-size"},
+		{"negative file size", []string{"--max-file-size", "-1"}, "max-file-size"},
+		{"file limit over the store limit", []string{"--max-store-size", "1GiB", "--max-file-size", "2GiB"}, "could never be stored"},
+		{"zero fetch timeout", []string{"--fetch-timeout", "0s"}, "--fetch-timeout"},
+		{"negative upload ttl", []string{"--upload-ttl", "-1h"}, "--upload-ttl"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,6 +158,45 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 			}
 			if _, err := os.Stat(dir + "/depot.db"); err == nil {
 				t.Errorf("refused configuration still created the database")
+			}
+		})
+	}
+}
+
+// TestServeLimitFlags checks the defaults of the limit flags and that each
+// can come from the environment or the command line.
+func TestServeLimitFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		store   byteSize
+		file    byteSize
+		fetch   time.Duration
+		uploads time.Duration
+	}{
+		{"defaults", nil, nil, 10 << 30, 100 << 20, 30 * time.Second, 24 * time.Hour},
+		{"environment", map[string]string{
+			"DEPOTFS_MAX_STORE_SIZE": "512MiB", "DEPOTFS_MAX_FILE_SIZE": "1MB",
+			"DEPOTFS_FETCH_TIMEOUT": "2s", "DEPOTFS_UPLOAD_TTL": "1m",
+		}, nil, 512 << 20, 1e6, 2 * time.Second, time.Minute},
+		{"flags", map[string]string{"DEPOTFS_MAX_STORE_SIZE": "512MiB"},
+			[]string{"--max-store-size", "10GB", "--max-file-size", "0", "--fetch-timeout", "1m", "--upload-ttl", "0"},
+			10e9, 0, time.Minute, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			var cfg serveConfig
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			cfg.flags(fs)
+			if err := parseFlags(fs, tt.args, &bytes.Buffer{}); err != nil {
+				t.Fatal(err)
+			}
+			if cfg.maxStoreSize != tt.store || cfg.maxFileSize != tt.file || cfg.fetchTimeout != tt.fetch || cfg.uploadTTL != tt.uploads {
+				t.Errorf("store %v file %v fetch %v uploads %v", &cfg.maxStoreSize, &cfg.maxFileSize, cfg.fetchTimeout, cfg.uploadTTL)
 			}
 		})
 	}

@@ -30,6 +30,7 @@ func commands() []command {
 		{"ca", "a certificate authority for agents' client certificates (mTLS)", runCA},
 		{"token", "bearer tokens for MCP clients without certificates", runToken},
 		{"audit", "verify and query the tamper-evident audit log", runAudit},
+		{"status", "show a running server's statistics and limits", runStatus},
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/depotfs/depotfs/mcpserver/audit"
 	"github.com/depotfs/depotfs/mcpserver/auth"
 	"github.com/depotfs/depotfs/store/bolt"
+	"github.com/depotfs/depotfs/store/fetch"
 	"github.com/depotfs/depotfs/vfs"
 )
 
@@ -38,6 +39,10 @@ type serveConfig struct {
 	exec          bool
 	noXattrs      bool
 	uploadTimeout time.Duration
+	uploadTTL     time.Duration
+	fetchTimeout  time.Duration
+	maxStoreSize  byteSize
+	maxFileSize   byteSize
 	shutdown      time.Duration
 	logLevel      slog.Level
 	debugFUSE     bool
@@ -60,12 +65,23 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.exec, "exec", false, "allow executing files from the mount (mounted noexec otherwise)")
 	fs.BoolVar(&c.noXattrs, "no-xattrs", false, "do not serve the user.depotfs.* provenance extended attributes")
 	fs.DurationVar(&c.uploadTimeout, "upload-timeout", time.Hour, "delete a chunked upload after this long without a new chunk")
+	fs.DurationVar(&c.uploadTTL, "upload-ttl", 24*time.Hour, "remove a filename-only upload (under /uploads) after this long, unless the call gave ttl_seconds or pin; 0: keep uploads")
+	fs.DurationVar(&c.fetchTimeout, "fetch-timeout", fetch.DefaultTimeout, "how long a program opening a file whose content is not stored waits for an agent to send it, before it gets an I/O error")
+	c.maxStoreSize, c.maxFileSize = defaultMaxStoreSize, defaultMaxFileSize
+	fs.Var(&c.maxStoreSize, "max-store-size", "`size` limit on all stored content (identical content counted once), e.g. 512MiB or 10GB; when a write would exceed it, the least recently used unpinned files are evicted; 0: no limit")
+	fs.Var(&c.maxFileSize, "max-file-size", "`size` limit on one file, e.g. 100MiB; larger files are refused; 0: no limit")
 	fs.DurationVar(&c.shutdown, "shutdown-timeout", 30*time.Second, "how long a signal waits for in-flight calls before stopping anyway")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
 	fs.BoolVar(&c.debugFUSE, "debug-fuse", false, "log every FUSE request (very verbose)")
 	c.auth.flags(fs)
 	c.enforce.flags(fs)
 }
+
+// Default size limits.
+const (
+	defaultMaxStoreSize byteSize = 10 << 30
+	defaultMaxFileSize  byteSize = 100 << 20
+)
 
 // defaultDataDir is where the database lives unless --db says otherwise:
 // /var/lib/depotfs for root, the XDG state directory for anyone else.
@@ -142,6 +158,15 @@ func (c *serveConfig) validate() error {
 	if _, err := parseUmask(c.umask); err != nil {
 		return err
 	}
+	if c.fetchTimeout <= 0 {
+		return fmt.Errorf("--fetch-timeout %v: want a positive duration such as 30s", c.fetchTimeout)
+	}
+	if c.uploadTTL < 0 {
+		return fmt.Errorf("--upload-ttl %v: want a positive duration, or 0 to keep uploads", c.uploadTTL)
+	}
+	if c.maxStoreSize > 0 && c.maxFileSize > c.maxStoreSize {
+		return fmt.Errorf("--max-file-size %v is larger than --max-store-size %v: such a file could never be stored", &c.maxFileSize, &c.maxStoreSize)
+	}
 	if !c.stdio {
 		if err := checkListen(c.listen, c.insecure, &c.auth); err != nil {
 			return err
@@ -171,7 +196,10 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 	if err := os.MkdirAll(filepath.Dir(cfg.db), 0o700); err != nil {
 		return fmt.Errorf("database directory: %w", err)
 	}
-	st, err := bolt.Open(cfg.db, &bolt.Options{UploadTimeout: cfg.uploadTimeout, Logger: log})
+	st, err := bolt.Open(cfg.db, &bolt.Options{
+		UploadTimeout: cfg.uploadTimeout, Logger: log,
+		MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize),
+	})
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
 	}
@@ -198,22 +226,33 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 	log.Info("enforcing", "allow", strings.Join(cfg.enforce.host.Allow(), ","), "deny", strings.Join(cfg.enforce.host.Deny(), ","),
 		"audit_log", cfg.enforce.auditLog, "rate_calls", cfg.enforce.rateCalls, "rate_bytes", cfg.enforce.rateBytes.String())
 
+	uploadTTL := cfg.uploadTTL
+	if uploadTTL == 0 {
+		uploadTTL = -1 // mcpserver: negative is never
+	}
 	opts := &mcpserver.Options{Logger: log, Version: version(),
-		Policy: cfg.enforce.host, Audit: alog, Rate: cfg.enforce.rate()}
+		Policy: cfg.enforce.host, Audit: alog, Rate: cfg.enforce.rate(),
+		MaxFileBytes: int64(cfg.maxFileSize), UploadTTL: uploadTTL}
 	if cfg.auth.grants.set {
 		opts.LocalGrants = cfg.auth.grants.grants
 	}
 	if !cfg.noMount {
+		// The broker asks agents for files a program opens without their
+		// content; it is closed before the unmount, so waiting programs
+		// get an I/O error instead of holding the unmount up.
+		broker := fetch.New(st, &fetch.Options{Timeout: cfg.fetchTimeout, Logger: log})
 		umask, _ := parseUmask(cfg.umask)
 		m, err := vfs.Mount(ctx, cfg.mount, st, &vfs.Options{
 			UID: uint32(cfg.uid), GID: uint32(cfg.gid), Umask: umask,
 			AllowOther: cfg.allowOther, Exec: cfg.exec, NoXattrs: cfg.noXattrs,
-			Logger: log, Debug: cfg.debugFUSE,
+			Logger: log, Debug: cfg.debugFUSE, Fetcher: broker,
 		})
 		if err != nil {
+			broker.Close()
 			return fmt.Errorf("mount %s: %w", cfg.mount, err)
 		}
 		defer func() {
+			broker.Close()
 			if uerr := m.Unmount(); uerr != nil {
 				log.Error("unmount failed", "mount", cfg.mount, "err", uerr)
 			} else {
@@ -222,11 +261,16 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 		}()
 		opts.MountPoint = m.Dir()
 		opts.Applied = m.WaitApplied
+		opts.Requests = broker
 	}
 	srv := mcpserver.New(st, opts)
+	// A signal ends guide_pending_requests long polls at once, so they do
+	// not hold the transports' shutdown up.
+	defer context.AfterFunc(ctx, srv.Close)()
+	defer srv.Close()
 
 	if cfg.stdio {
-		log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg), "mcp", "stdio")
+		log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg), "mcp", "stdio", limitAttrs(cfg))
 		err := srv.ServeStdio(ctx, os.Stdin, os.Stdout)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("stdio: %w", err)
@@ -251,7 +295,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 		ln = auth.NewListener(ln, ha.tls, &auth.ListenerOptions{Sink: sink, Logger: log})
 	}
 	log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg),
-		"mcp", scheme+"://"+ln.Addr().String()+"/mcp", "auth", cfg.auth.methods())
+		"mcp", scheme+"://"+ln.Addr().String()+"/mcp", "auth", cfg.auth.methods(), limitAttrs(cfg))
 	return serveHTTP(ctx, ln, cfg.shutdown, handler, log)
 }
 
@@ -281,6 +325,13 @@ func serveHTTP(ctx context.Context, ln net.Listener, grace time.Duration, h http
 		return hs.Close()
 	}
 	return nil
+}
+
+// limitAttrs are the configured limits, for the ready line.
+func limitAttrs(cfg serveConfig) slog.Attr {
+	return slog.Group("limits",
+		"max_store_size", cfg.maxStoreSize.String(), "max_file_size", cfg.maxFileSize.String(),
+		"fetch_timeout", cfg.fetchTimeout, "upload_ttl", cfg.uploadTTL)
 }
 
 func mountDesc(cfg serveConfig) string {

@@ -51,6 +51,12 @@ func invalid(p, reason string) error { return &Error{Path: p, Reason: reason, Er
 // dropped, ".." removes the previous component (and fails with ErrEscapes
 // above the root), a relative path is taken relative to the root, and the
 // result is in Unicode NFC. Clean is idempotent: Clean(Clean(p)) == Clean(p).
+//
+// Nothing else is decoded: "%2e%2e" is a literal name. A component that
+// only looks like ".." (fullwidth or leader dots, which read as ".." in
+// Unicode compatibility form) fails with ErrEscapes, one that looks like
+// "." with ErrInvalid, and bidirectional control characters (U+202E and
+// friends, which disguise names) with ErrInvalid.
 func Clean(p string) (string, error) {
 	if p == "" {
 		return "", invalid(p, "empty path")
@@ -69,6 +75,9 @@ func Clean(p string) (string, error) {
 			// JSON decoders turn invalid UTF-8 into U+FFFD, so over MCP this
 			// is how an invalid path arrives; a real name never needs it.
 			return "", invalid(p, "contains U+FFFD: the path was not valid UTF-8")
+		}
+		if isBidiControl(r) {
+			return "", invalid(p, fmt.Sprintf("contains the bidirectional control character %U, which can make a name display as another", r))
 		}
 	}
 	if len(p) > 4*MaxPathBytes {
@@ -89,6 +98,12 @@ func Clean(p string) (string, error) {
 			if len(part) > MaxComponentBytes {
 				return "", invalid(p, fmt.Sprintf("component of %d bytes exceeds the limit of %d", len(part), MaxComponentBytes))
 			}
+			switch lookalike(part) {
+			case "..":
+				return "", &Error{Path: p, Reason: fmt.Sprintf("component %q reads as \"..\" (its Unicode compatibility form)", part), Err: ErrEscapes}
+			case ".":
+				return "", invalid(p, fmt.Sprintf("component %q reads as \".\" (its Unicode compatibility form)", part))
+			}
 			parts = append(parts, part)
 		}
 	}
@@ -97,6 +112,29 @@ func Clean(p string) (string, error) {
 		return "", invalid(p, fmt.Sprintf("path of %d bytes exceeds the limit of %d", len(clean), MaxPathBytes))
 	}
 	return clean, nil
+}
+
+// lookalike returns "." or ".." when the component reads as one in its
+// Unicode compatibility form (NFKC) without being it: fullwidth full stops
+// "．．", the leaders "‥" and "․․", small full stops. Such a name is no
+// escape in the depot, but a program or a person that folds compatibility
+// characters would take it for one. Other components return "".
+func lookalike(part string) string {
+	if norm.NFKC.IsNormalString(part) {
+		return ""
+	}
+	switch k := norm.NFKC.String(part); k {
+	case ".", "..":
+		return k
+	}
+	return ""
+}
+
+// isBidiControl reports the Unicode bidirectional formatting characters
+// (marks, embeddings, overrides, isolates), which can make a name display
+// as a different one ("invoice\u202Efdp.exe" shows as "invoiceexe.pdf").
+func isBidiControl(r rune) bool {
+	return r == 0x061C || r == 0x200E || r == 0x200F || r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069
 }
 
 // CleanName validates a single path component (a file name without

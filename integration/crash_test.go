@@ -26,6 +26,9 @@ func TestCrashRecovery(t *testing.T) {
 	)
 	stop := make(chan struct{})
 	done := make(chan struct{})
+	// The writer keeps its own reference to the client: kill closes the
+	// client and clears d.client while the writer may be mid-call.
+	writer := d.client
 	go func() {
 		defer close(done)
 		for i := 0; ; i++ {
@@ -39,7 +42,7 @@ func TestCrashRecovery(t *testing.T) {
 			mu.Lock()
 			tried[p] = c
 			mu.Unlock()
-			env, err := d.tryCall("guide_cache_file", map[string]any{
+			env, err := callWith(writer, "guide_cache_file", map[string]any{
 				"path": p, "content": base64.StdEncoding.EncodeToString(c), "encoding": "base64",
 			})
 			if err != nil || !env.Success {

@@ -40,6 +40,7 @@ type daemon struct {
 	client *client.Client
 	logs   *lockedBuffer
 	exited chan struct{} // closed when cmd has been waited for
+	cfg    daemonConfig  // how it was started, for restart
 }
 
 // daemonConfig chooses how to start a daemon. A zero db or mount picks a
@@ -48,6 +49,15 @@ type daemonConfig struct {
 	transport transportKind
 	db, mount string
 	args      []string
+	// pki, for HTTP, serves HTTPS with the PKI's server certificate and,
+	// unless pki.noClientCA, its client CA and CRL (mTLS).
+	pki *pki
+	// client is how the daemon's own client authenticates over HTTP: a
+	// client certificate and/or a bearer token (see pki_test.go).
+	client clientAuth
+	// noInit leaves the client unconnected, for tests whose client must be
+	// refused; the daemon is still waited for.
+	noInit bool
 }
 
 // startDaemon starts depotfs and returns once its MCP client is initialized
@@ -61,12 +71,13 @@ func startDaemon(t testing.TB, cfg daemonConfig) *daemon {
 	if cfg.mount == "" {
 		cfg.mount = filepath.Join(dir, "mnt")
 	}
-	d := &daemon{t: t, db: cfg.db, mount: cfg.mount, logs: &lockedBuffer{}, exited: make(chan struct{})}
+	d := &daemon{t: t, db: cfg.db, mount: cfg.mount, logs: &lockedBuffer{}, exited: make(chan struct{}), cfg: cfg}
 	args := append([]string{"serve", "--db", cfg.db, "--mount", cfg.mount, "--log-level", "debug"}, cfg.args...)
 	t.Cleanup(d.stop)
 
 	switch cfg.transport {
 	case overHTTP:
+		args = append(args, cfg.pki.serveArgs()...)
 		d.cmd = exec.Command(depotfsBin, append(args, "--listen", "127.0.0.1:0")...)
 		d.cmd.Stderr = d.logs
 		if err := d.cmd.Start(); err != nil {
@@ -74,14 +85,11 @@ func startDaemon(t testing.TB, cfg daemonConfig) *daemon {
 		}
 		go d.reap()
 		d.url = d.waitForEndpoint()
-		c, err := client.NewStreamableHttpClient(d.url)
-		if err != nil {
-			t.Fatalf("http client: %v", err)
+		if cfg.noInit {
+			waitFor(t, 10*time.Second, "mount to appear", func() bool { return isMounted(d.mount) })
+			return d
 		}
-		if err := c.Start(context.Background()); err != nil {
-			t.Fatalf("start http client: %v", err)
-		}
-		d.client = c
+		d.client = d.newClient(cfg.client).mcp
 	case overStdio:
 		started := make(chan *exec.Cmd, 1)
 		c, err := client.NewStdioMCPClientWithOptions(depotfsBin, nil, append(args, "--stdio"),
@@ -101,19 +109,25 @@ func startDaemon(t testing.TB, cfg daemonConfig) *daemon {
 		t.Fatalf("unknown transport %q", cfg.transport)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "depotfs-integration", Version: "1"}
-	if _, err := d.client.Initialize(ctx, init); err != nil {
+	if err := initialize(d.client); err != nil {
 		t.Fatalf("initialize: %v\ndaemon log:\n%s", err, d.logs)
 	}
 	waitFor(t, 10*time.Second, "mount to appear", func() bool { return isMounted(d.mount) })
 	return d
 }
 
-var endpointRE = regexp.MustCompile(`mcp=(http://\S+/mcp)`)
+// initialize starts an MCP session on c.
+func initialize(c *client.Client) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "depotfs-integration", Version: "1"}
+	_, err := c.Initialize(ctx, init)
+	return err
+}
+
+var endpointRE = regexp.MustCompile(`mcp=(https?://\S+/mcp)`)
 
 // waitForEndpoint polls the daemon's log for its ready line and returns the
 // MCP URL it printed.
@@ -178,6 +192,15 @@ func (d *daemon) waitExit(timeout time.Duration) bool {
 	return false
 }
 
+// restart stops the daemon with SIGTERM, as an operator would, and starts
+// a new one with the same configuration, database and mount.
+func (d *daemon) restart() *daemon {
+	d.t.Helper()
+	d.stop()
+	d.client, d.cmd = nil, nil
+	return startDaemon(d.t, d.cfg)
+}
+
 // kill stops the daemon with SIGKILL, as a crash would, and waits for it.
 func (d *daemon) kill() {
 	d.t.Helper()
@@ -224,12 +247,18 @@ func (d *daemon) call(tool string, args map[string]any) envelope {
 // structured content, the text copy and isError agree. It is safe to call
 // from any goroutine.
 func (d *daemon) tryCall(tool string, args map[string]any) (envelope, error) {
+	return callWith(d.client, tool, args)
+}
+
+// callWith invokes a tool through c and decodes its envelope, with the
+// checks of tryCall.
+func callWith(c *client.Client, tool string, args map[string]any) (envelope, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	req.Params.Arguments = args
-	res, err := d.client.CallTool(ctx, req)
+	res, err := c.CallTool(ctx, req)
 	if err != nil {
 		return envelope{}, fmt.Errorf("%s: protocol error: %w", tool, err)
 	}

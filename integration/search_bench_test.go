@@ -78,7 +78,7 @@ func pushBenchCorpus(b *testing.B, fc fsClient, files int) int64 {
 //
 //	go test ./integration -run '^$' -bench SearchVsGrep -benchtime 5x
 func BenchmarkSearchVsGrep(b *testing.B) {
-	d := startDaemon(b, daemonConfig{transport: overHTTP, args: []string{"--tools", "fs"}})
+	d := startDaemon(b, daemonConfig{transport: overHTTP, args: []string{"--tools", "fs", "--rate-calls", "0", "--rate-bytes", "0"}})
 	fc := fsClient{d.client}
 	start := time.Now()
 	size := pushBenchCorpus(b, fc, 10000)

@@ -174,6 +174,10 @@ func (o *object) finish() {
 	if o.prefix != "" {
 		where = strings.TrimSuffix(o.prefix, ".")
 	}
+	if len(knownNames) == 0 {
+		o.probs.addf(where, "unknown argument(s) %s; this tool takes no arguments (send {})", strings.Join(unknown, ", "))
+		return
+	}
 	o.probs.addf(where, "unknown argument(s) %s; accepted: %s", strings.Join(unknown, ", "), strings.Join(knownNames, ", "))
 }
 

@@ -17,7 +17,7 @@ type m = map[string]any
 // error type, that the message names the problem, and that the store did
 // not change: the same revision, the same entries, the target still absent.
 func TestBadInput(t *testing.T) {
-	h := newHarness(t, &mcpserver.Options{MountPoint: testMount, MaxContentBytes: 1024, MaxChunks: 8, MaxListEntries: 5})
+	h := newHarness(t, &mcpserver.Options{MountPoint: testMount, MaxContentBytes: 1024, MaxChunks: 8, MaxListEntries: 5, MaxFileBytes: 2048})
 	h.ok("guide_cache_file", m{"path": "/conflict/file.txt", "content": "I am a file"}, nil)
 	chunk0 := []byte("aaa")
 	whole := sum([]byte("aaabbbccc"))
@@ -91,6 +91,14 @@ func TestBadInput(t *testing.T) {
 		{"numeric mode", "guide_cache_file", m{"path": "/t", "content": "x", "mode": 644}, "validation", "octal string", "/t"},
 		{"non-octal mode", "guide_cache_file", m{"path": "/t", "content": "x", "mode": "0999"}, "validation", "mode", "/t"},
 		{"setuid mode", "guide_cache_file", m{"path": "/t", "content": "x", "mode": "4755"}, "validation", "mode", "/t"},
+		{"zero ttl", "guide_cache_file", m{"path": "/t", "content": "x", "ttl_seconds": 0}, "validation", "ttl_seconds: 0 is below the minimum 1", "/t"},
+		{"negative ttl", "guide_cache_file", m{"path": "/t", "content": "x", "ttl_seconds": -5}, "validation", "ttl_seconds", "/t"},
+		{"fractional ttl", "guide_cache_file", m{"path": "/t", "content": "x", "ttl_seconds": 1.5}, "validation", "ttl_seconds: expected an integer", "/t"},
+		{"string ttl", "guide_cache_file", m{"path": "/t", "content": "x", "ttl_seconds": "60"}, "validation", "ttl_seconds: expected integer, got string", "/t"},
+		{"ttl over a century", "guide_cache_file", m{"path": "/t", "content": "x", "ttl_seconds": 4000000000}, "validation", "above the maximum", "/t"},
+		{"null ttl", "guide_read_file", m{"path": "/t", "content": "x", "ttl_seconds": nil}, "validation", "null", "/t"},
+		{"string pin", "guide_cache_file", m{"path": "/t", "content": "x", "pin": "true"}, "validation", "pin: expected boolean, got string", "/t"},
+		{"numeric pin", "guide_read_file", m{"path": "/t", "content": "x", "pin": 1}, "validation", "pin: expected boolean, got number", "/t"},
 		{"several problems at once", "guide_cache_file", m{"path": 1, "content": 2, "mode": 3}, "validation", "content: expected string", "/t"},
 
 		// Chunked uploads.
@@ -106,6 +114,10 @@ func TestBadInput(t *testing.T) {
 		{"fractional chunk index", "guide_read_file", chunk(m{"chunk_index": 1.5}), "validation", "integer", "/upload/target"},
 		{"bad upload id", "guide_read_file", chunk(m{"upload_id": "a/b"}), "validation", "upload_id", "/upload/target"},
 		{"too many chunks", "guide_read_file", chunk(m{"chunk_count": 9}), "limit", "8", "/upload/target"},
+		{"negative total size", "guide_read_file", chunk(m{"total_size": -1}), "validation", "total_size", "/upload/target"},
+		{"string total size", "guide_read_file", chunk(m{"total_size": "9"}), "validation", "total_size: expected integer", "/upload/target"},
+		{"total size over the file limit", "guide_read_file", chunk(m{"total_size": 5000}), "limit", "file size limit of 2048", "/upload/target"},
+		{"total size without the other chunk arguments", "guide_read_file", m{"path": "/t", "content": "x", "total_size": 1}, "validation", "upload_id: required", "/t"},
 
 		// Listings.
 		{"listing name escapes", "guide_list_directory", m{"path": "/l", "entries": []any{m{"name": "../x", "type": "file"}}}, "security", "not below /l", "/x"},

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
 
+	"github.com/depotfs/depotfs/mcpserver/grant"
 	"github.com/depotfs/depotfs/store"
 )
 
@@ -13,9 +16,9 @@ const toolCacheFile = "guide_cache_file"
 
 func (s *Server) cacheFileTool() tool {
 	return tool{
-		spec:    s.toolSpec(toolCacheFile, "Cache a file in the depot", true, true),
+		spec:    s.toolSpec(toolCacheFile, "Cache a file in the depot", writes),
 		profile: ProfileGuide,
-		paths:   []pathArg{{"path", accessWrite}, {"filename", accessWrite}},
+		paths:   []pathArg{{"path", grant.Write}, {"filename", grant.Write}},
 		shape:   envelopeShape{},
 		run:     s.cacheFile,
 	}
@@ -23,14 +26,13 @@ func (s *Server) cacheFileTool() tool {
 
 // cacheFile stores one whole file.
 func (s *Server) cacheFile(ctx context.Context, c *call, raw json.RawMessage) (reply, error) {
-	var probs problems
 	var a fileArgs
-	if o := decodeObject(raw, "arguments", "", &probs); o != nil {
+	if o := c.decode(raw); o != nil {
 		a = decodeFile(o, s.opts.MaxContentBytes)
 		o.finish()
 	}
 	c.path = a.path
-	if err := probs.err(); err != nil {
+	if err := c.args.err(); err != nil {
 		return reply{}, err
 	}
 	return s.putFile(ctx, c, &a, toolCacheFile)
@@ -48,10 +50,13 @@ func (s *Server) putFile(ctx context.Context, c *call, a *fileArgs, source strin
 		return reply{}, err
 	}
 	c.path, c.size, c.sha256 = a.path, int64(len(a.data)), sum
+	if err := checkFileSize(a.path, int64(len(a.data)), s.opts.MaxFileBytes); err != nil {
+		return reply{}, err
+	}
 
 	ctx, cancel := s.commitContext(ctx)
 	defer cancel()
-	res, err := s.st.Put(ctx, store.PutRequest{
+	res, err := c.store.Put(ctx, store.PutRequest{
 		Path:     a.path,
 		Data:     a.data,
 		SHA256:   sum,
@@ -60,28 +65,66 @@ func (s *Server) putFile(ctx context.Context, c *call, a *fileArgs, source strin
 		Encoding: a.encoding,
 		Source:   source,
 		Writer:   c.who.String(),
+		Expires:  a.expires(time.Now(), s.opts.UploadTTL),
+		Pinned:   a.pin,
 	})
 	if err != nil {
 		return reply{}, &storeError{op: "put", path: a.path, err: err}
 	}
 	c.status = res.Status.String()
 	warnings := append(s.mountWarnings(), s.applied(ctx, c, res.Entry.Revision)...)
+	warnings = append(warnings, evictionWarnings(res.Evicted)...)
 	data := s.fileData(res, a.filename)
+	stats := s.writeStats(ctx, c, res)
+	stats["bytes_received"] = len(a.data)
 	return reply{
 		data:     data,
 		message:  s.storedMessage(data),
 		warnings: warnings,
-		stats: map[string]any{
-			"bytes_received": len(a.data),
-			"cache_status":   data.Status,
-		},
+		stats:    stats,
 	}, nil
+}
+
+// writeStats are the envelope stats of a completed write: what the write
+// did (its cache status, the entry's update counter, what it evicted) and
+// the store's cache hits and misses so far. A failure to read the store's
+// counters only leaves them out.
+func (s *Server) writeStats(ctx context.Context, c *call, res store.PutResult) map[string]any {
+	stats := map[string]any{
+		"cache_status":  res.Status.String(),
+		"updates":       res.Entry.Updates,
+		"evicted_files": res.Evicted.Count,
+		"evicted_bytes": res.Evicted.Bytes,
+	}
+	if res.Evicted.Count > 0 {
+		c.attrs = append(c.attrs, slog.Int("evicted_files", res.Evicted.Count), slog.Int64("evicted_bytes", res.Evicted.Bytes))
+	}
+	st, err := c.store.Stats(ctx)
+	if err != nil {
+		s.log.Warn("store statistics unavailable for a reply", "tool", c.tool, "err", err)
+		return stats
+	}
+	stats["cache_hits"] = st.Hits
+	stats["cache_misses"] = st.Misses
+	return stats
+}
+
+// evictionWarnings tells the agent what a write evicted.
+func evictionWarnings(ev store.Evictions) []string {
+	if ev.Count == 0 {
+		return nil
+	}
+	list := strings.Join(ev.Paths, ", ")
+	if len(ev.Paths) < ev.Count {
+		list += fmt.Sprintf(" and %d more", ev.Count-len(ev.Paths))
+	}
+	return []string{fmt.Sprintf("To make room, %d file(s) (%d bytes) were evicted, least recently used first: %s. They stay listed as placeholders; a program that opens one waits while guide_pending_requests asks for it again.", ev.Count, ev.Bytes, list)}
 }
 
 // fileData describes a stored file for a reply.
 func (s *Server) fileData(res store.PutResult, filename string) *fileData {
 	e := res.Entry
-	return &fileData{
+	d := &fileData{
 		Status:    res.Status.String(),
 		Key:       e.Path,
 		Path:      e.Path,
@@ -94,7 +137,15 @@ func (s *Server) fileData(res store.PutResult, filename string) *fileData {
 		Mode:      formatMode(e.Mode),
 		Encoding:  e.Encoding,
 		Filename:  filename,
+		Pinned:    e.Pinned,
 	}
+	if !e.Expires.IsZero() {
+		d.Expires = e.Expires.UTC().Format(time.RFC3339Nano)
+	}
+	if ev := res.Evicted; ev.Count > 0 {
+		d.Evicted = &evictedData{Count: ev.Count, Bytes: ev.Bytes, Paths: append([]string{}, ev.Paths...)}
+	}
+	return d
 }
 
 // storedMessage is the reply message of a completed write.

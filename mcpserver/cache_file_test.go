@@ -14,7 +14,7 @@ import (
 
 func TestCacheFileText(t *testing.T) {
 	h := newHarness(t, nil)
-	h.ctx = identity.NewContext(context.Background(), identity.Identity{Transport: "test", Subject: "alice"})
+	h.ctx = identity.NewContext(context.Background(), identity.Identity{Transport: "test", Subject: "alice", Full: true})
 	content := "héllo, depot\n"
 	var d fileReply
 	env := h.ok("guide_cache_file", map[string]any{"path": `notes\\todo.txt`, "content": content}, &d)
@@ -217,7 +217,7 @@ func TestLogNeverHasContent(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("%d log lines for 3 calls:\n%s", len(lines), logs)
 	}
-	for _, want := range []string{`"tool":"guide_cache_file"`, `"outcome":"ok"`, `"outcome":"validation"`, `"sha256":"` + sum([]byte(secret)) + `"`, `"path":"/secret.txt"`, `"identity":"unknown:unknown"`} {
+	for _, want := range []string{`"tool":"guide_cache_file"`, `"outcome":"ok"`, `"outcome":"validation"`, `"sha256":"` + sum([]byte(secret)) + `"`, `"path":"/secret.txt"`, `"identity":"test:tester"`} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("log lacks %s:\n%s", want, logs)
 		}

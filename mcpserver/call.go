@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -11,17 +12,42 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/depotfs/depotfs/mcpserver/grant"
 	"github.com/depotfs/depotfs/mcpserver/identity"
+	"github.com/depotfs/depotfs/mcpserver/policy"
+	"github.com/depotfs/depotfs/mcpserver/ratelimit"
 )
 
 // call is one tool call in progress. The handler fills in what it learns
 // (the path, the size and hash of the content) so that the wrapper, the one
-// place that knows a call's outcome, can log it.
+// place that knows a call's outcome, can count, audit and log it.
 type call struct {
+	def     toolDef
 	tool    string
 	profile Profile
 	who     identity.Identity
+	perms   policy.Set // what who may do, bounded by the server's policy
+	key     string     // the identity's key for counts and rate limits
 	start   time.Time
+	now     func() time.Time // the server's clock (Options.Now)
+	reqID   string
+	// session is the MCP session id, "" when the transport has none.
+	session string
+
+	// args collects the argument problems and the clean paths the decoder
+	// produced (decode); authorizeArgs checks those paths.
+	args problems
+	// store is the only way the tool body reaches the store: every
+	// operation is checked against perms first (guard.go).
+	store *guard
+
+	argsDone  bool          // authorizeArgs ran
+	argsErr   error         // its result
+	grants    []grant.Grant // grants that allowed the paths checked
+	paths     []string      // every path checked, for the audit record
+	noted     map[string]bool
+	committed bool          // the store accepted a write
+	counts    IdentityStats // the identity's counts after this call
 
 	path   string
 	size   int64
@@ -30,24 +56,54 @@ type call struct {
 	attrs  []slog.Attr // further tool-specific log attributes
 }
 
+// decode parses the call's arguments as a JSON object, recording problems
+// and decoded paths on the call. It returns nil when raw is not an object
+// (a problem is recorded).
+func (c *call) decode(raw json.RawMessage) *object {
+	return decodeObject(raw, "arguments", "", &c.args)
+}
+
 // toolFunc is the body of a tool: it validates the raw arguments, does the
 // work and returns the reply data, or an error the tool's reply shape turns
-// into its error object (classify names its type in the log).
+// into its error object (classify names its type in the log and audit).
 type toolFunc func(ctx context.Context, c *call, args json.RawMessage) (reply, error)
 
 // handler wraps a tool into an mcp-go handler that never returns a Go
 // error: every outcome, including a panic, becomes a reply in the tool's
-// shape (t.shape), and every call is logged once. It is the one way into a
-// tool body: every registered tool goes through it.
+// shape (t.shape), and every call is counted, audited and logged once. It is
+// the one way into a tool body, and it registers the tool's permissions
+// (t.def) for the tool filter.
+//
+// A call is admitted by the caller's rate limit and its grants for the
+// tool, then runs; every path argument is checked (before the first store
+// access, or at the end for a call that never reached the store); a denial
+// replaces whatever else the call would have reported. If the audit record
+// cannot be written the call fails.
 func (s *Server) handler(t tool) server.ToolHandlerFunc {
+	def := t.def()
+	s.defs[def.name] = def
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		who, _ := identity.FromContext(ctx)
-		c := &call{tool: t.spec.Name, profile: t.profile, who: who, start: time.Now()}
-		out, err := s.run(ctx, c, t.run, req)
+		c := s.newCall(ctx, def)
+		c.profile = t.profile
+		out, err := s.admit(c)
+		if err == nil {
+			out, err = s.run(ctx, c, t.run, req)
+		}
+		if derr := c.authorizeArgs(); derr != nil && !errors.Is(err, policy.ErrDenied) {
+			out, err = reply{}, derr
+		}
+
+		var f *Failure
+		if err != nil {
+			failure := classify(err)
+			f = &failure
+		}
+		if auditErr := s.finish(c, f, err); auditErr != nil {
+			err = &auditError{err: auditErr}
+		}
 		if err == nil {
 			res, encErr := t.shape.success(c, out)
 			if encErr == nil {
-				s.logCall(c, nil, nil)
 				return res, nil
 			}
 			// Only an unencodable data value gets here: a bug, reported as
@@ -55,10 +111,18 @@ func (s *Server) handler(t tool) server.ToolHandlerFunc {
 			s.log.Error("mcp reply not encodable", "tool", c.tool, "err", encErr)
 			err = encErr
 		}
-		f := classify(err)
-		s.logCall(c, &f, err)
 		return t.shape.failure(c, err), nil
 	}
+}
+
+// admit refuses a call before it runs: over the caller's call rate, or
+// with a tool its grants do not cover (which mcp-go's tool filter normally
+// refuses already).
+func (s *Server) admit(c *call) (reply, error) {
+	if ok, wait := s.limiter.Call(c.key, c.start); !ok {
+		return reply{}, &rateError{what: "calls", retry: ratelimit.RetryAfter(wait), limits: s.limiter.Limits()}
+	}
+	return reply{}, c.perms.CheckTool(c.def.name, c.def.group)
 }
 
 // run calls fn, turning a panic into a system error so one bad call cannot
@@ -97,7 +161,8 @@ func (s *Server) logCall(c *call, f *Failure, err error) {
 		slog.String("tool", c.tool),
 		slog.String("profile", string(c.profile)),
 		slog.String("identity", c.who.String()),
-		slog.Duration("duration", time.Since(c.start)),
+		slog.String("request_id", c.reqID),
+		slog.Duration("duration", s.opts.Now().Sub(c.start)),
 	}
 	if c.path != "" {
 		attrs = append(attrs, slog.String("path", c.path))

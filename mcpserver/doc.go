@@ -2,7 +2,10 @@
 // store.Store. The push tools are guide_cache_file (store a file, or
 // content with only a filename), guide_list_directory (describe a directory
 // tree before its content) and guide_read_file (answer with a file's
-// content, in chunks when large).
+// content, in chunks when large); guide_pending_requests lists the files
+// programs on the host are waiting for and guide_cache_stats the depot's
+// statistics and limits, and the resource depotfs://pending-requests
+// announces changes to the pending requests.
 //
 // # Tool profiles
 //
@@ -46,13 +49,38 @@
 // run against a real store; "depotfs tools" prints it and the README embeds
 // it.
 //
+// # Files fetched on demand
+//
+// With Options.Requests (the fetch broker of package store/fetch), a
+// program that opens a placeholder in the mount waits while agents are
+// asked for the file: guide_pending_requests lists the requests (a long
+// poll with wait_seconds and a cursor), and clients subscribed to the
+// resource get notifications/resources/updated when the list changes,
+// whether they subscribed with resources/subscribe (protocol 2025-11-25
+// and before) or subscriptions/listen (2026-07-28). Answering is an
+// ordinary write of the path. Requests are filtered by mayWrite, the hook
+// the permission model will replace. [Server.Close] ends long polls, for
+// shutdown.
+//
+// # Expiry, pins and limits
+//
+// ttl_seconds and pin set an entry's expiry and pin on every write;
+// filename-only uploads expire after Options.UploadTTL unless pinned or
+// given a ttl. A file over Options.MaxFileBytes is refused at the edge
+// before anything is stored (for chunked uploads, at the first chunk whose
+// total_size says so); store.ErrLimit from the store becomes a limit error.
+// A write's reply reports what the store evicted to make room.
+//
 // # Transports
 //
 // [Server.ServeStdio] speaks MCP on a reader and a writer for a local client;
 // [Server.Handler] is the streamable HTTP transport for remote agents. Both
 // are mcp-go's; a transport puts the caller's identity (package
 // mcpserver/identity) in each request's context, and every write records it
-// as the entry's writer.
+// as the entry's writer. Over HTTP the identity comes from the
+// authenticating middleware of package mcpserver/auth (client certificate
+// or bearer token) when depotfs requires authentication, and is otherwise
+// the remote address, on loopback only.
 //
 // # The envelope
 //
@@ -90,6 +118,25 @@
 // Options.Applied has confirmed the mount shows the change. One log line per
 // call records the tool, the identity, the path, the outcome, the size and
 // the hash; content is never logged.
+//
+// # Permissions
+//
+// Every call is checked against the caller's grants (identity.Identity)
+// bounded by Options.Policy (package policy). Tools no grant covers are
+// hidden from tools/list and refused on tools/call. Tool code reaches the
+// store only through the call's guard (guard.go), which checks every path
+// argument the decoder produced and every path the operation touches
+// before the store sees it; a test fails on any other use of the store. A
+// denial is an ErrorSecurity reply that names the rule.
+//
+// # Audit and rate limits
+//
+// Every call, allowed or denied, is one record in Options.Audit (package
+// audit), written before the reply; while the audit log fails, calls are
+// refused. Options.Rate limits calls and content bytes per identity
+// (ErrorRateLimited with Failure.RetryAfter). [Server.IdentityStats]
+// reports per-identity counts, and [Server.AuthFailure] audits refused
+// authentications for the transport layer.
 //
 // # Concurrency
 //

@@ -2,8 +2,8 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -42,6 +42,9 @@ type Failure struct {
 	Message string `json:"message"`
 	// Instruction tells the agent what to do next.
 	Instruction string `json:"instruction"`
+	// RetryAfter is, for ErrorRateLimited, the seconds to wait before
+	// repeating the call; 0 (omitted) otherwise.
+	RetryAfter int `json:"retry_after,omitempty"`
 }
 
 // reply is what a tool handler returns on success; the wrapper adds the
@@ -98,21 +101,40 @@ func (envelopeShape) success(c *call, out reply) (*mcp.CallToolResult, error) {
 	if stats == nil {
 		stats = map[string]any{}
 	}
-	stats["duration_ms"] = time.Since(c.start).Milliseconds()
-	return result(Envelope{Success: true, Data: out.data, Message: out.message, Warnings: out.warnings, Stats: stats})
+	return result(Envelope{Success: true, Data: out.data, Message: out.message, Warnings: out.warnings, Stats: c.envelopeStats(stats)})
 }
 
 func (envelopeShape) failure(c *call, err error) *mcp.CallToolResult {
 	f := classify(err)
-	res, encErr := result(Envelope{
-		Error:   &f,
-		Message: fmt.Sprintf("The call failed with a %s error and changed nothing; error.message says why and error.instruction what to do.", f.Type),
-		Stats:   map[string]any{"duration_ms": time.Since(c.start).Milliseconds()},
-	})
+	msg := fmt.Sprintf("The call failed with a %s error and changed nothing; error.message says why and error.instruction what to do.", f.Type)
+	var unaudited *auditError
+	switch {
+	case errors.As(err, &unaudited) && c.committed:
+		msg = "The change was stored, but depotfs could not write its audit record, so it refuses further calls until its audit log works again; error.instruction says what to do."
+	case errors.As(err, &unaudited):
+		msg = "The call was refused because depotfs cannot write its audit log; error.instruction says what to do."
+	}
+	res, encErr := result(Envelope{Error: &f, Message: msg, Stats: c.envelopeStats(map[string]any{})})
 	if encErr != nil {
-		// A Failure is three strings and a map of one integer, which
-		// always encode; this is only a fallback.
+		// A Failure is three strings and a map of numbers and strings,
+		// which always encode; this is only a fallback.
 		return mcp.NewToolResultError(f.Message)
 	}
 	return res
+}
+
+// envelopeStats adds to a reply's stats what every envelope carries: the
+// call's duration, its request id (the one in its audit record and log
+// line) and the caller's own counts.
+func (c *call) envelopeStats(stats map[string]any) map[string]any {
+	stats["duration_ms"] = c.now().Sub(c.start).Milliseconds()
+	stats["request_id"] = c.reqID
+	stats["caller"] = map[string]any{
+		"identity":     c.counts.Identity,
+		"calls":        c.counts.Calls,
+		"denied":       c.counts.Denied,
+		"rate_limited": c.counts.RateLimited,
+		"bytes":        c.counts.Bytes,
+	}
+	return stats
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/depotfs/depotfs/mcpserver"
+	"github.com/depotfs/depotfs/mcpserver/identity"
 	"github.com/depotfs/depotfs/store/bolt"
 )
 
@@ -35,7 +36,10 @@ func Example() {
 		MountPoint: "/mnt/depot",
 		Logger:     slog.New(slog.DiscardHandler),
 	})
-	ctx := context.Background()
+	// An in-process client has no transport to vouch for it: its calls
+	// carry the identity in their context, here a local user with full
+	// grants. Without one a call may use nothing.
+	ctx := identity.NewContext(context.Background(), identity.Identity{Transport: "inprocess", Subject: "example", Full: true})
 	c, err := client.NewInProcessClient(srv.MCP())
 	if err != nil {
 		log.Fatal(err)

@@ -1,5 +1,7 @@
 package mcpserver
 
+import "github.com/depotfs/depotfs/mcpserver/grant"
+
 // ToolInfo is what the server declares about one tool besides its MCP
 // definition, for tests.
 type ToolInfo struct {
@@ -14,10 +16,10 @@ func DeclaredTools(s *Server) map[string]ToolInfo {
 		info := ToolInfo{Profile: t.profile, Paths: map[string]string{}}
 		for _, p := range t.paths {
 			a := ""
-			if p.access&accessRead != 0 {
+			if p.access&grant.Read != 0 {
 				a += "r"
 			}
-			if p.access&accessWrite != 0 {
+			if p.access&grant.Write != 0 {
 				a += "w"
 			}
 			info.Paths[p.name] = a

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/store"
 )
 
 // fileArgs are the arguments shared by guide_cache_file and guide_read_file:
@@ -21,7 +22,12 @@ type fileArgs struct {
 	sha256   string // declared hash, lowercase; "" when not given
 	mtime    time.Time
 	mode     fs.FileMode
+	ttl      time.Duration // ttl_seconds; 0 when not given
+	pin      bool
 }
+
+// maxTTLSeconds bounds ttl_seconds: a hundred years.
+const maxTTLSeconds = 100 * 365 * 24 * 60 * 60
 
 // decodeFile reads the file arguments from o. Content is limited to max
 // decoded bytes.
@@ -61,7 +67,37 @@ func decodeFile(o *object, max int64) fileArgs {
 	a.sha256, _ = o.sha256Hex("sha256", false)
 	a.mtime, _ = o.mtime("mtime")
 	a.mode, _ = o.mode("mode")
+	if o.has("ttl_seconds") {
+		if n, ok := o.integer("ttl_seconds", false, 1, maxTTLSeconds); ok {
+			a.ttl = time.Duration(n) * time.Second
+		}
+	}
+	if o.has("pin") {
+		a.pin = o.boolean("pin", false)
+	}
 	return a
+}
+
+// expires returns when the file expires if stored at now: after its
+// ttl_seconds; for a filename-only upload without ttl_seconds and not
+// pinned, after uploadTTL (when positive); otherwise never (zero).
+func (a *fileArgs) expires(now time.Time, uploadTTL time.Duration) time.Time {
+	switch {
+	case a.ttl > 0:
+		return now.Add(a.ttl)
+	case a.filename != "" && !a.pin && uploadTTL > 0:
+		return now.Add(uploadTTL)
+	}
+	return time.Time{}
+}
+
+// checkFileSize refuses a file larger than max bytes (0: no limit) before
+// it reaches the store.
+func checkFileSize(p string, size, max int64) error {
+	if max > 0 && size > max {
+		return fmt.Errorf("%w: %s: a file of %d bytes exceeds the depot's file size limit of %d bytes", store.ErrLimit, p, size, max)
+	}
+	return nil
 }
 
 // verify checks the content against its declared hash and returns the
@@ -112,8 +148,19 @@ type fileData struct {
 	Mode      string `json:"mode,omitempty"`
 	Encoding  string `json:"encoding"`
 	Filename  string `json:"filename,omitempty"`
+	Expires   string `json:"expires,omitempty"`
+	Pinned    bool   `json:"pinned"`
+	// Evicted reports the content this write evicted to make room.
+	Evicted *evictedData `json:"evicted,omitempty"`
 	// Upload is the final progress of a chunked upload.
 	Upload *uploadData `json:"upload,omitempty"`
+}
+
+// evictedData is a write's eviction report in a reply.
+type evictedData struct {
+	Count int      `json:"count"`
+	Bytes int64    `json:"bytes"`
+	Paths []string `json:"paths"`
 }
 
 // formatMode renders permission bits as the octal string agents send.

@@ -34,7 +34,9 @@ const maxPatternBytes = 255
 // maxUploadID bounds an upload id's length.
 const maxUploadID = 128
 
-// depotPath reads a path argument and cleans it with depotpath.Clean.
+// depotPath reads a path argument and cleans it with depotpath.Clean. The
+// clean path is recorded with the problems, so the call checks it against
+// the caller's grants (call.authorizeArgs) whatever the tool does with it.
 func (o *object) depotPath(field string, required bool) (string, bool) {
 	s, ok := o.str(field, required)
 	if !ok {
@@ -49,6 +51,7 @@ func (o *object) depotPath(field string, required bool) (string, bool) {
 		o.probs.add(o.name(field), err)
 		return "", false
 	}
+	o.probs.addPath(o.name(field), p)
 	return p, true
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/mcpserver/grant"
 	"github.com/depotfs/depotfs/store"
 )
 
@@ -34,9 +35,9 @@ const (
 
 // fsTools returns the tools of the fs profile.
 func (s *Server) fsTools() []tool {
-	r := func(name string) pathArg { return pathArg{name: name, access: accessRead} }
-	w := func(name string) pathArg { return pathArg{name: name, access: accessWrite} }
-	rw := func(name string) pathArg { return pathArg{name: name, access: accessRead | accessWrite} }
+	r := func(name string) pathArg { return pathArg{name: name, access: grant.Read} }
+	w := func(name string) pathArg { return pathArg{name: name, access: grant.Write} }
+	rw := func(name string) pathArg { return pathArg{name: name, access: grant.ReadWrite} }
 	readOnly := hints{readOnly: true, idempotent: true}
 	return []tool{
 		s.fsTool("list", "List a depot directory", readOnly, []pathArg{r("path")}, s.fsList),
@@ -211,7 +212,7 @@ func newFSMetadata(e store.Entry) fsMetadata {
 // fsCommitted waits until the mount shows the store's current revision
 // after a write, and returns the warnings to add to the reply.
 func (s *Server) fsCommitted(ctx context.Context, c *call) []string {
-	rev, err := s.st.Revision(ctx)
+	rev, err := c.store.Revision(ctx)
 	if err != nil {
 		return []string{fmt.Sprintf("The change is stored, but its revision could not be read to wait for the mount: %v", classify(err).Message)}
 	}

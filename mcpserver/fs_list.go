@@ -51,7 +51,7 @@ func (s *Server) fsList(ctx context.Context, c *call, raw json.RawMessage) (repl
 	if err := probs.err(); err != nil {
 		return reply{}, err
 	}
-	e, err := s.st.Stat(ctx, dir)
+	e, err := c.store.Stat(ctx, dir)
 	if err != nil {
 		return reply{}, fsStoreError(err, dir)
 	}
@@ -59,7 +59,7 @@ func (s *Server) fsList(ctx context.Context, c *call, raw json.RawMessage) (repl
 		return reply{}, fsStoreError(store.ErrNotDir, dir)
 	}
 	out := fsListReply{Entries: []fsEntry{}}
-	err = s.walk(ctx, dir, recursive, func(e store.Entry) (bool, error) {
+	err = s.walk(ctx, c, dir, recursive, func(e store.Entry) (bool, error) {
 		name := depotpath.Base(e.Path)
 		isHidden := strings.HasPrefix(name, ".")
 		if isHidden && !hidden {
@@ -133,7 +133,7 @@ func (s *Server) fsInfo(ctx context.Context, c *call, raw json.RawMessage) (repl
 	if err := probs.err(); err != nil {
 		return reply{}, err
 	}
-	e, err := s.st.Stat(ctx, p)
+	e, err := c.store.Stat(ctx, p)
 	if err != nil {
 		if !errors.Is(err, store.ErrNotExist) {
 			return reply{}, fsStoreError(err, p)

@@ -62,11 +62,11 @@ func (s *Server) fsRead(ctx context.Context, c *call, raw json.RawMessage) (repl
 	if err := probs.err(); err != nil {
 		return reply{}, err
 	}
-	e, err := s.st.Stat(ctx, a.path)
+	e, err := c.store.Stat(ctx, a.path)
 	if err != nil {
 		return reply{}, fsStoreError(err, a.path)
 	}
-	content, err := s.st.Open(ctx, a.path)
+	content, err := c.store.Open(ctx, a.path)
 	if err != nil {
 		return reply{}, fsStoreError(err, a.path)
 	}

@@ -48,7 +48,7 @@ func (s *Server) fsDelete(ctx context.Context, c *call, raw json.RawMessage) (re
 	ctx, cancel := s.commitContext(ctx)
 	defer cancel()
 	for range removeAttempts {
-		e, err := s.st.Stat(ctx, p)
+		e, err := c.store.Stat(ctx, p)
 		if errors.Is(err, store.ErrNotExist) && force {
 			c.status = "absent"
 			return reply{data: fsDeleteReply{Success: true, Path: relPath(p), Type: "none"}}, nil
@@ -58,7 +58,7 @@ func (s *Server) fsDelete(ctx context.Context, c *call, raw json.RawMessage) (re
 		}
 		// Conditional on the entry described, so the reply's type is
 		// the type of what was removed.
-		err = s.st.Remove(ctx, store.RemoveRequest{Path: p, Recursive: recursive, IfRevision: e.Revision, Writer: c.who.String()})
+		err = c.store.Remove(ctx, store.RemoveRequest{Path: p, Recursive: recursive, IfRevision: e.Revision, Writer: c.who.String()})
 		if errors.Is(err, store.ErrRevision) {
 			continue
 		}
@@ -125,7 +125,7 @@ func (s *Server) fsCopy(ctx context.Context, c *call, raw json.RawMessage) (repl
 	}
 	c.attrs = append(c.attrs, slog.String("destination", a.to))
 	if !a.recursive {
-		e, err := s.st.Stat(ctx, a.from)
+		e, err := c.store.Stat(ctx, a.from)
 		if err != nil {
 			return reply{}, fsStoreError(err, a.from)
 		}
@@ -135,7 +135,7 @@ func (s *Server) fsCopy(ctx context.Context, c *call, raw json.RawMessage) (repl
 	}
 	ctx, cancel := s.commitContext(ctx)
 	defer cancel()
-	res, err := s.st.Copy(ctx, store.CopyRequest{From: a.from, To: a.to, IfAbsent: !a.overwrite, Writer: c.who.String()})
+	res, err := c.store.Copy(ctx, store.CopyRequest{From: a.from, To: a.to, IfAbsent: !a.overwrite, Writer: c.who.String()})
 	if err != nil {
 		return reply{}, s.transferError(err, a)
 	}
@@ -158,7 +158,7 @@ func (s *Server) fsMove(ctx context.Context, c *call, raw json.RawMessage) (repl
 	c.attrs = append(c.attrs, slog.String("destination", a.to))
 	ctx, cancel := s.commitContext(ctx)
 	defer cancel()
-	res, err := s.st.Move(ctx, store.MoveRequest{From: a.from, To: a.to, IfAbsent: !a.overwrite, Writer: c.who.String()})
+	res, err := c.store.Move(ctx, store.MoveRequest{From: a.from, To: a.to, IfAbsent: !a.overwrite, Writer: c.who.String()})
 	if err != nil {
 		return reply{}, s.transferError(err, a)
 	}

@@ -79,7 +79,7 @@ func (s *Server) fsSearch(ctx context.Context, c *call, raw json.RawMessage) (re
 		return reply{}, err
 	}
 	q.Files = files.match
-	res, err := search.Run(ctx, s.st, q)
+	res, err := search.Run(ctx, c.store, q)
 	if err != nil {
 		if errors.Is(err, store.ErrNotExist) || errors.Is(err, store.ErrNotDir) {
 			return reply{}, fsStoreError(err, q.Root)

@@ -75,7 +75,7 @@ func (s *Server) fsWrite(ctx context.Context, c *call, raw json.RawMessage) (rep
 	c.size, c.sha256 = int64(len(a.data)), contentSum(a.data)
 	c.attrs = append(c.attrs, slog.String("mode", a.mode))
 	if !a.makeDirs {
-		if err := s.parentExists(ctx, a.path); err != nil {
+		if err := s.parentExists(ctx, c, a.path); err != nil {
 			return reply{}, err
 		}
 	}
@@ -88,21 +88,21 @@ func (s *Server) fsWrite(ctx context.Context, c *call, raw json.RawMessage) (rep
 		Source:   "fs write",
 		Writer:   c.who.String(),
 	}
-	if e, err := s.st.Stat(ctx, a.path); err == nil && !e.IsDir() {
+	if e, err := c.store.Stat(ctx, a.path); err == nil && !e.IsDir() {
 		req.Mode = e.Mode // a write keeps the file's permissions
 	}
 	var res store.PutResult
 	var err error
 	switch a.mode {
 	case modeOverwrite:
-		res, err = s.st.Put(ctx, req)
+		res, err = c.store.Put(ctx, req)
 	case modeCreateNew:
 		req.IfAbsent = true
-		res, err = s.st.Put(ctx, req)
+		res, err = c.store.Put(ctx, req)
 	case modeCreate:
-		res, err = s.createOnce(ctx, req)
+		res, err = s.createOnce(ctx, c, req)
 	case modeAppend:
-		res, err = s.appendFile(ctx, req)
+		res, err = s.appendFile(ctx, c, req)
 	}
 	if err != nil {
 		return reply{}, fsStoreError(err, a.path)
@@ -123,9 +123,9 @@ func (s *Server) fsWrite(ctx context.Context, c *call, raw json.RawMessage) (rep
 
 // parentExists fails with not_found unless the parent directory of p
 // exists (without make_dirs, write creates no directory).
-func (s *Server) parentExists(ctx context.Context, p string) error {
+func (s *Server) parentExists(ctx context.Context, c *call, p string) error {
 	dir, _ := depotpath.Split(p)
-	e, err := s.st.Stat(ctx, dir)
+	e, err := c.store.Stat(ctx, dir)
 	switch {
 	case errors.Is(err, store.ErrNotExist):
 		return &fsError{fsNotFound, fmt.Sprintf("The parent directory %s does not exist; set make_dirs to create it", relPath(dir)), dir, err}
@@ -140,13 +140,13 @@ func (s *Server) parentExists(ctx context.Context, p string) error {
 // createOnce stores req unless the path has an entry; a file that already
 // has exactly these bytes counts as created before (a retry), so the mode
 // is safe to repeat.
-func (s *Server) createOnce(ctx context.Context, req store.PutRequest) (store.PutResult, error) {
+func (s *Server) createOnce(ctx context.Context, c *call, req store.PutRequest) (store.PutResult, error) {
 	req.IfAbsent = true
-	res, err := s.st.Put(ctx, req)
+	res, err := c.store.Put(ctx, req)
 	if !errors.Is(err, store.ErrExist) {
 		return res, err
 	}
-	e, serr := s.st.Stat(ctx, req.Path)
+	e, serr := c.store.Stat(ctx, req.Path)
 	if serr == nil && !e.IsDir() && e.Present && e.SHA256 == contentSum(req.Data) {
 		return store.PutResult{Status: store.StatusUnchanged, Entry: e}, nil
 	}
@@ -159,13 +159,13 @@ func (s *Server) createOnce(ctx context.Context, req store.PutRequest) (store.Pu
 // writer came in between, so concurrent appends never lose each other. A
 // file that would grow beyond Options.MaxReadBytes is refused, since each
 // append reads and rewrites it whole.
-func (s *Server) appendFile(ctx context.Context, req store.PutRequest) (store.PutResult, error) {
+func (s *Server) appendFile(ctx context.Context, c *call, req store.PutRequest) (store.PutResult, error) {
 	for range appendAttempts {
-		e, err := s.st.Stat(ctx, req.Path)
+		e, err := c.store.Stat(ctx, req.Path)
 		if errors.Is(err, store.ErrNotExist) {
 			create := req
 			create.IfAbsent = true
-			res, err := s.st.Put(ctx, create)
+			res, err := c.store.Put(ctx, create)
 			if errors.Is(err, store.ErrExist) {
 				continue
 			}
@@ -180,7 +180,7 @@ func (s *Server) appendFile(ctx context.Context, req store.PutRequest) (store.Pu
 		if total := e.Size + int64(len(req.Data)); total > s.opts.MaxReadBytes {
 			return store.PutResult{}, limitError("appending %d bytes to a file of %d would make it %d bytes, over the limit of %d for appends (each append rewrites the whole file); write it whole, or push it with guide_read_file in chunks", len(req.Data), e.Size, total, s.opts.MaxReadBytes)
 		}
-		old, err := s.readAll(ctx, req.Path, e.Revision)
+		old, err := s.readAll(ctx, c, req.Path, e.Revision)
 		if errors.Is(err, store.ErrRevision) {
 			continue
 		}
@@ -191,7 +191,7 @@ func (s *Server) appendFile(ctx context.Context, req store.PutRequest) (store.Pu
 		next.Data = append(old, req.Data...)
 		next.IfRevision = e.Revision
 		next.Mode = e.Mode
-		res, err := s.st.Put(ctx, next)
+		res, err := c.store.Put(ctx, next)
 		if errors.Is(err, store.ErrRevision) {
 			continue
 		}
@@ -202,13 +202,13 @@ func (s *Server) appendFile(ctx context.Context, req store.PutRequest) (store.Pu
 
 // readAll returns the whole content of the file at p, failing with
 // store.ErrRevision when it is no longer at revision rev.
-func (s *Server) readAll(ctx context.Context, p string, rev uint64) ([]byte, error) {
-	content, err := s.st.Open(ctx, p)
+func (s *Server) readAll(ctx context.Context, c *call, p string, rev uint64) ([]byte, error) {
+	content, err := c.store.Open(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	defer content.Close()
-	e, err := s.st.Stat(ctx, p)
+	e, err := c.store.Stat(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +252,7 @@ func (s *Server) fsMkdir(ctx context.Context, c *call, raw json.RawMessage) (rep
 	if err := probs.err(); err != nil {
 		return reply{}, err
 	}
-	e, err := s.st.Stat(ctx, p)
+	e, err := c.store.Stat(ctx, p)
 	switch {
 	case err == nil && e.IsDir():
 		return reply{data: fsMkdirReply{Success: true, Path: relPath(p)}}, nil
@@ -262,13 +262,13 @@ func (s *Server) fsMkdir(ctx context.Context, c *call, raw json.RawMessage) (rep
 		return reply{}, fsStoreError(err, p)
 	}
 	if !recursive {
-		if err := s.parentExists(ctx, p); err != nil {
+		if err := s.parentExists(ctx, c, p); err != nil {
 			return reply{}, err
 		}
 	}
 	ctx, cancel := s.commitContext(ctx)
 	defer cancel()
-	_, err = s.st.Declare(ctx, store.DeclareRequest{
+	_, err = c.store.Declare(ctx, store.DeclareRequest{
 		Entries: []store.Declaration{{Path: p, Kind: store.KindDir}},
 		Writer:  c.who.String(),
 		Source:  "fs mkdir",

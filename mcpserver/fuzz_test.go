@@ -1,15 +1,58 @@
 package mcpserver_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"sync"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/mcpserver"
+	"github.com/depotfs/depotfs/mcpserver/audit"
+	"github.com/depotfs/depotfs/mcpserver/identity"
+	"github.com/depotfs/depotfs/mcpserver/policy"
+	"github.com/depotfs/depotfs/mcpserver/ratelimit"
 )
 
-var fuzzTools = []string{"guide_cache_file", "guide_list_directory", "guide_read_file"}
+var fuzzTools = []string{"guide_cache_file", "guide_list_directory", "guide_read_file", "guide_pending_requests", "guide_cache_stats"}
+
+// lastRecord is an Auditor that keeps only a count and the last record,
+// so a long fuzz run does not grow.
+type lastRecord struct {
+	mu   sync.Mutex
+	n    int
+	last audit.Record
+}
+
+func (l *lastRecord) Append(r *audit.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n++
+	l.last = *r
+	return nil
+}
+
+func (l *lastRecord) Err() error { return nil }
+
+func (l *lastRecord) get() (int, audit.Record) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n, l.last
+}
 
 // FuzzToolArguments sends arbitrary JSON as a tool's arguments. Whatever
 // arrives, the reply is a well-formed envelope that matches the tool's output
-// schema, and a refused call leaves the store's revision unchanged.
+// schema, a refused call leaves the store's revision unchanged, and the call
+// leaves exactly one audit record. The high bit of the tool byte makes the
+// caller an agent granted only /projects/a (with /projects/a/secret denied
+// by the host): a call of that agent that succeeds touched only paths
+// inside its grant. The seed corpus is in testdata/fuzz/FuzzToolArguments.
 func FuzzToolArguments(f *testing.F) {
 	seeds := []struct {
 		tool byte
@@ -27,20 +70,89 @@ func FuzzToolArguments(f *testing.F) {
 		{2, `{"path":"/c","upload_id":"u","chunk_index":1e0,"chunk_count":2.0,"content":"a","sha256":"CA978112CA1BBDCAFAC231B39A23DC4DA786EFF8147C4E72B9807785AFEE48BB","chunk_sha256":"00"}`},
 		{2, `[]`},
 		{2, `null`},
+		{0x80, `{"path":"/projects/a/x","content":"x"}`},
+		{0x80, `{"path":"/projects/abc","content":"x"}`},
+		{0x81, `{"path":"/projects/a","entries":[{"name":"secret/k","type":"file"}]}`},
+		{0, `{"path":"/t","content":"x","ttl_seconds":60,"pin":true}`},
+		{2, `{"path":"/c","upload_id":"v","chunk_index":0,"chunk_count":1,"content":"a","total_size":1,"sha256":"ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"}`},
+		{3, `{"wait_seconds":60,"cursor":"lq3x9k2m1f-4"}`},
+		{3, `{"cursor":""}`},
+		{4, `{}`},
 	}
 	for _, s := range seeds {
 		f.Add(s.tool, []byte(s.args))
 	}
-	h := newHarness(f, nil)
+	host, err := policy.NewHost(nil, []string{"/projects/a/secret"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	rec := &lastRecord{}
+	h := newHarness(f, &mcpserver.Options{MountPoint: testMount, Policy: host, Audit: rec,
+		Rate: ratelimit.Limits{Calls: -1, Bytes: -1}})
+	full := h.ctx
+	restricted := identity.NewContext(context.Background(), agent(f, "fuzz", "guide:/projects/a:rw"))
+	h.srv.Close() // long polls return at once; every tool still answers
 	f.Fuzz(func(t *testing.T, tool byte, args []byte) {
 		if !json.Valid(args) {
 			t.Skip("the client cannot send invalid JSON")
 		}
-		h.t = t
+		h.t, h.ctx = t, full
+		if tool&0x80 != 0 {
+			h.ctx = restricted
+		}
 		rev := h.revision()
-		env := h.call(fuzzTools[int(tool)%len(fuzzTools)], json.RawMessage(args))
+		before, _ := rec.get()
+		name := fuzzTools[int(tool&0x7f)%len(fuzzTools)]
+		if overflowsFloat64(args) {
+			// mcp-go decodes the arguments into float64s before any
+			// handler runs and refuses the whole request: a protocol
+			// error, audited by the refusal hook, that changes nothing.
+			req := mcp.CallToolRequest{}
+			req.Params.Name = name
+			req.Params.Arguments = json.RawMessage(args)
+			if _, err := h.client.CallTool(h.ctx, req); err == nil {
+				t.Fatalf("a call with a number beyond float64 was accepted")
+			}
+			if after, r := rec.get(); after != before+1 || r.Error != "validation" || h.revision() != rev {
+				t.Fatalf("refused request: %d audit records, last %+v; revision %d -> %d", after-before, r, rev, h.revision())
+			}
+			return
+		}
+		env := h.call(name, json.RawMessage(args))
 		if !env.Success && h.revision() != rev {
 			t.Fatalf("a refused call (%s) changed the store", env.Error.Message)
 		}
+		after, r := rec.get()
+		if after != before+1 {
+			t.Fatalf("%d audit records for one call", after-before)
+		}
+		if env.Success != (r.Error == "") || env.Success && r.Decision != audit.Allow {
+			t.Fatalf("reply success=%v but audit record %+v", env.Success, r)
+		}
+		if tool&0x80 != 0 && env.Success {
+			for _, p := range r.Paths {
+				if !depotpath.Within(p, "/projects/a") || depotpath.Within(p, "/projects/a/secret") {
+					t.Fatalf("the agent granted /projects/a (without its secret) wrote %s", p)
+				}
+			}
+		}
 	})
+}
+
+// overflowsFloat64 reports whether the JSON value raw holds a number that
+// does not fit a float64 (1e700), which mcp-go cannot decode.
+func overflowsFloat64(raw []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) || err != nil {
+			return false
+		}
+		if n, ok := tok.(json.Number); ok {
+			if _, err := strconv.ParseFloat(string(n), 64); err != nil {
+				return true
+			}
+		}
+	}
 }

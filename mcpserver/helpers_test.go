@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -21,12 +22,23 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/depotfs/depotfs/mcpserver"
+	"github.com/depotfs/depotfs/mcpserver/identity"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/bolt"
+	"github.com/depotfs/depotfs/store/fetch"
 )
 
 // testMount is the mount point the harness pretends the depot is mounted at.
 const testMount = "/mnt/depot"
+
+// tester is the identity of the harness's in-process calls: an in-process
+// client has no transport to vouch for it, so the harness puts this one in
+// its context. It has full grants; tests of permissions make their own.
+var tester = identity.Identity{Transport: "test", Subject: "tester", Full: true}
+
+// testerCtx carries tester, for clients whose calls need an identity with
+// every grant.
+var testerCtx = identity.NewContext(context.Background(), tester)
 
 // harness is a Server over a real bolt store in a temporary directory, with
 // an initialized in-process client.
@@ -38,6 +50,7 @@ type harness struct {
 	client *client.Client
 	ctx    context.Context
 	logs   *syncBuffer
+	broker *fetch.Broker // nil unless started with a fetch timeout
 
 	mu      sync.Mutex
 	applied []uint64
@@ -57,16 +70,40 @@ func newHarness(t testing.TB, opts *mcpserver.Options) *harness {
 // "inprocess", "http" (a real HTTP server on loopback) or "stdio" (pipes).
 func newHarnessOver(t testing.TB, opts *mcpserver.Options, transport string) *harness {
 	t.Helper()
+	return startHarness(t, harnessConfig{opts: opts, transport: transport})
+}
+
+// harnessConfig is everything a harness can be started with. A zero
+// transport is "inprocess"; a positive fetchTimeout gives the server a
+// fetch broker over the harness's store (harness.broker).
+type harnessConfig struct {
+	opts         *mcpserver.Options
+	transport    string
+	store        *bolt.Options
+	fetchTimeout time.Duration
+}
+
+func startHarness(t testing.TB, cfg harnessConfig) *harness {
+	t.Helper()
 	dir := t.TempDir()
-	st, err := bolt.Open(filepath.Join(dir, "depot.db"), nil)
+	st, err := bolt.Open(filepath.Join(dir, "depot.db"), cfg.store)
 	if err != nil {
 		t.Fatalf("bolt.Open: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	h := &harness{t: t, dir: dir, st: st, ctx: context.Background(), logs: &syncBuffer{}}
+	h := &harness{t: t, dir: dir, st: st, ctx: identity.NewContext(context.Background(), tester), logs: &syncBuffer{}}
 	o := mcpserver.Options{MountPoint: testMount}
-	if opts != nil {
-		o = *opts
+	if cfg.opts != nil {
+		o = *cfg.opts
+	}
+	if cfg.fetchTimeout > 0 {
+		h.broker = fetch.New(st, &fetch.Options{Timeout: cfg.fetchTimeout, Logger: slog.New(slog.NewJSONHandler(h.logs, nil))})
+		t.Cleanup(func() { h.broker.Close() })
+		o.Requests = h.broker
+	}
+	transport := cfg.transport
+	if transport == "" {
+		transport = "inprocess"
 	}
 	o.Logger = slog.New(slog.NewJSONHandler(h.logs, nil))
 	if o.Applied == nil {
@@ -78,9 +115,10 @@ func newHarnessOver(t testing.TB, opts *mcpserver.Options, transport string) *ha
 		}
 	}
 	h.srv = mcpserver.New(st, &o)
+	t.Cleanup(func() { h.srv.Close() })
 	switch transport {
 	case "inprocess":
-		h.client = startClient(t, mustInProcess(t, h.srv))
+		h.client = startClientAs(t, mustInProcess(t, h.srv), h.ctx)
 	case "http":
 		h.client = startClient(t, httpClient(t, h.srv))
 	case "stdio":
@@ -88,7 +126,7 @@ func newHarnessOver(t testing.TB, opts *mcpserver.Options, transport string) *ha
 	default:
 		t.Fatalf("unknown transport %q", transport)
 	}
-	h.schemas = outputSchemas(t, h.client)
+	h.schemas = outputSchemasAs(t, h.client, h.ctx)
 	return h
 }
 
@@ -137,7 +175,13 @@ func stdioClient(t testing.TB, srv *mcpserver.Server) *client.Client {
 // startClient starts and initializes c and closes it at cleanup.
 func startClient(t testing.TB, c *client.Client) *client.Client {
 	t.Helper()
-	ctx := context.Background()
+	return startClientAs(t, c, context.Background())
+}
+
+// startClientAs is startClient with ctx, which carries the identity of an
+// in-process client's calls.
+func startClientAs(t testing.TB, c *client.Client, ctx context.Context) *client.Client {
+	t.Helper()
 	if err := c.Start(ctx); err != nil {
 		t.Fatalf("client Start: %v", err)
 	}
@@ -153,7 +197,14 @@ func startClient(t testing.TB, c *client.Client) *client.Client {
 // outputSchemas lists the tools and compiles each one's output schema.
 func outputSchemas(t testing.TB, c *client.Client) map[string]*jsonschema.Schema {
 	t.Helper()
-	res, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	return outputSchemasAs(t, c, context.Background())
+}
+
+// outputSchemasAs is outputSchemas with ctx, which carries the identity of
+// an in-process client's calls.
+func outputSchemasAs(t testing.TB, c *client.Client, ctx context.Context) map[string]*jsonschema.Schema {
+	t.Helper()
+	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
 		t.Fatalf("ListTools: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/mcpserver/grant"
 	"github.com/depotfs/depotfs/store"
 )
 
@@ -23,9 +24,9 @@ const maxRefusedPaths = 100
 
 func (s *Server) listDirectoryTool() tool {
 	return tool{
-		spec:    s.toolSpec(toolListDirectory, "Describe a directory to the depot", true, true),
+		spec:    s.toolSpec(toolListDirectory, "Describe a directory to the depot", writes),
 		profile: ProfileGuide,
-		paths:   []pathArg{{"path", accessWrite}},
+		paths:   []pathArg{{"path", grant.Write}, {"name", grant.Write}},
 		shape:   envelopeShape{},
 		run:     s.listDirectory,
 	}
@@ -61,9 +62,9 @@ type listData struct {
 
 // listDirectory records a directory listing with store.Declare.
 func (s *Server) listDirectory(ctx context.Context, c *call, raw json.RawMessage) (reply, error) {
-	var probs problems
+	probs := &c.args
 	l := &listing{where: map[string]string{}, refused: []string{}, max: s.opts.MaxListEntries}
-	if o := decodeObject(raw, "arguments", "", &probs); o != nil {
+	if o := c.decode(raw); o != nil {
 		l.dir, _ = o.depotPath("path", true)
 		if o.has("pattern") {
 			l.pattern, _ = o.pattern("pattern")
@@ -76,7 +77,7 @@ func (s *Server) listDirectory(ctx context.Context, c *call, raw json.RawMessage
 				l.where[l.dir] = "path"
 				l.dirs++
 			}
-			l.walk(entries, l.dir, "entries", 1, &probs)
+			l.walk(entries, l.dir, "entries", 1, probs)
 		}
 	}
 	c.path = l.dir
@@ -94,14 +95,14 @@ func (s *Server) listDirectory(ctx context.Context, c *call, raw json.RawMessage
 	var rev uint64
 	if len(l.decls) > 0 {
 		var err error
-		res, err = s.st.Declare(ctx, store.DeclareRequest{Entries: l.decls, Writer: c.who.String(), Source: toolListDirectory})
+		res, err = c.store.Declare(ctx, store.DeclareRequest{Entries: l.decls, Writer: c.who.String(), Source: toolListDirectory})
 		if err != nil {
 			return reply{}, &storeError{op: "declare", path: l.dir, err: err}
 		}
 	}
 	// DeclareResult carries no revision; the store's current one is at
 	// least the listing's, which is what the mount must have applied.
-	rev, err := s.st.Revision(ctx)
+	rev, err := c.store.Revision(ctx)
 	if err != nil {
 		return reply{}, &storeError{op: "revision", path: l.dir, err: err}
 	}
@@ -260,6 +261,7 @@ func (l *listing) entryPath(o *object, parent string) (string, bool) {
 		o.probs.add(field, fmt.Errorf("%w: %s resolves to %s, not below %s", errOutside, quote(name), p, parent))
 		return "", false
 	}
+	o.probs.addPath(field, p)
 	return p, true
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/mcpserver/grant"
 	"github.com/depotfs/depotfs/store"
 )
 
@@ -34,7 +35,7 @@ func (s *Server) providerTools() []tool {
 	read := func(names ...string) []pathArg {
 		out := make([]pathArg, len(names))
 		for i, n := range names {
-			out[i] = pathArg{name: n, access: accessRead}
+			out[i] = pathArg{name: n, access: grant.Read}
 		}
 		return out
 	}

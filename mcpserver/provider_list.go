@@ -30,7 +30,7 @@ func (s *Server) providerListDirectory(ctx context.Context, c *call, raw json.Ra
 	if err := probs.err(); err != nil {
 		return reply{}, err
 	}
-	paths, err := s.providerWalk(ctx, dir, recursive, s.listLimit(maxFiles), func(e store.Entry) bool {
+	paths, err := s.providerWalk(ctx, c, dir, recursive, s.listLimit(maxFiles), func(e store.Entry) bool {
 		return pattern.match(depotpath.Base(e.Path))
 	})
 	if err != nil {
@@ -76,7 +76,7 @@ func (s *Server) providerFindFiles(ctx context.Context, c *call, raw json.RawMes
 	if err := probs.err(); err != nil {
 		return reply{}, err
 	}
-	paths, err := s.providerWalk(ctx, dir, recursive, s.listLimit(maxFiles), func(e store.Entry) bool {
+	paths, err := s.providerWalk(ctx, c, dir, recursive, s.listLimit(maxFiles), func(e store.Entry) bool {
 		if e.IsDir() {
 			return false
 		}
@@ -98,8 +98,8 @@ func (s *Server) providerFindFiles(ctx context.Context, c *call, raw json.RawMes
 // providerWalk returns, as the caller names them, the paths of the entries
 // below dir that keep accepts, at most limit of them, in depth-first order
 // with siblings by name.
-func (s *Server) providerWalk(ctx context.Context, dir providerPath, recursive bool, limit int, keep func(store.Entry) bool) ([]string, error) {
-	e, err := s.st.Stat(ctx, dir.depot)
+func (s *Server) providerWalk(ctx context.Context, c *call, dir providerPath, recursive bool, limit int, keep func(store.Entry) bool) ([]string, error) {
+	e, err := c.store.Stat(ctx, dir.depot)
 	if err != nil {
 		return nil, providerStoreError(err, "Directory", dir)
 	}
@@ -107,7 +107,7 @@ func (s *Server) providerWalk(ctx context.Context, dir providerPath, recursive b
 		return nil, providerNotDir(dir)
 	}
 	paths := []string{}
-	err = s.walk(ctx, dir.depot, recursive, func(e store.Entry) (bool, error) {
+	err = s.walk(ctx, c, dir.depot, recursive, func(e store.Entry) (bool, error) {
 		if keep(e) {
 			if len(paths) >= limit {
 				return false, errStopWalk

@@ -52,7 +52,7 @@ func (s *Server) providerReadFile(ctx context.Context, c *call, raw json.RawMess
 	if err != nil {
 		return reply{}, err
 	}
-	data, sum, err := s.providerRead(ctx, a.path, a.maxSize)
+	data, sum, err := s.providerRead(ctx, c, a.path, a.maxSize)
 	if err != nil {
 		return reply{}, err
 	}
@@ -71,7 +71,7 @@ func (s *Server) providerReadFileBinary(ctx context.Context, c *call, raw json.R
 	if err != nil {
 		return reply{}, err
 	}
-	data, sum, err := s.providerRead(ctx, a.path, a.maxSize)
+	data, sum, err := s.providerRead(ctx, c, a.path, a.maxSize)
 	if err != nil {
 		return reply{}, err
 	}
@@ -82,8 +82,8 @@ func (s *Server) providerReadFileBinary(ctx context.Context, c *call, raw json.R
 // providerRead returns the whole content of the file at p and its hash,
 // refusing a file over maxSize (when not 0) or Options.MaxReadBytes before
 // reading it.
-func (s *Server) providerRead(ctx context.Context, p providerPath, maxSize int64) ([]byte, string, error) {
-	content, err := s.st.Open(ctx, p.depot)
+func (s *Server) providerRead(ctx context.Context, c *call, p providerPath, maxSize int64) ([]byte, string, error) {
+	content, err := c.store.Open(ctx, p.depot)
 	if err != nil {
 		return nil, "", providerStoreError(err, "File", p)
 	}
@@ -128,7 +128,7 @@ func (s *Server) providerFileHash(ctx context.Context, c *call, raw json.RawMess
 	var h hash.Hash
 	switch algorithm {
 	case "sha256":
-		e, err := s.st.Stat(ctx, p.depot)
+		e, err := c.store.Stat(ctx, p.depot)
 		if err != nil {
 			return reply{}, providerStoreError(err, "File", p)
 		}
@@ -147,7 +147,7 @@ func (s *Server) providerFileHash(ctx context.Context, c *call, raw json.RawMess
 	default:
 		return reply{}, &providerError{providerFailed, fmt.Sprintf("Invalid hash algorithm: %s (use %s)", quote(algorithm), strings.Join(hashAlgorithms, ", ")), errArgs}
 	}
-	content, err := s.st.Open(ctx, p.depot)
+	content, err := c.store.Open(ctx, p.depot)
 	if err != nil {
 		return reply{}, providerStoreError(err, "File", p)
 	}

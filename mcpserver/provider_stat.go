@@ -21,7 +21,7 @@ func (s *Server) providerFileExists(ctx context.Context, c *call, raw json.RawMe
 	case err != nil:
 		return reply{}, err
 	}
-	_, err = s.st.Stat(ctx, p.depot)
+	_, err = c.store.Stat(ctx, p.depot)
 	return reply{data: err == nil}, nil
 }
 
@@ -42,7 +42,7 @@ func (s *Server) providerFileStats(ctx context.Context, c *call, raw json.RawMes
 	if err != nil {
 		return reply{}, err
 	}
-	e, err := s.st.Stat(ctx, p.depot)
+	e, err := c.store.Stat(ctx, p.depot)
 	if err != nil {
 		return reply{}, providerStoreError(err, "Path", p)
 	}

@@ -379,7 +379,7 @@ func TestProviderSHA256FromEntry(t *testing.T) {
 		req := mcp.CallToolRequest{}
 		req.Params.Name = "calculate_file_hash"
 		req.Params.Arguments = m{"file_path": "/big", "algorithm": algorithm}
-		res, err := c.CallTool(context.Background(), req)
+		res, err := c.CallTool(testerCtx, req)
 		if err != nil || res.IsError {
 			t.Fatalf("calculate_file_hash %s: %v %+v", algorithm, err, res)
 		}

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"time"
 
+	"github.com/depotfs/depotfs/mcpserver/grant"
 	"github.com/depotfs/depotfs/store"
 )
 
@@ -15,9 +17,9 @@ const toolReadFile = "guide_read_file"
 
 func (s *Server) readFileTool() tool {
 	return tool{
-		spec:    s.toolSpec(toolReadFile, "Send a file's content to the depot", true, true),
+		spec:    s.toolSpec(toolReadFile, "Send a file's content to the depot", writes),
 		profile: ProfileGuide,
-		paths:   []pathArg{{"path", accessWrite}, {"filename", accessWrite}},
+		paths:   []pathArg{{"path", grant.Write}, {"filename", grant.Write}},
 		shape:   envelopeShape{},
 		run:     s.readFile,
 	}
@@ -29,6 +31,7 @@ type chunkArgs struct {
 	index    int
 	count    int
 	sha256   string // this chunk's declared hash, or ""
+	total    int64  // total_size: the whole file's size; 0 when not given
 }
 
 // uploadData is the progress of a chunked upload in a reply.
@@ -53,20 +56,19 @@ type pendingData struct {
 // readFile stores a whole file, or one chunk of a chunked upload when any
 // chunk argument is present.
 func (s *Server) readFile(ctx context.Context, c *call, raw json.RawMessage) (reply, error) {
-	var probs problems
 	var a fileArgs
 	var ch chunkArgs
 	chunked := false
-	if o := decodeObject(raw, "arguments", "", &probs); o != nil {
+	if o := c.decode(raw); o != nil {
 		a = decodeFile(o, s.opts.MaxContentBytes)
-		chunked = o.has("upload_id") || o.has("chunk_index") || o.has("chunk_count") || o.has("chunk_sha256")
+		chunked = o.has("upload_id") || o.has("chunk_index") || o.has("chunk_count") || o.has("chunk_sha256") || o.has("total_size")
 		if chunked {
 			ch = s.decodeChunk(o, a.sha256 != "")
 		}
 		o.finish()
 	}
 	c.path = a.path
-	if err := probs.err(); err != nil {
+	if err := c.args.err(); err != nil {
 		return reply{}, err
 	}
 	if !chunked {
@@ -83,6 +85,9 @@ func (s *Server) decodeChunk(o *object, hasSHA bool) chunkArgs {
 	count, countOK := o.integer("chunk_count", true, 1, maxExactInteger)
 	index, indexOK := o.integer("chunk_index", true, 0, maxExactInteger)
 	ch.sha256, _ = o.sha256Hex("chunk_sha256", false)
+	if o.has("total_size") {
+		ch.total, _ = o.integer("total_size", false, 0, maxExactInteger)
+	}
 	if !hasSHA && !o.has("sha256") {
 		o.probs.addf("sha256", "required for a chunked upload: the SHA-256 of the whole file, the same on every chunk")
 	}
@@ -110,15 +115,24 @@ func (s *Server) putChunk(ctx context.Context, c *call, a *fileArgs, ch chunkArg
 	}
 	c.path, c.size, c.sha256 = a.path, int64(len(a.data)), chunkSum
 	c.attrs = append(c.attrs, slog.String("upload_id", ch.uploadID), slog.Int("chunk_index", ch.index), slog.Int("chunk_count", ch.count))
+	if ch.total > 0 {
+		c.attrs = append(c.attrs, slog.Int64("total_size", ch.total))
+	}
+	// Refused here, before the store holds a byte of the upload: a file
+	// announced (or a single chunk) over the file size limit.
+	if err := checkFileSize(a.path, max(ch.total, int64(len(a.data))), s.opts.MaxFileBytes); err != nil {
+		return reply{}, err
+	}
 
 	ctx, cancel := s.commitContext(ctx)
 	defer cancel()
-	p, err := s.st.PutChunk(ctx, store.Chunk{
-		UploadID: ch.uploadID,
-		Index:    ch.index,
-		Count:    ch.count,
-		Data:     a.data,
-		SHA256:   chunkSum,
+	p, err := c.store.PutChunk(ctx, store.Chunk{
+		UploadID:  ch.uploadID,
+		Index:     ch.index,
+		Count:     ch.count,
+		Data:      a.data,
+		TotalSize: ch.total,
+		SHA256:    chunkSum,
 		File: store.PutRequest{
 			Path:     a.path,
 			SHA256:   a.sha256,
@@ -127,6 +141,8 @@ func (s *Server) putChunk(ctx context.Context, c *call, a *fileArgs, ch chunkArg
 			Encoding: a.encoding,
 			Source:   toolReadFile + " upload " + ch.uploadID,
 			Writer:   c.who.String(),
+			Expires:  a.expires(time.Now(), s.opts.UploadTTL),
+			Pinned:   a.pin,
 		},
 	})
 	if err != nil {
@@ -149,9 +165,12 @@ func (s *Server) putChunk(ctx context.Context, c *call, a *fileArgs, ch chunkArg
 	}
 	c.status = p.Result.Status.String()
 	warnings := append(s.mountWarnings(), s.applied(ctx, c, p.Result.Entry.Revision)...)
+	warnings = append(warnings, evictionWarnings(p.Result.Evicted)...)
 	data := s.fileData(p.Result, a.filename)
 	data.Upload = progress
-	stats["cache_status"] = data.Status
+	for k, v := range s.writeStats(ctx, c, p.Result) {
+		stats[k] = v
+	}
 	return reply{
 		data:     data,
 		message:  fmt.Sprintf("Upload %s complete: all %d chunks received. %s", ch.uploadID, p.Count, s.storedMessage(data)),

@@ -58,9 +58,15 @@ func (s *Server) listResources(ctx context.Context, _ any, req *mcp.ListResource
 		s.log.Error("mcp resources/list failed", "after", after, "err", err)
 		return
 	}
-	page := make([]mcp.Resource, 0, len(files))
+	page := make([]mcp.Resource, 0, len(files)+len(res.Resources))
 	for _, e := range files {
 		page = append(page, s.resource(ctx, e))
+	}
+	if !more {
+		// The last page also carries the resources registered with
+		// mcp-go (the pending-requests list), which the depot's files
+		// would otherwise replace.
+		page = append(page, res.Resources...)
 	}
 	res.Resources = page
 	res.NextCursor = ""
@@ -95,7 +101,7 @@ func (s *Server) head(ctx context.Context, e store.Entry) []byte {
 	if !e.Present || e.Size == 0 {
 		return nil
 	}
-	c, err := s.st.Open(ctx, e.Path)
+	c, err := s.resources(ctx).Open(ctx, e.Path)
 	if err != nil {
 		return nil
 	}
@@ -115,7 +121,7 @@ func (s *Server) head(ctx context.Context, e store.Entry) []byte {
 // and a cursor stays valid while files are added and removed: files added
 // behind the cursor are not listed, files removed ahead of it are not.
 func (s *Server) walkFiles(ctx context.Context, after string, n int) (files []store.Entry, more bool, err error) {
-	w := &walker{st: s.st, n: n}
+	w := &walker{view: s.resources(ctx), n: n}
 	if after == "" {
 		_, err = w.dir(ctx, depotpath.Root, "")
 		return w.out, w.more, err
@@ -133,7 +139,7 @@ func (s *Server) walkFiles(ctx context.Context, after string, n int) (files []st
 
 // walker collects one page of files.
 type walker struct {
-	st   store.Store
+	view resourceView
 	n    int
 	out  []store.Entry
 	more bool
@@ -143,7 +149,7 @@ type walker struct {
 // descending into directories. It reports stop when the page is full and
 // another file was found. A directory removed meanwhile is skipped.
 func (w *walker) dir(ctx context.Context, dir, after string) (stop bool, err error) {
-	entries, err := w.st.ReadDir(ctx, dir)
+	entries, err := w.view.ReadDir(ctx, dir)
 	if errors.Is(err, store.ErrNotExist) || errors.Is(err, store.ErrNotDir) {
 		return false, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/depotfs/depotfs/mcpserver/policy"
 	"log/slog"
 	"time"
 
@@ -40,7 +41,7 @@ func (s *Server) readResourceFile(ctx context.Context, uri string) (_ mcp.Resour
 	if err != nil {
 		return nil, "", 0, err
 	}
-	c, err := s.st.Open(ctx, p)
+	c, err := s.resources(ctx).Open(ctx, p)
 	if err != nil {
 		return nil, "", 0, s.readError(uri, p, err)
 	}
@@ -67,6 +68,8 @@ func (s *Server) readError(uri, p string, err error) error {
 		return fmt.Errorf("resource %s not found: the depot has no file at %s (resources/list shows the files it has)", uri, p)
 	case errors.Is(err, store.ErrIsDir):
 		return fmt.Errorf("resource %s is a directory, not a file: only files are resources (resources/list shows them)", uri)
+	case errors.Is(err, policy.ErrDenied):
+		return fmt.Errorf("resource %s: %w", uri, err)
 	case errors.Is(err, store.ErrNotPresent):
 		return fmt.Errorf("resource %s is not available yet: %s was listed by an agent but its content has not arrived; read it after the agent has pushed it (subscribe to be notified)", uri, p)
 	}

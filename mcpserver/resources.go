@@ -17,12 +17,11 @@ var errNoSession = errors.New("resources/subscribe needs a protocol session: on 
 	mcp.LATEST_LEGACY_PROTOCOL_VERSION + " initialize first and send the Mcp-Session-Id header the server returned; from " +
 	mcp.ProtocolVersion20260728 + " on, name the resources in subscriptions/listen instead")
 
-// resourceOptions are the mcp-go server options that serve the depot's
-// files as resources: the capability (subscriptions, no list_changed: every
-// push would trigger one) and the hooks that list files, validate resource
-// requests and track subscriptions.
-func (s *Server) resourceOptions() []server.ServerOption {
-	hooks := &server.Hooks{}
+// resourceHooks adds to hooks what serves the depot's files (and the
+// pending-requests list) as resources: listing files, validating resource
+// requests and tracking subscriptions. New declares the capability
+// (subscriptions, no list_changed: every push would trigger one).
+func (s *Server) resourceHooks(hooks *server.Hooks) {
 	hooks.AddOnRequestInitialization(s.checkRequest)
 	hooks.AddAfterListResources(s.listResources)
 	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
@@ -45,10 +44,6 @@ func (s *Server) resourceOptions() []server.ServerOption {
 	hooks.AddOnUnregisterSession(func(_ context.Context, session server.ClientSession) {
 		s.subs.drop(session)
 	})
-	return []server.ServerOption{
-		server.WithResourceCapabilities(true, false),
-		server.WithHooks(hooks),
-	}
 }
 
 // resourceTemplate is the one template that addresses every depot file.
@@ -102,18 +97,43 @@ func (s *Server) checkRequest(ctx context.Context, _ any, message any) error {
 		if req.Params.URI == nil {
 			return nil
 		}
-		if _, err := ParseResourceURI(*req.Params.URI); err != nil {
+		if err := s.maySubscribe(ctx, *req.Params.URI); err != nil {
 			return fmt.Errorf("resources/subscribe: %w", err)
 		}
 		return s.subs.room(1)
 	case mcp.MethodSubscriptionsListen:
 		uris := req.Params.Notifications.ResourceSubscriptions
 		for _, uri := range uris {
-			if _, err := ParseResourceURI(uri); err != nil {
+			if err := s.maySubscribe(ctx, uri); err != nil {
 				return fmt.Errorf("subscriptions/listen: %w", err)
 			}
 		}
 		return s.subs.room(len(uris))
+	}
+	return nil
+}
+
+// subscriptionPath returns the key a subscription to uri is recorded
+// under: the clean depot path of a file resource, or pendingURI itself for
+// the pending-requests resource (never a depot path, which starts with
+// "/", so store events never match it).
+func subscriptionPath(uri string) (string, error) {
+	if uri == pendingURI {
+		return pendingURI, nil
+	}
+	return ParseResourceURI(uri)
+}
+
+// maySubscribe refuses a subscription to uri that is not a resource, or
+// names a file the caller in ctx may not read (a subscriber learns when a
+// file changes, which is reading it).
+func (s *Server) maySubscribe(ctx context.Context, uri string) error {
+	p, err := subscriptionPath(uri)
+	if err != nil || p == pendingURI {
+		return err
+	}
+	if v := s.resources(ctx); !v.readable(p) {
+		return v.denied(p)
 	}
 	return nil
 }
@@ -125,7 +145,7 @@ func (s *Server) subscribe(ctx context.Context, uri string) {
 	if session == nil {
 		return
 	}
-	p, err := ParseResourceURI(uri)
+	p, err := subscriptionPath(uri)
 	if err == nil {
 		err = s.subs.add(session, session, uri, p)
 	}
@@ -148,7 +168,7 @@ func (s *Server) listen(ctx context.Context, id any, req *mcp.SubscriptionsListe
 	owner := listenKey(session, id)
 	context.AfterFunc(ctx, func() { s.subs.drop(owner) })
 	for _, uri := range req.Params.Notifications.ResourceSubscriptions {
-		p, err := ParseResourceURI(uri)
+		p, err := subscriptionPath(uri)
 		if err == nil {
 			err = s.subs.add(owner, session, uri, p)
 		}

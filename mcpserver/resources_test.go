@@ -90,7 +90,8 @@ func (h *harness) put(p string, data []byte) store.Entry {
 	return res.Entry
 }
 
-// listAll collects every page of resources/list and the number of pages.
+// listAll collects the depot files of every page of resources/list (not
+// the pending-requests resource, listed last) and the number of pages.
 func listAll(t testing.TB, c *client.Client) ([]mcp.Resource, int) {
 	t.Helper()
 	var all []mcp.Resource
@@ -98,11 +99,15 @@ func listAll(t testing.TB, c *client.Client) ([]mcp.Resource, int) {
 	for pages := 1; ; pages++ {
 		req := mcp.ListResourcesRequest{}
 		req.Params.Cursor = cursor
-		res, err := c.ListResourcesByPage(context.Background(), req)
+		res, err := c.ListResourcesByPage(testerCtx, req)
 		if err != nil {
 			t.Fatalf("ListResources page %d: %v", pages, err)
 		}
-		all = append(all, res.Resources...)
+		for _, r := range res.Resources {
+			if strings.HasPrefix(r.URI, mcpserver.ResourceScheme+":") {
+				all = append(all, r)
+			}
+		}
 		if res.NextCursor == "" {
 			return all, pages
 		}
@@ -182,7 +187,7 @@ func TestResourcesListCursorSurvivesChanges(t *testing.T) {
 	for _, p := range []string{"/d/1", "/d/2", "/d/3", "/d/4"} {
 		h.put(p, []byte("x"))
 	}
-	first, err := h.client.ListResourcesByPage(context.Background(), mcp.ListResourcesRequest{})
+	first, err := h.client.ListResourcesByPage(testerCtx, mcp.ListResourcesRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +201,7 @@ func TestResourcesListCursorSurvivesChanges(t *testing.T) {
 	h.put("/d/25", []byte("ahead of the cursor"))
 	req := mcp.ListResourcesRequest{}
 	req.Params.Cursor = first.NextCursor
-	next, err := h.client.ListResourcesByPage(context.Background(), req)
+	next, err := h.client.ListResourcesByPage(testerCtx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +215,7 @@ func TestResourcesListBadCursor(t *testing.T) {
 	for _, cursor := range []string{"not base64!", base64.StdEncoding.EncodeToString([]byte("relative/path")), base64.StdEncoding.EncodeToString([]byte("/a//b"))} {
 		req := mcp.ListResourcesRequest{}
 		req.Params.Cursor = mcp.Cursor(cursor)
-		_, err := h.client.ListResourcesByPage(context.Background(), req)
+		_, err := h.client.ListResourcesByPage(testerCtx, req)
 		if err == nil || !strings.Contains(err.Error(), "nextCursor of the previous page") {
 			t.Errorf("cursor %q: %v, want an error explaining cursors", cursor, err)
 		}
@@ -219,7 +224,7 @@ func TestResourcesListBadCursor(t *testing.T) {
 
 func TestResourceTemplates(t *testing.T) {
 	h := newHarness(t, nil)
-	res, err := h.client.ListResourceTemplates(context.Background(), mcp.ListResourceTemplatesRequest{})
+	res, err := h.client.ListResourceTemplates(testerCtx, mcp.ListResourceTemplatesRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +266,7 @@ func TestResourceRead(t *testing.T) {
 			uri := mcpserver.ResourceURI(tc.path)
 			req := mcp.ReadResourceRequest{}
 			req.Params.URI = uri
-			res, err := h.client.ReadResource(context.Background(), req)
+			res, err := h.client.ReadResource(testerCtx, req)
 			if err != nil {
 				t.Fatalf("ReadResource %s: %v", uri, err)
 			}
@@ -325,7 +330,7 @@ func TestResourceReadRefused(t *testing.T) {
 		t.Run(tc.uri, func(t *testing.T) {
 			req := mcp.ReadResourceRequest{}
 			req.Params.URI = tc.uri
-			res, err := h.client.ReadResource(context.Background(), req)
+			res, err := h.client.ReadResource(testerCtx, req)
 			if err == nil {
 				t.Fatalf("read succeeded: %+v", res)
 			}

@@ -5,12 +5,18 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/mcpserver/grant"
+	"github.com/depotfs/depotfs/mcpserver/policy"
+	"github.com/depotfs/depotfs/mcpserver/ratelimit"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/fetch"
 )
 
 // Defaults of Options, applied to zero fields.
@@ -26,12 +32,22 @@ const (
 	DefaultResourcePageSize = 100
 	DefaultMaxResourceBytes = 16 << 20
 	DefaultMaxSubscriptions = 10000
+	DefaultUploadTTL        = 24 * time.Hour
+
+	// Per-identity rate limits (Options.Rate): sustained calls and content
+	// bytes per second, and the bursts allowed at once. The byte burst is
+	// raised to MaxContentBytes if that is larger, so a call of the largest
+	// allowed size can always pass.
+	DefaultRateCalls     = 50
+	DefaultRateCallBurst = 100
+	DefaultRateBytes     = 64 << 20
+	DefaultRateByteBurst = 128 << 20
 )
 
 // Options configure a Server. The zero value works: no mount, default
-// limits, logs to slog.Default(). New copies the Options; changing them
-// afterwards has no effect. Applied and Logger are called from many
-// goroutines at once and must be safe for that.
+// limits, no fetch broker, logs to slog.Default(). New copies the Options;
+// changing them afterwards has no effect. Applied, Logger and Requests are
+// called from many goroutines at once and must be safe for that.
 type Options struct {
 	// MountPoint is the absolute host directory where the depot is mounted,
 	// used to build the mount_path of replies; "" when depotfs is not
@@ -90,6 +106,32 @@ type Options struct {
 	// MaxContentBytes plus 1 MiB, room for base64 and JSON escapes.
 	MaxRequestBytes int64
 
+	// LocalGrants narrows the identities that are not authenticated by a
+	// credential: the local OS user on stdio, and an HTTP client when no
+	// authentication is configured (loopback only, as depotfs serve
+	// enforces). nil gives them full grants; a non-nil slice, even empty,
+	// gives them exactly these grants (serve --grants).
+	LocalGrants []grant.Grant
+
+	// Policy is the server's own policy, the --allow and --deny prefixes
+	// that bound every caller's grants; nil allows every path.
+	Policy *policy.Host
+
+	// Audit receives one record for every tool call, allowed or denied,
+	// and for every refused authentication (Server.AuthFailure). A call is
+	// refused while Audit.Err reports a failure, and a call whose record
+	// cannot be appended fails with a system error. nil keeps no audit log
+	// (for tests and embedding; depotfs serve always keeps one).
+	Audit Auditor
+
+	// Rate limits calls and content bytes per identity; zero fields take
+	// the Default* values, a negative rate means unlimited.
+	Rate ratelimit.Limits
+
+	// Now is the clock of rate limits and call times; nil means time.Now.
+	// Tests set it to drive the rate limiter without sleeping.
+	Now func() time.Time
+
 	// CommitTimeout bounds the write phase of a validated call, including
 	// the wait for Applied; default DefaultCommitTimeout. A call that has
 	// started to write finishes even if its client disconnects or the
@@ -108,6 +150,38 @@ type Options struct {
 	// MaxSubscriptions limits the resource subscriptions held at once, over
 	// all clients; default DefaultMaxSubscriptions.
 	MaxSubscriptions int
+	// MaxFileBytes is the largest file accepted, checked at the edge (the
+	// decoded content of a whole file, a chunked upload's total_size)
+	// before anything reaches the store; 0 means no check at the edge. Set
+	// it to the store's own limit, which the store enforces regardless.
+	MaxFileBytes int64
+
+	// UploadTTL is how long a filename-only upload (placed under
+	// UploadsDir) is kept when the call gives neither ttl_seconds nor pin
+	// true; default DefaultUploadTTL, negative for never.
+	UploadTTL time.Duration
+
+	// Requests, when set, is the fetch broker: the files readers of the
+	// mount are waiting for, which guide_pending_requests and the
+	// pending-requests resource show to agents. nil: nothing is ever
+	// requested.
+	Requests Requests
+}
+
+// Requests is the fetch broker as the MCP tools see it (package
+// store/fetch's *Broker implements it). Its methods must be safe for
+// concurrent use.
+type Requests interface {
+	// Pending returns the pending requests with a channel closed at the
+	// next change.
+	Pending() fetch.Snapshot
+	// Notify registers fn to be called after every change to the pending
+	// requests, until stop is called; fn must not block.
+	Notify(fn func()) (stop func())
+	// Stats returns the broker's counters.
+	Stats() fetch.Stats
+	// Timeout is how long a reader waits before it gets an I/O error.
+	Timeout() time.Duration
 }
 
 // withDefaults returns a copy of o (which may be nil) with every zero field
@@ -159,6 +233,31 @@ func (o *Options) withDefaults() Options {
 	if opts.MaxSubscriptions <= 0 {
 		opts.MaxSubscriptions = DefaultMaxSubscriptions
 	}
+	if opts.Policy == nil {
+		opts.Policy, _ = policy.NewHost(nil, nil)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	r := &opts.Rate
+	for _, d := range []struct {
+		v   *float64
+		def float64
+	}{{&r.Calls, DefaultRateCalls}, {&r.Bytes, DefaultRateBytes}} {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if r.CallBurst <= 0 {
+		r.CallBurst = DefaultRateCallBurst
+	}
+	if r.ByteBurst <= 0 {
+		r.ByteBurst = DefaultRateByteBurst
+	}
+	r.ByteBurst = max(r.ByteBurst, int(opts.MaxContentBytes))
+	if opts.UploadTTL == 0 {
+		opts.UploadTTL = DefaultUploadTTL
+	}
 	return opts
 }
 
@@ -167,23 +266,36 @@ func (o *Options) withDefaults() Options {
 // may run at once; the store serializes their writes. It owns one goroutine,
 // the store watcher that notifies resource subscribers, which Close stops.
 type Server struct {
+	// st is the store. Tool code never uses it directly: every access goes
+	// through the call's guard (call.store, guard.go), which checks the
+	// caller's grants first; TestStoreOnlyThroughGuard enforces this.
 	st      store.Store
 	opts    Options
 	log     *slog.Logger
 	uploads string // clean UploadsDir
 	mcp     *server.MCPServer
 	http    http.Handler
-	subs    *subscriptions
+	subs    *subscriptions // resource subscriptions, files and the pending-requests list
 
-	// done ends with Close: notification streams end, the watcher stops.
+	// done ends with Close: notification streams end, the watcher stops,
+	// long polls of guide_pending_requests return at once.
 	done    context.Context
 	close   context.CancelFunc
 	watched chan struct{} // closed when the watcher has returned; nil without one
+
+	defs       map[string]toolDef // every registered tool's permissions, by name; written only by New
+	limiter    *ratelimit.Limiter
+	stats      identityStats
+	stopNotify func()    // unregisters from Options.Requests
+	epoch      string    // tells this Server's cursors from another run's
+	closeOnce  sync.Once // Close's one-time work
 }
 
 // New returns a Server over st and starts its store watcher. opts may be
 // nil for the defaults. The Server does not own st: closing the store is
 // the caller's job, after the transports have stopped and Close returned.
+// With Options.Requests, the Server registers for the broker's changes
+// until Close.
 func New(st store.Store, opts *Options) *Server {
 	s := newServer(st, opts)
 	s.watched = make(chan struct{})
@@ -199,14 +311,31 @@ func newServer(st store.Store, opts *Options) *Server {
 	if err != nil {
 		panic(fmt.Sprintf("mcpserver: Options.UploadsDir: %v", err))
 	}
-	s := &Server{st: st, opts: o, log: o.Logger, uploads: uploads, subs: newSubscriptions(o.MaxSubscriptions)}
+	s := &Server{
+		st: st, opts: o, log: o.Logger, uploads: uploads,
+		subs:       newSubscriptions(o.MaxSubscriptions),
+		defs:       map[string]toolDef{},
+		limiter:    ratelimit.New(o.Rate),
+		stopNotify: func() {},
+		epoch:      strconv.FormatInt(time.Now().UnixNano(), 36),
+	}
 	s.done, s.close = context.WithCancel(context.Background())
-	s.mcp = server.NewMCPServer(o.Name, o.Version, append(s.resourceOptions(),
+	hooks := &server.Hooks{}
+	s.resourceHooks(hooks)
+	hooks.AddOnError(s.onCallError)
+	s.mcp = server.NewMCPServer(o.Name, o.Version,
 		server.WithToolCapabilities(false),
+		server.WithResourceCapabilities(true, false),
 		server.WithInstructions(s.serverInstructions()),
-	)...)
+		server.WithToolFilter(s.visibleTools),
+		server.WithHooks(hooks),
+	)
 	s.mcp.AddTools(s.tools()...)
 	s.mcp.AddResourceTemplates(s.resourceTemplate())
+	s.mcp.AddResources(s.pendingResource())
+	if o.Requests != nil {
+		s.stopNotify = o.Requests.Notify(s.pendingChanged)
+	}
 	s.http = s.newHandler()
 	return s
 }
@@ -214,13 +343,17 @@ func newServer(st store.Store, opts *Options) *Server {
 // Close ends the Server's long-lived work: open HTTP notification streams
 // (a session's GET stream, subscriptions/listen requests) end, so that
 // http.Server.Shutdown does not wait for them (over stdio, a listen ends
-// with ServeStdio's context or input), and the store watcher stops,
-// so subscribers are no longer notified. Tool calls and resource reads,
-// including those in flight, keep working while the store is open. Close
-// waits for the watcher to return; it is idempotent and safe to call from
-// any goroutine.
+// with ServeStdio's context or input); long polls of guide_pending_requests
+// reply at once with what is pending and later ones do not wait; the store
+// watcher stops, so subscribers are no longer notified. Tool calls and
+// resource reads, including those in flight, keep working while the store
+// is open. Close waits for the watcher to return; it is idempotent and safe
+// to call from any goroutine.
 func (s *Server) Close() error {
-	s.close()
+	s.closeOnce.Do(func() {
+		s.close()
+		s.stopNotify()
+	})
 	if s.watched != nil {
 		<-s.watched
 	}
@@ -239,6 +372,8 @@ const instructions = `depotfs keeps files that you push and makes them readable 
 - guide_cache_file: store a file's content at a depot path, or give only a filename and get back a path under /uploads. The reply's mount_path is the absolute host path to hand to a program that only accepts paths.
 - guide_read_file: answer a request for a file's content; large files go in chunks (upload_id, chunk_index, chunk_count, sha256).
 - guide_list_directory: describe a directory you have (names, types, sizes, mtimes, nested entries) so the server knows the tree before the content arrives.
+- guide_pending_requests: see which files programs on the host are waiting for (files you listed but did not send, or whose content was evicted), optionally waiting for new requests; answer each with guide_cache_file or guide_read_file at its path. Clients that subscribe to the resource depotfs://pending-requests are notified when the list changes.
+- guide_cache_stats: the depot's size, limits, evictions, expiries and fetch counters.
 
 These guide tools reply with one JSON envelope: success, data, message, warnings, stats, and on failure error {type, message, instruction}. Follow the instruction of a failed call; a failed call changed nothing.
 

@@ -112,7 +112,7 @@ func startSubscriber(t testing.TB, c *client.Client, era string) *subscriber {
 // all, returning once the server has acknowledged them.
 func (s *subscriber) subscribe(uris ...string) {
 	s.t.Helper()
-	ctx := context.Background()
+	ctx := testerCtx
 	for _, uri := range uris {
 		req := mcp.SubscribeRequest{}
 		req.Params.URI = uri
@@ -149,7 +149,7 @@ func (s *subscriber) unsubscribe(uri string) {
 	s.t.Helper()
 	req := mcp.UnsubscribeRequest{}
 	req.Params.URI = uri
-	if err := s.c.Unsubscribe(context.Background(), req); err != nil {
+	if err := s.c.Unsubscribe(testerCtx, req); err != nil {
 		s.t.Fatalf("unsubscribe %s: %v", uri, err)
 	}
 }
@@ -195,7 +195,7 @@ func TestResourceSubscriptions(t *testing.T) {
 				} else {
 					req := mcp.UnsubscribeRequest{}
 					req.Params.URI = dropped
-					_ = s.c.Unsubscribe(context.Background(), req)
+					_ = s.c.Unsubscribe(testerCtx, req)
 					s.subscribe() // reopen the stream without it
 				}
 
@@ -227,14 +227,14 @@ func TestResourceSubscriptionPlaceholder(t *testing.T) {
 	s.subscribe(uri)
 	req := mcp.ReadResourceRequest{}
 	req.Params.URI = uri
-	if _, err := s.c.ReadResource(context.Background(), req); err == nil || !strings.Contains(err.Error(), "not arrived") {
+	if _, err := s.c.ReadResource(testerCtx, req); err == nil || !strings.Contains(err.Error(), "not arrived") {
 		t.Fatalf("read of a placeholder: %v", err)
 	}
 	h.ok("guide_cache_file", m{"path": "/later/report.pdf", "content": "pdf"}, nil)
 	if got := s.updated(); got != uri {
 		t.Fatalf("notified %s", got)
 	}
-	res, err := s.c.ReadResource(context.Background(), req)
+	res, err := s.c.ReadResource(testerCtx, req)
 	if err != nil || res.Contents[0].(mcp.BlobResourceContents).Blob == "" && res.Contents[0].(mcp.TextResourceContents).Text != "pdf" {
 		t.Fatalf("read after arrival: %+v, %v", res, err)
 	}
@@ -294,14 +294,14 @@ func TestResourceSubscribeRefused(t *testing.T) {
 	} {
 		req := mcp.SubscribeRequest{}
 		req.Params.URI = tc.uri
-		err := s.c.Subscribe(context.Background(), req)
+		err := s.c.Subscribe(testerCtx, req)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("subscribe %s: %v, want %q", tc.uri, err, tc.want)
 		}
 	}
 
 	l := newSubscriber(t, h.srv, "inprocess", statelessEra)
-	err := l.c.Listen(context.Background(), mcp.SubscriptionFilter{ResourceSubscriptions: []string{"depot:///x?y"}})
+	err := l.c.Listen(testerCtx, mcp.SubscriptionFilter{ResourceSubscriptions: []string{"depot:///x?y"}})
 	if err == nil || !strings.Contains(err.Error(), "query or fragment") {
 		t.Errorf("listen with a bad URI: %v", err)
 	}
@@ -423,7 +423,7 @@ func TestResourceNotificationsWithoutStream(t *testing.T) {
 	if n := strings.Count(h.logs.String(), "mcp resource notifications dropped"); n != 1 {
 		t.Errorf("%d log lines about dropped notifications, want 1", n)
 	}
-	if _, err := s.c.ListTools(context.Background(), mcp.ListToolsRequest{}); err != nil {
+	if _, err := s.c.ListTools(testerCtx, mcp.ListToolsRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	// The reply to ListTools carried the queue, and perhaps some of the

@@ -180,6 +180,18 @@ func (r *subscriptions) affected(ev store.Event) []target {
 	return out
 }
 
+// to returns the subscriptions to the resource recorded under key (see
+// subscriptionPath).
+func (r *subscriptions) to(key string) []target {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]target, 0, len(r.byPath[key]))
+	for k, session := range r.byPath[key] {
+		out = append(out, target{session, k.uri})
+	}
+	return out
+}
+
 // notifyUpdated sends notifications/resources/updated for t. It never
 // blocks: a session whose notification queue is full (its client is not
 // reading) misses the notification; the first miss of a session is logged.
@@ -205,12 +217,7 @@ func (s *Server) notifyUpdated(t target) {
 // New and stopped by Close.
 func (s *Server) watch(ctx context.Context) {
 	defer close(s.watched)
-	rev, err := s.st.Revision(ctx)
-	if err != nil {
-		s.watchFailed(ctx, err)
-		return
-	}
-	events, err := s.st.Watch(ctx, depotpath.Root, rev)
+	events, err := s.watchAll(ctx)
 	if err != nil {
 		s.watchFailed(ctx, err)
 		return

@@ -18,11 +18,22 @@ import (
 //go:embed tooldoc
 var toolDocs embed.FS
 
-// toolSpec builds a tool's definition from its documents. Every tool writes
-// (read-only false) and touches only the depot (open world false). A missing
-// or malformed document is a build defect, so it panics; the tests load
-// every tool.
-func (s *Server) toolSpec(name, title string, destructive, idempotent bool) mcp.Tool {
+// toolKind says how a tool treats the depot, for its annotations.
+type toolKind int
+
+const (
+	// writes: the tool changes the depot (and may replace what a path
+	// held); repeating a call with the same arguments is harmless.
+	writes toolKind = iota
+	// readOnly: the tool only reads.
+	readOnly
+)
+
+// toolSpec builds a tool's definition from its documents. Every tool
+// touches only the depot (open world false) and may be repeated
+// (idempotent). A missing or malformed document is a build defect, so it
+// panics; the tests load every tool.
+func (s *Server) toolSpec(name, title string, kind toolKind) mcp.Tool {
 	input := s.doc(name + ".input.json")
 	if !json.Valid([]byte(input)) {
 		panic(fmt.Sprintf("mcpserver: %s input schema is not valid JSON", name))
@@ -35,9 +46,9 @@ func (s *Server) toolSpec(name, title string, destructive, idempotent bool) mcp.
 		RawOutputSchema: s.outputSchema(name),
 		Annotations: mcp.ToolAnnotation{
 			Title:           title,
-			ReadOnlyHint:    mcp.ToBoolPtr(false),
-			DestructiveHint: mcp.ToBoolPtr(destructive),
-			IdempotentHint:  mcp.ToBoolPtr(idempotent),
+			ReadOnlyHint:    mcp.ToBoolPtr(kind == readOnly),
+			DestructiveHint: mcp.ToBoolPtr(kind == writes),
+			IdempotentHint:  mcp.ToBoolPtr(true),
 			OpenWorldHint:   mcp.ToBoolPtr(false),
 		},
 	}
@@ -83,5 +94,35 @@ func (s *Server) doc(name string) string {
 		"{{max_content}}", strconv.FormatInt(s.opts.MaxContentBytes, 10),
 		"{{max_chunks}}", strconv.Itoa(s.opts.MaxChunks),
 		"{{max_entries}}", strconv.Itoa(s.opts.MaxListEntries),
+		"{{max_file}}", s.maxFileDoc(),
+		"{{max_ttl}}", strconv.Itoa(maxTTLSeconds),
+		"{{upload_ttl}}", s.uploadTTLDoc(),
+		"{{max_wait}}", strconv.Itoa(maxWaitSeconds),
+		"{{fetch_timeout}}", s.fetchTimeoutDoc(),
+		"{{pending_uri}}", pendingURI,
 	).Replace(string(b))
+}
+
+// maxFileDoc describes the file size limit checked at the edge.
+func (s *Server) maxFileDoc() string {
+	if s.opts.MaxFileBytes <= 0 {
+		return "the depot's file size limit (see guide_cache_stats)"
+	}
+	return strconv.FormatInt(s.opts.MaxFileBytes, 10) + " bytes"
+}
+
+// uploadTTLDoc describes the expiry of filename-only uploads.
+func (s *Server) uploadTTLDoc() string {
+	if s.opts.UploadTTL <= 0 {
+		return "never (no upload expiry is configured)"
+	}
+	return fmt.Sprintf("%.0f seconds (%v)", s.opts.UploadTTL.Seconds(), s.opts.UploadTTL)
+}
+
+// fetchTimeoutDoc describes how long a program waits for a requested file.
+func (s *Server) fetchTimeoutDoc() string {
+	if s.opts.Requests == nil {
+		return "the fetch timeout"
+	}
+	return s.opts.Requests.Timeout().String()
 }

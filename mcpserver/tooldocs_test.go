@@ -71,7 +71,7 @@ func blank(v any, path []string) {
 }
 
 // sameReply compares two replies, ignoring the given paths and the
-// envelope's duration.
+// envelope's duration and request id, which differ on every call.
 func sameReply(t testing.TB, got, want json.RawMessage, ignore []string) bool {
 	t.Helper()
 	var g, w any
@@ -81,7 +81,7 @@ func sameReply(t testing.TB, got, want json.RawMessage, ignore []string) bool {
 	if err := json.Unmarshal(want, &w); err != nil {
 		return false
 	}
-	for _, p := range append([]string{"stats.duration_ms"}, ignore...) {
+	for _, p := range append([]string{"stats.duration_ms", "stats.request_id"}, ignore...) {
 		blank(g, strings.Split(p, "."))
 		blank(w, strings.Split(p, "."))
 	}

@@ -3,25 +3,18 @@ package mcpserver
 import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-)
 
-// access says what a tool does with the entries a path argument names.
-type access uint8
-
-// The accesses of a path argument; a tool that both reads and removes
-// (move's source) declares both.
-const (
-	accessRead  access = 1 << iota // reads content, lists or stats
-	accessWrite                    // creates, replaces or removes
+	"github.com/depotfs/depotfs/mcpserver/grant"
 )
 
 // pathArg is one argument of a tool that names depot paths, and what the
-// tool does there. The wrapper and the audit rely on these declarations; a
-// test checks that every path-like argument of every input schema is
-// declared.
+// tool does there (a tool that both reads and removes, move's source,
+// declares grant.ReadWrite). The permission checks and the audit rely on
+// these declarations; a test checks that every path-like argument of every
+// input schema is declared.
 type pathArg struct {
 	name   string
-	access access
+	access grant.Access
 }
 
 // tool is one tool the server registers: its definition, the profile it
@@ -35,6 +28,16 @@ type tool struct {
 	run     toolFunc
 }
 
+// def is what the permission checks need to know of t: a grant may name
+// the tool or its profile, and each path argument needs its access.
+func (t tool) def() toolDef {
+	d := toolDef{name: t.spec.Name, group: string(t.profile), paths: make(map[string]grant.Access, len(t.paths))}
+	for _, p := range t.paths {
+		d.paths[p.name] = p.access
+	}
+	return d
+}
+
 // toolList returns every tool the server offers, profile by profile. Each
 // tool (or profile of tools) lives in its own files and adds itself here,
 // the one list of what the server offers.
@@ -43,6 +46,8 @@ func (s *Server) toolList() []tool {
 		s.cacheFileTool(),
 		s.listDirectoryTool(),
 		s.readFileTool(),
+		s.pendingRequestsTool(),
+		s.cacheStatsTool(),
 	}
 	if s.serves(ProfileProvider) {
 		list = append(list, s.providerTools()...)

@@ -1,7 +1,6 @@
 package mcpserver_test
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -33,7 +32,7 @@ type inputSchema struct {
 
 func listTools(t *testing.T, h *harness) map[string]wireTool {
 	t.Helper()
-	res, err := h.client.ListTools(context.Background(), mcp.ListToolsRequest{})
+	res, err := h.client.ListTools(h.ctx, mcp.ListToolsRequest{})
 	if err != nil {
 		t.Fatalf("ListTools: %v", err)
 	}
@@ -65,7 +64,7 @@ func TestToolsList(t *testing.T) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	if want := []string{"guide_cache_file", "guide_list_directory", "guide_read_file"}; !slices.Equal(names, want) {
+	if want := []string{"guide_cache_file", "guide_cache_stats", "guide_list_directory", "guide_pending_requests", "guide_read_file"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %q, want %q", names, want)
 	}
 	wantRequired := map[string][]string{
@@ -73,6 +72,7 @@ func TestToolsList(t *testing.T) {
 		"guide_list_directory": {"entries", "path"},
 		"guide_read_file":      {"content"},
 	}
+	readOnly := map[string]bool{"guide_cache_stats": true, "guide_pending_requests": true}
 	for name, tool := range tools {
 		t.Run(name, func(t *testing.T) {
 			for _, want := range []string{"Arguments", "Example", "Security", "Errors", "Reply data"} {
@@ -104,8 +104,9 @@ func TestToolsList(t *testing.T) {
 				t.Error("no output schema")
 			}
 			a := tool.Annotations
-			if a.ReadOnlyHint == nil || *a.ReadOnlyHint || a.DestructiveHint == nil || !*a.DestructiveHint || a.IdempotentHint == nil || !*a.IdempotentHint {
-				t.Errorf("annotations readOnly %v destructive %v idempotent %v", a.ReadOnlyHint, a.DestructiveHint, a.IdempotentHint)
+			ro := readOnly[name]
+			if a.ReadOnlyHint == nil || *a.ReadOnlyHint != ro || a.DestructiveHint == nil || *a.DestructiveHint == ro || a.IdempotentHint == nil || !*a.IdempotentHint {
+				t.Errorf("annotations readOnly %v destructive %v idempotent %v; want read-only %v", *a.ReadOnlyHint, *a.DestructiveHint, *a.IdempotentHint, ro)
 			}
 		})
 	}
@@ -128,14 +129,22 @@ func TestSchemasMatchDecoders(t *testing.T) {
 		for prop := range in.Properties {
 			args[prop] = []any{} // a wrong type for every argument: nothing is stored
 		}
-		env := h.fail(name, args, "validation")
-		if strings.Contains(env.Error.Message, "unknown argument") {
-			t.Errorf("%s: a schema argument is unknown to the decoder: %s", name, env.Error.Message)
+		if len(args) > 0 {
+			env := h.fail(name, args, "validation")
+			if strings.Contains(env.Error.Message, "unknown argument") {
+				t.Errorf("%s: a schema argument is unknown to the decoder: %s", name, env.Error.Message)
+			}
 		}
 		args["not_in_schema"] = 1
-		env = h.fail(name, args, "validation")
+		env := h.fail(name, args, "validation")
 		if !strings.Contains(env.Error.Message, `unknown argument(s) "not_in_schema"`) {
 			t.Errorf("%s: an argument outside the schema was not refused: %s", name, env.Error.Message)
+		}
+		if len(in.Properties) == 0 {
+			if !strings.Contains(env.Error.Message, "takes no arguments") {
+				t.Errorf("%s: takes no arguments, but the refusal says %q", name, env.Error.Message)
+			}
+			continue
 		}
 		accepted := env.Error.Message[strings.Index(env.Error.Message, "accepted: ")+len("accepted: "):]
 		accepted, _, _ = strings.Cut(accepted, ";")

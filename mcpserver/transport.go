@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -26,8 +27,13 @@ var ErrStdioBusy = errors.New("mcpserver: another stdio transport is running in 
 var stdioActive atomic.Bool
 
 // Handler returns the streamable HTTP transport as an http.Handler; depotfs
-// mounts it at /mcp. Every request gets the caller's identity (its remote
-// address) and a body limit of Options.MaxRequestBytes. Requests over
+// mounts it at /mcp. Every request gets a body limit of
+// Options.MaxRequestBytes and the caller's identity: the one already in the
+// request's context, put there by an authenticating middleware in front
+// (mcpserver/auth.Authenticator), or else the unauthenticated identity of
+// its remote address (identity.HTTP, narrowed by Options.LocalGrants). A
+// server that requires authentication must therefore always be reached
+// through that middleware. Requests over
 // loopback must carry a loopback Host header (DNS rebinding protection).
 //
 // Two kinds of request stay open to carry notifications: the GET stream of
@@ -47,7 +53,10 @@ func (s *Server) newHandler() http.Handler {
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
-		ctx := identity.NewContext(r.Context(), identity.HTTP(r))
+		ctx := r.Context()
+		if _, ok := identity.FromContext(ctx); !ok {
+			ctx = identity.NewContext(ctx, s.local(identity.HTTP(r)))
+		}
 		if isStream(r) {
 			if s.done.Err() != nil {
 				http.Error(w, "depotfs is shutting down: no new notification streams", http.StatusServiceUnavailable)
@@ -71,9 +80,19 @@ func isStream(r *http.Request) bool {
 		r.Method == http.MethodPost && r.Header.Get(mcp.HeaderMethod) == string(mcp.MethodSubscriptionsListen)
 }
 
+// local applies Options.LocalGrants to an identity not backed by a
+// credential.
+func (s *Server) local(id identity.Identity) identity.Identity {
+	if s.opts.LocalGrants != nil {
+		id.Full, id.Grants = false, slices.Clone(s.opts.LocalGrants)
+	}
+	return id
+}
+
 // ServeStdio serves MCP over newline-delimited JSON-RPC on in and out, for a
 // local client that started depotfs. Calls carry the identity of the OS
-// user running this process. Nothing but protocol messages is written to
+// user running this process, with full grants unless Options.LocalGrants
+// narrows them. Nothing but protocol messages is written to
 // out; transport errors go to Options.Logger.
 //
 // ServeStdio returns nil when in reaches end of file or ctx is done, after
@@ -93,7 +112,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 
 	ss := server.NewStdioServer(s.mcp)
 	ss.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelWarn))
-	err := ss.Listen(identity.NewContext(ctx, identity.Stdio()), in, out)
+	err := ss.Listen(identity.NewContext(ctx, s.local(identity.Stdio())), in, out)
 	if err == nil || ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return nil
 	}

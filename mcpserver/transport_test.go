@@ -80,8 +80,8 @@ func TestTransports(t *testing.T) {
 					t.Errorf("writer %q, want %q", e.Writer, want)
 				}
 			case "inprocess":
-				if e.Writer != identity.Unknown.String() {
-					t.Errorf("writer %q, want %q", e.Writer, identity.Unknown)
+				if e.Writer != tester.String() {
+					t.Errorf("writer %q, want the harness's identity %q", e.Writer, tester)
 				}
 			}
 		})

@@ -19,16 +19,16 @@ var errStopWalk = errors.New("walk stopped")
 // reports true. Each directory is listed in its own read transaction: a
 // walk is not one snapshot, and entries changed meanwhile may be seen or
 // missed. Errors from the store are wrapped in storeError.
-func (s *Server) walk(ctx context.Context, dir string, recursive bool, visit func(e store.Entry) (descend bool, err error)) error {
-	err := s.walkDir(ctx, dir, recursive, visit)
+func (s *Server) walk(ctx context.Context, c *call, dir string, recursive bool, visit func(e store.Entry) (descend bool, err error)) error {
+	err := s.walkDir(ctx, c, dir, recursive, visit)
 	if errors.Is(err, errStopWalk) {
 		return nil
 	}
 	return err
 }
 
-func (s *Server) walkDir(ctx context.Context, dir string, recursive bool, visit func(e store.Entry) (bool, error)) error {
-	entries, err := s.st.ReadDir(ctx, dir)
+func (s *Server) walkDir(ctx context.Context, c *call, dir string, recursive bool, visit func(e store.Entry) (bool, error)) error {
+	entries, err := c.store.ReadDir(ctx, dir)
 	if err != nil {
 		return &storeError{op: "readdir", path: dir, err: err}
 	}
@@ -38,7 +38,7 @@ func (s *Server) walkDir(ctx context.Context, dir string, recursive bool, visit 
 			return err
 		}
 		if recursive && descend && e.IsDir() {
-			if err := s.walkDir(ctx, e.Path, true, visit); err != nil {
+			if err := s.walkDir(ctx, c, e.Path, true, visit); err != nil {
 				// A directory removed while the walk runs is skipped.
 				if errors.Is(err, store.ErrNotExist) {
 					continue

@@ -112,11 +112,19 @@ type outcome struct {
 	err   error
 }
 
+// Reader is what Run needs of a store: listings and content. store.Store
+// implements it, and so does any view of a store that checks permissions
+// first.
+type Reader interface {
+	ReadDir(ctx context.Context, dir string) ([]store.Entry, error)
+	Open(ctx context.Context, path string) (store.Content, error)
+}
+
 // Run searches the files below q.Root. It returns an error wrapping
 // store.ErrNotExist or store.ErrNotDir when Root is not a directory, and
 // ctx's error when ctx ends first. Run is safe for concurrent use; its
 // goroutines have all returned when it does.
-func Run(ctx context.Context, st store.Store, q Query) (Result, error) {
+func Run(ctx context.Context, st Reader, q Query) (Result, error) {
 	if q.Pattern == nil {
 		return Result{}, fmt.Errorf("search: %w: no pattern", ErrPattern)
 	}
@@ -237,7 +245,7 @@ func (r *Result) add(o outcome, max int) bool {
 
 // walk sends the files below the directory whose entries are top, in
 // depth-first name order, until ctx is done.
-func walk(ctx context.Context, st store.Store, top []store.Entry, q Query, jobs chan<- job) error {
+func walk(ctx context.Context, st Reader, top []store.Entry, q Query, jobs chan<- job) error {
 	index := 0
 	var visit func(entries []store.Entry) error
 	visit = func(entries []store.Entry) error {
@@ -275,7 +283,7 @@ func walk(ctx context.Context, st store.Store, top []store.Entry, q Query, jobs 
 
 // worker searches files one at a time, reusing its buffers.
 type worker struct {
-	st      store.Store
+	st      Reader
 	q       *Query
 	buf     []byte
 	scratch []byte

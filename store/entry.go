@@ -48,7 +48,7 @@ type Entry struct {
 
 	Expires  time.Time // zero: never expires
 	Pinned   bool      // exempt from eviction and expiry
-	Present  bool      // content is stored (files); false for a placeholder
+	Present  bool      // content is stored (files); false for a placeholder (listed, stale or evicted)
 	Explicit bool      // a directory created on purpose, not only as a parent
 
 	Revision uint64 // store revision of the entry's last change

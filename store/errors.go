@@ -46,3 +46,12 @@ var ErrClosed = errors.New("store is closed")
 // ErrNotEmpty reports a Remove of a directory that still has entries, without
 // RemoveRequest.Recursive.
 var ErrNotEmpty = errors.New("directory not empty")
+
+// ErrLimit reports a write that cannot fit the store's size limits: a file
+// over the per-file limit (for a chunked upload, as soon as a chunk
+// announces or delivers more), content larger than the whole store limit,
+// or content eviction cannot make room for because what else is stored is
+// pinned. A refused write changes nothing: nothing is stored and nothing
+// evicted. A chunk refused because uploads in progress together hold too
+// much also fails with ErrLimit; that one may succeed later.
+var ErrLimit = errors.New("over the store's size limit")

@@ -29,6 +29,10 @@ type Store interface {
 	Open(ctx context.Context, path string) (Content, error)
 
 	// Put stores a whole file at a path, creating its parent directories.
+	// A store with size limits refuses content that cannot fit with an
+	// error wrapping ErrLimit, changing nothing, and evicts least recently
+	// used unpinned content to make room, in the same atomic change
+	// (PutResult.Evicted, EventEvicted).
 	Put(ctx context.Context, req PutRequest) (PutResult, error)
 
 	// PutChunk stores one chunk of a chunked upload. Chunks may arrive in
@@ -60,6 +64,10 @@ type Store interface {
 	// Revision returns the store's current revision: the revision of the
 	// last committed change, 0 for an empty new store.
 	Revision(ctx context.Context) (uint64, error)
+
+	// Stats returns the store's counts, sizes, cumulative counters and
+	// configured limits (see Stats).
+	Stats(ctx context.Context) (Stats, error)
 
 	// Watch yields, in revision order, the changes with a revision greater
 	// than sinceRev to paths within prefix (see depotpath.Within), until ctx
@@ -141,6 +149,24 @@ func (s PutStatus) String() string {
 type PutResult struct {
 	Status PutStatus
 	Entry  Entry // the entry after the write
+	// Evicted is the content the write evicted to make room, committed
+	// together with the write; zero when nothing was evicted.
+	Evicted Evictions
+}
+
+// MaxEvictedPaths bounds Evictions.Paths.
+const MaxEvictedPaths = 100
+
+// Evictions reports content dropped by one write to stay within the store's
+// size limit. Each evicted file stays in the tree as a placeholder (Present
+// false) and is announced by an EventEvicted.
+type Evictions struct {
+	Count int   // files made placeholders; always exact
+	Bytes int64 // stored (deduplicated) bytes freed
+	// Paths are the evicted files in eviction order, least recently used
+	// first; at most MaxEvictedPaths of them, so len(Paths) < Count when
+	// more were evicted.
+	Paths []string
 }
 
 // Chunk is one piece of a chunked upload. Index counts from 0 to Count-1;
@@ -152,6 +178,12 @@ type Chunk struct {
 	Index    int
 	Count    int
 	Data     []byte
+	// TotalSize, when positive, is the whole file's size as the client
+	// announces it. A store with a file size limit refuses an upload that
+	// announces more (ErrLimit) at that chunk; chunks of one upload that
+	// announce different sizes, or content that turns out to have another
+	// size, fail with ErrUpload. 0 means not announced.
+	TotalSize int64
 	// SHA256, when not empty, is this chunk's own hash, checked on arrival.
 	SHA256 string
 	File   PutRequest
@@ -204,3 +236,40 @@ type RemoveRequest struct {
 	IfRevision uint64 // as in PutRequest
 	Writer     string
 }
+
+// Stats describes a whole store at one moment. Counts of entries and bytes
+// are exact; Hits and Misses are counted in memory and persisted now and
+// then, so after a crash they may have lost the last few seconds.
+type Stats struct {
+	Files        int64 // files with their content present
+	Placeholders int64 // files without content: listed, stale or evicted
+	Dirs         int64 // directories, not counting the root
+
+	// StoredBytes is the content held, each distinct content counted once:
+	// what counts against MaxStoreBytes.
+	StoredBytes int64
+	// LogicalBytes is the sum of the sizes of present files, as if
+	// nothing were shared.
+	LogicalBytes int64
+	Blobs        int64 // distinct contents stored
+
+	// Uploads and UploadBytes are the chunked uploads in progress and the
+	// bytes they have received; these are not stored content and do not
+	// count in StoredBytes.
+	Uploads     int64
+	UploadBytes int64
+
+	// Cumulative since the store was created; they survive restarts.
+	Evictions    int64 // files made placeholders to make room
+	EvictedBytes int64 // stored bytes freed by eviction
+	Expiries     int64 // entries removed because they expired
+	Hits         int64 // Open of a present file
+	Misses       int64 // Open of a placeholder
+
+	MaxStoreBytes int64 // the configured limit on StoredBytes; 0: none
+	MaxFileBytes  int64 // the configured limit on one file; 0: none
+}
+
+// DedupSavedBytes is the storage deduplication saves: LogicalBytes minus
+// StoredBytes.
+func (s Stats) DedupSavedBytes() int64 { return s.LogicalBytes - s.StoredBytes }

@@ -15,8 +15,12 @@
 // ([store.Entry.Ino]), so they are stable across restarts. Reads are served
 // from a [store.Content] snapshot taken at open, one kernel-requested range
 // at a time: a file is never loaded whole. A placeholder (a declared file
-// whose content has not arrived) is listed with its declared size, and
-// reading it fails with EIO.
+// whose content has not arrived, or was dropped as stale or evicted) is
+// listed with its declared size. Opening it blocks while
+// [Options.Fetcher] asks for the content, and reads the content once it
+// arrives; the open fails with EIO when the fetch times out (or at once when
+// there is no Fetcher), and with EINTR when the reader is interrupted or
+// killed, which withdraws its interest.
 //
 // # Caching and invalidation
 //

@@ -46,6 +46,9 @@ const writeFlags = syscall.O_WRONLY | syscall.O_RDWR | syscall.O_TRUNC | syscall
 // If the store's content is no longer this version (the file changed after
 // the kernel looked it up), Open fails with ESTALE; the kernel then looks
 // the name up again, gets the new version's inode, and retries the open.
+// That is also how a placeholder's open ends once its content has been
+// fetched: the content is a new version, so the retried open reads it with
+// the attributes of that version.
 func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if flags&writeFlags != 0 {
 		return nil, 0, syscall.EROFS
@@ -63,9 +66,14 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 }
 
 // content returns the bytes of the file at path p as they are now. It is
-// the one place an open obtains content, so that fetching a placeholder's
-// content on demand can be added here.
+// the one place an open obtains content. With Options.Fetcher, the Fetcher
+// opens the file (so the store counts one use of it, not two) and, for a
+// placeholder, blocks until the content arrives, the reader is interrupted
+// (ctx), or the fetch times out.
 func (fsys *fsys) content(ctx context.Context, p string) (store.Content, error) {
+	if fsys.opts.Fetcher != nil {
+		return fsys.opts.Fetcher.Fetch(ctx, p)
+	}
 	return fsys.st.Open(ctx, p)
 }
 

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"context"
 	iofs "io/fs"
 	"log/slog"
 	"time"
@@ -59,6 +60,27 @@ type Options struct {
 
 	// FsName is the source shown in /proc/mounts and df; "" means "depotfs".
 	FsName string
+
+	// Fetcher, when set, is asked for the content of a file the store
+	// holds only as a placeholder (listed but not pushed, stale, or
+	// evicted): an open of such a file blocks in Fetch instead of failing
+	// at once with EIO. nil: such opens fail with EIO.
+	Fetcher Fetcher
+}
+
+// Fetcher obtains the content of a file whose entry the store holds without
+// content. depotfs wires it to the fetch broker (package store/fetch),
+// which asks agents for the file. Fetch is called from many FUSE request
+// goroutines at once and must be safe for that.
+type Fetcher interface {
+	// Fetch returns the content of the file at the clean depot path p, as
+	// store.Store.Open would, but waits for the content of a placeholder
+	// to arrive instead of failing with store.ErrNotPresent. It returns early with an error wrapping
+	// ctx's error when the reader is interrupted (the kernel cancels the
+	// FUSE request when the reading process gets a signal, or is killed);
+	// an error wrapping store.ErrNotPresent when the content did not arrive
+	// in time; and the store's errors otherwise.
+	Fetch(ctx context.Context, p string) (store.Content, error)
 }
 
 // withDefaults returns a copy of o with every zero field that has a default

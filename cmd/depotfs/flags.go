@@ -50,3 +50,39 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	}
 	return nil
 }
+
+// parseFlagsArgs is parseFlags for a command that takes exactly n
+// positional arguments, which may come before, between or after the flags
+// ("token revoke ID --tokens F" as well as "token revoke --tokens F ID").
+func parseFlagsArgs(fs *flag.FlagSet, args []string, stderr io.Writer, n int, what string) ([]string, error) {
+	var pos, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			pos = append(pos, args[i+1:]...)
+			i = len(args)
+		case strings.HasPrefix(a, "-") && a != "-":
+			rest = append(rest, a)
+			name := strings.TrimLeft(a, "-")
+			if f := fs.Lookup(name); f != nil && !strings.Contains(name, "=") && !isBoolFlag(f) && i+1 < len(args) {
+				i++
+				rest = append(rest, args[i])
+			}
+		default:
+			pos = append(pos, a)
+		}
+	}
+	if err := parseFlags(fs, rest, stderr); err != nil {
+		return nil, err
+	}
+	if len(pos) != n {
+		return nil, usageError{fmt.Errorf("want %s, got %d arguments %q", what, len(pos), pos)}
+	}
+	return pos, nil
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}

@@ -70,6 +70,7 @@ func TestParseFlagsErrors(t *testing.T) {
 		want string
 	}{
 		{"bad env value", map[string]string{"DEPOTFS_UPLOAD_TIMEOUT": "soon"}, nil, "DEPOTFS_UPLOAD_TIMEOUT"},
+		{"bad env size", map[string]string{"DEPOTFS_MAX_FILE_SIZE": "10 parsecs"}, nil, "DEPOTFS_MAX_FILE_SIZE"},
 		{"unknown flag", nil, []string{"--nope"}, "nope"},
 		{"stray argument", nil, []string{"extra"}, "unexpected arguments"},
 	}
@@ -80,6 +81,8 @@ func TestParseFlagsErrors(t *testing.T) {
 			}
 			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 			fs.Duration("upload-timeout", time.Hour, "")
+			var size byteSize
+			fs.Var(&size, "max-file-size", "")
 			err := parseFlags(fs, tt.args, &bytes.Buffer{})
 			if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("parseFlags error %v, want a usage error mentioning %q", err, tt.want)
@@ -122,24 +125,35 @@ func TestToolsFlag(t *testing.T) {
 }
 
 func TestCheckListen(t *testing.T) {
+	mtls := &authConfig{tlsCert: "s.crt", tlsKey: "s.key", clientCA: "ca.crt", crl: "crl.pem"}
+	tokensTLS := &authConfig{tlsCert: "s.crt", tlsKey: "s.key", tokensOn: true}
+	tokensPlain := &authConfig{tokensOn: true}
+	tlsOnly := &authConfig{tlsCert: "s.crt", tlsKey: "s.key"}
+	none := &authConfig{}
 	tests := []struct {
 		addr     string
 		insecure bool
-		ok       bool
+		auth     *authConfig
+		want     string // "" means accepted
 	}{
-		{"127.0.0.1:7411", false, true},
-		{"[::1]:7411", false, true},
-		{"localhost:7411", false, true},
-		{"0.0.0.0:7411", false, false},
-		{":7411", false, false},
-		{"192.0.2.10:7411", false, false},
-		{"0.0.0.0:7411", true, true},
-		{"no-port", false, false},
+		{"127.0.0.1:7411", false, none, ""},
+		{"[::1]:7411", false, none, ""},
+		{"localhost:7411", false, none, ""},
+		{"0.0.0.0:7411", false, none, "no authentication is configured"},
+		{":7411", false, none, "no authentication is configured"},
+		{"192.0.2.10:7411", false, none, "no authentication is configured"},
+		{"192.0.2.10:7411", false, tlsOnly, "no authentication is configured"},
+		{"0.0.0.0:7411", true, none, ""},
+		{"0.0.0.0:7411", false, mtls, ""},
+		{"0.0.0.0:7411", false, tokensTLS, ""},
+		{"0.0.0.0:7411", false, tokensPlain, "clear text"},
+		{"0.0.0.0:7411", true, tokensPlain, ""},
+		{"no-port", false, none, "missing port"},
 	}
 	for _, tt := range tests {
-		err := checkListen(tt.addr, tt.insecure)
-		if (err == nil) != tt.ok {
-			t.Errorf("checkListen(%q, insecure=%v) = %v, want ok=%v", tt.addr, tt.insecure, err, tt.ok)
+		err := checkListen(tt.addr, tt.insecure, tt.auth)
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("checkListen(%q, insecure=%v, %s) = %v, want %q", tt.addr, tt.insecure, tt.auth.methods(), err, tt.want)
 		}
 	}
 }
@@ -157,6 +171,19 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 		{"public listen", []string{"--listen", "0.0.0.0:7411"}, "not a loopback address"},
 		{"stdio and listen", []string{"--stdio", "--listen", "127.0.0.1:1"}, "exclusive"},
 		{"bad umask", []string{"--umask", "999"}, "--umask"},
+		{"tls cert without key", []string{"--tls-cert", "s.crt"}, "go together"},
+		{"client CA without TLS", []string{"--client-ca", "ca.crt", "--crl", "crl.pem"}, "needs --tls-cert"},
+		{"client CA without CRL", []string{"--tls-cert", "s.crt", "--tls-key", "s.key", "--client-ca", "ca.crt"}, "needs --crl"},
+		{"CRL without client CA", []string{"--crl", "crl.pem"}, "needs --client-ca"},
+		{"legacy without client CA", []string{"--accept-legacy-grants"}, "needs --client-ca"},
+		{"tokens with stdio", []string{"--stdio", "--tokens", "t.json"}, "not --stdio"},
+		{"bad grant", []string{"--grants", "guide:relative:rw"}, "invalid grant"},
+		{"public listen with plain tokens", []string{"--listen", "0.0.0.0:7411", "--tokens", "t.json"}, "clear text"},
+		{"bad store size", []string{"--max-store-size", "lots"}, "max-store-size"},
+		{"negative file size", []string{"--max-file-size", "-1"}, "max-file-size"},
+		{"file limit over the store limit", []string{"--max-store-size", "1GiB", "--max-file-size", "2GiB"}, "could never be stored"},
+		{"zero fetch timeout", []string{"--fetch-timeout", "0s"}, "--fetch-timeout"},
+		{"negative upload ttl", []string{"--upload-ttl", "-1h"}, "--upload-ttl"},
 		{"unknown tool profile", []string{"--tools", "guide,shell"}, `unknown tool profile "shell"`},
 		{"no tool profile", []string{"--tools", ""}, "no tool profile"},
 		{"zero resource page", []string{"--resource-page-size", "0"}, "--resource-page-size"},
@@ -171,6 +198,45 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 			}
 			if _, err := os.Stat(dir + "/depot.db"); err == nil {
 				t.Errorf("refused configuration still created the database")
+			}
+		})
+	}
+}
+
+// TestServeLimitFlags checks the defaults of the limit flags and that each
+// can come from the environment or the command line.
+func TestServeLimitFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		store   byteSize
+		file    byteSize
+		fetch   time.Duration
+		uploads time.Duration
+	}{
+		{"defaults", nil, nil, 10 << 30, 100 << 20, 30 * time.Second, 24 * time.Hour},
+		{"environment", map[string]string{
+			"DEPOTFS_MAX_STORE_SIZE": "512MiB", "DEPOTFS_MAX_FILE_SIZE": "1MB",
+			"DEPOTFS_FETCH_TIMEOUT": "2s", "DEPOTFS_UPLOAD_TTL": "1m",
+		}, nil, 512 << 20, 1e6, 2 * time.Second, time.Minute},
+		{"flags", map[string]string{"DEPOTFS_MAX_STORE_SIZE": "512MiB"},
+			[]string{"--max-store-size", "10GB", "--max-file-size", "0", "--fetch-timeout", "1m", "--upload-ttl", "0"},
+			10e9, 0, time.Minute, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			var cfg serveConfig
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			cfg.flags(fs)
+			if err := parseFlags(fs, tt.args, &bytes.Buffer{}); err != nil {
+				t.Fatal(err)
+			}
+			if cfg.maxStoreSize != tt.store || cfg.maxFileSize != tt.file || cfg.fetchTimeout != tt.fetch || cfg.uploadTTL != tt.uploads {
+				t.Errorf("store %v file %v fetch %v uploads %v", &cfg.maxStoreSize, &cfg.maxFileSize, cfg.fetchTimeout, cfg.uploadTTL)
 			}
 		})
 	}

@@ -27,6 +27,10 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "run the MCP server, the store and the read-only mount", runServe},
+		{"ca", "a certificate authority for agents' client certificates (mTLS)", runCA},
+		{"token", "bearer tokens for MCP clients without certificates", runToken},
+		{"audit", "verify and query the tamper-evident audit log", runAudit},
+		{"status", "show a running server's statistics and limits", runStatus},
 		{"tools", "print the reference of the MCP tools as Markdown", runTools},
 	}
 }

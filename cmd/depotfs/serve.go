@@ -13,10 +13,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/depotfs/depotfs/mcpserver"
+	"github.com/depotfs/depotfs/mcpserver/audit"
+	"github.com/depotfs/depotfs/mcpserver/auth"
 	"github.com/depotfs/depotfs/store/bolt"
+	"github.com/depotfs/depotfs/store/fetch"
 	"github.com/depotfs/depotfs/vfs"
 )
 
@@ -35,6 +39,10 @@ type serveConfig struct {
 	exec          bool
 	noXattrs      bool
 	uploadTimeout time.Duration
+	uploadTTL     time.Duration
+	fetchTimeout  time.Duration
+	maxStoreSize  byteSize
+	maxFileSize   byteSize
 	shutdown      time.Duration
 	logLevel      slog.Level
 	debugFUSE     bool
@@ -42,6 +50,8 @@ type serveConfig struct {
 	resourcePage  int
 	maxResource   int64
 	profiles      []mcpserver.Profile // --tools parsed by validate
+	auth          authConfig
+	enforce       enforceConfig
 }
 
 func (c *serveConfig) flags(fs *flag.FlagSet) {
@@ -51,7 +61,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7411", "`address` for MCP over streamable HTTP, endpoint path /mcp")
 	fs.BoolVar(&c.stdio, "stdio", false, "serve MCP on stdin/stdout instead of HTTP (for a client that launches depotfs); logs go to stderr")
 	fs.BoolVar(&c.noMount, "no-mount", false, "run the MCP server and the store without the FUSE mount")
-	fs.BoolVar(&c.insecure, "insecure", false, "allow --listen on a non-loopback address without authentication")
+	fs.BoolVar(&c.insecure, "insecure", false, "allow --listen on a non-loopback address without authentication (or with bearer tokens in clear text)")
 	fs.IntVar(&c.uid, "uid", os.Getuid(), "owner `uid` shown for every file in the mount")
 	fs.IntVar(&c.gid, "gid", os.Getgid(), "owner `gid` shown for every file in the mount")
 	fs.StringVar(&c.umask, "umask", "022", "octal `mask` cleared from the modes shown in the mount (files 0444, directories 0555 before the mask)")
@@ -59,13 +69,26 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.exec, "exec", false, "allow executing files from the mount (mounted noexec otherwise)")
 	fs.BoolVar(&c.noXattrs, "no-xattrs", false, "do not serve the user.depotfs.* provenance extended attributes")
 	fs.DurationVar(&c.uploadTimeout, "upload-timeout", time.Hour, "delete a chunked upload after this long without a new chunk")
+	fs.DurationVar(&c.uploadTTL, "upload-ttl", 24*time.Hour, "remove a filename-only upload (under /uploads) after this long, unless the call gave ttl_seconds or pin; 0: keep uploads")
+	fs.DurationVar(&c.fetchTimeout, "fetch-timeout", fetch.DefaultTimeout, "how long a program opening a file whose content is not stored waits for an agent to send it, before it gets an I/O error")
+	c.maxStoreSize, c.maxFileSize = defaultMaxStoreSize, defaultMaxFileSize
+	fs.Var(&c.maxStoreSize, "max-store-size", "`size` limit on all stored content (identical content counted once), e.g. 512MiB or 10GB; when a write would exceed it, the least recently used unpinned files are evicted; 0: no limit")
+	fs.Var(&c.maxFileSize, "max-file-size", "`size` limit on one file, e.g. 100MiB; larger files are refused; 0: no limit")
 	fs.DurationVar(&c.shutdown, "shutdown-timeout", 30*time.Second, "how long a signal waits for in-flight calls before stopping anyway")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
 	fs.BoolVar(&c.debugFUSE, "debug-fuse", false, "log every FUSE request (very verbose)")
 	fs.IntVar(&c.resourcePage, "resource-page-size", mcpserver.DefaultResourcePageSize, "files per page of the MCP resources/list `count`")
 	fs.Int64Var(&c.maxResource, "max-resource-bytes", mcpserver.DefaultMaxResourceBytes, "largest file, in `bytes`, an MCP resources/read returns; larger files are read with tools or through the mount")
 	fs.StringVar(&c.tools, "tools", "guide,provider", "comma-separated tool `profiles` to serve: guide (the push tools, always on), provider (read-only file-provider tools for scanners), fs (filesystem tools: list, read, write, mkdir, delete, copy, move, info, search)")
+	c.auth.flags(fs)
+	c.enforce.flags(fs)
 }
+
+// Default size limits.
+const (
+	defaultMaxStoreSize byteSize = 10 << 30
+	defaultMaxFileSize  byteSize = 100 << 20
+)
 
 // defaultDataDir is where the database lives unless --db says otherwise:
 // /var/lib/depotfs for root, the XDG state directory for anyone else.
@@ -118,7 +141,13 @@ Flags:
 		return err
 	}
 	fs.Visit(func(f *flag.Flag) { cfg.listenSet = cfg.listenSet || f.Name == "listen" })
+	if err := cfg.auth.resolve(fs, cfg.db, cfg.stdio); err != nil {
+		return usageError{err}
+	}
 	if err := cfg.validate(); err != nil {
+		return usageError{err}
+	}
+	if err := cfg.enforce.resolve(cfg.db); err != nil {
 		return usageError{err}
 	}
 	// Logs never go to stdout: with --stdio it carries the MCP protocol.
@@ -144,8 +173,17 @@ func (c *serveConfig) validate() error {
 		return fmt.Errorf("--tools %q: %w", c.tools, err)
 	}
 	c.profiles = profiles
+	if c.fetchTimeout <= 0 {
+		return fmt.Errorf("--fetch-timeout %v: want a positive duration such as 30s", c.fetchTimeout)
+	}
+	if c.uploadTTL < 0 {
+		return fmt.Errorf("--upload-ttl %v: want a positive duration, or 0 to keep uploads", c.uploadTTL)
+	}
+	if c.maxStoreSize > 0 && c.maxFileSize > c.maxStoreSize {
+		return fmt.Errorf("--max-file-size %v is larger than --max-store-size %v: such a file could never be stored", &c.maxFileSize, &c.maxStoreSize)
+	}
 	if !c.stdio {
-		if err := checkListen(c.listen, c.insecure); err != nil {
+		if err := checkListen(c.listen, c.insecure, &c.auth); err != nil {
 			return err
 		}
 	}
@@ -160,34 +198,23 @@ func parseUmask(s string) (fs.FileMode, error) {
 	return fs.FileMode(m), nil
 }
 
-// checkListen refuses a non-loopback listen address unless insecure is set:
-// without authentication, anyone who reaches the port could write the depot.
-func checkListen(addr string, insecure bool) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("--listen %q: %w", addr, err)
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return nil
-	}
-	if insecure {
-		return nil
-	}
-	return fmt.Errorf("--listen %q is not a loopback address and no authentication is configured: "+
-		"anyone who can reach it could write to the depot; listen on 127.0.0.1, or pass --insecure if that is really intended", addr)
-}
-
 // serve runs until ctx is cancelled (a signal) or a transport fails, then
 // shuts down in order: stop taking calls, finish in-flight ones, unmount,
 // close the store.
 func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
+	// Certificates, CRL and tokens first: a mistake there should stop
+	// depotfs before it opens the database or mounts anything.
+	ha, err := cfg.auth.setup(log)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Dir(cfg.db), 0o700); err != nil {
 		return fmt.Errorf("database directory: %w", err)
 	}
-	st, err := bolt.Open(cfg.db, &bolt.Options{UploadTimeout: cfg.uploadTimeout, Logger: log})
+	st, err := bolt.Open(cfg.db, &bolt.Options{
+		UploadTimeout: cfg.uploadTimeout, Logger: log,
+		MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize),
+	})
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
 	}
@@ -197,21 +224,51 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 		}
 	}()
 
-	opts := &mcpserver.Options{
-		Logger: log, Version: version(), Tools: cfg.profiles,
+	// The audit log before the mount: a log that cannot be opened (or was
+	// tampered with) stops depotfs before it serves anything.
+	alog, err := audit.Open(cfg.enforce.auditLog, &audit.Options{MaxSize: int64(cfg.enforce.auditMaxSize), Logger: log})
+	if err != nil {
+		if errors.Is(err, audit.ErrTampered) {
+			return fmt.Errorf("audit log: %w (run 'depotfs audit verify --audit-log %s' for details)", err, cfg.enforce.auditLog)
+		}
+		return fmt.Errorf("audit log: %w", err)
+	}
+	defer func() {
+		if cerr := alog.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close audit log: %w", cerr)
+		}
+	}()
+	log.Info("enforcing", "allow", strings.Join(cfg.enforce.host.Allow(), ","), "deny", strings.Join(cfg.enforce.host.Deny(), ","),
+		"audit_log", cfg.enforce.auditLog, "rate_calls", cfg.enforce.rateCalls, "rate_bytes", cfg.enforce.rateBytes.String())
+
+	uploadTTL := cfg.uploadTTL
+	if uploadTTL == 0 {
+		uploadTTL = -1 // mcpserver: negative is never
+	}
+	opts := &mcpserver.Options{Logger: log, Version: version(), Tools: cfg.profiles,
 		ResourcePageSize: cfg.resourcePage, MaxResourceBytes: cfg.maxResource,
+		Policy: cfg.enforce.host, Audit: alog, Rate: cfg.enforce.rate(),
+		MaxFileBytes: int64(cfg.maxFileSize), UploadTTL: uploadTTL}
+	if cfg.auth.grants.set {
+		opts.LocalGrants = cfg.auth.grants.grants
 	}
 	if !cfg.noMount {
+		// The broker asks agents for files a program opens without their
+		// content; it is closed before the unmount, so waiting programs
+		// get an I/O error instead of holding the unmount up.
+		broker := fetch.New(st, &fetch.Options{Timeout: cfg.fetchTimeout, Logger: log})
 		umask, _ := parseUmask(cfg.umask)
 		m, err := vfs.Mount(ctx, cfg.mount, st, &vfs.Options{
 			UID: uint32(cfg.uid), GID: uint32(cfg.gid), Umask: umask,
 			AllowOther: cfg.allowOther, Exec: cfg.exec, NoXattrs: cfg.noXattrs,
-			Logger: log, Debug: cfg.debugFUSE,
+			Logger: log, Debug: cfg.debugFUSE, Fetcher: broker,
 		})
 		if err != nil {
+			broker.Close()
 			return fmt.Errorf("mount %s: %w", cfg.mount, err)
 		}
 		defer func() {
+			broker.Close()
 			if uerr := m.Unmount(); uerr != nil {
 				log.Error("unmount failed", "mount", cfg.mount, "err", uerr)
 			} else {
@@ -220,32 +277,50 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 		}()
 		opts.MountPoint = m.Dir()
 		opts.Applied = m.WaitApplied
+		opts.Requests = broker
 	}
 	srv := mcpserver.New(st, opts)
+	// A signal ends guide_pending_requests long polls and notification
+	// streams at once, so they do not hold the transports' shutdown up.
+	defer context.AfterFunc(ctx, func() { srv.Close() })()
 	defer srv.Close()
 
 	if cfg.stdio {
-		log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg), "mcp", "stdio", "tools", cfg.tools)
+		log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg), "mcp", "stdio", "tools", cfg.tools, limitAttrs(cfg))
 		err := srv.ServeStdio(ctx, os.Stdin, os.Stdout)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("stdio: %w", err)
 		}
 		return nil
 	}
+	// Refused handshakes and requests go to the audit log, then the log
+	// (in that order: once the log line is out, the record is written).
+	sink := sinks{srv, logSink{log}}
+	handler := srv.Handler()
+	if ha.authn != nil {
+		ha.authn.Sink = sink
+		handler = ha.authn.Middleware(handler)
+	}
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg), "mcp", "http://"+ln.Addr().String()+"/mcp", "tools", cfg.tools)
-	return serveHTTP(ctx, ln, cfg.shutdown, srv, log)
+	scheme := "http"
+	if ha.tls != nil {
+		scheme = "https"
+		ln = auth.NewListener(ln, ha.tls, &auth.ListenerOptions{Sink: sink, Logger: log})
+	}
+	log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg),
+		"mcp", scheme+"://"+ln.Addr().String()+"/mcp", "auth", cfg.auth.methods(), "tools", cfg.tools, limitAttrs(cfg))
+	return serveHTTP(ctx, ln, cfg.shutdown, handler, log)
 }
 
-// serveHTTP serves MCP on ln until ctx is done, then ends the notification
-// streams, stops accepting connections and waits up to grace for in-flight
-// calls.
-func serveHTTP(ctx context.Context, ln net.Listener, grace time.Duration, srv *mcpserver.Server, log *slog.Logger) error {
+// serveHTTP serves MCP on ln until ctx is done (the server's Close, run when
+// ctx ends, has already ended its notification streams), then stops
+// accepting connections and waits up to grace for in-flight calls.
+func serveHTTP(ctx context.Context, ln net.Listener, grace time.Duration, h http.Handler, log *slog.Logger) error {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv.Handler())
+	mux.Handle("/mcp", h)
 	hs := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -260,7 +335,6 @@ func serveHTTP(ctx context.Context, ln net.Listener, grace time.Duration, srv *m
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: finishing in-flight calls", "timeout", grace)
-	srv.Close() // ends notification streams, which Shutdown would wait for
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
@@ -268,6 +342,13 @@ func serveHTTP(ctx context.Context, ln net.Listener, grace time.Duration, srv *m
 		return hs.Close()
 	}
 	return nil
+}
+
+// limitAttrs are the configured limits, for the ready line.
+func limitAttrs(cfg serveConfig) slog.Attr {
+	return slog.Group("limits",
+		"max_store_size", cfg.maxStoreSize.String(), "max_file_size", cfg.maxFileSize.String(),
+		"fetch_timeout", cfg.fetchTimeout, "upload_ttl", cfg.uploadTTL)
 }
 
 func mountDesc(cfg serveConfig) string {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/bolt"
 	"github.com/depotfs/depotfs/store/storetest"
 )
 
@@ -118,6 +119,56 @@ func BenchmarkReadDir(b *testing.B) {
 		es, err := s.ReadDir(ctx, "/dir")
 		if err != nil || len(es) != len(decl) {
 			b.Fatal(len(es), err)
+		}
+	}
+}
+
+// BenchmarkPutEvict compares, at the same sizes, a Put that replaces a
+// file's content (the old content is deleted, nothing is evicted) with
+// one that must evict the least recently used file to stay within
+// MaxStoreBytes (100 files' worth, writes cycling over 200 paths).
+func BenchmarkPutEvict(b *testing.B) {
+	for _, size := range []int{4 << 10, 1 << 20} {
+		for _, evict := range []bool{false, true} {
+			name := fmt.Sprintf("%dKiB/replace", size>>10)
+			opts := &bolt.Options{}
+			paths := uint64(100)
+			if evict {
+				name = fmt.Sprintf("%dKiB/evict", size>>10)
+				opts.MaxStoreBytes = 100 * int64(size)
+				paths = 200
+			}
+			b.Run(name, func(b *testing.B) {
+				s, _ := openTemp(b, opts)
+				data := make([]byte, size)
+				rand.Read(data)
+				ctx := context.Background()
+				put := func(i uint64) store.PutResult {
+					binary.BigEndian.PutUint64(data, i)
+					res, err := s.Put(ctx, store.PutRequest{Path: fmt.Sprintf("/bench/f%d", i%paths), Data: data})
+					if err != nil {
+						b.Fatal(err)
+					}
+					return res
+				}
+				i := uint64(0)
+				for ; i < paths; i++ { // the store is full, or every path exists
+					put(i)
+				}
+				b.SetBytes(int64(size))
+				evicted, n := 0, 0
+				for b.Loop() {
+					evicted += put(i).Evicted.Count
+					i++
+					n++
+				}
+				if evict && evicted != n {
+					b.Fatalf("%d evictions in %d writes", evicted, n)
+				}
+				if !evict && evicted != 0 {
+					b.Fatalf("%d evictions without a limit", evicted)
+				}
+			})
 		}
 	}
 }

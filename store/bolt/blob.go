@@ -123,10 +123,11 @@ func (w *wtx) ref(sum string, size int64, write func(h hash) error) error {
 	if err != nil {
 		return err
 	}
-	b, ok, err := getBlob(w.blobs, h)
+	old, ok, err := getBlob(w.blobs, h)
 	if err != nil {
 		return err
 	}
+	b := old
 	if ok {
 		if b.Size != size {
 			return fmt.Errorf("corrupt blob %s: size %d, content has %d", sum, b.Size, size)
@@ -140,7 +141,7 @@ func (w *wtx) ref(sum string, size int64, write func(h hash) error) error {
 		}
 		b = blobRecord{Size: size, Refs: 1, ChunkSize: w.chunkSize}
 	}
-	if err := w.blobs.Put(h[:], b.encode()); err != nil {
+	if err := w.setBlob(h, old, ok, b); err != nil {
 		return err
 	}
 	if b.Refs == 1 {
@@ -156,15 +157,16 @@ func (w *wtx) unref(sum string) error {
 	if err != nil {
 		return err
 	}
-	b, ok, err := getBlob(w.blobs, h)
+	old, ok, err := getBlob(w.blobs, h)
 	if err != nil {
 		return err
 	}
-	if !ok || b.Refs == 0 {
+	if !ok || old.Refs == 0 {
 		return fmt.Errorf("corrupt store: blob %s has no reference to drop", sum)
 	}
+	b := old
 	b.Refs--
-	if err := w.blobs.Put(h[:], b.encode()); err != nil {
+	if err := w.setBlob(h, old, true, b); err != nil {
 		return err
 	}
 	if b.Refs == 0 {

@@ -73,20 +73,25 @@ func newClock() *clock {
 func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store {
-		s, _ := openTemp(t, nil)
+// opener opens stores for the conformance suite, with base's options and
+// the suite's limits and clock.
+func opener(base bolt.Options) storetest.Opener {
+	return func(t *testing.T, cfg storetest.Config) store.Store {
+		o := base
+		o.MaxStoreBytes, o.MaxFileBytes, o.Now = cfg.MaxStoreBytes, cfg.MaxFileBytes, cfg.Now
+		s, _ := openTemp(t, &o)
 		return s
-	})
+	}
+}
+
+func TestConformance(t *testing.T) {
+	storetest.RunAll(t, opener(bolt.Options{}))
 }
 
 // TestConformanceSmallChunks runs the suite with blobs of many chunks, so
 // reads cross chunk boundaries.
 func TestConformanceSmallChunks(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store {
-		s, _ := openTemp(t, &bolt.Options{ChunkSize: 1000})
-		return s
-	})
+	storetest.RunAll(t, opener(bolt.Options{ChunkSize: 40}))
 }
 
 func TestOpenLocked(t *testing.T) {
@@ -110,7 +115,10 @@ func TestOpenErrors(t *testing.T) {
 	if _, err := bolt.Open(filepath.Join(dir, "missing", "depot.db"), nil); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Open in a missing directory: %v", err)
 	}
-	for _, o := range []bolt.Options{{ChunkSize: -1}, {ChunkSize: 1 << 30}, {History: -1}, {UploadTimeout: -time.Second}} {
+	for _, o := range []bolt.Options{
+		{ChunkSize: -1}, {ChunkSize: 1 << 30}, {History: -1}, {UploadTimeout: -time.Second},
+		{MaxStoreBytes: -1}, {MaxFileBytes: -1}, {SweepInterval: -time.Second}, {FlushInterval: -time.Second},
+	} {
 		if _, err := bolt.Open(filepath.Join(dir, "x.db"), &o); !errors.Is(err, fs.ErrInvalid) {
 			t.Errorf("Open with %+v: %v, want fs.ErrInvalid", o, err)
 		}

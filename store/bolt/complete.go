@@ -30,7 +30,17 @@ func (s *Store) complete(ctx context.Context, id string) (store.PutResult, error
 		return store.PutResult{}, err
 	}
 	if sum != u.File.SHA256 {
-		err := s.update(ctx, func(w *wtx) error { return w.tx.Bucket(bucketUploads).DeleteBucket([]byte(id)) })
+		err := s.update(ctx, func(w *wtx) error {
+			ub := w.tx.Bucket(bucketUploads).Bucket([]byte(id))
+			if ub == nil {
+				return errUploadGone
+			}
+			u, err := readUpload(ub)
+			if err != nil {
+				return err
+			}
+			return w.dropUpload(id, u)
+		})
 		if err != nil {
 			return store.PutResult{}, err
 		}
@@ -89,6 +99,8 @@ func (s *Store) complete(ctx context.Context, id string) (store.PutResult, error
 				return err
 			}
 		}
+		w.staged.uploads--
+		w.staged.bytes -= u.Bytes
 		u.Result, u.Last = &res, w.now
 		return writeUpload(ub, u)
 	})

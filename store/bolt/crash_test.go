@@ -20,8 +20,15 @@ import (
 )
 
 // crashEnv names the database a re-executed test binary writes to until
-// it is killed.
-const crashEnv = "DEPOTFS_BOLT_CRASH_DB"
+// it is killed; crashLimitEnv, when set, its MaxStoreBytes.
+const (
+	crashEnv      = "DEPOTFS_BOLT_CRASH_DB"
+	crashLimitEnv = "DEPOTFS_BOLT_CRASH_LIMIT"
+)
+
+// crashLimit is the store limit of TestCrashEvicting: about a third of
+// what the crash paths hold, so most writes evict.
+const crashLimit = 200 << 10
 
 // crashPaths is how many paths the crash writer cycles through.
 const crashPaths = 21
@@ -44,7 +51,8 @@ func TestCrashChild(t *testing.T) {
 	if path == "" {
 		t.Skip("only run by TestCrash")
 	}
-	s, err := bolt.Open(path, &bolt.Options{ChunkSize: 4096})
+	limit, _ := strconv.ParseInt(os.Getenv(crashLimitEnv), 10, 64)
+	s, err := bolt.Open(path, &bolt.Options{ChunkSize: 4096, MaxStoreBytes: limit})
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(2)
@@ -81,9 +89,37 @@ func TestCrash(t *testing.T) {
 	}
 	db := filepath.Join(t.TempDir(), "crash.db")
 	for round := range 3 {
-		acked := crashRound(t, db, 40+round*60)
+		acked := crashRound(t, db, 40+round*60, 0)
 		s := openAt(t, db, nil)
-		checkCrash(t, s, acked)
+		checkCrash(t, s, acked, false)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCrashEvicting is TestCrash with a store limit, so that most writes
+// evict: a kill at any moment must leave each write with all of its
+// evictions or none of them. A half-evicted state would show as a file
+// whose content is gone but still counted, a refs or lru index out of
+// step, or a placeholder still referencing its blob; Verify checks all of
+// these against the tree and the blobs.
+func TestCrashEvicting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	db := filepath.Join(t.TempDir(), "crash.db")
+	for round := range 3 {
+		acked := crashRound(t, db, 40+round*60, crashLimit)
+		s := openAt(t, db, &bolt.Options{MaxStoreBytes: crashLimit})
+		checkCrash(t, s, acked, true)
+		st, err := s.Stats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.StoredBytes > crashLimit || st.Evictions == 0 {
+			t.Errorf("round %d: %+v, want evictions and at most %d bytes stored", round, st, crashLimit)
+		}
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -92,10 +128,10 @@ func TestCrash(t *testing.T) {
 
 // crashRound runs the writer against db, kills it after at least minAcks
 // acknowledged writes, and returns the highest write index acknowledged.
-func crashRound(t *testing.T, db string, minAcks int) int {
+func crashRound(t *testing.T, db string, minAcks int, limit int64) int {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+db)
+	cmd.Env = append(os.Environ(), crashEnv+"="+db, fmt.Sprintf("%s=%d", crashLimitEnv, limit))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -133,24 +169,31 @@ func crashRound(t *testing.T, db string, minAcks int) int {
 }
 
 // checkCrash verifies the store after a kill: each path holds its last
-// acknowledged write or the one in flight, every file reads whole and
-// matches its hash, and the file's invariants hold. Every round
-// acknowledges more than crashPaths writes, so every path was written.
-func checkCrash(t *testing.T, s *bolt.Store, acked int) {
+// acknowledged write or the one in flight (or, evicting, a placeholder of
+// one of them), every file reads whole and matches its hash, and the
+// file's invariants hold. Every round acknowledges more than crashPaths
+// writes, so every path was written.
+func checkCrash(t *testing.T, s *bolt.Store, acked int, evicting bool) {
 	t.Helper()
 	ctx := context.Background()
 	allowed := map[string][]string{} // path → acceptable hashes
-	for i := acked; i > acked-crashPaths; i-- {
+	sizes := map[string][]int64{}    // path → acceptable sizes
+	for i := acked + 1; i > acked-crashPaths; i-- {
 		p, data, _ := crashWrite(i)
 		allowed[p] = append(allowed[p], storetest.Sum(data))
+		sizes[p] = append(sizes[p], int64(len(data)))
 	}
-	p, data, _ := crashWrite(acked + 1)
-	allowed[p] = append(allowed[p], storetest.Sum(data))
 	for k := range crashPaths {
 		p := crashPath(k)
 		e, err := s.Stat(ctx, p)
 		if err != nil {
 			t.Errorf("%s: acknowledged write lost (acked up to %d): %v", p, acked, err)
+			continue
+		}
+		if evicting && !e.Present {
+			if e.SHA256 != "" || !slices.Contains(sizes[p], e.Size) {
+				t.Errorf("%s: evicted entry %+v, want a placeholder of a recent write (sizes %d)", p, e, sizes[p])
+			}
 			continue
 		}
 		if !slices.Contains(allowed[p], e.SHA256) {

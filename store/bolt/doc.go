@@ -12,7 +12,8 @@
 //   - tree: one key per entry, parent directory + NUL + name, so a
 //     directory listing is one prefix scan and Stat is one Get. The root
 //     "/" is not stored: it always exists, with inode store.RootIno.
-//   - blobs: SHA-256 (32 raw bytes) → size, reference count, chunk size.
+//   - blobs: SHA-256 (32 raw bytes) → size, reference count, chunk size,
+//     pinned reference count, last use.
 //   - chunks: SHA-256 + big-endian chunk index → up to one chunk of bytes.
 //   - uploads: one nested bucket per chunked upload: its metadata and the
 //     chunks received so far; once complete, only the chunk hashes, kept to
@@ -21,6 +22,11 @@
 //     last reference while a Content still read it, or content being
 //     staged by an upload. Swept when the last reader is done, or on Open
 //     after a crash.
+//   - lru, refs, expiry: indexes derived from the tree and the blobs, kept
+//     in step by the transactions that change them: the evictable blobs
+//     by last use, the files using each blob, the unpinned files by expiry
+//     time. Meta holds the counters Stats reports. Open derives all of
+//     them, and the blobs' pin counts, when it upgrades a schema 1 file.
 //
 // # Basics
 //
@@ -36,6 +42,35 @@
 //
 // Content is read through short read transactions that copy only the
 // chunks a ReadAt needs. A Content keeps its blob alive until closed.
+//
+// # Limits, eviction and expiry
+//
+// Options.MaxFileBytes and Options.MaxStoreBytes bound one file and the
+// stored content, each distinct blob counted once. A write that would take
+// the store over MaxStoreBytes evicts least recently used blobs in its own
+// transaction, so the write and its evictions commit together or not at
+// all; a blob used by a pinned file is never evicted, and a blob shared by
+// several files is evicted whole. An evicted file stays in the tree as a
+// placeholder: Present false, SHA256 "" (as for any placeholder: the
+// content is not known to be coming back the same), size, mtime, mode,
+// provenance, pin and expiry kept, at a new revision with an
+// store.EventEvicted. Writing content to it again reports
+// store.StatusCreated.
+//
+// The LRU order is a store-wide sequence of uses, not a clock: a write, or
+// an Open of a present file, is a use. Open records it in memory only; the
+// next write transaction persists it (as do the sweeper every
+// Options.FlushInterval and Close), so after a crash the order is that of
+// a few seconds earlier. Hits and misses are counted the same way.
+//
+// Uploads in progress hold their chunks outside the stored content: they
+// do not count against MaxStoreBytes and never cause eviction, but are
+// bounded on their own (see Store.PutChunk). While an upload completes,
+// its content briefly exists twice (chunks and blob), and content evicted
+// while a Content reads it stays on disk until that Content is closed.
+//
+// A sweeper goroutine removes expired, unpinned files every
+// Options.SweepInterval (see Store.ExpireEntries).
 //
 // # Caveats
 //

@@ -56,7 +56,7 @@ func (s *Store) ExpireUploads(ctx context.Context) (int, error) {
 				return err
 			}
 			deleted = true
-			return ups.DeleteBucket([]byte(id))
+			return w.dropUpload(id, u)
 		})
 		s.uploads.unlock(id)
 		if err != nil {

@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"fmt"
 
 	"github.com/depotfs/depotfs/store"
@@ -29,8 +30,10 @@ func ReadStats(s *Store) (Stats, error) {
 
 // Verify checks the file's invariants: every present file has its blob,
 // every blob's reference count matches the entries using it and its chunks
-// are all there and no more, no chunk is without a blob, and, when no
-// Content is open, no orphan is left.
+// are all there and no more, no chunk is without a blob, when no Content
+// is open no orphan is left, the counters, the lru, refs and expiry
+// indexes and the pin counts agree with the tree and the blobs, and the
+// in-memory count of uploads in progress agrees with the file.
 func Verify(s *Store) error {
 	return s.db.View(func(tx *bbolt.Tx) error {
 		refs := map[hash]uint64{}
@@ -108,6 +111,126 @@ func Verify(s *Store) error {
 		if n := tx.Bucket(bucketOrphans).Stats().KeyN; n > 0 && open == 0 {
 			return fmt.Errorf("%d orphans left with no Content open", n)
 		}
+		var staged stagedTotals
+		if err := staged.load(tx.Bucket(bucketUploads)); err != nil {
+			return err
+		}
+		if u, b := s.staged.uploads.Load(), s.staged.bytes.Load(); u != staged.uploads.Load() || b != staged.bytes.Load() {
+			return fmt.Errorf("uploads in progress counted as %d holding %d bytes, the file has %d holding %d",
+				u, b, staged.uploads.Load(), staged.bytes.Load())
+		}
+		return verifyDerived(tx, blobs)
+	})
+}
+
+// verifyDerived checks the counters and the lru, refs and expiry indexes
+// against what the tree and the blobs say they should be.
+func verifyDerived(tx *bbolt.Tx, blobs map[hash]blobRecord) error {
+	d, err := derive(tx)
+	if err != nil {
+		return err
+	}
+	c, err := loadCounters(tx.Bucket(bucketMeta))
+	if err != nil {
+		return err
+	}
+	want := d.c
+	want.Evictions, want.EvictedBytes, want.Expiries = c.Evictions, c.EvictedBytes, c.Expiries
+	want.Hits, want.Misses, want.UseSeq = c.Hits, c.Misses, c.UseSeq
+	if c != want {
+		return fmt.Errorf("counters %+v, the tree and blobs say %+v", c, want)
+	}
+	lru := map[string]bool{}
+	for h, b := range blobs {
+		if b.Pins != d.pins[h] {
+			return fmt.Errorf("blob %x: %d pins recorded, %d pinned files use it", h, b.Pins, d.pins[h])
+		}
+		if int64(b.Use) > c.UseSeq {
+			return fmt.Errorf("blob %x: used at %d, after the last use number %d", h, b.Use, c.UseSeq)
+		}
+		if b.evictable() {
+			lru[string(lruKey(b.Use, h))] = true
+		}
+		if v := tx.Bucket(bucketBlobs).Get(h[:]); len(v) == blobRecordV1 {
+			return fmt.Errorf("blob %x: record in the schema 1 format", h)
+		}
+	}
+	for _, idx := range []struct {
+		name []byte
+		want map[string]bool
+	}{{bucketLRU, lru}, {bucketRefs, d.refs}, {bucketExpiry, d.expiry}} {
+		got := map[string]bool{}
+		err := tx.Bucket(idx.name).ForEach(func(k, _ []byte) error {
+			got[string(k)] = true
+			if !idx.want[string(k)] {
+				return fmt.Errorf("%s index has %x, which it should not", idx.name, k)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for k := range idx.want {
+			if !got[k] {
+				return fmt.Errorf("%s index lacks %x", idx.name, k)
+			}
+		}
+	}
+	return nil
+}
+
+// Downgrade rewrites the closed database at path in the schema 1 layout:
+// no counters, no lru, refs or expiry buckets, 24-byte blob records.
+func Downgrade(path string) error {
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		return err
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		for _, name := range [][]byte{bucketLRU, bucketRefs, bucketExpiry} {
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if err := meta.Delete(keyCounters); err != nil {
+			return err
+		}
+		if err := meta.Put(keySchema, u64bytes(1)); err != nil {
+			return err
+		}
+		blobs := tx.Bucket(bucketBlobs)
+		old := map[string][]byte{}
+		err := blobs.ForEach(func(k, v []byte) error {
+			old[string(k)] = append([]byte(nil), v[:blobRecordV1]...)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for k, v := range old {
+			if err := blobs.Put([]byte(k), v); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
+	return errors.Join(err, db.Close())
+}
+
+// PersistedUses returns the last use of each blob as committed to the
+// file, by hex hash.
+func PersistedUses(s *Store) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		blobs := tx.Bucket(bucketBlobs)
+		return blobs.ForEach(func(k, _ []byte) error {
+			var h hash
+			copy(h[:], k)
+			b, _, err := getBlob(blobs, h)
+			out[hex.EncodeToString(k)] = b.Use
+			return err
+		})
+	})
+	return out, err
 }

@@ -15,6 +15,13 @@ import (
 // Put stores req.Data at req.Path in one transaction, creating implicit
 // parent directories. It is safe for concurrent use.
 //
+// Content over Options.MaxFileBytes or Options.MaxStoreBytes fails with
+// store.ErrLimit. When new content would take the store over
+// MaxStoreBytes, the least recently used unpinned content is evicted in the
+// same transaction (see PutResult.Evicted); if that cannot make room, Put
+// fails with store.ErrLimit and nothing changes. A write counts as a use of
+// its content.
+//
 // A zero MTime means the arrival time for new content, and keeps the stored
 // mtime when the content is unchanged. Mode keeps only permission bits.
 func (s *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult, error) {
@@ -23,6 +30,9 @@ func (s *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult,
 	}
 	if req.Path == depotpath.Root {
 		return store.PutResult{}, pathErr("put", req.Path, fmt.Errorf("%w: the root is a directory", store.ErrConflict))
+	}
+	if err := s.checkSize(int64(len(req.Data))); err != nil {
+		return store.PutResult{}, pathErr("put", req.Path, err)
 	}
 	sum := sha256.Sum256(req.Data)
 	hexSum := hex.EncodeToString(sum[:])
@@ -42,10 +52,19 @@ func (s *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult,
 }
 
 // putFile makes req.Path a present file with content sum of the given size,
-// applying req's conditions and metadata; write stores the content's chunks
-// if the store does not have them yet (nil when they are already staged).
+// applying req's conditions and metadata, and evicts what the size limit
+// requires; write stores the content's chunks if the store does not have
+// them yet (nil when they are already staged).
 func (w *wtx) putFile(req store.PutRequest, sum string, size int64, write func(hash) error) (store.PutResult, error) {
 	p := req.Path
+	if err := w.s.checkSize(size); err != nil {
+		return store.PutResult{}, err
+	}
+	h, err := parseHash(sum)
+	if err != nil {
+		return store.PutResult{}, err
+	}
+	stored := w.c.Stored
 	if err := checkParents(w.tree, p); err != nil {
 		return store.PutResult{}, err
 	}
@@ -95,6 +114,9 @@ func (w *wtx) putFile(req store.PutRequest, sum string, size int64, write func(h
 	next.Encoding, next.Source, next.Writer = req.Encoding, req.Source, req.Writer
 	next.Expires, next.Pinned = utc(req.Expires), req.Pinned
 
+	if err := w.touch(h); err != nil {
+		return store.PutResult{}, err
+	}
 	if status == store.StatusUnchanged && sameMeta(r, &next) {
 		return store.PutResult{Status: status, Entry: r.entry(p)}, nil
 	}
@@ -102,7 +124,25 @@ func (w *wtx) putFile(req store.PutRequest, sum string, size int64, write func(h
 	if err := w.put(kind, p, &next); err != nil {
 		return store.PutResult{}, err
 	}
-	return store.PutResult{Status: status, Entry: next.entry(p)}, nil
+	res := store.PutResult{Status: status, Entry: next.entry(p)}
+	if w.c.Stored > stored {
+		if res.Evicted, err = w.makeRoom(h); err != nil {
+			return store.PutResult{}, err
+		}
+	}
+	return res, nil
+}
+
+// checkSize fails with store.ErrLimit for content of size bytes that can
+// never be stored.
+func (s *Store) checkSize(size int64) error {
+	if lim := s.opts.MaxFileBytes; lim > 0 && size > lim {
+		return fmt.Errorf("%w: %d bytes, the file size limit is %d", store.ErrLimit, size, lim)
+	}
+	if lim := s.opts.MaxStoreBytes; lim > 0 && size > lim {
+		return fmt.Errorf("%w: %d bytes, the store size limit is %d", store.ErrLimit, size, lim)
+	}
+	return nil
 }
 
 // checkWrite applies a write's conditions to the current entry r (nil when

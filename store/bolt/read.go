@@ -88,6 +88,11 @@ func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) 
 // Open returns the content of the file at path as it is now. The Content
 // keeps reading those bytes until it is closed, even if the file is updated
 // or removed meanwhile. It is safe for concurrent use.
+//
+// Opening a present file counts as a hit and a use of its content (for
+// the LRU order); opening a placeholder counts as a miss. Both are counted
+// in memory and persisted later (see Options.FlushInterval), so Open never
+// writes.
 func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
 	if err := checkPath("open", path); err != nil {
 		return nil, err
@@ -99,6 +104,7 @@ func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
 		return nil, pathErr("open", path, store.ErrIsDir)
 	}
 	c := &content{s: s}
+	missed := false
 	// gc.mu is held across the read and the pin so that no write can
 	// delete the blob between them (see Store.update).
 	s.gc.mu.Lock()
@@ -114,6 +120,7 @@ func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
 		case r.Kind == store.KindDir:
 			return store.ErrIsDir
 		case !r.Present:
+			missed = true
 			return store.ErrNotPresent
 		}
 		h, err := parseHash(r.SHA256)
@@ -131,9 +138,13 @@ func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
 		return nil
 	})
 	if err != nil {
+		if missed {
+			s.uses.miss()
+		}
 		return nil, pathErr("open", path, err)
 	}
 	s.pinLocked(c.h)
+	s.uses.hit(c.h)
 	return c, nil
 }
 

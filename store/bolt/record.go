@@ -14,7 +14,9 @@ import (
 )
 
 // schemaVersion is the on-disk layout this package reads and writes.
-const schemaVersion = 1
+// Version 1 had no counters and no lru, refs and expiry indexes; Open
+// upgrades it by deriving them from the tree and the blobs (see migrate).
+const schemaVersion = 2
 
 // maxChunkSize bounds Options.ChunkSize.
 const maxChunkSize = 64 << 20
@@ -30,13 +32,27 @@ var (
 	// last reference without their chunks being deleted yet (still open,
 	// or being staged by an upload); Open sweeps them.
 	bucketOrphans = []byte("orphans")
+	// bucketLRU indexes the blobs eviction may drop (referenced, and by no
+	// pinned entry): use number (8 bytes) + hash → empty, least recently
+	// used first.
+	bucketLRU = []byte("lru")
+	// bucketRefs indexes the entries using each blob: hash + path →
+	// empty, one key per present file.
+	bucketRefs = []byte("refs")
+	// bucketExpiry indexes the files that may expire (an expiry set, not
+	// pinned): expiry time (8 bytes) + path → empty, soonest first.
+	bucketExpiry = []byte("expiry")
 )
+
+// allBuckets are the top-level buckets of the file.
+var allBuckets = [][]byte{bucketMeta, bucketTree, bucketBlobs, bucketChunks, bucketUploads, bucketOrphans, bucketLRU, bucketRefs, bucketExpiry}
 
 // Keys in the meta bucket.
 var (
 	keySchema   = []byte("schema")
 	keyRevision = []byte("revision")
 	keyInode    = []byte("inode")
+	keyCounters = []byte("counters")
 )
 
 // hash is a raw SHA-256.
@@ -138,24 +154,37 @@ func lookup(b *bbolt.Bucket, k []byte) ([]byte, bool) {
 // blobRecord is a blob's value in the blobs bucket.
 type blobRecord struct {
 	Size      int64
-	Refs      uint64
+	Refs      uint64 // present files using the blob
 	ChunkSize int64
+	Pins      uint64 // pinned present files using the blob
+	Use       uint64 // use number of the last read or write (see uses)
 }
 
+// blobRecordV1 is the length of a schema 1 blob record: Size, Refs and
+// ChunkSize only.
+const blobRecordV1 = 24
+
 func (b blobRecord) encode() []byte {
-	v := make([]byte, 24)
+	v := make([]byte, 40)
 	binary.BigEndian.PutUint64(v[0:], uint64(b.Size))
 	binary.BigEndian.PutUint64(v[8:], b.Refs)
 	binary.BigEndian.PutUint64(v[16:], uint64(b.ChunkSize))
+	binary.BigEndian.PutUint64(v[24:], b.Pins)
+	binary.BigEndian.PutUint64(v[32:], b.Use)
 	return v
 }
 
+// evictable reports whether the blob belongs in the lru index.
+func (b blobRecord) evictable() bool { return b.Refs > 0 && b.Pins == 0 }
+
+// getBlob reads blob h's record; a schema 1 record (only during migrate)
+// reads with Pins and Use 0.
 func getBlob(blobs *bbolt.Bucket, h hash) (blobRecord, bool, error) {
 	v := blobs.Get(h[:])
 	if v == nil {
 		return blobRecord{}, false, nil
 	}
-	if len(v) != 24 {
+	if len(v) != 40 && len(v) != blobRecordV1 {
 		return blobRecord{}, false, fmt.Errorf("corrupt blob record %x", h)
 	}
 	b := blobRecord{
@@ -163,8 +192,43 @@ func getBlob(blobs *bbolt.Bucket, h hash) (blobRecord, bool, error) {
 		Refs:      binary.BigEndian.Uint64(v[8:]),
 		ChunkSize: int64(binary.BigEndian.Uint64(v[16:])),
 	}
+	if len(v) == 40 {
+		b.Pins = binary.BigEndian.Uint64(v[24:])
+		b.Use = binary.BigEndian.Uint64(v[32:])
+	}
 	if b.Size < 0 || b.ChunkSize <= 0 {
 		return blobRecord{}, false, fmt.Errorf("corrupt blob record %x", h)
 	}
 	return b, true, nil
+}
+
+// lruKey is blob h's key in the lru bucket.
+func lruKey(use uint64, h hash) []byte {
+	k := binary.BigEndian.AppendUint64(make([]byte, 0, 40), use)
+	return append(k, h[:]...)
+}
+
+// refKey is the key in the refs bucket saying that the file at p uses
+// blob h.
+func refKey(h hash, p string) []byte {
+	return append(append(make([]byte, 0, 32+len(p)), h[:]...), p...)
+}
+
+// expiryKey is the key in the expiry bucket of the file at p expiring at
+// t: Unix seconds offset by 2^63 (8 bytes) and nanoseconds (4 bytes), so
+// that keys sort by time, then the path.
+func expiryKey(t time.Time, p string) []byte {
+	k := make([]byte, 0, expiryKeyTimeLen+len(p))
+	k = binary.BigEndian.AppendUint64(k, uint64(t.Unix())^(1<<63))
+	k = binary.BigEndian.AppendUint32(k, uint32(t.Nanosecond()))
+	return append(k, p...)
+}
+
+// expiryKeyTimeLen is the length of the time at the start of an expiry key.
+const expiryKeyTimeLen = 12
+
+// expiryKeyTime is the time an expiry key starts with.
+func expiryKeyTime(k []byte) time.Time {
+	sec := int64(binary.BigEndian.Uint64(k) ^ (1 << 63))
+	return time.Unix(sec, int64(binary.BigEndian.Uint32(k[8:]))).UTC()
 }

@@ -21,6 +21,8 @@ const (
 	DefaultChunkSize     = 1 << 20
 	DefaultUploadTimeout = time.Hour
 	DefaultHistory       = 4096
+	DefaultSweepInterval = time.Second
+	DefaultFlushInterval = 10 * time.Second
 )
 
 // lockTimeout bounds how long Open waits for another process's lock on the
@@ -46,6 +48,22 @@ type Options struct {
 	// Now is the clock used for arrival times and upload expiry; nil means
 	// time.Now.
 	Now func() time.Time
+
+	// MaxStoreBytes limits the stored content, each distinct content
+	// counted once; a write that would exceed it evicts the least
+	// recently used unpinned content first. 0 means no limit.
+	MaxStoreBytes int64
+	// MaxFileBytes limits the size of one file; a larger write fails with
+	// store.ErrLimit. 0 means no limit.
+	MaxFileBytes int64
+
+	// SweepInterval is how often the sweeper looks for expired files;
+	// 0 means DefaultSweepInterval.
+	SweepInterval time.Duration
+	// FlushInterval is how often reads' uses (the LRU order) and hit and
+	// miss counts are persisted when no write does it first; 0 means
+	// DefaultFlushInterval. Close persists them too.
+	FlushInterval time.Duration
 }
 
 // Store is the bbolt implementation of store.Store. A Store is safe for
@@ -60,7 +78,7 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 	goMu      sync.Mutex     // orders wg.Add of new watchers before Close's wg.Wait
-	wg        sync.WaitGroup // the janitor and watcher goroutines
+	wg        sync.WaitGroup // the janitor, sweeper and watcher goroutines
 
 	// wmu serializes write transactions with the publication of their
 	// events, so the event history is in revision order.
@@ -69,6 +87,8 @@ type Store struct {
 	gc      gc
 	hub     hub
 	uploads uploadLocks
+	uses    uses
+	staged  stagedTotals
 }
 
 var _ store.Store = (*Store)(nil)
@@ -77,8 +97,8 @@ var _ store.Store = (*Store)(nil)
 // parent directory must exist. If another process (or another Store in this
 // one) holds the file, Open fails after about a second with an error
 // wrapping bbolt's timeout error. A nil opts means the defaults. Open may be
-// called concurrently; the Store it returns owns a janitor goroutine that
-// Close stops.
+// called concurrently; the Store it returns owns two goroutines, the upload
+// janitor and the expiry sweeper, that Close stops.
 //
 // Open sweeps content left unreferenced by a crash; uploads in progress are
 // kept and continue where they stopped.
@@ -87,7 +107,8 @@ func Open(path string, opts *Options) (*Store, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.ChunkSize < 0 || o.UploadTimeout < 0 || o.History < 0 {
+	if o.ChunkSize < 0 || o.UploadTimeout < 0 || o.History < 0 || o.MaxStoreBytes < 0 || o.MaxFileBytes < 0 ||
+		o.SweepInterval < 0 || o.FlushInterval < 0 {
 		return nil, fmt.Errorf("bolt: open: %w: negative option", fs.ErrInvalid)
 	}
 	if o.ChunkSize > maxChunkSize {
@@ -101,6 +122,12 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	if o.History == 0 {
 		o.History = DefaultHistory
+	}
+	if o.SweepInterval == 0 {
+		o.SweepInterval = DefaultSweepInterval
+	}
+	if o.FlushInterval == 0 {
+		o.FlushInterval = DefaultFlushInterval
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -131,15 +158,17 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	s.hub.init(o.History, rev)
 
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.janitor()
+	go s.sweeper()
 	return s, nil
 }
 
-// Close stops the upload janitor, closes every Watch channel and closes the
-// database. Contents still open fail their reads with store.ErrClosed. Close
-// is idempotent and safe to call concurrently with other methods, which then
-// fail with store.ErrClosed.
+// Close stops the upload janitor and the sweeper, closes every Watch
+// channel, persists the uses and counts reads left in memory, and closes
+// the database. Contents still open fail their reads with store.ErrClosed.
+// Close is idempotent and safe to call concurrently with other methods,
+// which then fail with store.ErrClosed.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.goMu.Lock()
@@ -149,7 +178,11 @@ func (s *Store) Close() error {
 		s.wg.Wait()
 		s.wmu.Lock()
 		defer s.wmu.Unlock()
-		s.closeErr = s.db.Close()
+		var err error
+		if s.uses.pending() {
+			err = s.updateLocked(context.Background(), func(*wtx) error { return nil })
+		}
+		s.closeErr = errors.Join(err, s.db.Close())
 	})
 	return s.closeErr
 }

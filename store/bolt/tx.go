@@ -11,22 +11,29 @@ import (
 )
 
 // init creates the buckets of a new file, checks the schema of an existing
-// one, sweeps orphaned blobs and returns the current revision.
+// one (upgrading schema 1), sweeps orphaned blobs, and loads the revision,
+// the counters and what uploads in progress hold.
 func (s *Store) init() (uint64, error) {
 	var rev uint64
+	var c counters
 	err := s.db.Update(func(tx *bbolt.Tx) error {
-		for _, name := range [][]byte{bucketMeta, bucketTree, bucketBlobs, bucketChunks, bucketUploads, bucketOrphans} {
+		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
-		if v := meta.Get(keySchema); v == nil {
+		switch v := meta.Get(keySchema); {
+		case v == nil:
 			if err := meta.Put(keySchema, u64bytes(schemaVersion)); err != nil {
 				return err
 			}
-		} else if got := u64(v); got != schemaVersion {
-			return fmt.Errorf("schema version %d, this build reads %d", got, schemaVersion)
+		case u64(v) == 1:
+			if err := migrate(tx); err != nil {
+				return fmt.Errorf("upgrading from schema 1: %w", err)
+			}
+		case u64(v) != schemaVersion:
+			return fmt.Errorf("schema version %d, this build reads %d", u64(v), schemaVersion)
 		}
 		rev = u64(meta.Get(keyRevision))
 		var hs []hash
@@ -44,8 +51,12 @@ func (s *Store) init() (uint64, error) {
 				return err
 			}
 		}
-		return nil
+		if c, err = loadCounters(meta); err != nil {
+			return err
+		}
+		return s.staged.load(tx.Bucket(bucketUploads))
 	})
+	s.uses.init(c)
 	return rev, err
 }
 
@@ -53,18 +64,24 @@ func (s *Store) init() (uint64, error) {
 // reading for the whole transaction, the counters, and what to do after
 // the commit.
 type wtx struct {
+	s                                 *Store
 	tx                                *bbolt.Tx
 	meta, tree, blobs, chunks, orphan *bbolt.Bucket
+	lru, refs, expiry                 *bbolt.Bucket
 	chunkSize                         int64
 	now                               time.Time // the transaction's clock
 
 	rev, ino uint64
+	c        counters // as committed before, changed by the transaction
 	events   []store.Event
-	dropped  []hash // blobs whose reference count reached 0
+	dropped  []hash  // blobs whose reference count reached 0
+	staged   staging // change to what uploads in progress hold
 }
 
 // update runs fn in one bbolt write transaction. On success it deletes or
 // defers the blobs fn dropped, commits, and then publishes fn's events.
+// Every transaction also persists the uses and counts that reads left in
+// memory.
 func (s *Store) update(ctx context.Context, fn func(w *wtx) error) error {
 	if err := s.check(ctx); err != nil {
 		return err
@@ -74,6 +91,12 @@ func (s *Store) update(ctx context.Context, fn func(w *wtx) error) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
+	return s.updateLocked(ctx, fn)
+}
+
+// updateLocked is update for a caller holding s.wmu.
+func (s *Store) updateLocked(ctx context.Context, fn func(w *wtx) error) error {
+	read := s.uses.take()
 	var w *wtx
 	gcLocked := false
 	err := s.db.Update(func(tx *bbolt.Tx) error {
@@ -81,12 +104,16 @@ func (s *Store) update(ctx context.Context, fn func(w *wtx) error) error {
 			return err
 		}
 		w = &wtx{
+			s:         s,
 			tx:        tx,
 			meta:      tx.Bucket(bucketMeta),
 			tree:      tx.Bucket(bucketTree),
 			blobs:     tx.Bucket(bucketBlobs),
 			chunks:    tx.Bucket(bucketChunks),
 			orphan:    tx.Bucket(bucketOrphans),
+			lru:       tx.Bucket(bucketLRU),
+			refs:      tx.Bucket(bucketRefs),
+			expiry:    tx.Bucket(bucketExpiry),
 			chunkSize: int64(s.opts.ChunkSize),
 		}
 		w.now = s.now()
@@ -94,6 +121,14 @@ func (s *Store) update(ctx context.Context, fn func(w *wtx) error) error {
 		w.ino = u64(w.meta.Get(keyInode))
 		if w.ino < store.RootIno {
 			w.ino = store.RootIno
+		}
+		var err error
+		if w.c, err = loadCounters(w.meta); err != nil {
+			return err
+		}
+		before := w.c
+		if err := w.flush(read); err != nil {
+			return err
 		}
 		if err := fn(w); err != nil {
 			return err
@@ -103,6 +138,12 @@ func (s *Store) update(ctx context.Context, fn func(w *wtx) error) error {
 				return err
 			}
 			if err := w.meta.Put(keyInode, u64bytes(w.ino)); err != nil {
+				return err
+			}
+		}
+		w.settle()
+		if w.c != before {
+			if err := w.meta.Put(keyCounters, w.c.encode()); err != nil {
 				return err
 			}
 		}
@@ -123,8 +164,10 @@ func (s *Store) update(ctx context.Context, fn func(w *wtx) error) error {
 		s.gc.mu.Unlock()
 	}
 	if err != nil {
+		s.uses.giveBack(read)
 		return dbErr(err)
 	}
+	s.staged.apply(w.staged)
 	s.hub.publish(w.events)
 	return nil
 }
@@ -143,6 +186,13 @@ func (w *wtx) nextIno() uint64 {
 
 // put writes r at p as a change of the given kind, at a new revision.
 func (w *wtx) put(kind store.EventKind, p string, r *record) error {
+	old, err := getEntry(w.tree, p)
+	if err != nil {
+		return err
+	}
+	if err := w.index(p, old, r); err != nil {
+		return err
+	}
 	r.Revision = w.nextRev()
 	v, err := r.encode()
 	if err != nil {
@@ -157,6 +207,9 @@ func (w *wtx) put(kind store.EventKind, p string, r *record) error {
 
 // remove deletes the entry r at p, releasing its content.
 func (w *wtx) remove(p string, r *record) error {
+	if err := w.index(p, r, nil); err != nil {
+		return err
+	}
 	if err := w.tree.Delete(treeKey(p)); err != nil {
 		return err
 	}

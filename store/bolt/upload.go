@@ -32,6 +32,7 @@ type upload struct {
 	File     store.PutRequest `json:"file"` // without Data
 	Received int              `json:"received"`
 	Bytes    int64            `json:"bytes"`
+	Total    int64            `json:"total,omitzero"` // announced size; 0: not announced
 	Started  time.Time        `json:"started"`
 	Last     time.Time        `json:"last"` // arrival of the last chunk, or completion
 	// Result is set once the upload completed; the bucket then keeps only
@@ -77,6 +78,19 @@ func writeUpload(b *bbolt.Bucket, u *upload) error {
 // Options.UploadTimeout: a retried chunk with the same bytes reports the
 // completion again.
 //
+// Limits: a chunk announcing (Chunk.TotalSize) or bringing the upload's
+// bytes over Options.MaxFileBytes or Options.MaxStoreBytes fails with
+// store.ErrLimit and is not stored. Bytes of uploads in progress do not
+// count as stored content and never cause eviction; the chunk that
+// completes an upload evicts, as Put does. They are bounded on their own:
+// all uploads in progress together hold at most MaxStoreBytes, and a chunk
+// that would exceed that fails with store.ErrLimit, to be retried once
+// other uploads complete or expire. The last missing chunk of an upload is
+// always let in, since completing releases the upload's bytes. If the
+// completion itself fails with store.ErrLimit (what else is stored is
+// pinned), the upload keeps its chunks until it expires, and a retry of
+// any chunk tries the completion again.
+//
 // It is safe for concurrent use; chunks of one upload are handled one at a
 // time.
 func (s *Store) PutChunk(ctx context.Context, c store.Chunk) (store.UploadProgress, error) {
@@ -85,6 +99,9 @@ func (s *Store) PutChunk(ctx context.Context, c store.Chunk) (store.UploadProgre
 		return store.UploadProgress{}, err
 	}
 	if err := checkChunk(c); err != nil {
+		return store.UploadProgress{}, pathErr("putchunk", p, err)
+	}
+	if err := s.checkSize(max(c.TotalSize, int64(len(c.Data)))); err != nil {
 		return store.UploadProgress{}, pathErr("putchunk", p, err)
 	}
 	sum := sha256.Sum256(c.Data)
@@ -134,6 +151,8 @@ func checkChunk(c store.Chunk) error {
 		return fmt.Errorf("%w: the root is a directory", store.ErrConflict)
 	case c.File.SHA256 == "":
 		return fmt.Errorf("%w: the whole file's sha256 is required", store.ErrUpload)
+	case c.TotalSize < 0:
+		return fmt.Errorf("%w: total size %d", store.ErrUpload, c.TotalSize)
 	}
 	if _, err := parseHash(c.File.SHA256); err != nil {
 		return fmt.Errorf("%w: %w", store.ErrUpload, err)
@@ -182,6 +201,7 @@ func (w *wtx) putChunk(c store.Chunk, sum hash) (store.UploadProgress, bool, err
 		file := c.File
 		file.Data = nil
 		u = &upload{Count: c.Count, File: file, Started: w.now}
+		w.staged.uploads++
 	}
 
 	if old := ub.Get(chunkHashKey(c.Index)); old != nil {
@@ -190,6 +210,9 @@ func (w *wtx) putChunk(c store.Chunk, sum hash) (store.UploadProgress, bool, err
 		}
 		// A retry: nothing to store.
 		return u.progress(c.UploadID), u.Result == nil && u.Received == u.Count, nil
+	}
+	if err := w.admitChunk(u, c); err != nil {
+		return store.UploadProgress{}, false, err
 	}
 	if err := ub.Put(chunkDataKey(c.Index), c.Data); err != nil {
 		return store.UploadProgress{}, false, err
@@ -200,8 +223,35 @@ func (w *wtx) putChunk(c store.Chunk, sum hash) (store.UploadProgress, bool, err
 	u.Received++
 	u.Bytes += int64(len(c.Data))
 	u.Last = w.now
+	w.staged.bytes += int64(len(c.Data))
 	if err := writeUpload(ub, u); err != nil {
 		return store.UploadProgress{}, false, err
 	}
 	return u.progress(c.UploadID), u.Received == u.Count, nil
+}
+
+// admitChunk checks a new chunk c of upload u against the size the upload
+// announced and the store's limits, and records an announced size.
+func (w *wtx) admitChunk(u *upload, c store.Chunk) error {
+	if c.TotalSize > 0 {
+		if u.Total > 0 && c.TotalSize != u.Total {
+			return fmt.Errorf("%w: total size %d, the upload announced %d", store.ErrUpload, c.TotalSize, u.Total)
+		}
+		u.Total = c.TotalSize
+	}
+	bytes := u.Bytes + int64(len(c.Data))
+	if err := w.s.checkSize(max(bytes, u.Total)); err != nil {
+		return err
+	}
+	last := u.Received+1 == u.Count
+	if u.Total > 0 && (bytes > u.Total || (last && bytes != u.Total)) {
+		return fmt.Errorf("%w: the chunks hold %d bytes, the upload announced %d", store.ErrUpload, bytes, u.Total)
+	}
+	// The last chunk is let in: completing releases the upload's bytes.
+	held := w.s.staged.bytes.Load() + w.staged.bytes + int64(len(c.Data))
+	if lim := w.s.opts.MaxStoreBytes; lim > 0 && held > lim && !last {
+		return fmt.Errorf("%w: uploads in progress would hold %d bytes, over the store size limit of %d; retry when some complete or expire",
+			store.ErrLimit, held, lim)
+	}
+	return nil
 }

@@ -14,10 +14,47 @@ import (
 	"github.com/depotfs/depotfs/store"
 )
 
-// Run runs the conformance suite against the stores open returns. open must
-// return a new, empty store and register its Close with t.Cleanup (the
-// suite may close it first; Close must be idempotent). Each subtest opens
-// its own store. Run is meant to be called from a test function of the
+// Config is how the suite wants a store opened: with these limits and this
+// clock.
+type Config struct {
+	// MaxStoreBytes and MaxFileBytes are the store's size limits, as in
+	// store.Stats; 0 means none.
+	MaxStoreBytes, MaxFileBytes int64
+	// Now is the store's clock (arrival times, expiry); nil means the
+	// implementation's default, the real time.
+	Now func() time.Time
+}
+
+// Opener opens a new, empty store configured by cfg and registers its
+// Close with t.Cleanup (the suite may close it first; Close must be
+// idempotent).
+type Opener func(t *testing.T, cfg Config) store.Store
+
+// Expirer is implemented by stores whose expiry can be run on demand: it
+// removes what has expired by the store's clock and returns how many
+// entries it removed. The suite uses it, when the store has it, instead of
+// waiting for a background sweep.
+type Expirer interface {
+	ExpireEntries(ctx context.Context) (int, error)
+}
+
+// RunAll runs the whole conformance suite: every subtest of Run, with
+// stores opened with a zero Config, and the subtests that need limits or
+// a controlled clock: Limits, Eviction, Expiry and Stats. Each subtest
+// opens its own store.
+func RunAll(t *testing.T, open Opener) {
+	Run(t, func(t *testing.T) store.Store { return open(t, Config{}) })
+	t.Run("Limits", func(t *testing.T) { testLimits(t, open) })
+	t.Run("Eviction", func(t *testing.T) { testEviction(t, open) })
+	t.Run("Expiry", func(t *testing.T) { testExpiry(t, open) })
+	t.Run("Stats", func(t *testing.T) { testStats(t, open) })
+}
+
+// Run runs the part of the conformance suite that needs no configuration
+// against the stores open returns (RunAll runs it all). open must return a
+// new, empty store and register its Close with t.Cleanup (the suite may
+// close it first; Close must be idempotent). Each subtest opens its own
+// store. Run is meant to be called from a test function of the
 // implementation's package; subtests do not run in parallel, and the
 // Concurrency subtest drives the store from many goroutines.
 func Run(t *testing.T, open func(t *testing.T) store.Store) {

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/depotfs/depotfs/mcpserver/audit"
+)
+
+func auditCommands() []subcommand {
+	return []subcommand{
+		{"verify", "check the audit log's hash chain and checkpoint; name every record edited, deleted, reordered or cut off", runAuditVerify},
+		{"query", "print audit records by identity, tool, path prefix, decision and time, as a table or JSON lines", runAuditQuery},
+	}
+}
+
+func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runGroup("audit", "The tamper-evident audit log of depotfs serve: one JSON line per tool call and refused authentication.",
+		auditCommands(), ctx, args, stdout, stderr)
+}
+
+// auditLogFlags adds --audit-log and --db, from which the log's default
+// location follows as in serve, and returns a function giving the log.
+func auditLogFlags(fs *flag.FlagSet) func() string {
+	log := fs.String("audit-log", "", "audit log `file`; default audit.log beside --db, as for serve")
+	db := fs.String("db", filepath.Join(defaultDataDir(), "depot.db"), "database `file` of the serve whose default audit log to read")
+	return func() string {
+		if *log != "" {
+			return *log
+		}
+		return defaultAuditLog(*db)
+	}
+}
+
+func runAuditVerify(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("audit verify", flag.ContinueOnError)
+	path := auditLogFlags(fs)
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	rep, err := audit.Verify(path())
+	for _, w := range rep.Warnings {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
+	var ve *audit.VerifyError
+	if errors.As(err, &ve) {
+		for _, p := range ve.Problems {
+			fmt.Fprintln(stdout, "TAMPERED:", p)
+		}
+		return fmt.Errorf("%s: %d problem(s); the log is not what depotfs wrote", path(), len(ve.Problems))
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "ok: %s: %d record(s) in %d file(s), seq %d..%d, chain intact, checkpoint at %d\n",
+		path(), rep.Records, rep.Files, rep.First, rep.Last, rep.Checkpoint)
+	return nil
+}
+
+func runAuditQuery(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("audit query", flag.ContinueOnError)
+	path := auditLogFlags(fs)
+	var f audit.Filter
+	var decision, since, until string
+	fs.StringVar(&f.Identity, "identity", "", "only records of this `identity`: transport:subject, or the subject alone (depotfs://example.org/agent/a)")
+	fs.StringVar(&f.Tool, "tool", "", "only calls of this `tool`")
+	fs.StringVar(&f.Path, "path", "", "only records naming a path within this depot `prefix` (whole components)")
+	fs.StringVar(&decision, "decision", "", "only `allow` or deny records")
+	fs.StringVar(&f.Event, "event", "", "only `call` or auth records")
+	fs.StringVar(&since, "since", "", "only records at or after this `time`: RFC 3339, or a duration back from now such as 1h")
+	fs.StringVar(&until, "until", "", "only records before this `time`: RFC 3339, or a duration back from now")
+	asJSON := fs.Bool("json", false, "print JSON lines (the records as logged) instead of a table")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	switch audit.Decision(decision) {
+	case "", audit.Allow, audit.Deny:
+		f.Decision = audit.Decision(decision)
+	default:
+		return usageError{fmt.Errorf("--decision %q: want allow or deny", decision)}
+	}
+	now := time.Now()
+	var err error
+	if f.Since, err = parseWhen(since, now); err != nil {
+		return usageError{fmt.Errorf("--since: %w", err)}
+	}
+	if f.Until, err = parseWhen(until, now); err != nil {
+		return usageError{fmt.Errorf("--until: %w", err)}
+	}
+	if f.Path != "" && !strings.HasPrefix(f.Path, "/") {
+		return usageError{fmt.Errorf("--path %q: want an absolute depot path", f.Path)}
+	}
+
+	var tw *tabwriter.Writer
+	if !*asJSON {
+		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TIME\tSEQ\tIDENTITY\tTOOL\tDECISION\tERROR\tPATHS\tREASON")
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	n := 0
+	err = audit.Scan(path(), func(r audit.Record) error {
+		if !f.Match(r) {
+			return nil
+		}
+		n++
+		if *asJSON {
+			return enc.Encode(r)
+		}
+		tool := r.Tool
+		if r.Event == audit.EventAuth {
+			tool = "(auth " + r.Stage + ")"
+		}
+		paths := strings.Join(r.Paths, ",")
+		if r.MorePaths > 0 {
+			paths += fmt.Sprintf(",+%d", r.MorePaths)
+		}
+		_, err := fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Format(time.RFC3339), r.Seq,
+			orDash(r.Identity), orDash(tool), r.Decision, orDash(r.Error), orDash(clip(paths, 60)), clip(r.Reason, 100))
+		return err
+	})
+	if tw != nil {
+		if ferr := tw.Flush(); err == nil {
+			err = ferr
+		}
+		if err == nil {
+			fmt.Fprintf(stderr, "%d record(s)\n", n)
+		}
+	}
+	return err
+}
+
+// parseWhen reads an RFC 3339 time or a duration before now; "" is the
+// zero time (no bound).
+func parseWhen(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time (2026-05-01T12:00:00Z) nor a duration (1h30m)", s)
+	}
+	return now.Add(-d), nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// clip shortens s to n runes for a table cell.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

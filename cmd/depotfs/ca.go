@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/big"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/depotfs/depotfs/mcpserver/auth"
+	"github.com/depotfs/depotfs/mcpserver/auth/ca"
+)
+
+// subcommand is one command under a command group ("ca init").
+type subcommand struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// runGroup dispatches to one of subs, or prints the group's usage.
+func runGroup(group, summary string, subs []subcommand, ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	usage := func(w io.Writer) {
+		fmt.Fprintf(w, "Usage: depotfs %s <command> [flags]\n\n%s\n\nCommands:\n", group, summary)
+		for _, s := range subs {
+			fmt.Fprintf(w, "  %-12s %s\n", s.name, s.summary)
+		}
+		fmt.Fprintf(w, "\nRun 'depotfs %s <command> -h' for its flags.\n", group)
+	}
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return usageError{fmt.Errorf("%s needs a command", group)}
+		}
+		return nil
+	}
+	for _, s := range subs {
+		if s.name == args[0] {
+			return s.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	usage(stderr)
+	return usageError{fmt.Errorf("unknown command %q", args[0])}
+}
+
+func caCommands() []subcommand {
+	return []subcommand{
+		{"init", "create a CA (key and certificate) and an empty CRL in a directory", runCAInit},
+		{"issue", "issue a key and certificate for an agent, with its grants", runCAIssue},
+		{"server-cert", "issue a key and certificate for serve --tls-cert/--tls-key", runCAServerCert},
+		{"revoke", "revoke a certificate by serial or file and rewrite the CRL", runCARevoke},
+		{"crl", "sign a fresh CRL (run it regularly: a stale CRL refuses every agent)", runCACRL},
+	}
+}
+
+func runCA(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runGroup("ca", "A small certificate authority for agents that connect with client certificates (mTLS).",
+		caCommands(), ctx, args, stdout, stderr)
+}
+
+// defaultCADir is where "depotfs ca" keeps its CA unless --dir says
+// otherwise: beside the default database.
+func defaultCADir() string { return filepath.Join(defaultDataDir(), "ca") }
+
+func caDirFlag(fs *flag.FlagSet) *string {
+	return fs.String("dir", defaultCADir(), "CA `directory` (ca.crt, ca.key, crl.pem, revoked.json)")
+}
+
+func daysFlag(fs *flag.FlagSet, def int, what string) *int {
+	return fs.Int("days", def, "`days` "+what+" stays valid")
+}
+
+func days(n int) (time.Duration, error) {
+	if n <= 0 || n > 100*365 {
+		return 0, usageError{fmt.Errorf("--days %d: want 1 to 36500", n)}
+	}
+	return time.Duration(n) * 24 * time.Hour, nil
+}
+
+func runCAInit(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("ca init", flag.ContinueOnError)
+	dir := caDirFlag(fs)
+	name := fs.String("name", "depotfs agents CA", "the CA's common `name`")
+	nDays := daysFlag(fs, 3650, "the CA certificate")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	validity, err := days(*nDays)
+	if err != nil {
+		return err
+	}
+	c, err := ca.Init(*dir, *name, validity, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "CA %q created in %s, valid until %s\n", *name, c.Dir(), c.Cert().NotAfter.UTC().Format(time.RFC3339))
+	fmt.Fprintf(stdout, "  certificate: %s   (serve --client-ca; agents trust the server with it)\n", filepath.Join(c.Dir(), ca.CertFile))
+	fmt.Fprintf(stdout, "  private key: %s   (mode 0600; keep it off the server if you can)\n", filepath.Join(c.Dir(), ca.KeyFile))
+	fmt.Fprintf(stdout, "  CRL:         %s   (serve --crl; refresh it with 'depotfs ca crl' before %s)\n",
+		c.CRLPath(), time.Now().Add(ca.DefaultCRLValidity).UTC().Format(time.DateOnly))
+	return nil
+}
+
+func runCAIssue(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("ca issue", flag.ContinueOnError)
+	dir := caDirFlag(fs)
+	name := fs.String("name", "", "the agent's `name` (required): the certificate's CN and depotfs://<domain>/agent/<name>")
+	domain := fs.String("domain", auth.LocalDomain, "the `domain` of the agent's identity URI")
+	var grants grantsFlag
+	fs.Var(&grants, "grant", "a grant `TOOL:PREFIX:ACCESS` (repeatable; ACCESS r, w or rw), e.g. guide:/projects/a:rw")
+	nDays := daysFlag(fs, 7, "the certificate")
+	out := fs.String("out", ".", "`directory` for NAME.crt and NAME.key")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if *name == "" {
+		return usageError{errors.New("--name is required")}
+	}
+	validity, err := days(*nDays)
+	if err != nil {
+		return err
+	}
+	c, err := ca.Open(*dir)
+	if err != nil {
+		return err
+	}
+	is, err := c.IssueAgent(ca.AgentRequest{Name: *name, Domain: *domain, Grants: grants.grants, Validity: validity}, time.Now())
+	if err != nil {
+		return err
+	}
+	certPath, keyPath, err := writeIssued(*out, *name, is)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "issued %s (serial %s), valid until %s\n", is.Cert.URIs[0], is.Cert.SerialNumber.Text(16),
+		is.Cert.NotAfter.UTC().Format(time.RFC3339))
+	fmt.Fprintf(stdout, "  grants:      %s\n", grantsOrNone(grants.String()))
+	fmt.Fprintf(stdout, "  certificate: %s\n  private key: %s (mode 0600)\n", certPath, keyPath)
+	return nil
+}
+
+func grantsOrNone(s string) string {
+	if s == "" {
+		return "none (the agent can authenticate but do nothing)"
+	}
+	return s
+}
+
+func runCAServerCert(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("ca server-cert", flag.ContinueOnError)
+	dir := caDirFlag(fs)
+	var hosts stringsFlag
+	fs.Var(&hosts, "host", "a DNS `name` or IP address agents use to reach the server (repeatable, required)")
+	nDays := daysFlag(fs, 90, "the certificate")
+	out := fs.String("out", ".", "`directory` for server.crt and server.key")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if len(hosts) == 0 {
+		return usageError{errors.New("--host is required")}
+	}
+	validity, err := days(*nDays)
+	if err != nil {
+		return err
+	}
+	c, err := ca.Open(*dir)
+	if err != nil {
+		return err
+	}
+	is, err := c.IssueServer(hosts, validity, time.Now())
+	if err != nil {
+		return err
+	}
+	certPath, keyPath, err := writeIssued(*out, "server", is)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "issued a server certificate for %v, valid until %s\n", []string(hosts), is.Cert.NotAfter.UTC().Format(time.RFC3339))
+	fmt.Fprintf(stdout, "  --tls-cert %s --tls-key %s\n", certPath, keyPath)
+	return nil
+}
+
+func runCARevoke(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("ca revoke", flag.ContinueOnError)
+	dir := caDirFlag(fs)
+	pos, err := parseFlagsArgs(fs, args, stderr, 1, "one SERIAL or CERTFILE")
+	if err != nil {
+		return err
+	}
+	c, err := ca.Open(*dir)
+	if err != nil {
+		return err
+	}
+	var serial *big.Int
+	if _, statErr := os.Stat(pos[0]); statErr == nil {
+		serial, err = c.SerialOf(pos[0])
+	} else {
+		serial, err = ca.ParseSerial(pos[0])
+	}
+	if err != nil {
+		return err
+	}
+	crl, added, err := c.Revoke(serial, time.Now())
+	if err != nil {
+		return err
+	}
+	if added {
+		fmt.Fprintf(stdout, "revoked serial %s; wrote %s\n", serial.Text(16), crl)
+	} else {
+		fmt.Fprintf(stdout, "serial %s was already revoked; wrote %s\n", serial.Text(16), crl)
+	}
+	fmt.Fprintln(stdout, "A server reading this CRL (serve --crl) refuses the certificate from its next request; copy the file to servers that read another path.")
+	return nil
+}
+
+func runCACRL(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("ca crl", flag.ContinueOnError)
+	dir := caDirFlag(fs)
+	nDays := daysFlag(fs, 30, "the CRL")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	validity, err := days(*nDays)
+	if err != nil {
+		return err
+	}
+	c, err := ca.Open(*dir)
+	if err != nil {
+		return err
+	}
+	path, next, err := c.WriteCRL(validity, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s, next update due %s (every agent is refused after that until a fresh CRL is installed)\n",
+		path, next.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// writeIssued writes NAME.crt and NAME.key (0600) into dir, refusing to
+// replace existing files.
+func writeIssued(dir, name string, is *ca.Issued) (string, string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	certPath, keyPath := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	if err := writeNew(keyPath, is.KeyPEM, 0o600); err != nil {
+		return "", "", err
+	}
+	if err := writeNew(certPath, is.CertPEM, 0o644); err != nil {
+		os.Remove(keyPath)
+		return "", "", err
+	}
+	return certPath, keyPath, nil
+}
+
+// writeNew creates path with data, failing if it exists.
+func writeNew(path string, data []byte, mode fs.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return fmt.Errorf("%w (move the old file away first)", err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// stringsFlag is a repeatable string flag.
+type stringsFlag []string
+
+func (s *stringsFlag) String() string { return fmt.Sprint([]string(*s)) }
+
+func (s *stringsFlag) Set(v string) error {
+	*s = append(*s, v)
+	return nil
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"path/filepath"
+	"strings"
+
+	"github.com/depotfs/depotfs/mcpserver"
+	"github.com/depotfs/depotfs/mcpserver/audit"
+	"github.com/depotfs/depotfs/mcpserver/policy"
+	"github.com/depotfs/depotfs/mcpserver/ratelimit"
+)
+
+// enforceConfig is the server's own policy, its audit log and its rate
+// limits, as "depotfs serve" is told them.
+type enforceConfig struct {
+	allow, deny   prefixesFlag
+	auditLog      string
+	auditMaxSize  byteSize
+	rateCalls     float64
+	rateCallBurst int
+	rateBytes     byteSize
+	rateByteBurst byteSize
+
+	host *policy.Host // set by resolve
+}
+
+func (c *enforceConfig) flags(fs *flag.FlagSet) {
+	fs.Var(&c.allow, "allow", "depot path `prefix` calls may touch at all (repeatable; default /): every caller's grants are bounded by it")
+	fs.Var(&c.deny, "deny", "depot path `prefix` no call may touch, whatever its grants say (repeatable)")
+	fs.StringVar(&c.auditLog, "audit-log", "", "tamper-evident audit log `file` (one JSON line per call and refused authentication); default audit.log beside --db")
+	c.auditMaxSize = audit.DefaultMaxSize
+	fs.Var(&c.auditMaxSize, "audit-max-size", "rotate the audit log when it would grow beyond this `size` (bytes, or with KiB, MiB, GiB)")
+	fs.Float64Var(&c.rateCalls, "rate-calls", mcpserver.DefaultRateCalls, "tool calls per second per identity, sustained (0: unlimited)")
+	fs.IntVar(&c.rateCallBurst, "rate-call-burst", mcpserver.DefaultRateCallBurst, "tool calls per identity allowed at once")
+	c.rateBytes, c.rateByteBurst = mcpserver.DefaultRateBytes, mcpserver.DefaultRateByteBurst
+	fs.Var(&c.rateBytes, "rate-bytes", "content `size` per second per identity, sustained (0: unlimited)")
+	fs.Var(&c.rateByteBurst, "rate-byte-burst", "content `size` per identity allowed at once (at least the largest content of one call)")
+}
+
+// resolve checks the policy flags after parsing and fills in the default
+// audit log beside db.
+func (c *enforceConfig) resolve(db string) error {
+	host, err := policy.NewHost(c.allow, c.deny)
+	if err != nil {
+		return err
+	}
+	c.host = host
+	if c.auditLog == "" {
+		c.auditLog = defaultAuditLog(db)
+	}
+	if c.rateCalls < 0 || c.rateBytes < 0 || c.rateCallBurst < 1 || c.rateByteBurst < 1 {
+		return errors.New("--rate-calls and --rate-bytes must not be negative, --rate-call-burst and --rate-byte-burst at least 1")
+	}
+	if c.auditMaxSize < 4096 {
+		return errors.New("--audit-max-size must be at least 4KiB")
+	}
+	return nil
+}
+
+// defaultAuditLog is the audit log beside the database db.
+func defaultAuditLog(db string) string { return filepath.Join(filepath.Dir(db), "audit.log") }
+
+// rate returns the rate limits for mcpserver.Options: 0 on the command
+// line means unlimited, which Options spells as a negative rate.
+func (c *enforceConfig) rate() ratelimit.Limits {
+	unlimitedIfZero := func(v float64) float64 {
+		if v == 0 {
+			return -1
+		}
+		return v
+	}
+	return ratelimit.Limits{
+		Calls: unlimitedIfZero(c.rateCalls), CallBurst: c.rateCallBurst,
+		Bytes: unlimitedIfZero(float64(c.rateBytes)), ByteBurst: int(c.rateByteBurst),
+	}
+}
+
+// prefixesFlag is a repeatable flag of depot path prefixes.
+type prefixesFlag []string
+
+func (p *prefixesFlag) String() string {
+	if p == nil {
+		return ""
+	}
+	return strings.Join(*p, ",")
+}
+
+func (p *prefixesFlag) Set(v string) error {
+	*p = append(*p, v)
+	return nil
+}

@@ -1,0 +1,155 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+)
+
+// ErrCheckpoint reports a checkpoint or key file that exists but cannot be
+// trusted: unreadable, malformed, or no slot with a valid MAC.
+var ErrCheckpoint = errors.New("audit checkpoint invalid")
+
+// slotSize is the size of one checkpoint slot; the file holds two.
+const slotSize = 256
+
+// checkpoint is the head of the chain as last made durable.
+type checkpoint struct {
+	Seq  uint64 `json:"seq"`
+	Hash string `json:"hash"`
+	MAC  string `json:"mac"`
+}
+
+// keyPath and checkpointPath name the files kept beside the log.
+func keyPath(log string) string        { return log + ".key" }
+func checkpointPath(log string) string { return log + ".checkpoint" }
+
+// loadKey reads the HMAC key of the log at path, creating it (32 random
+// bytes, hex, mode 0600) when create is set and there is none.
+func loadKey(path string, create bool) ([]byte, error) {
+	kp := keyPath(path)
+	b, err := os.ReadFile(kp)
+	if errors.Is(err, fs.ErrNotExist) && create {
+		key := make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, fmt.Errorf("audit key: %w", err)
+		}
+		if err := writeNew(kp, []byte(hex.EncodeToString(key)+"\n")); err != nil {
+			return nil, fmt.Errorf("audit key: %w", err)
+		}
+		return key, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("audit key: %w", err)
+	}
+	key, err := hex.DecodeString(string(bytes.TrimSpace(b)))
+	if err != nil || len(key) < 32 {
+		return nil, fmt.Errorf("%w: key file %s is not 32 or more hex-encoded bytes", ErrCheckpoint, kp)
+	}
+	return key, nil
+}
+
+// writeNew creates path with data, mode 0600, failing if it exists, and
+// syncs it.
+func writeNew(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// mac authenticates a head under key.
+func mac(key []byte, seq uint64, hash string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("depotfs audit checkpoint v1\n" + strconv.FormatUint(seq, 10) + "\n" + hash))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// readCheckpoint returns the newest valid slot of the log's checkpoint, the
+// slot it is in, and false if there is no checkpoint file. A file with no
+// valid slot is ErrCheckpoint: it was tampered with or the key changed.
+func readCheckpoint(path string, key []byte) (cp checkpoint, slot int, ok bool, err error) {
+	b, err := os.ReadFile(checkpointPath(path))
+	if errors.Is(err, fs.ErrNotExist) {
+		return checkpoint{}, 0, false, nil
+	}
+	if err != nil {
+		return checkpoint{}, 0, false, fmt.Errorf("audit checkpoint: %w", err)
+	}
+	found := false
+	for i := range 2 {
+		if len(b) < (i+1)*slotSize {
+			break
+		}
+		var c checkpoint
+		raw := bytes.TrimRight(b[i*slotSize:(i+1)*slotSize], " \n\x00")
+		if json.Unmarshal(raw, &c) != nil || !hmac.Equal([]byte(c.MAC), []byte(mac(key, c.Seq, c.Hash))) {
+			continue
+		}
+		if !found || c.Seq > cp.Seq {
+			cp, slot, found = c, i, true
+		}
+	}
+	if !found {
+		return checkpoint{}, 0, true, fmt.Errorf("%w: %s has no slot with a valid MAC", ErrCheckpoint, checkpointPath(path))
+	}
+	return cp, slot, true, nil
+}
+
+// checkpointFile writes the checkpoint slots in turn.
+type checkpointFile struct {
+	f    *os.File
+	key  []byte
+	next int // the slot to write next
+	sync bool
+}
+
+// openCheckpoint opens (creating) the checkpoint file; next is the slot
+// to write first (the one not holding the newest checkpoint).
+func openCheckpoint(path string, key []byte, next int, sync bool) (*checkpointFile, error) {
+	f, err := os.OpenFile(checkpointPath(path), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit checkpoint: %w", err)
+	}
+	return &checkpointFile{f: f, key: key, next: next, sync: sync}, nil
+}
+
+// write records seq and hash as the head, durably when sync is set.
+func (c *checkpointFile) write(seq uint64, hash string) error {
+	b, err := json.Marshal(checkpoint{Seq: seq, Hash: hash, MAC: mac(c.key, seq, hash)})
+	if err != nil {
+		return fmt.Errorf("audit checkpoint: %w", err)
+	}
+	slot := bytes.Repeat([]byte{' '}, slotSize)
+	copy(slot, b)
+	slot[slotSize-1] = '\n'
+	if _, err := c.f.WriteAt(slot, int64(c.next*slotSize)); err != nil {
+		return fmt.Errorf("audit checkpoint: %w", err)
+	}
+	if c.sync {
+		if err := c.f.Sync(); err != nil {
+			return fmt.Errorf("audit checkpoint: %w", err)
+		}
+	}
+	c.next = 1 - c.next
+	return nil
+}
+
+func (c *checkpointFile) close() error { return c.f.Close() }

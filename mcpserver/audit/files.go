@@ -1,0 +1,69 @@
+package audit
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// seqDigits is the width of the sequence number in a rotated file's name.
+const seqDigits = 20
+
+// rotatedName is the name a full log file gets: the log's name and the seq
+// of its first record.
+func rotatedName(path string, first uint64) string {
+	return fmt.Sprintf("%s.%0*d", path, seqDigits, first)
+}
+
+// logFile is one file of a log: a rotated one, or the current one (First 0).
+type logFile struct {
+	Path  string
+	First uint64 // the seq its name gives; 0 for the current file
+}
+
+// files lists the log's files in chain order: rotated files by the seq in
+// their names, then the current file if it exists.
+func files(path string) ([]logFile, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("audit log directory: %w", err)
+	}
+	var out []logFile
+	current := false
+	for _, e := range entries {
+		name := e.Name()
+		if name == base {
+			current = true
+			continue
+		}
+		rest, ok := strings.CutPrefix(name, base+".")
+		if !ok || len(rest) != seqDigits || strings.Trim(rest, "0123456789") != "" {
+			continue
+		}
+		n, err := strconv.ParseUint(rest, 10, 64)
+		if err != nil || n == 0 {
+			continue
+		}
+		out = append(out, logFile{Path: filepath.Join(dir, name), First: n})
+	}
+	slices.SortFunc(out, func(a, b logFile) int {
+		switch {
+		case a.First < b.First:
+			return -1
+		case a.First > b.First:
+			return 1
+		}
+		return 0
+	})
+	if current {
+		out = append(out, logFile{Path: path})
+	}
+	return out, nil
+}

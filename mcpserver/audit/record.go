@@ -1,0 +1,137 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Decision is whether a call or authentication was let through.
+type Decision string
+
+// Decisions.
+const (
+	// Allow: the caller's grants and the server's policy allowed the call;
+	// it may still have failed (Record.Error says how).
+	Allow Decision = "allow"
+	// Deny: the call was refused by grants, policy, a rate limit or a
+	// failed authentication; it changed nothing.
+	Deny Decision = "deny"
+)
+
+// Events.
+const (
+	EventCall = "call" // a tool call
+	EventAuth = "auth" // a refused TLS handshake or authentication
+)
+
+// MaxPaths bounds Record.Paths; a call that names more (a large listing)
+// records the first MaxPaths and the count of the rest in MorePaths.
+const MaxPaths = 64
+
+// Record is one line of the audit log. Seq, Prev and Hash are set by
+// Log.Append; the caller fills in the rest. Records are values.
+type Record struct {
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"` // UTC
+	// Event is EventCall or EventAuth.
+	Event     string `json:"event"`
+	RequestID string `json:"request_id,omitempty"`
+	Session   string `json:"session,omitempty"` // MCP session id
+	Transport string `json:"transport,omitempty"`
+	Remote    string `json:"remote,omitempty"` // peer address
+	// Identity is the caller, "<transport>:<subject>"; for a refused
+	// authentication, the subject the credential claimed, if any.
+	Identity string `json:"identity,omitempty"`
+	Auth     string `json:"auth,omitempty"` // how the identity was established: cert, token, os
+	Serial   string `json:"serial,omitempty"`
+	TokenID  string `json:"token_id,omitempty"`
+	// Stage is where an authentication failed: "handshake" or "request".
+	Stage   string `json:"stage,omitempty"`
+	Resumed bool   `json:"resumed,omitempty"` // a resumed TLS session
+	Tool    string `json:"tool,omitempty"`
+	// Paths are the normalized depot paths the call named or touched.
+	Paths     []string `json:"paths,omitempty"`
+	MorePaths int      `json:"more_paths,omitempty"`
+	Decision  Decision `json:"decision"`
+	// Reason says why: the rule that denied, the grant that allowed, the
+	// authentication failure.
+	Reason string `json:"reason,omitempty"`
+	// Content describes the bytes a call carried, never the bytes.
+	Content *Content `json:"content,omitempty"`
+	Status  string   `json:"status,omitempty"` // what the call did: created, updated, partial...
+	// Error is the envelope's error type of a failed call.
+	Error      string  `json:"error,omitempty"`
+	DurationMS float64 `json:"duration_ms"`
+	Prev       string  `json:"prev"`
+	Hash       string  `json:"hash,omitempty"`
+}
+
+// Content is the size and SHA-256 of the content of a call.
+type Content struct {
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// genesis is the prev of the first record.
+var genesis = hex.EncodeToString(make([]byte, sha256.Size))
+
+// hashKey ends every line: `,"hash":"<64 hex>"}`.
+var hashKey = []byte(`,"hash":"`)
+
+// lineSuffix is the length of `,"hash":"<64 hex>"}`.
+const lineSuffix = 9 + 64 + 2
+
+// ErrRecord reports a line that is not a well-formed record.
+var ErrRecord = errors.New("malformed audit record")
+
+// encode returns the record's line (with its newline) and hash; r.Hash is
+// ignored.
+func encode(r *Record) (line []byte, hash string, err error) {
+	c := *r
+	c.Hash = ""
+	body, err := json.Marshal(&c)
+	if err != nil {
+		return nil, "", fmt.Errorf("encode audit record: %w", err)
+	}
+	sum := sha256.Sum256(body)
+	hash = hex.EncodeToString(sum[:])
+	line = make([]byte, 0, len(body)+lineSuffix+1)
+	line = append(line, body[:len(body)-1]...)
+	line = append(line, hashKey...)
+	line = append(line, hash...)
+	line = append(line, "\"}\n"...)
+	return line, hash, nil
+}
+
+// decode parses one line (without its newline). It returns the record,
+// whose Hash is the one the line states, and whether that hash matches the
+// line's canonical bytes. A line that cannot be parsed is an ErrRecord.
+func decode(line []byte) (r Record, intact bool, err error) {
+	n := len(line)
+	if n < lineSuffix+2 || line[0] != '{' || !bytes.Equal(line[n-lineSuffix:n-lineSuffix+len(hashKey)], hashKey) || string(line[n-2:]) != "\"}" {
+		return Record{}, false, fmt.Errorf("%w: does not end with its hash", ErrRecord)
+	}
+	stated := string(line[n-lineSuffix+len(hashKey) : n-2])
+	if _, err := hex.DecodeString(stated); err != nil || len(stated) != 64 {
+		return Record{}, false, fmt.Errorf("%w: hash is not 64 hex digits", ErrRecord)
+	}
+	body := make([]byte, 0, n-lineSuffix+1)
+	body = append(body, line[:n-lineSuffix]...)
+	body = append(body, '}')
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return Record{}, false, fmt.Errorf("%w: %v", ErrRecord, err)
+	}
+	if dec.More() {
+		return Record{}, false, fmt.Errorf("%w: trailing data", ErrRecord)
+	}
+	sum := sha256.Sum256(body)
+	r.Hash = stated
+	return r, hex.EncodeToString(sum[:]) == stated, nil
+}

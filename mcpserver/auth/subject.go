@@ -1,0 +1,79 @@
+package auth
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Scheme is the URI scheme of depotfs identities.
+const Scheme = "depotfs"
+
+// LocalDomain is the domain of identities that belong to this host alone,
+// such as bearer tokens': depotfs://local/agent/<name>.
+const LocalDomain = "local"
+
+// AgentURI returns the identity URI of agent name in domain,
+// depotfs://<domain>/agent/<name>, after checking both: a domain is a
+// lower-case DNS name, a name 1 to 64 letters, digits, '.', '_' or '-'
+// not starting with '.' or '-'.
+func AgentURI(domain, name string) (*url.URL, error) {
+	if err := checkDomain(domain); err != nil {
+		return nil, err
+	}
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	return &url.URL{Scheme: Scheme, Host: domain, Path: "/agent/" + name}, nil
+}
+
+// CheckName reports whether name can name an agent or a token.
+func CheckName(name string) error {
+	if name == "" || len(name) > 64 || name[0] == '.' || name[0] == '-' {
+		return fmt.Errorf("name %q: want 1 to 64 characters, not starting with '.' or '-'", name)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("name %q: only letters, digits, '.', '_' and '-'", name)
+		}
+	}
+	return nil
+}
+
+func checkDomain(domain string) error {
+	if domain == "" || len(domain) > 253 {
+		return fmt.Errorf("domain %q: want a DNS name", domain)
+	}
+	for _, label := range strings.Split(domain, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return fmt.Errorf("domain %q: want a lower-case DNS name such as example.org", domain)
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+				return fmt.Errorf("domain %q: want a lower-case DNS name such as example.org", domain)
+			}
+		}
+	}
+	return nil
+}
+
+// parseAgentURI checks that u is exactly depotfs://<domain>/agent/<name>
+// in canonical form and returns it as a string.
+func parseAgentURI(u *url.URL) (string, error) {
+	if u.Scheme != Scheme || u.Opaque != "" || u.User != nil || u.RawQuery != "" || u.ForceQuery ||
+		u.Fragment != "" || u.RawPath != "" || u.Port() != "" {
+		return "", fmt.Errorf("%w: URI SAN %q is not %s://<domain>/agent/<name>", ErrSubject, u, Scheme)
+	}
+	name, ok := strings.CutPrefix(u.Path, "/agent/")
+	if !ok {
+		return "", fmt.Errorf("%w: URI SAN %q is not %s://<domain>/agent/<name>", ErrSubject, u, Scheme)
+	}
+	want, err := AgentURI(u.Host, name)
+	if err != nil {
+		return "", fmt.Errorf("%w: URI SAN %q: %w", ErrSubject, u, err)
+	}
+	if want.String() != u.String() {
+		return "", fmt.Errorf("%w: URI SAN %q is not in canonical form %q", ErrSubject, u, want)
+	}
+	return want.String(), nil
+}

@@ -1,0 +1,191 @@
+// Package ratelimit keeps per-identity token buckets (golang.org/x/time/rate)
+// for calls per second and content bytes per second, and notices an unusual
+// pattern: a burst of denials from one identity.
+//
+// Every method takes the current time explicitly, so tests drive the
+// buckets with a clock of their own instead of sleeping. A Limiter is safe
+// for concurrent use. It keeps one small entry per key it has seen, at most
+// Limits.MaxKeys: beyond that the least recently used entry is dropped, so
+// a flood of distinct keys (failed authentications from many addresses)
+// cannot exhaust memory.
+package ratelimit
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Limits configure a Limiter. A rate of zero or less means unlimited.
+type Limits struct {
+	// Calls is the sustained number of tool calls per second per identity,
+	// CallBurst how many may arrive at once (at least 1).
+	Calls     float64
+	CallBurst int
+	// Bytes is the sustained number of content bytes per second per
+	// identity, ByteBurst how many may arrive at once. ByteBurst must be at
+	// least the largest content one call may carry, or such a call could
+	// never pass.
+	Bytes     float64
+	ByteBurst int
+	// DenialBurst denials within DenialWindow from one identity are an
+	// unusual pattern (Denial reports it); zero values mean 10 within 10 s.
+	DenialBurst  int
+	DenialWindow time.Duration
+	// WarnEvery is how often at most one identity's unusual pattern is
+	// reported; zero means a minute.
+	WarnEvery time.Duration
+	// MaxKeys bounds the identities tracked; zero means DefaultMaxKeys.
+	MaxKeys int
+}
+
+// DefaultMaxKeys is the default of Limits.MaxKeys.
+const DefaultMaxKeys = 10000
+
+// Limiter holds the buckets of every identity.
+type Limiter struct {
+	limits Limits
+	mu     sync.Mutex
+	ids    map[string]*buckets
+}
+
+type buckets struct {
+	calls, bytes, denials *rate.Limiter
+	lastWarn              time.Time
+	lastUsed              time.Time // guarded by Limiter.mu
+}
+
+// New returns a Limiter with the given limits.
+func New(l Limits) *Limiter {
+	if l.CallBurst < 1 {
+		l.CallBurst = 1
+	}
+	if l.ByteBurst < 1 {
+		l.ByteBurst = 1
+	}
+	if l.DenialBurst < 1 {
+		l.DenialBurst = 10
+	}
+	if l.DenialWindow <= 0 {
+		l.DenialWindow = 10 * time.Second
+	}
+	if l.WarnEvery <= 0 {
+		l.WarnEvery = time.Minute
+	}
+	if l.MaxKeys <= 0 {
+		l.MaxKeys = DefaultMaxKeys
+	}
+	return &Limiter{limits: l, ids: map[string]*buckets{}}
+}
+
+// Limits returns the limits in force, with defaults applied.
+func (l *Limiter) Limits() Limits { return l.limits }
+
+func limit(perSecond float64) rate.Limit {
+	if perSecond <= 0 {
+		return rate.Inf
+	}
+	return rate.Limit(perSecond)
+}
+
+// of returns the buckets of id, creating full ones on first sight (and
+// dropping the least recently used entry when there are MaxKeys).
+func (l *Limiter) of(id string, now time.Time) *buckets {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.ids[id]
+	if !ok {
+		if len(l.ids) >= l.limits.MaxKeys {
+			l.evictLocked()
+		}
+		window := l.limits.DenialWindow.Seconds()
+		b = &buckets{
+			calls:   rate.NewLimiter(limit(l.limits.Calls), l.limits.CallBurst),
+			bytes:   rate.NewLimiter(limit(l.limits.Bytes), l.limits.ByteBurst),
+			denials: rate.NewLimiter(rate.Limit(float64(l.limits.DenialBurst)/window), l.limits.DenialBurst),
+		}
+		l.ids[id] = b
+	}
+	if now.After(b.lastUsed) {
+		b.lastUsed = now
+	}
+	return b
+}
+
+// evictLocked drops the least recently used entry. l.mu is held.
+func (l *Limiter) evictLocked() {
+	var oldest string
+	var at time.Time
+	for id, b := range l.ids {
+		if oldest == "" || b.lastUsed.Before(at) {
+			oldest, at = id, b.lastUsed
+		}
+	}
+	delete(l.ids, oldest)
+}
+
+// Len returns the number of keys tracked.
+func (l *Limiter) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.ids)
+}
+
+// Call takes one call token of id at now. When none is left it takes
+// nothing and returns false and how long until one will be.
+func (l *Limiter) Call(id string, now time.Time) (bool, time.Duration) {
+	return take(l.of(id, now).calls, now, 1)
+}
+
+// Bytes takes n byte tokens of id at now. When there are not enough it
+// takes nothing and returns false and how long until there will be; n
+// larger than ByteBurst can never pass and reports a wait of
+// math.MaxInt64.
+func (l *Limiter) Bytes(id string, now time.Time, n int) (bool, time.Duration) {
+	if n <= 0 {
+		return true, 0
+	}
+	return take(l.of(id, now).bytes, now, n)
+}
+
+func take(lim *rate.Limiter, now time.Time, n int) (bool, time.Duration) {
+	if n > lim.Burst() && lim.Limit() != rate.Inf {
+		return false, time.Duration(math.MaxInt64)
+	}
+	if lim.AllowN(now, n) {
+		return true, 0
+	}
+	// AllowN took nothing; the wait is the time the missing tokens take to
+	// accrue, a hint (other calls of the same identity may take them first).
+	missing := float64(n) - lim.TokensAt(now)
+	return false, time.Duration(math.Ceil(missing / float64(lim.Limit()) * float64(time.Second)))
+}
+
+// Denial records that a call of id was denied at now. It returns true when
+// the denials of id exceed DenialBurst within DenialWindow, at most once per
+// WarnEvery per identity: the caller should log a warning.
+func (l *Limiter) Denial(id string, now time.Time) bool {
+	b := l.of(id, now)
+	if b.denials.AllowN(now, 1) {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !b.lastWarn.IsZero() && now.Sub(b.lastWarn) < l.limits.WarnEvery {
+		return false
+	}
+	b.lastWarn = now
+	return true
+}
+
+// RetryAfter rounds a wait up to whole seconds, at least 1, for a
+// retry-after hint.
+func RetryAfter(d time.Duration) int {
+	if d >= time.Duration(math.MaxInt64) {
+		return math.MaxInt32
+	}
+	s := int(math.Ceil(d.Seconds()))
+	return max(s, 1)
+}

@@ -1,0 +1,116 @@
+package bolt
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// uses tracks, in memory, what reads do to the store: the last use of each
+// blob (for the LRU order), and the hit and miss counts. A use is a number
+// from one store-wide sequence rather than a time, so the order is exact
+// and does not depend on the clock. Reads only touch memory; the next write
+// transaction, the sweeper (every Options.FlushInterval) and Close persist
+// what accumulated, so after a crash the order and the counts are those of
+// a few seconds earlier.
+type uses struct {
+	mu    sync.Mutex
+	seq   uint64          // the last use number handed out
+	dirty map[hash]uint64 // blobs read since the last flush → their last use
+	moved bool            // hits or misses counted since the last flush
+
+	// hits and misses are totals since the store was created: loaded at
+	// Open, persisted as they are at each flush.
+	hits, misses atomic.Int64
+}
+
+func (u *uses) init(c counters) {
+	u.seq = uint64(c.UseSeq)
+	u.dirty = make(map[hash]uint64)
+	u.hits.Store(c.Hits)
+	u.misses.Store(c.Misses)
+}
+
+// next hands out a use number.
+func (u *uses) next() uint64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.seq++
+	return u.seq
+}
+
+// hit records an Open of blob h (a present file).
+func (u *uses) hit(h hash) {
+	u.mu.Lock()
+	u.seq++
+	u.dirty[h] = u.seq
+	u.moved = true
+	u.mu.Unlock()
+	u.hits.Add(1)
+}
+
+// miss records an Open of a placeholder.
+func (u *uses) miss() {
+	u.mu.Lock()
+	u.moved = true
+	u.mu.Unlock()
+	u.misses.Add(1)
+}
+
+// pending reports whether reads happened since the last flush.
+func (u *uses) pending() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.moved
+}
+
+// last returns the last use number handed out.
+func (u *uses) last() uint64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.seq
+}
+
+// take returns the blobs read since the last flush and forgets them; a
+// failed flush gives them back.
+func (u *uses) take() map[hash]uint64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.moved = false
+	if len(u.dirty) == 0 {
+		return nil
+	}
+	d := u.dirty
+	u.dirty = make(map[hash]uint64)
+	return d
+}
+
+// giveBack merges uses taken by a flush that did not commit.
+func (u *uses) giveBack(d map[hash]uint64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.moved = true
+	for h, seq := range d {
+		if seq > u.dirty[h] {
+			u.dirty[h] = seq
+		}
+	}
+}
+
+// flush writes the uses taken from u into w's blob records.
+func (w *wtx) flush(d map[hash]uint64) error {
+	for h, seq := range d {
+		if err := w.used(h, seq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settle copies the in-memory counts into w's counters, last thing before
+// the commit: the use sequence (which w's own writes advanced), hits and
+// misses.
+func (w *wtx) settle() {
+	w.c.UseSeq = max(w.c.UseSeq, int64(w.s.uses.last()))
+	w.c.Hits = max(w.c.Hits, w.s.uses.hits.Load())
+	w.c.Misses = max(w.c.Misses, w.s.uses.misses.Load())
+}

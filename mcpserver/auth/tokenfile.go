@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/depotfs/depotfs/internal/atomicfile"
 	"github.com/depotfs/depotfs/mcpserver/grant"
 )
 
@@ -246,41 +247,5 @@ func updateTokenFile(path string, change func(*TokenFile) error) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(out, '\n'), 0o600)
-}
-
-// writeFileAtomic writes data to a temporary file beside path, syncs it and
-// renames it over path, so a reader sees the old or the new content whole.
-func writeFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(mode); err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	return dir.Sync()
+	return atomicfile.Write(path, append(out, '\n'), 0o600)
 }

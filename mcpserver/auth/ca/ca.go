@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/depotfs/depotfs/internal/atomicfile"
 	"github.com/depotfs/depotfs/mcpserver/auth"
 )
 
@@ -98,10 +99,10 @@ func Init(dir, name string, validity time.Duration, now time.Time) (*CA, error) 
 		if err != nil {
 			return err
 		}
-		if err := writeFileAtomic(filepath.Join(dir, KeyFile), keyPEM, 0o600); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, KeyFile), keyPEM, 0o600); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(filepath.Join(dir, CertFile), encodeCert(der), 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, CertFile), encodeCert(der), 0o644); err != nil {
 			return err
 		}
 		c = &CA{dir: dir, cert: cert, key: key}
@@ -192,32 +193,4 @@ func withLock(dir string, fn func() error) error {
 		return fmt.Errorf("lock %s: %w", f.Name(), err)
 	}
 	return fn()
-}
-
-// writeFileAtomic writes data beside path, syncs it and renames it over
-// path with mode, so a reader sees the old or the new file whole.
-func writeFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(mode); err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/depotfs/depotfs/internal/atomicfile"
 )
 
 // revokedList is the content of revoked.json.
@@ -110,7 +112,7 @@ func (c *CA) writeCRL(validity time.Duration, now time.Time) (time.Time, error) 
 	if err := c.writeRevoked(list); err != nil {
 		return time.Time{}, err
 	}
-	if err := writeFileAtomic(c.CRLPath(), pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: der}), 0o644); err != nil {
+	if err := atomicfile.Write(c.CRLPath(), pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: der}), 0o644); err != nil {
 		return time.Time{}, err
 	}
 	return tmpl.NextUpdate, nil
@@ -142,7 +144,7 @@ func (c *CA) writeRevoked(list *revokedList) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(c.dir, RevokedFile), append(data, '\n'), 0o644)
+	return atomicfile.Write(filepath.Join(c.dir, RevokedFile), append(data, '\n'), 0o644)
 }
 
 // ParseSerial reads a certificate serial number written in hex, as

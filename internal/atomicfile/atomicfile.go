@@ -1,0 +1,52 @@
+// Package atomicfile writes small files (keys, certificates, CRLs, token
+// lists) so that a reader, or a crash, sees the old file or the new one
+// whole, never a mix. It has no state.
+package atomicfile
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Write writes data to a temporary file beside path with mode, syncs it,
+// renames it over path and syncs the directory, so the new content has
+// replaced the old and survives a crash once Write returns nil. On error
+// path is unchanged and no temporary file is left. Write is safe for
+// concurrent use on different paths; writers of one path must serialise
+// themselves (the last rename wins).
+func Write(path string, data []byte, mode fs.FileMode) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+			err = fmt.Errorf("write %s: %w", path, err)
+		}
+	}()
+	if err := tmp.Chmod(mode); err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
+}

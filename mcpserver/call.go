@@ -159,10 +159,12 @@ func rawArguments(req mcp.CallToolRequest) json.RawMessage {
 func (s *Server) logCall(c *call, f *Failure, err error) {
 	attrs := []slog.Attr{
 		slog.String("tool", c.tool),
-		slog.String("profile", string(c.profile)),
 		slog.String("identity", c.who.String()),
 		slog.String("request_id", c.reqID),
 		slog.Duration("duration", s.opts.Now().Sub(c.start)),
+	}
+	if c.profile != "" {
+		attrs = append(attrs, slog.String("profile", string(c.profile)))
 	}
 	if c.path != "" {
 		attrs = append(attrs, slog.String("path", c.path))

@@ -511,3 +511,55 @@ func TestAuthFailureAudited(t *testing.T) {
 	}
 	t.Errorf("no auth failure counted for the address: %+v", e.srv.IdentityStats())
 }
+
+// TestResourcesObeyGrants reads, lists and subscribes to resources as an
+// agent granted /projects/a: files outside its grants are absent from the
+// listing and refused on read and subscribe, and every read leaves exactly
+// one audit record with its decision.
+func TestResourcesObeyGrants(t *testing.T) {
+	e := newEnforced(t, nil, nil, nil)
+	e.as(tester)
+	e.put("/projects/a/x.txt", []byte("mine"))
+	e.put("/projects/abc/y.txt", []byte("not mine"))
+	e.as(agent(t, "r", "provider:/projects/a:r"))
+
+	list, err := e.client.ListResourcesByPage(e.ctx, mcp.ListResourcesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range list.Resources {
+		names = append(names, r.Name)
+	}
+	if !slices.Contains(names, "/projects/a/x.txt") || slices.Contains(names, "/projects/abc/y.txt") {
+		t.Errorf("resources/list shows %q, want /projects/a/x.txt and not /projects/abc/y.txt", names)
+	}
+
+	tests := []struct {
+		uri      string
+		decision audit.Decision
+	}{
+		{mcpserver.ResourceURI("/projects/a/x.txt"), audit.Allow},
+		{mcpserver.ResourceURI("/projects/abc/y.txt"), audit.Deny},
+	}
+	for _, tt := range tests {
+		before := len(e.rec.records())
+		req := mcp.ReadResourceRequest{}
+		req.Params.URI = tt.uri
+		_, err := e.client.ReadResource(e.ctx, req)
+		if (err == nil) != (tt.decision == audit.Allow) {
+			t.Errorf("read %s: %v, want decision %s", tt.uri, err, tt.decision)
+		}
+		recs := e.rec.since(before)
+		if len(recs) != 1 || recs[0].Tool != "resources/read" || recs[0].Decision != tt.decision {
+			t.Errorf("read %s left audit records %+v, want one %s", tt.uri, recs, tt.decision)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+	defer cancel()
+	filter := mcp.SubscriptionFilter{ResourceSubscriptions: []string{mcpserver.ResourceURI("/projects/abc/y.txt")}}
+	if err := e.client.Listen(ctx, filter); err == nil || !strings.Contains(err.Error(), "no grant allows reading") {
+		t.Errorf("subscribing outside the grants: %v, want a refusal naming the rule", err)
+	}
+}

@@ -5,13 +5,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"github.com/depotfs/depotfs/mcpserver/policy"
-	"log/slog"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/depotfs/depotfs/mcpserver/identity"
+	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/mcpserver/policy"
 	"github.com/depotfs/depotfs/store"
 )
 
@@ -21,23 +19,49 @@ import (
 // (-32603) carrying the error's text, so every error here is worded for
 // the client and names depot paths only; store details go to the log.
 func (s *Server) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-	start := time.Now()
 	uri := req.Params.URI
-	who, _ := identity.FromContext(ctx)
-	attrs := []slog.Attr{slog.String("uri", uri), slog.String("identity", who.String())}
+	c := s.newCall(ctx, toolDef{name: resourcesRead, group: resourcesRead})
+	if p, err := ParseResourceURI(uri); err == nil {
+		c.path = p
+		c.note(p)
+	}
 	contents, sum, size, err := s.readResourceFile(ctx, uri)
-	attrs = append(attrs, slog.Duration("duration", time.Since(start)))
+	var f *Failure
 	if err != nil {
-		s.log.LogAttrs(ctx, slog.LevelWarn, "mcp resource read", append(attrs, slog.String("outcome", "refused"), slog.String("err", err.Error()))...)
+		failure := classify(err)
+		f = &failure
+	} else {
+		c.size, c.sha256 = size, sum
+	}
+	if auditErr := s.finish(c, f, err); auditErr != nil {
+		return nil, fmt.Errorf("resource %s: depotfs cannot write its audit log, so it refuses reads until it can; try again later", uri)
+	}
+	if err != nil {
 		return nil, err
 	}
-	s.log.LogAttrs(ctx, slog.LevelInfo, "mcp resource read", append(attrs, slog.String("outcome", "ok"), slog.Int64("size", size), slog.String("sha256", sum))...)
 	return []mcp.ResourceContents{contents}, nil
 }
+
+// resourcesRead names resource reads in the audit log and the call log,
+// where tools have their names.
+const resourcesRead = "resources/read"
+
+// resourceError is a resource read's error as the client reads it (msg),
+// keeping the store's error for classification in the audit record.
+type resourceError struct {
+	msg string
+	err error
+}
+
+func (e *resourceError) Error() string { return e.msg }
+func (e *resourceError) Unwrap() error { return e.err }
 
 // readResourceFile reads the file a resource URI names.
 func (s *Server) readResourceFile(ctx context.Context, uri string) (_ mcp.ResourceContents, sum string, size int64, _ error) {
 	p, err := ParseResourceURI(uri)
+	if errors.Is(err, ErrResourceURI) && !errors.Is(err, depotpath.ErrEscapes) {
+		return nil, "", 0, &resourceError{msg: err.Error(), err: fmt.Errorf("%w: %w", errArgs, err)}
+	}
 	if err != nil {
 		return nil, "", 0, err
 	}
@@ -47,7 +71,10 @@ func (s *Server) readResourceFile(ctx context.Context, uri string) (_ mcp.Resour
 	}
 	defer c.Close()
 	if c.Size() > s.opts.MaxResourceBytes {
-		return nil, "", 0, fmt.Errorf("resource %s is %d bytes, over the %d-byte limit of resources/read: read it with a tool that reads in parts, or through the mount", uri, c.Size(), s.opts.MaxResourceBytes)
+		return nil, "", 0, &resourceError{
+			msg: fmt.Sprintf("resource %s is %d bytes, over the %d-byte limit of resources/read: read it with a tool that reads in parts, or through the mount", uri, c.Size(), s.opts.MaxResourceBytes),
+			err: errLimit,
+		}
 	}
 	data := make([]byte, c.Size())
 	if n, err := c.ReadAt(data, 0); n < len(data) {
@@ -63,16 +90,19 @@ func (s *Server) readResourceFile(ctx context.Context, uri string) (_ mcp.Resour
 
 // readError words a store error for the client.
 func (s *Server) readError(uri, p string, err error) error {
+	var msg string
 	switch {
 	case errors.Is(err, store.ErrNotExist):
-		return fmt.Errorf("resource %s not found: the depot has no file at %s (resources/list shows the files it has)", uri, p)
+		msg = fmt.Sprintf("resource %s not found: the depot has no file at %s (resources/list shows the files it has)", uri, p)
 	case errors.Is(err, store.ErrIsDir):
-		return fmt.Errorf("resource %s is a directory, not a file: only files are resources (resources/list shows them)", uri)
+		msg = fmt.Sprintf("resource %s is a directory, not a file: only files are resources (resources/list shows them)", uri)
 	case errors.Is(err, policy.ErrDenied):
-		return fmt.Errorf("resource %s: %w", uri, err)
+		msg = fmt.Sprintf("resource %s: %v", uri, err)
 	case errors.Is(err, store.ErrNotPresent):
-		return fmt.Errorf("resource %s is not available yet: %s was listed by an agent but its content has not arrived; read it after the agent has pushed it (subscribe to be notified)", uri, p)
+		msg = fmt.Sprintf("resource %s is not available yet: %s was listed by an agent but its content has not arrived; read it after the agent has pushed it (subscribe to be notified)", uri, p)
+	default:
+		s.log.Error("mcp resource open failed", "path", p, "err", err)
+		msg = fmt.Sprintf("resource %s could not be read from the depot; try again", uri)
 	}
-	s.log.Error("mcp resource open failed", "path", p, "err", err)
-	return fmt.Errorf("resource %s could not be read from the depot; try again", uri)
+	return &resourceError{msg: msg, err: err}
 }

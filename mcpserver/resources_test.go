@@ -342,7 +342,8 @@ func TestResourceReadRefused(t *testing.T) {
 			}
 		})
 	}
-	if logs := h.logs.String(); !strings.Contains(logs, `"msg":"mcp resource read"`) || !strings.Contains(logs, `"outcome":"refused"`) {
+	if logs := h.logs.String(); !strings.Contains(logs, `"tool":"resources/read"`) || !strings.Contains(logs, `"outcome":"not_found"`) ||
+		!strings.Contains(logs, `"outcome":"limit"`) || !strings.Contains(logs, `"outcome":"validation"`) {
 		t.Errorf("resource reads are not logged:\n%s", logs)
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/depotfs/depotfs/mcpserver/audit"
+	"github.com/depotfs/depotfs/internal/audit"
 )
 
 // auditLog is the daemon's audit log: audit.log beside its database.

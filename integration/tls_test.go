@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/depotfs/depotfs/mcpserver/audit"
+	"github.com/depotfs/depotfs/internal/audit"
 )
 
 // TestMTLSRevocation is proof 2 of issue 4 for revocation, through the real

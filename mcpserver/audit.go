@@ -11,10 +11,10 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/depotfs/depotfs/mcpserver/audit"
-	"github.com/depotfs/depotfs/mcpserver/auth"
-	"github.com/depotfs/depotfs/mcpserver/identity"
-	"github.com/depotfs/depotfs/mcpserver/policy"
+	"github.com/depotfs/depotfs/internal/audit"
+	"github.com/depotfs/depotfs/internal/auth"
+	"github.com/depotfs/depotfs/internal/identity"
+	"github.com/depotfs/depotfs/internal/policy"
 )
 
 // Auditor keeps the audit log; *audit.Log implements it. Both methods are

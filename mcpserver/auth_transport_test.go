@@ -12,9 +12,9 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/depotfs/depotfs/internal/grant"
+	"github.com/depotfs/depotfs/internal/identity"
 	"github.com/depotfs/depotfs/mcpserver"
-	"github.com/depotfs/depotfs/mcpserver/grant"
-	"github.com/depotfs/depotfs/mcpserver/identity"
 	"github.com/depotfs/depotfs/store/bolt"
 )
 

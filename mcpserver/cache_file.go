@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/depotfs/depotfs/mcpserver/grant"
+	"github.com/depotfs/depotfs/internal/grant"
 	"github.com/depotfs/depotfs/store"
 )
 

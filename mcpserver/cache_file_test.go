@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/depotfs/depotfs/internal/identity"
 	"github.com/depotfs/depotfs/mcpserver"
-	"github.com/depotfs/depotfs/mcpserver/identity"
 )
 
 func TestCacheFileText(t *testing.T) {

@@ -76,9 +76,9 @@
 // [Server.ServeStdio] speaks MCP on a reader and a writer for a local client;
 // [Server.Handler] is the streamable HTTP transport for remote agents. Both
 // are mcp-go's; a transport puts the caller's identity (package
-// mcpserver/identity) in each request's context, and every write records it
+// internal/identity) in each request's context, and every write records it
 // as the entry's writer. Over HTTP the identity comes from the
-// authenticating middleware of package mcpserver/auth (client certificate
+// authenticating middleware of package internal/auth (client certificate
 // or bearer token) when depotfs requires authentication, and is otherwise
 // the remote address, on loopback only.
 //

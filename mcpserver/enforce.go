@@ -9,10 +9,10 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/depotfs/depotfs/depotpath"
-	"github.com/depotfs/depotfs/mcpserver/grant"
-	"github.com/depotfs/depotfs/mcpserver/identity"
-	"github.com/depotfs/depotfs/mcpserver/policy"
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/internal/grant"
+	"github.com/depotfs/depotfs/internal/identity"
+	"github.com/depotfs/depotfs/internal/policy"
 )
 
 // toolDef is what the permission checks need to know of a tool: its name,

@@ -12,13 +12,13 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/depotfs/depotfs/internal/audit"
+	"github.com/depotfs/depotfs/internal/auth"
+	"github.com/depotfs/depotfs/internal/grant"
+	"github.com/depotfs/depotfs/internal/identity"
+	"github.com/depotfs/depotfs/internal/policy"
+	"github.com/depotfs/depotfs/internal/ratelimit"
 	"github.com/depotfs/depotfs/mcpserver"
-	"github.com/depotfs/depotfs/mcpserver/audit"
-	"github.com/depotfs/depotfs/mcpserver/auth"
-	"github.com/depotfs/depotfs/mcpserver/grant"
-	"github.com/depotfs/depotfs/mcpserver/identity"
-	"github.com/depotfs/depotfs/mcpserver/policy"
-	"github.com/depotfs/depotfs/mcpserver/ratelimit"
 )
 
 // recorder is an Auditor that keeps records in memory and fails on demand.

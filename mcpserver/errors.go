@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/depotfs/depotfs/depotpath"
-	"github.com/depotfs/depotfs/mcpserver/policy"
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/internal/policy"
 	"github.com/depotfs/depotfs/store"
 )
 

@@ -1,6 +1,6 @@
 package mcpserver
 
-import "github.com/depotfs/depotfs/mcpserver/grant"
+import "github.com/depotfs/depotfs/internal/grant"
 
 // ToolInfo is what the server declares about one tool besides its MCP
 // definition, for tests.

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"log/slog"
 
-	"github.com/depotfs/depotfs/search"
+	"github.com/depotfs/depotfs/internal/search"
 	"github.com/depotfs/depotfs/store"
 )
 

@@ -12,12 +12,12 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/internal/audit"
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/internal/identity"
+	"github.com/depotfs/depotfs/internal/policy"
+	"github.com/depotfs/depotfs/internal/ratelimit"
 	"github.com/depotfs/depotfs/mcpserver"
-	"github.com/depotfs/depotfs/mcpserver/audit"
-	"github.com/depotfs/depotfs/mcpserver/identity"
-	"github.com/depotfs/depotfs/mcpserver/policy"
-	"github.com/depotfs/depotfs/mcpserver/ratelimit"
 )
 
 var fuzzTools = []string{"guide_cache_file", "guide_list_directory", "guide_read_file", "guide_pending_requests", "guide_cache_stats"}

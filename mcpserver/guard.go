@@ -3,13 +3,13 @@ package mcpserver
 import (
 	"context"
 	"fmt"
-	"github.com/depotfs/depotfs/depotpath"
-	"github.com/depotfs/depotfs/mcpserver/identity"
-	"github.com/depotfs/depotfs/mcpserver/policy"
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/internal/identity"
+	"github.com/depotfs/depotfs/internal/policy"
 	"sync"
 
-	"github.com/depotfs/depotfs/mcpserver/grant"
-	"github.com/depotfs/depotfs/mcpserver/ratelimit"
+	"github.com/depotfs/depotfs/internal/grant"
+	"github.com/depotfs/depotfs/internal/ratelimit"
 	"github.com/depotfs/depotfs/store"
 )
 

@@ -21,8 +21,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/depotfs/depotfs/internal/identity"
 	"github.com/depotfs/depotfs/mcpserver"
-	"github.com/depotfs/depotfs/mcpserver/identity"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/bolt"
 	"github.com/depotfs/depotfs/store/fetch"

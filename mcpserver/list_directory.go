@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/depotfs/depotfs/depotpath"
-	"github.com/depotfs/depotfs/mcpserver/grant"
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/internal/grant"
 	"github.com/depotfs/depotfs/store"
 )
 

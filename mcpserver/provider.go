@@ -11,8 +11,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/depotfs/depotfs/depotpath"
-	"github.com/depotfs/depotfs/mcpserver/grant"
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/internal/grant"
 	"github.com/depotfs/depotfs/store"
 )
 

@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/depotfs/depotfs/mcpserver/grant"
+	"github.com/depotfs/depotfs/internal/grant"
 	"github.com/depotfs/depotfs/store"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/depotfs/depotfs/depotpath"
-	"github.com/depotfs/depotfs/mcpserver/policy"
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/internal/policy"
 	"github.com/depotfs/depotfs/store"
 )
 

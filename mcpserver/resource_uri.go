@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/internal/depotpath"
 )
 
 // ResourceScheme is the URI scheme of the depot's MCP resources.

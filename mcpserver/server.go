@@ -11,10 +11,10 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/depotfs/depotfs/depotpath"
-	"github.com/depotfs/depotfs/mcpserver/grant"
-	"github.com/depotfs/depotfs/mcpserver/policy"
-	"github.com/depotfs/depotfs/mcpserver/ratelimit"
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/internal/grant"
+	"github.com/depotfs/depotfs/internal/policy"
+	"github.com/depotfs/depotfs/internal/ratelimit"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/fetch"
 )

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/depotfs/depotfs/mcpserver/identity"
-	"github.com/depotfs/depotfs/mcpserver/ratelimit"
+	"github.com/depotfs/depotfs/internal/identity"
+	"github.com/depotfs/depotfs/internal/ratelimit"
 )
 
 // IdentityStats counts what one identity did since the server started. It

@@ -4,7 +4,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/depotfs/depotfs/mcpserver/grant"
+	"github.com/depotfs/depotfs/internal/grant"
 )
 
 // pathArg is one argument of a tool that names depot paths, and what the

@@ -13,7 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/depotfs/depotfs/mcpserver/identity"
+	"github.com/depotfs/depotfs/internal/identity"
 )
 
 // ErrStdioBusy is returned by ServeStdio while another ServeStdio is running
@@ -30,7 +30,7 @@ var stdioActive atomic.Bool
 // mounts it at /mcp. Every request gets a body limit of
 // Options.MaxRequestBytes and the caller's identity: the one already in the
 // request's context, put there by an authenticating middleware in front
-// (mcpserver/auth.Authenticator), or else the unauthenticated identity of
+// (internal/auth.Authenticator), or else the unauthenticated identity of
 // its remote address (identity.HTTP, narrowed by Options.LocalGrants). A
 // server that requires authentication must therefore always be reached
 // through that middleware. Requests over

@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/depotfs/depotfs/mcpserver/audit"
+	"github.com/depotfs/depotfs/internal/audit"
 )
 
 func auditCommands() []subcommand {

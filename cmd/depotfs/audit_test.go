@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/depotfs/depotfs/mcpserver/audit"
+	"github.com/depotfs/depotfs/internal/audit"
 )
 
 var testTime = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)

@@ -11,7 +11,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/depotfs/depotfs/mcpserver/auth"
+	"github.com/depotfs/depotfs/internal/auth"
 )
 
 // authConfig is how "depotfs serve" authenticates HTTP callers.

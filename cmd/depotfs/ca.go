@@ -12,8 +12,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/depotfs/depotfs/mcpserver/auth"
-	"github.com/depotfs/depotfs/mcpserver/auth/ca"
+	"github.com/depotfs/depotfs/internal/auth"
+	"github.com/depotfs/depotfs/internal/auth/ca"
 )
 
 // subcommand is one command under a command group ("ca init").

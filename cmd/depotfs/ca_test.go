@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/depotfs/depotfs/mcpserver/auth"
+	"github.com/depotfs/depotfs/internal/auth"
 )
 
 // runOK runs a depotfs command that must succeed and returns its stdout.

@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/depotfs/depotfs/internal/audit"
+	"github.com/depotfs/depotfs/internal/policy"
+	"github.com/depotfs/depotfs/internal/ratelimit"
 	"github.com/depotfs/depotfs/mcpserver"
-	"github.com/depotfs/depotfs/mcpserver/audit"
-	"github.com/depotfs/depotfs/mcpserver/policy"
-	"github.com/depotfs/depotfs/mcpserver/ratelimit"
 )
 
 // enforceConfig is the server's own policy, its audit log and its rate

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/depotfs/depotfs/mcpserver/ratelimit"
+	"github.com/depotfs/depotfs/internal/ratelimit"
 )
 
 // TestEnforceFlags parses the policy, audit and rate flags as serve does.

@@ -3,7 +3,7 @@ package main
 import (
 	"strings"
 
-	"github.com/depotfs/depotfs/mcpserver/grant"
+	"github.com/depotfs/depotfs/internal/grant"
 )
 
 // grantsFlag is a repeatable flag of grants, each TOOL:PREFIX:ACCESS; one

@@ -16,9 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/depotfs/depotfs/internal/audit"
+	"github.com/depotfs/depotfs/internal/auth"
 	"github.com/depotfs/depotfs/mcpserver"
-	"github.com/depotfs/depotfs/mcpserver/audit"
-	"github.com/depotfs/depotfs/mcpserver/auth"
 	"github.com/depotfs/depotfs/store/bolt"
 	"github.com/depotfs/depotfs/store/fetch"
 	"github.com/depotfs/depotfs/vfs"

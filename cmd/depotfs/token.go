@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/depotfs/depotfs/mcpserver/auth"
+	"github.com/depotfs/depotfs/internal/auth"
 )
 
 func tokenCommands() []subcommand {

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 )
 

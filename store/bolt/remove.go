@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 	bbolt "go.etcd.io/bbolt"
 )

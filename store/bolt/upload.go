@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 	bbolt "go.etcd.io/bbolt"
 )

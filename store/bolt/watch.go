@@ -5,7 +5,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/depotfs/depotfs/depotpath"
+	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 )
 

@@ -1,0 +1,196 @@
+package ca
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/depotfs/depotfs/internal/atomicfile"
+	"github.com/depotfs/depotfs/internal/auth"
+)
+
+// File names inside a CA directory.
+const (
+	CertFile    = "ca.crt"
+	KeyFile     = "ca.key"
+	CRLFile     = "crl.pem"
+	RevokedFile = "revoked.json"
+	lockFile    = ".lock"
+)
+
+// Defaults.
+const (
+	DefaultCAValidity     = 10 * 365 * 24 * time.Hour
+	DefaultAgentValidity  = 7 * 24 * time.Hour
+	DefaultServerValidity = 90 * 24 * time.Hour
+	DefaultCRLValidity    = 30 * 24 * time.Hour
+	// clockSkew backdates NotBefore and ThisUpdate so that a peer whose
+	// clock is a little behind accepts them.
+	clockSkew = 5 * time.Minute
+)
+
+// ErrExists is returned by Init for a directory that already holds a CA.
+var ErrExists = errors.New("a CA already exists there")
+
+// CA is an opened CA directory. It is safe for concurrent use.
+type CA struct {
+	dir  string
+	cert *x509.Certificate
+	key  crypto.Signer
+}
+
+// Init creates a CA named name in dir (created 0700 if missing): an ECDSA
+// P-256 key (mode 0600), a self-signed certificate valid for validity (0:
+// DefaultCAValidity) from now, and an empty CRL valid for DefaultCRLValidity. It refuses a
+// directory that already has a CA key or certificate (ErrExists).
+func Init(dir, name string, validity time.Duration, now time.Time) (*CA, error) {
+	if validity <= 0 {
+		validity = DefaultCAValidity
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("ca init: %w", err)
+	}
+	var c *CA
+	err := withLock(dir, func() error {
+		for _, f := range []string{CertFile, KeyFile} {
+			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+				return fmt.Errorf("%w: %s", ErrExists, filepath.Join(dir, f))
+			}
+		}
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return err
+		}
+		serial, err := newSerial()
+		if err != nil {
+			return err
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber:          serial,
+			Subject:               pkix.Name{CommonName: name},
+			NotBefore:             now.Add(-clockSkew),
+			NotAfter:              now.Add(validity),
+			IsCA:                  true,
+			BasicConstraintsValid: true,
+			MaxPathLenZero:        true, // agents' certificates only, no intermediate CAs
+			KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+		if err != nil {
+			return err
+		}
+		cert, err := x509.ParseCertificate(der)
+		if err != nil {
+			return err
+		}
+		keyPEM, err := encodeKey(key)
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.Write(filepath.Join(dir, KeyFile), keyPEM, 0o600); err != nil {
+			return err
+		}
+		if err := atomicfile.Write(filepath.Join(dir, CertFile), encodeCert(der), 0o644); err != nil {
+			return err
+		}
+		c = &CA{dir: dir, cert: cert, key: key}
+		_, err = c.writeCRL(DefaultCRLValidity, now)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ca init %s: %w", dir, err)
+	}
+	return c, nil
+}
+
+// Open reads the CA in dir.
+func Open(dir string) (*CA, error) {
+	cert, err := auth.LoadCACert(filepath.Join(dir, CertFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("open CA: %w (run 'depotfs ca init' first)", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open CA: %w", err)
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, KeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("open CA: %w", err)
+	}
+	block, _ := pem.Decode(keyPEM)
+	if block == nil || block.Type != "PRIVATE KEY" {
+		return nil, fmt.Errorf("open CA: %s: want a PEM PRIVATE KEY", filepath.Join(dir, KeyFile))
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("open CA: %s: %w", filepath.Join(dir, KeyFile), err)
+	}
+	key, ok := k.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("open CA: %s: key cannot sign", filepath.Join(dir, KeyFile))
+	}
+	if !publicKeysEqual(key.Public(), cert.PublicKey) {
+		return nil, fmt.Errorf("open CA: %s does not belong to %s", KeyFile, CertFile)
+	}
+	return &CA{dir: dir, cert: cert, key: key}, nil
+}
+
+// Cert returns the CA certificate.
+func (c *CA) Cert() *x509.Certificate { return c.cert }
+
+// Dir returns the CA directory.
+func (c *CA) Dir() string { return c.dir }
+
+// CRLPath returns the path of the CA's current CRL.
+func (c *CA) CRLPath() string { return filepath.Join(c.dir, CRLFile) }
+
+// newSerial returns a random positive 127-bit serial number (RFC 5280
+// allows up to 20 octets; randomness makes serials unguessable).
+func newSerial() (*big.Int, error) {
+	s, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, err
+	}
+	return s.Add(s, big.NewInt(1)), nil
+}
+
+func encodeCert(der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+func encodeKey(key crypto.Signer) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+func publicKeysEqual(a, b crypto.PublicKey) bool {
+	ak, ok := a.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && ak.Equal(b)
+}
+
+// withLock runs fn holding an exclusive lock on dir's lock file.
+func withLock(dir string, fn func() error) error {
+	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return fn()
+}

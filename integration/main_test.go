@@ -33,11 +33,12 @@ func runMain(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	depotfsBin = filepath.Join(dir, "depotfs")
 	// Tests run the binary with the race detector; benchmarks measure the
-	// binary as shipped.
+	// binary as shipped. -buildvcs=auto overrides a GOFLAGS=-buildvcs=false
+	// so that, in a git checkout, the version test sees the revision.
 	flag.Parse()
-	args := []string{"build", "-race", "-o", depotfsBin, "../cmd/depotfs"}
+	args := []string{"build", "-buildvcs=auto", "-race", "-o", depotfsBin, "../cmd/depotfs"}
 	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
-		args = []string{"build", "-o", depotfsBin, "../cmd/depotfs"}
+		args = []string{"build", "-buildvcs=auto", "-o", depotfsBin, "../cmd/depotfs"}
 	}
 	build := exec.Command("go", args...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr

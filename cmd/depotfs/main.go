@@ -32,6 +32,7 @@ func commands() []command {
 		{"audit", "verify and query the tamper-evident audit log", runAudit},
 		{"status", "show a running server's statistics and limits", runStatus},
 		{"tools", "print the reference of the MCP tools as Markdown", runTools},
+		{"version", "print the version and the revision it was built from", runVersion},
 	}
 }
 
@@ -47,6 +48,10 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
+		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		printVersion(stdout)
 		return 0
 	}
 	for _, c := range commands() {

@@ -34,12 +34,18 @@ type Entry struct {
 	Kind Kind
 	Ino  uint64 // stable for the path across restarts; RootIno for "/"
 
-	Size     int64       // content size; for a placeholder, the declared size
-	SHA256   string      // lowercase hex content hash; "" for directories and unknown content
-	Mode     fs.FileMode // permission bits only (0 means the mount's default)
-	MTime    time.Time   // the agent's mtime, else the arrival time
-	Encoding string      // how the agent sent the content: "utf-8" or "base64"
-	Source   string      // where the content came from (tool and upload id), for provenance
+	Size   int64       // content size; for a placeholder, the declared size
+	SHA256 string      // lowercase hex content hash; "" for directories and unknown content
+	Mode   fs.FileMode // permission bits only (0 means the mount's default)
+	// MTime is the agent's mtime, else the arrival time. A directory's
+	// MTime (and Updated) moves to the time of the change whenever an entry
+	// is created in it, removed from it, or moved into or out of it, and
+	// persists; that change carries no event and no new Revision of its
+	// own (the child's event says the listing changed). The root's times
+	// are zero until the first such change.
+	MTime    time.Time
+	Encoding string // how the agent sent the content: "utf-8" or "base64"
+	Source   string // where the content came from (tool and upload id), for provenance
 
 	Created time.Time // first creation of this path
 	Updated time.Time // last change of content or metadata

@@ -134,6 +134,9 @@ func (w *wtx) transfer(t transfer) (store.CopyResult, string, error) {
 			return store.CopyResult{}, np, err
 		}
 	}
+	// The copied directories keep their times, as with cp -a and mv: only
+	// the directories the tree was placed in or taken from change.
+	w.untouchWithin(t.to)
 	if !t.move {
 		return res, "", nil
 	}

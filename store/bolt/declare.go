@@ -81,15 +81,14 @@ func (w *wtx) declare(d store.Declaration, req store.DeclareRequest, res *store.
 	}
 	mode := d.Mode & fs.ModePerm
 	if r == nil {
-		next := &record{Kind: d.Kind, Ino: w.nextIno(), Mode: mode, Created: w.now, Updated: w.now, Writer: req.Writer, Source: req.Source}
+		next := &record{Kind: d.Kind, Ino: w.nextIno(), Mode: mode, MTime: w.now, Created: w.now, Updated: w.now, Writer: req.Writer, Source: req.Source}
+		if !d.MTime.IsZero() {
+			next.MTime = utc(d.MTime)
+		}
 		if d.Kind == store.KindDir {
 			next.Explicit = true
 		} else {
 			next.Size = max(d.Size, 0)
-			next.MTime = w.now
-			if !d.MTime.IsZero() {
-				next.MTime = utc(d.MTime)
-			}
 		}
 		res.Created++
 		return w.put(store.EventCreated, d.Path, next)

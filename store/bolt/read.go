@@ -21,11 +21,13 @@ func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
 	if err := s.check(ctx); err != nil {
 		return store.Entry{}, pathErr("stat", path, err)
 	}
-	if path == depotpath.Root {
-		return rootEntry(), nil
-	}
 	var e store.Entry
 	err := s.db.View(func(tx *bbolt.Tx) error {
+		if path == depotpath.Root {
+			var err error
+			e, err = statRoot(tx.Bucket(bucketMeta))
+			return err
+		}
 		r, err := getEntry(tx.Bucket(bucketTree), path)
 		if err != nil {
 			return err

@@ -74,8 +74,9 @@ type wtx struct {
 	rev, ino uint64
 	c        counters // as committed before, changed by the transaction
 	events   []store.Event
-	dropped  []hash  // blobs whose reference count reached 0
-	staged   staging // change to what uploads in progress hold
+	dropped  []hash              // blobs whose reference count reached 0
+	staged   staging             // change to what uploads in progress hold
+	touched  map[string]struct{} // directories whose times move (see touchDir)
 }
 
 // update runs fn in one bbolt write transaction. On success it deletes or
@@ -131,6 +132,9 @@ func (s *Store) updateLocked(ctx context.Context, fn func(w *wtx) error) error {
 			return err
 		}
 		if err := fn(w); err != nil {
+			return err
+		}
+		if err := w.touchDirs(); err != nil {
 			return err
 		}
 		if len(w.events) > 0 {
@@ -193,6 +197,9 @@ func (w *wtx) put(kind store.EventKind, p string, r *record) error {
 	if err := w.index(p, old, r); err != nil {
 		return err
 	}
+	if kind == store.EventCreated {
+		w.touchDir(p)
+	}
 	r.Revision = w.nextRev()
 	v, err := r.encode()
 	if err != nil {
@@ -218,6 +225,7 @@ func (w *wtx) remove(p string, r *record) error {
 			return err
 		}
 	}
+	w.touchDir(p)
 	rev := w.nextRev()
 	e := r.entry(p)
 	w.events = append(w.events, store.Event{Kind: store.EventRemoved, Path: p, Revision: rev, Entry: e})
@@ -237,7 +245,7 @@ func (w *wtx) parents(p string) error {
 		}
 		if r == nil {
 			now := w.now
-			err := w.put(store.EventCreated, dir, &record{Kind: store.KindDir, Ino: w.nextIno(), Created: now, Updated: now})
+			err := w.put(store.EventCreated, dir, &record{Kind: store.KindDir, Ino: w.nextIno(), MTime: now, Created: now, Updated: now})
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/depotfs/depotfs/internal/auth"
@@ -24,6 +25,9 @@ type subcommand struct {
 
 // runGroup dispatches to one of subs, or prints the group's usage.
 func runGroup(group, summary string, subs []subcommand, ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if r, ok := stderr.(*flagRecorder); ok {
+		return r.recordGroup(ctx, group, subs)
+	}
 	usage := func(w io.Writer) {
 		fmt.Fprintf(w, "Usage: depotfs %s <command> [flags]\n\n%s\n\nCommands:\n", group, summary)
 		for _, s := range subs {
@@ -274,7 +278,7 @@ func writeNew(path string, data []byte, mode fs.FileMode) error {
 // stringsFlag is a repeatable string flag.
 type stringsFlag []string
 
-func (s *stringsFlag) String() string { return fmt.Sprint([]string(*s)) }
+func (s *stringsFlag) String() string { return strings.Join(*s, ",") }
 
 func (s *stringsFlag) Set(v string) error {
 	*s = append(*s, v)

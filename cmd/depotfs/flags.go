@@ -20,8 +20,14 @@ func envName(flagName string) string {
 
 // parseFlags applies environment variables to the flags of fs, then parses
 // args, so a command-line flag wins over the environment, which wins over the
-// default. Each flag's usage gains the name of its variable.
+// default. Each flag's usage gains the name of its variable. Run by
+// "depotfs flags" (stderr is a *flagRecorder), it records fs and parses
+// nothing.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	if r, ok := stderr.(*flagRecorder); ok {
+		r.sets = append(r.sets, fs)
+		return flag.ErrHelp
+	}
 	fs.SetOutput(stderr)
 	fs.VisitAll(func(f *flag.Flag) {
 		f.Usage = fmt.Sprintf("%s (env %s)", f.Usage, envName(f.Name))

@@ -33,6 +33,7 @@ func commands() []command {
 		{"status", "show a running server's statistics and limits", runStatus},
 		{"tools", "print the reference of the MCP tools as Markdown", runTools},
 		{"version", "print the version and the revision it was built from", runVersion},
+		{"flags", "print every command's flags, environment variables and defaults as Markdown", runFlags},
 	}
 }
 

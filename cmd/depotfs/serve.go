@@ -77,7 +77,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.shutdown, "shutdown-timeout", 30*time.Second, "how long a signal waits for in-flight calls before stopping anyway")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
 	fs.BoolVar(&c.debugFUSE, "debug-fuse", false, "log every FUSE request (very verbose)")
-	fs.IntVar(&c.resourcePage, "resource-page-size", mcpserver.DefaultResourcePageSize, "files per page of the MCP resources/list `count`")
+	fs.IntVar(&c.resourcePage, "resource-page-size", mcpserver.DefaultResourcePageSize, "`count` of files per page of the MCP resources/list")
 	fs.Int64Var(&c.maxResource, "max-resource-bytes", mcpserver.DefaultMaxResourceBytes, "largest file, in `bytes`, an MCP resources/read returns; larger files are read with tools or through the mount")
 	fs.StringVar(&c.tools, "tools", "guide,provider", "comma-separated tool `profiles` to serve: guide (the push tools, always on), provider (read-only file-provider tools for scanners), fs (filesystem tools: list, read, write, mkdir, delete, copy, move, info, search)")
 	c.auth.flags(fs)

@@ -27,8 +27,8 @@ func runTools(_ context.Context, args []string, stdout, stderr io.Writer) error 
 Prints the reference of every MCP tool of the chosen profiles, generated from
 the tools as depotfs serve registers them: each tool's description, its
 arguments (type, required or optional, default, constraints), examples of
-calls and replies, and its security notes. The README's tool reference is
-this output for --tools guide,provider,fs.
+calls and replies, and its security notes. The reference in docs/tools.md
+is this output for --tools guide,provider,fs.
 
 Flags:
 `)

@@ -58,6 +58,8 @@ type daemonConfig struct {
 	// noInit leaves the client unconnected, for tests whose client must be
 	// refused; the daemon is still waited for.
 	noInit bool
+	// env is added to the daemon's environment (NAME=value).
+	env []string
 }
 
 // startDaemon starts depotfs and returns once its MCP client is initialized
@@ -80,6 +82,7 @@ func startDaemon(t testing.TB, cfg daemonConfig) *daemon {
 		args = append(args, cfg.pki.serveArgs()...)
 		d.cmd = exec.Command(depotfsBin, append(args, "--listen", "127.0.0.1:0")...)
 		d.cmd.Stderr = d.logs
+		d.cmd.Env = append(os.Environ(), cfg.env...)
 		if err := d.cmd.Start(); err != nil {
 			t.Fatalf("start depotfs: %v", err)
 		}
@@ -96,7 +99,7 @@ func startDaemon(t testing.TB, cfg daemonConfig) *daemon {
 			transport.WithCommandStderrWriter(d.logs),
 			transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 				cmd := exec.CommandContext(ctx, command, args...)
-				cmd.Env = append(os.Environ(), env...)
+				cmd.Env = append(append(os.Environ(), env...), cfg.env...)
 				started <- cmd
 				return cmd, nil
 			}))

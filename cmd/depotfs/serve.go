@@ -18,6 +18,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/audit"
 	"github.com/depotfs/depotfs/internal/auth"
+	"github.com/depotfs/depotfs/internal/sdnotify"
 	"github.com/depotfs/depotfs/mcpserver"
 	"github.com/depotfs/depotfs/store/bolt"
 	"github.com/depotfs/depotfs/store/fetch"
@@ -208,6 +209,23 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
+	// systemd (Type=notify) hears READY=1 only once the mount and the
+	// listener are up, and STOPPING=1 as soon as shutdown begins.
+	notifier, err := sdnotify.FromEnv()
+	if err != nil {
+		log.Warn("not notifying systemd", "err", err)
+	}
+	stopping := make(chan struct{})
+	stopNotify := context.AfterFunc(ctx, func() {
+		defer close(stopping)
+		notify(log, notifier, sdnotify.Stopping, "STATUS=stopping")
+	})
+	defer func() {
+		if !stopNotify() {
+			<-stopping
+		}
+		notifier.Close()
+	}()
 	if err := os.MkdirAll(filepath.Dir(cfg.db), 0o700); err != nil {
 		return fmt.Errorf("database directory: %w", err)
 	}
@@ -285,8 +303,15 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 	defer context.AfterFunc(ctx, func() { srv.Close() })()
 	defer srv.Close()
 
+	ready := func(desc string) {
+		notify(log, notifier, sdnotify.Ready, "STATUS=serving MCP on "+desc)
+		if every, ok := sdnotify.WatchdogInterval(); ok && notifier != nil {
+			go notifier.RunWatchdog(ctx, every, nil, func(err error) { log.Warn("systemd watchdog not notified", "err", err) })
+		}
+	}
 	if cfg.stdio {
 		log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg), "mcp", "stdio", "tools", cfg.tools, limitAttrs(cfg))
+		ready("stdio")
 		err := srv.ServeStdio(ctx, os.Stdin, os.Stdout)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("stdio: %w", err)
@@ -312,7 +337,18 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 	}
 	log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg),
 		"mcp", scheme+"://"+ln.Addr().String()+"/mcp", "auth", cfg.auth.methods(), "tools", cfg.tools, limitAttrs(cfg))
+	// The listener accepts connections from here on (the kernel queues
+	// them until Serve runs), so systemd may start what depends on it.
+	ready(scheme + "://" + ln.Addr().String() + "/mcp")
 	return serveHTTP(ctx, ln, cfg.shutdown, handler, log)
+}
+
+// notify sends states to systemd, logging a failure: a service manager
+// that cannot hear depotfs is no reason to stop serving.
+func notify(log *slog.Logger, n *sdnotify.Notifier, states ...string) {
+	if err := n.Notify(states...); err != nil {
+		log.Warn("systemd notification failed", "err", err)
+	}
 }
 
 // serveHTTP serves MCP on ln until ctx is done (the server's Close, run when

@@ -20,7 +20,7 @@ import (
 )
 
 // resourceURI is the URI depotfs gives a depot path, written out here from
-// the README's rule so the test does not share depotfs's code: every byte
+// docs/resources.md's rule so the test does not share depotfs's code: every byte
 // but A-Z a-z 0-9 - . _ ~ and "/" percent-encoded.
 func resourceURI(p string) string {
 	var b strings.Builder

@@ -11,10 +11,15 @@ import (
 	"time"
 )
 
-// TestCrashRecovery pushes files continuously, kills the daemon with
-// SIGKILL mid-stream, and starts it again on the same database and mount:
-// every acknowledged file reads back with the right hash, nothing partial is
-// visible, and the stale mount left by the killed process is recovered.
+// crashWriters is how many clients of TestCrashRecovery write at once, so
+// that their writes share the store's transactions (group commit).
+const crashWriters = 16
+
+// TestCrashRecovery pushes files from crashWriters concurrent writers,
+// kills the daemon with SIGKILL mid-stream, and starts it again on the same
+// database and mount: every acknowledged file reads back with the right
+// hash, nothing partial is visible, and the stale mount left by the killed
+// process is recovered.
 func TestCrashRecovery(t *testing.T) {
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	content := func(i int) []byte { return pseudoRandom(4096+i*7919%300000, uint64(i)) }
@@ -25,48 +30,51 @@ func TestCrashRecovery(t *testing.T) {
 		tried = map[string][]byte{}
 	)
 	stop := make(chan struct{})
-	done := make(chan struct{})
-	// The writer keeps its own reference to the client: kill closes the
-	// client and clears d.client while the writer may be mid-call.
-	writer := d.client
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
+	var writers sync.WaitGroup
+	// The writers keep their own reference to the client: kill closes the
+	// client and clears d.client while a writer may be mid-call.
+	client := d.client
+	for g := range crashWriters {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for i := g; ; i += crashWriters {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p := fmt.Sprintf("/crash/f-%05d.bin", i)
+				c := content(i)
+				mu.Lock()
+				tried[p] = c
+				mu.Unlock()
+				env, err := callWith(client, "guide_cache_file", map[string]any{
+					"path": p, "content": base64.StdEncoding.EncodeToString(c), "encoding": "base64",
+				})
+				if err != nil || !env.Success {
+					return // the daemon is gone
+				}
+				mu.Lock()
+				acked[p] = c
+				mu.Unlock()
 			}
-			p := fmt.Sprintf("/crash/f-%05d.bin", i)
-			c := content(i)
-			mu.Lock()
-			tried[p] = c
-			mu.Unlock()
-			env, err := callWith(writer, "guide_cache_file", map[string]any{
-				"path": p, "content": base64.StdEncoding.EncodeToString(c), "encoding": "base64",
-			})
-			if err != nil || !env.Success {
-				return // the daemon is gone
-			}
-			mu.Lock()
-			acked[p] = c
-			mu.Unlock()
-		}
-	}()
+		}()
+	}
 	// A chunked upload that never completes must not become visible.
 	d.mustCall("guide_read_file", map[string]any{
 		"path": "/crash/partial.bin", "upload_id": "never-done", "chunk_index": 0, "chunk_count": 3,
 		"content": base64.StdEncoding.EncodeToString([]byte("part one")), "encoding": "base64",
 		"sha256": strings.Repeat("0", 64),
 	})
-	waitFor(t, 60*time.Second, "40 acknowledged writes", func() bool {
+	waitFor(t, 60*time.Second, "200 acknowledged writes", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(acked) >= 40
+		return len(acked) >= 200
 	})
 	d.kill()
 	close(stop)
-	<-done
+	writers.Wait()
 
 	if _, err := os.Stat(d.mount); err == nil {
 		t.Logf("mount point still answers stat after SIGKILL")

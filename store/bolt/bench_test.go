@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/depotfs/depotfs/store"
@@ -170,5 +172,31 @@ func BenchmarkPutEvict(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkPutConcurrent writes new 1 KiB files from the given number of
+// goroutines at once: concurrent writes share transactions and fsyncs
+// (group commit), so the rate grows with the writers.
+func BenchmarkPutConcurrent(b *testing.B) {
+	for _, writers := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			s, _ := openTemp(b, nil)
+			ctx := context.Background()
+			var next atomic.Uint64
+			b.SetParallelism((writers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.SetBytes(1 << 10)
+			b.RunParallel(func(pb *testing.PB) {
+				data := make([]byte, 1<<10)
+				for pb.Next() {
+					i := next.Add(1)
+					binary.BigEndian.PutUint64(data, i)
+					if _, err := s.Put(ctx, store.PutRequest{Path: fmt.Sprintf("/bench/d%d/f%d", i%64, i), Data: data}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
 	}
 }

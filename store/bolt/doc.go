@@ -31,8 +31,10 @@
 // # Basics
 //
 // Every change to the namespace (Put, the chunk completing an upload,
-// Declare, Remove, Copy, Move) is one bbolt transaction, committed with fsync before
-// the call returns. Each changed entry gets its own revision; the events
+// Declare, Remove, Copy, Move) is atomic and committed with fsync before
+// the call returns. Concurrent changes share one bbolt transaction and one
+// fsync (group commit: the writer that gets the lock commits everything
+// queued meanwhile), each applied whole or not at all. Each changed entry gets its own revision; the events
 // are published to watchers only after the commit. An upload's content is
 // copied into blob chunks by bounded transactions before the one that makes
 // the file visible, so no transaction holds a whole large file.

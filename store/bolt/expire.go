@@ -46,6 +46,7 @@ func (s *Store) ExpireUploads(ctx context.Context) (int, error) {
 		}
 		deleted := false
 		err := s.update(ctx, func(w *wtx) error {
+			deleted = false
 			ups := w.tx.Bucket(bucketUploads)
 			ub := ups.Bucket([]byte(id))
 			if ub == nil {

@@ -82,7 +82,8 @@ type Store struct {
 
 	// wmu serializes write transactions with the publication of their
 	// events, so the event history is in revision order.
-	wmu sync.Mutex
+	wmu   sync.Mutex
+	queue commitQueue // writes waiting for wmu (group commit)
 
 	gc      gc
 	hub     hub

@@ -79,101 +79,100 @@ type wtx struct {
 	touched  map[string]struct{} // directories whose times move (see touchDir)
 }
 
-// update runs fn in one bbolt write transaction. On success it deletes or
-// defers the blobs fn dropped, commits, and then publishes fn's events.
-// Every transaction also persists the uses and counts that reads left in
-// memory.
+// update runs fn in a bbolt write transaction and returns once that
+// transaction has committed (and fsynced) or fn has failed. On success the
+// transaction deletes or defers the blobs fn dropped, and fn's events are
+// published after the commit. Every transaction also persists the uses and
+// counts that reads left in memory.
+//
+// Concurrent calls share transactions (group commit, see commit.go): fn may
+// run more than once, each time in a fresh transaction that is then rolled
+// back, so it must set every result it reports on each run and have no
+// effect outside w.
 func (s *Store) update(ctx context.Context, fn func(w *wtx) error) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
+	c := &commit{ctx: ctx, fn: fn}
+	s.queue.add(c)
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if s.closed.Load() {
-		return store.ErrClosed
+	for !c.done {
+		if s.closed.Load() {
+			settle(s.queue.take(), store.ErrClosed)
+		} else {
+			s.commitLocked(s.queue.take())
+		}
 	}
-	return s.updateLocked(ctx, fn)
+	return c.err
 }
 
-// updateLocked is update for a caller holding s.wmu.
+// updateLocked is update for a caller holding s.wmu, in a transaction of its
+// own.
 func (s *Store) updateLocked(ctx context.Context, fn func(w *wtx) error) error {
-	read := s.uses.take()
-	var w *wtx
-	gcLocked := false
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		w = &wtx{
-			s:         s,
-			tx:        tx,
-			meta:      tx.Bucket(bucketMeta),
-			tree:      tx.Bucket(bucketTree),
-			blobs:     tx.Bucket(bucketBlobs),
-			chunks:    tx.Bucket(bucketChunks),
-			orphan:    tx.Bucket(bucketOrphans),
-			lru:       tx.Bucket(bucketLRU),
-			refs:      tx.Bucket(bucketRefs),
-			expiry:    tx.Bucket(bucketExpiry),
-			chunkSize: int64(s.opts.ChunkSize),
-		}
-		w.now = s.now()
-		w.rev = u64(w.meta.Get(keyRevision))
-		w.ino = u64(w.meta.Get(keyInode))
-		if w.ino < store.RootIno {
-			w.ino = store.RootIno
-		}
-		var err error
-		if w.c, err = loadCounters(w.meta); err != nil {
-			return err
-		}
-		before := w.c
-		if err := w.flush(read); err != nil {
-			return err
-		}
-		if err := fn(w); err != nil {
-			return err
-		}
-		if err := w.touchDirs(); err != nil {
-			return err
-		}
-		if len(w.events) > 0 {
-			if err := w.meta.Put(keyRevision, u64bytes(w.rev)); err != nil {
-				return err
-			}
-			if err := w.meta.Put(keyInode, u64bytes(w.ino)); err != nil {
-				return err
-			}
-		}
-		w.settle()
-		if w.c != before {
-			if err := w.meta.Put(keyCounters, w.c.encode()); err != nil {
-				return err
-			}
-		}
-		if len(w.dropped) > 0 {
-			// Held until the commit is done, so Open cannot pin a blob
-			// between this check and the deletion becoming visible.
-			s.gc.mu.Lock()
-			gcLocked = true
-			for _, h := range w.dropped {
-				if err := s.gc.dropLocked(tx, h); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if gcLocked {
-		s.gc.mu.Unlock()
+	c := &commit{ctx: ctx, fn: fn}
+	s.commitLocked([]*commit{c})
+	return c.err
+}
+
+// begin starts the state of a write transaction on tx.
+func (s *Store) begin(tx *bbolt.Tx) (*wtx, error) {
+	w := &wtx{
+		s:         s,
+		tx:        tx,
+		meta:      tx.Bucket(bucketMeta),
+		tree:      tx.Bucket(bucketTree),
+		blobs:     tx.Bucket(bucketBlobs),
+		chunks:    tx.Bucket(bucketChunks),
+		orphan:    tx.Bucket(bucketOrphans),
+		lru:       tx.Bucket(bucketLRU),
+		refs:      tx.Bucket(bucketRefs),
+		expiry:    tx.Bucket(bucketExpiry),
+		chunkSize: int64(s.opts.ChunkSize),
 	}
-	if err != nil {
-		s.uses.giveBack(read)
-		return dbErr(err)
+	w.now = s.now()
+	w.rev = u64(w.meta.Get(keyRevision))
+	w.ino = u64(w.meta.Get(keyInode))
+	if w.ino < store.RootIno {
+		w.ino = store.RootIno
 	}
-	s.staged.apply(w.staged)
-	s.hub.publish(w.events)
-	return nil
+	var err error
+	w.c, err = loadCounters(w.meta)
+	return w, err
+}
+
+// finish writes what w changed in the metadata and drops the blobs w's
+// transaction released; it reports whether it took s.gc.mu, which the
+// caller then holds until the transaction has committed, so Open cannot pin
+// a blob between the check and the deletion becoming visible.
+func (w *wtx) finish(before counters) (gcLocked bool, err error) {
+	if err := w.touchDirs(); err != nil {
+		return false, err
+	}
+	if len(w.events) > 0 {
+		if err := w.meta.Put(keyRevision, u64bytes(w.rev)); err != nil {
+			return false, err
+		}
+		if err := w.meta.Put(keyInode, u64bytes(w.ino)); err != nil {
+			return false, err
+		}
+	}
+	w.settle()
+	if w.c != before {
+		if err := w.meta.Put(keyCounters, w.c.encode()); err != nil {
+			return false, err
+		}
+	}
+	if len(w.dropped) == 0 {
+		return false, nil
+	}
+	w.s.gc.mu.Lock()
+	for _, h := range w.dropped {
+		if err := w.s.gc.dropLocked(w.tx, h); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 // nextRev allocates the next revision.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 )
 
@@ -55,3 +56,19 @@ var ErrNotEmpty = errors.New("directory not empty")
 // evicted. A chunk refused because uploads in progress together hold too
 // much also fails with ErrLimit; that one may succeed later.
 var ErrLimit = errors.New("over the store's size limit")
+
+// BatchError reports the request that made a PutBatch fail; nothing of the
+// batch was stored. Err is what Put would have returned for that request,
+// so errors.Is(err, ErrLimit) and the like see through a BatchError.
+type BatchError struct {
+	Index int    // the refused request's position in the batch
+	Path  string // its path
+	Err   error
+}
+
+func (e *BatchError) Error() string {
+	return fmt.Sprintf("batch entry %d (%s): %v", e.Index, e.Path, e.Err)
+}
+
+// Unwrap returns e.Err.
+func (e *BatchError) Unwrap() error { return e.Err }

@@ -11,7 +11,7 @@ import (
 // concurrent use by multiple goroutines; every method that touches storage
 // takes a context and stops early when it is cancelled.
 //
-// Writes are atomic and durable: when Put, PutChunk (completing an upload),
+// Writes are atomic and durable: when Put, PutBatch, PutChunk (completing an upload),
 // Declare, Remove, Copy or Move returns nil, the change is committed, and any reader sees
 // either the state before or the state after it, never a mix.
 type Store interface {
@@ -34,6 +34,15 @@ type Store interface {
 	// used unpinned content to make room, in the same atomic change
 	// (PutResult.Evicted, EventEvicted).
 	Put(ctx context.Context, req PutRequest) (PutResult, error)
+
+	// PutBatch stores several whole files in one atomic change: each
+	// request applies, in order, exactly as Put would apply it (a later
+	// request for the same path sees the earlier one), and either all of
+	// them apply or none does. When one request is refused, PutBatch fails
+	// with a *BatchError naming it and wrapping the error Put would have
+	// returned; nothing is stored or evicted. The results are in request
+	// order. An empty batch changes nothing.
+	PutBatch(ctx context.Context, reqs []PutRequest) ([]PutResult, error)
 
 	// PutChunk stores one chunk of a chunked upload. Chunks may arrive in
 	// any order and be retried with identical bytes. The file becomes

@@ -2,13 +2,10 @@ package bolt
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"time"
 
-	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 )
 
@@ -25,22 +22,12 @@ import (
 // A zero MTime means the arrival time for new content, and keeps the stored
 // mtime when the content is unchanged. Mode keeps only permission bits.
 func (s *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult, error) {
-	if err := checkPath("put", req.Path); err != nil {
+	hexSum, err := s.checkPut(req)
+	if err != nil {
 		return store.PutResult{}, err
 	}
-	if req.Path == depotpath.Root {
-		return store.PutResult{}, pathErr("put", req.Path, fmt.Errorf("%w: the root is a directory", store.ErrConflict))
-	}
-	if err := s.checkSize(int64(len(req.Data))); err != nil {
-		return store.PutResult{}, pathErr("put", req.Path, err)
-	}
-	sum := sha256.Sum256(req.Data)
-	hexSum := hex.EncodeToString(sum[:])
-	if req.SHA256 != "" && req.SHA256 != hexSum {
-		return store.PutResult{}, pathErr("put", req.Path, fmt.Errorf("%w: declared %s, content has %s", store.ErrHashMismatch, req.SHA256, hexSum))
-	}
 	var res store.PutResult
-	err := s.update(ctx, func(w *wtx) error {
+	err = s.update(ctx, func(w *wtx) error {
 		var err error
 		res, err = w.putFile(req, hexSum, int64(len(req.Data)), func(h hash) error { return w.writeData(h, req.Data) })
 		return err

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -289,6 +290,8 @@ type Server struct {
 	stopNotify func()    // unregisters from Options.Requests
 	epoch      string    // tells this Server's cursors from another run's
 	closeOnce  sync.Once // Close's one-time work
+
+	localGrants atomic.Pointer[[]grant.Grant] // Options.LocalGrants, or SetLocalGrants'; nil: full
 }
 
 // New returns a Server over st and starts its store watcher. opts may be
@@ -319,6 +322,7 @@ func newServer(st store.Store, opts *Options) *Server {
 		stopNotify: func() {},
 		epoch:      strconv.FormatInt(time.Now().UnixNano(), 36),
 	}
+	s.SetLocalGrants(o.LocalGrants)
 	s.done, s.close = context.WithCancel(context.Background())
 	hooks := &server.Hooks{}
 	s.resourceHooks(hooks)

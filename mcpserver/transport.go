@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -78,15 +77,6 @@ func (s *Server) newHandler() http.Handler {
 func isStream(r *http.Request) bool {
 	return r.Method == http.MethodGet ||
 		r.Method == http.MethodPost && r.Header.Get(mcp.HeaderMethod) == string(mcp.MethodSubscriptionsListen)
-}
-
-// local applies Options.LocalGrants to an identity not backed by a
-// credential.
-func (s *Server) local(id identity.Identity) identity.Identity {
-	if s.opts.LocalGrants != nil {
-		id.Full, id.Grants = false, slices.Clone(s.opts.LocalGrants)
-	}
-	return id
 }
 
 // ServeStdio serves MCP over newline-delimited JSON-RPC on in and out, for a

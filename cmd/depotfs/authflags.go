@@ -113,8 +113,10 @@ func checkListen(addr string, insecure bool, a *authConfig) error {
 
 // httpAuth is what serve puts in front of the MCP handler.
 type httpAuth struct {
-	tls   *tls.Config         // nil: plain HTTP
-	authn *auth.Authenticator // nil: no authentication (loopback only)
+	tls    *tls.Config         // nil: plain HTTP
+	authn  *auth.Authenticator // nil: no authentication (loopback only)
+	tokens *auth.Tokens        // nil: no bearer tokens; SIGHUP reloads it
+	crl    *auth.CRL           // nil: no client CA; SIGHUP reloads it
 }
 
 // setup loads certificates, CRL and tokens; it does nothing for stdio. The
@@ -134,6 +136,7 @@ func (c *authConfig) setup(log *slog.Logger) (*httpAuth, error) {
 		if err != nil {
 			return nil, err
 		}
+		h.crl = crl
 		if certs, err = auth.NewCertVerifier(caCert, crl, &auth.CertOptions{AcceptLegacyGrants: c.legacy, Logger: log}); err != nil {
 			return nil, err
 		}
@@ -144,6 +147,7 @@ func (c *authConfig) setup(log *slog.Logger) (*httpAuth, error) {
 		if tokens, err = auth.OpenTokens(c.tokens, &auth.TokensOptions{Logger: log}); err != nil {
 			return nil, err
 		}
+		h.tokens = tokens
 	}
 	if c.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)

@@ -11,9 +11,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/depotfs/depotfs/internal/audit"
@@ -50,6 +52,9 @@ type serveConfig struct {
 	tools         string // --tools as given
 	resourcePage  int
 	maxResource   int64
+	envFile       string
+	explicit      map[string]bool     // flags the command line or environment set, which --env-file does not override
+	envStarted    map[string]string   // --env-file's settings at start
 	profiles      []mcpserver.Profile // --tools parsed by validate
 	auth          authConfig
 	enforce       enforceConfig
@@ -81,6 +86,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.resourcePage, "resource-page-size", mcpserver.DefaultResourcePageSize, "`count` of files per page of the MCP resources/list")
 	fs.Int64Var(&c.maxResource, "max-resource-bytes", mcpserver.DefaultMaxResourceBytes, "largest file, in `bytes`, an MCP resources/read returns; larger files are read with tools or through the mount")
 	fs.StringVar(&c.tools, "tools", "guide,provider", "comma-separated tool `profiles` to serve: guide (the push tools, always on), provider (read-only file-provider tools for scanners), fs (filesystem tools: list, read, write, mkdir, delete, copy, move, info, search)")
+	fs.StringVar(&c.envFile, "env-file", "", "read DEPOTFS_<FLAG>=value settings from this `file` (systemd EnvironmentFile syntax); the command line and the environment win over it; SIGHUP re-reads its log level and grants")
 	c.auth.flags(fs)
 	c.enforce.flags(fs)
 }
@@ -123,6 +129,11 @@ func defaultMountDir() string {
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	// SIGHUP reloads instead of killing the process, from the start: a
+	// reload sent while depotfs is still starting waits for it.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	var cfg serveConfig
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg.flags(fs)
@@ -132,7 +143,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 Runs the MCP server (streamable HTTP on --listen, or stdio with --stdio), the
 embedded store (--db) and the read-only FUSE mount (--mount) in one process.
 SIGINT or SIGTERM stops accepting calls, lets in-flight calls finish, unmounts
-and exits 0. A mount left behind by a crashed depotfs is recovered on start.
+and exits 0. SIGHUP re-reads the tokens file, the CRL and, from --env-file,
+the log level and grants, and keeps serving. A mount left behind by a crashed
+depotfs is recovered on start. Under systemd (Type=notify) it sends READY=1
+once the mount and the listener are up.
 
 Flags:
 `)
@@ -140,6 +154,14 @@ Flags:
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
+	}
+	if cfg.envFile != "" {
+		explicit, err := applyEnvFile(fs, cfg.envFile)
+		if err != nil {
+			return usageError{err}
+		}
+		started, _ := readEnvFile(cfg.envFile) // read once already, without error
+		cfg.explicit, cfg.envStarted = explicit, started
 	}
 	fs.Visit(func(f *flag.Flag) { cfg.listenSet = cfg.listenSet || f.Name == "listen" })
 	if err := cfg.auth.resolve(fs, cfg.db, cfg.stdio); err != nil {
@@ -152,8 +174,10 @@ Flags:
 		return usageError{err}
 	}
 	// Logs never go to stdout: with --stdio it carries the MCP protocol.
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
-	return serve(ctx, cfg, log)
+	level := new(slog.LevelVar)
+	level.Set(cfg.logLevel)
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	return serve(ctx, cfg, log, level, hup)
 }
 
 func (c *serveConfig) validate() error {
@@ -202,7 +226,7 @@ func parseUmask(s string) (fs.FileMode, error) {
 // serve runs until ctx is cancelled (a signal) or a transport fails, then
 // shuts down in order: stop taking calls, finish in-flight ones, unmount,
 // close the store.
-func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
+func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.LevelVar, hup <-chan os.Signal) (err error) {
 	// Certificates, CRL and tokens first: a mistake there should stop
 	// depotfs before it opens the database or mounts anything.
 	ha, err := cfg.auth.setup(log)
@@ -303,10 +327,17 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger) (err error) {
 	defer context.AfterFunc(ctx, func() { srv.Close() })()
 	defer srv.Close()
 
+	// The reloader and the watchdog stop when serve returns, whatever the
+	// reason.
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	defer stopBackground()
+	rl := &reloader{log: log, level: level, notifier: notifier, auth: ha, envFile: cfg.envFile,
+		explicit: cfg.explicit, started: cfg.envStarted, grants: srv.SetLocalGrants}
 	ready := func(desc string) {
 		notify(log, notifier, sdnotify.Ready, "STATUS=serving MCP on "+desc)
+		go rl.run(bgCtx, hup)
 		if every, ok := sdnotify.WatchdogInterval(); ok && notifier != nil {
-			go notifier.RunWatchdog(ctx, every, nil, func(err error) { log.Warn("systemd watchdog not notified", "err", err) })
+			go notifier.RunWatchdog(bgCtx, every, nil, func(err error) { log.Warn("systemd watchdog not notified", "err", err) })
 		}
 	}
 	if cfg.stdio {

@@ -32,10 +32,10 @@ func (c *enforceConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.auditLog, "audit-log", "", "tamper-evident audit log `file` (one JSON line per call and refused authentication); default audit.log beside --db")
 	c.auditMaxSize = audit.DefaultMaxSize
 	fs.Var(&c.auditMaxSize, "audit-max-size", "rotate the audit log when it would grow beyond this `size` (bytes, or with KiB, MiB, GiB)")
-	fs.Float64Var(&c.rateCalls, "rate-calls", mcpserver.DefaultRateCalls, "tool calls per second per identity, sustained (0: unlimited)")
+	fs.Float64Var(&c.rateCalls, "rate-calls", 0, "tool calls per second per identity, sustained (0: unlimited, the default: calls are counted per identity and bursts of refusals logged, but hard limits are the operator's choice)")
 	fs.IntVar(&c.rateCallBurst, "rate-call-burst", mcpserver.DefaultRateCallBurst, "tool calls per identity allowed at once")
-	c.rateBytes, c.rateByteBurst = mcpserver.DefaultRateBytes, mcpserver.DefaultRateByteBurst
-	fs.Var(&c.rateBytes, "rate-bytes", "content `size` per second per identity, sustained (0: unlimited)")
+	c.rateByteBurst = mcpserver.DefaultRateByteBurst
+	fs.Var(&c.rateBytes, "rate-bytes", "content `size` per second per identity, sustained (0: unlimited, the default)")
 	fs.Var(&c.rateByteBurst, "rate-byte-burst", "content `size` per identity allowed at once (at least the largest content of one call)")
 }
 

@@ -25,8 +25,9 @@ func TestEnforceFlags(t *testing.T) {
 			if c.auditLog != "/srv/depot/audit.log" {
 				t.Errorf("audit log %q, want it beside the database", c.auditLog)
 			}
-			if r := c.rate(); r.Calls != 50 || r.CallBurst != 100 || r.Bytes != 64<<20 || r.ByteBurst != 128<<20 {
-				t.Errorf("rate %+v", r)
+			// Hard limits are opt-in: a bulk push must pass on the defaults.
+			if r := c.rate(); r.Calls >= 0 || r.CallBurst != 100 || r.Bytes >= 0 || r.ByteBurst != 128<<20 {
+				t.Errorf("rate %+v, want unlimited calls and bytes", r)
 			}
 		}},
 		{"prefixes", []string{"--allow", "/projects", "--allow", "uploads-not-absolute"}, "--allow", nil},
@@ -36,6 +37,11 @@ func TestEnforceFlags(t *testing.T) {
 			}
 			if got := strings.Join(c.host.Deny(), " "); got != "/projects/a/secret" {
 				t.Errorf("deny %q", got)
+			}
+		}},
+		{"limited", []string{"--rate-calls", "50", "--rate-bytes", "64MiB"}, "", func(t *testing.T, c *enforceConfig) {
+			if r := c.rate(); r.Calls != 50 || r.Bytes != 64<<20 {
+				t.Errorf("rate %+v, want 50 calls and 64MiB per second", r)
 			}
 		}},
 		{"unlimited", []string{"--rate-calls", "0", "--rate-bytes", "0"}, "", func(t *testing.T, c *enforceConfig) {

@@ -241,3 +241,47 @@ func TestServeLimitFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestServeFileLimitFollowsStoreLimit checks that the default
+// --max-file-size shrinks to a smaller --max-store-size, and that a file
+// limit the operator gave is kept (or refused when it cannot fit).
+func TestServeFileLimitFollowsStoreLimit(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		file byteSize
+		err  string
+	}{
+		{"defaults", nil, nil, 100 << 20, ""},
+		{"small store", nil, []string{"--max-store-size", "3584KiB"}, 3584 << 10, ""},
+		{"small store from the environment", map[string]string{"DEPOTFS_MAX_STORE_SIZE": "1MiB"}, nil, 1 << 20, ""},
+		{"explicit smaller file limit", nil, []string{"--max-store-size", "3584KiB", "--max-file-size", "1MiB"}, 1 << 20, ""},
+		{"unlimited store", nil, []string{"--max-store-size", "0"}, 100 << 20, ""},
+		{"explicit larger file limit", nil, []string{"--max-store-size", "3584KiB", "--max-file-size", "100MiB"}, 0, "could never be stored"},
+		{"larger file limit from the environment", map[string]string{"DEPOTFS_MAX_FILE_SIZE": "100MiB"}, []string{"--max-store-size", "1MiB"}, 0, "could never be stored"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			var cfg serveConfig
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			cfg.flags(fs)
+			if err := parseFlags(fs, tt.args, &bytes.Buffer{}); err != nil {
+				t.Fatal(err)
+			}
+			cfg.noteSet(fs)
+			err := cfg.validate()
+			switch {
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+				t.Fatalf("validate: %v, want an error containing %q", err, tt.err)
+			case tt.err == "" && err != nil:
+				t.Fatalf("validate: %v", err)
+			case tt.err == "" && cfg.maxFileSize != tt.file:
+				t.Errorf("--max-file-size is %v, want %v", &cfg.maxFileSize, &tt.file)
+			}
+		})
+	}
+}

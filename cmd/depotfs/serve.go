@@ -46,6 +46,7 @@ type serveConfig struct {
 	fetchTimeout  time.Duration
 	maxStoreSize  byteSize
 	maxFileSize   byteSize
+	fileSizeSet   bool // --max-file-size was given (flag or environment)
 	shutdown      time.Duration
 	logLevel      slog.Level
 	debugFUSE     bool
@@ -79,7 +80,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.fetchTimeout, "fetch-timeout", fetch.DefaultTimeout, "how long a program opening a file whose content is not stored waits for an agent to send it, before it gets an I/O error")
 	c.maxStoreSize, c.maxFileSize = defaultMaxStoreSize, defaultMaxFileSize
 	fs.Var(&c.maxStoreSize, "max-store-size", "`size` limit on all stored content (identical content counted once), e.g. 512MiB or 10GB; when a write would exceed it, the least recently used unpinned files are evicted; 0: no limit")
-	fs.Var(&c.maxFileSize, "max-file-size", "`size` limit on one file, e.g. 100MiB; larger files are refused; 0: no limit")
+	fs.Var(&c.maxFileSize, "max-file-size", "`size` limit on one file, e.g. 100MiB; larger files are refused; 0: no limit; when not given, the default follows --max-store-size if that is smaller")
 	fs.DurationVar(&c.shutdown, "shutdown-timeout", 30*time.Second, "how long a signal waits for in-flight calls before stopping anyway")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
 	fs.BoolVar(&c.debugFUSE, "debug-fuse", false, "log every FUSE request (very verbose)")
@@ -163,7 +164,7 @@ Flags:
 		started, _ := readEnvFile(cfg.envFile) // read once already, without error
 		cfg.explicit, cfg.envStarted = explicit, started
 	}
-	fs.Visit(func(f *flag.Flag) { cfg.listenSet = cfg.listenSet || f.Name == "listen" })
+	cfg.noteSet(fs)
 	if err := cfg.auth.resolve(fs, cfg.db, cfg.stdio); err != nil {
 		return usageError{err}
 	}
@@ -178,6 +179,15 @@ Flags:
 	level.Set(cfg.logLevel)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	return serve(ctx, cfg, log, level, hup)
+}
+
+// noteSet records which flags whose defaults depend on others were given,
+// on the command line or in the environment.
+func (c *serveConfig) noteSet(fs *flag.FlagSet) {
+	fs.Visit(func(f *flag.Flag) {
+		c.listenSet = c.listenSet || f.Name == "listen"
+		c.fileSizeSet = c.fileSizeSet || f.Name == "max-file-size"
+	})
 }
 
 func (c *serveConfig) validate() error {
@@ -203,6 +213,11 @@ func (c *serveConfig) validate() error {
 	}
 	if c.uploadTTL < 0 {
 		return fmt.Errorf("--upload-ttl %v: want a positive duration, or 0 to keep uploads", c.uploadTTL)
+	}
+	if c.maxStoreSize > 0 && c.maxFileSize > c.maxStoreSize && !c.fileSizeSet {
+		// The default file limit follows a smaller store limit: a
+		// 3584KiB store holds files of up to 3584KiB.
+		c.maxFileSize = c.maxStoreSize
 	}
 	if c.maxStoreSize > 0 && c.maxFileSize > c.maxStoreSize {
 		return fmt.Errorf("--max-file-size %v is larger than --max-store-size %v: such a file could never be stored", &c.maxFileSize, &c.maxStoreSize)

@@ -48,10 +48,12 @@ type Server struct {
 // dir is created (0755) if missing. A dead FUSE mount at dir, left by a
 // process that crashed without unmounting, is detached first (and logged);
 // a live mount of anything at dir is an error wrapping ErrMounted, rather
-// than a second mount stacked on it. A nil opts means the defaults.
+// than a second mount stacked on it, and a directory with entries one
+// wrapping ErrNotEmpty unless Options.AllowNonEmpty. A nil opts means the
+// defaults.
 func Mount(ctx context.Context, dir string, st store.Store, opts *Options) (*Server, error) {
 	o := opts.withDefaults()
-	dir, err := prepareMountpoint(dir, o.Logger)
+	dir, err := prepareMountpoint(dir, o.AllowNonEmpty, o.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("vfs: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,11 +17,15 @@ import (
 // mounted on it; Mount refuses to stack another one.
 var ErrMounted = errors.New("directory is already a mount point")
 
+// ErrNotEmpty reports a mount directory that has entries, which the mount
+// would hide; Mount refuses it unless Options.AllowNonEmpty.
+var ErrNotEmpty = errors.New("directory is not empty")
+
 // prepareMountpoint makes dir ready to mount on and returns its absolute,
 // symlink-free path. It detaches dead FUSE mounts left by crashed processes
 // (and logs that it did), creates dir (0755) if missing, and refuses a
 // directory that has a live mount.
-func prepareMountpoint(dir string, log *slog.Logger) (string, error) {
+func prepareMountpoint(dir string, allowNonEmpty bool, log *slog.Logger) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", fmt.Errorf("mount point %s: %w", dir, err)
@@ -58,7 +63,30 @@ func prepareMountpoint(dir string, log *slog.Logger) (string, error) {
 	if mounted {
 		return "", fmt.Errorf("mount point %s: %w (%s); unmount it first", real, ErrMounted, fstype)
 	}
+	if !allowNonEmpty {
+		if err := checkEmpty(real); err != nil {
+			return "", err
+		}
+	}
 	return real, nil
+}
+
+// checkEmpty refuses a directory with entries, naming one of them.
+func checkEmpty(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("mount point %s: %w", dir, err)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	if len(names) > 0 {
+		return fmt.Errorf("mount point %s: %w (it holds %q, which the mount would hide); "+
+			"choose an empty directory, empty this one, or allow it explicitly (serve --allow-non-empty-mount)", dir, ErrNotEmpty, names[0])
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("mount point %s: %w", dir, err)
+	}
+	return nil
 }
 
 // mountedAt reports whether something is mounted at the absolute path dir,

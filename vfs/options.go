@@ -41,6 +41,11 @@ type Options struct {
 	// Exec allows running programs from the mount (omits noexec).
 	Exec bool
 
+	// AllowNonEmpty mounts over a directory that has entries, hiding them
+	// while mounted. Otherwise Mount refuses it with ErrNotEmpty: a wrong
+	// --mount would silently hide what was there.
+	AllowNonEmpty bool
+
 	// NoXattrs turns off the user.depotfs.* provenance extended attributes;
 	// the kernel then stops asking for any. Leaving them on costs `ls -l`
 	// nothing measurable: attributes outside user.* answer EOPNOTSUPP,

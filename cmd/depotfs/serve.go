@@ -35,6 +35,7 @@ type serveConfig struct {
 	listenSet     bool // --listen given explicitly (flag or environment)
 	stdio         bool
 	noMount       bool
+	nonEmpty      bool
 	insecure      bool
 	uid, gid      int
 	umask         string
@@ -68,6 +69,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7411", "`address` for MCP over streamable HTTP, endpoint path /mcp")
 	fs.BoolVar(&c.stdio, "stdio", false, "serve MCP on stdin/stdout instead of HTTP (for a client that launches depotfs); logs go to stderr")
 	fs.BoolVar(&c.noMount, "no-mount", false, "run the MCP server and the store without the FUSE mount")
+	fs.BoolVar(&c.nonEmpty, "allow-non-empty-mount", false, "mount over a --mount directory that has entries, hiding them while mounted (refused otherwise)")
 	fs.BoolVar(&c.insecure, "insecure", false, "allow --listen on a non-loopback address without authentication (or with bearer tokens in clear text)")
 	fs.IntVar(&c.uid, "uid", os.Getuid(), "owner `uid` shown for every file in the mount")
 	fs.IntVar(&c.gid, "gid", os.Getgid(), "owner `gid` shown for every file in the mount")
@@ -317,7 +319,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		umask, _ := parseUmask(cfg.umask)
 		m, err := vfs.Mount(ctx, cfg.mount, st, &vfs.Options{
 			UID: uint32(cfg.uid), GID: uint32(cfg.gid), Umask: umask,
-			AllowOther: cfg.allowOther, Exec: cfg.exec, NoXattrs: cfg.noXattrs,
+			AllowOther: cfg.allowOther, Exec: cfg.exec, NoXattrs: cfg.noXattrs, AllowNonEmpty: cfg.nonEmpty,
 			Logger: log, Debug: cfg.debugFUSE, Fetcher: broker,
 		})
 		if err != nil {

@@ -60,7 +60,7 @@ func recordLine(t testing.TB, path string, seq int) (file string, lines [][]byte
 	t.Helper()
 	names, _ := filepath.Glob(path + "*")
 	for _, n := range names {
-		if strings.HasSuffix(n, ".key") || strings.HasSuffix(n, ".checkpoint") {
+		if !isLogFile(path, n) {
 			continue
 		}
 		b, err := os.ReadFile(n)
@@ -76,6 +76,14 @@ func recordLine(t testing.TB, path string, seq int) (file string, lines [][]byte
 	}
 	t.Fatalf("record %d not found in %s", seq, path)
 	return "", nil, 0
+}
+
+// isLogFile reports whether name is a file of records of the log at path:
+// the current file or a rotated one (path.<20 digits>), not its key,
+// checkpoint, seals or lock.
+func isLogFile(path, name string) bool {
+	rest, ok := strings.CutPrefix(name, path)
+	return ok && (rest == "" || len(rest) == 21 && strings.Trim(rest[1:], "0123456789") == "")
 }
 
 func writeLines(t testing.TB, file string, lines [][]byte) {

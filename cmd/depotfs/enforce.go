@@ -5,6 +5,7 @@ import (
 	"flag"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/depotfs/depotfs/internal/audit"
 	"github.com/depotfs/depotfs/internal/policy"
@@ -15,13 +16,15 @@ import (
 // enforceConfig is the server's own policy, its audit log and its rate
 // limits, as "depotfs serve" is told them.
 type enforceConfig struct {
-	allow, deny   prefixesFlag
-	auditLog      string
-	auditMaxSize  byteSize
-	rateCalls     float64
-	rateCallBurst int
-	rateBytes     byteSize
-	rateByteBurst byteSize
+	allow, deny    prefixesFlag
+	auditLog       string
+	auditMaxSize   byteSize
+	auditRetain    byteSize
+	auditRetainAge time.Duration
+	rateCalls      float64
+	rateCallBurst  int
+	rateBytes      byteSize
+	rateByteBurst  byteSize
 
 	host *policy.Host // set by resolve
 }
@@ -32,6 +35,8 @@ func (c *enforceConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.auditLog, "audit-log", "", "tamper-evident audit log `file` (one JSON line per call and refused authentication); default audit.log beside --db")
 	c.auditMaxSize = audit.DefaultMaxSize
 	fs.Var(&c.auditMaxSize, "audit-max-size", "rotate the audit log when it would grow beyond this `size` (bytes, or with KiB, MiB, GiB)")
+	fs.Var(&c.auditRetain, "audit-retain-size", "delete the oldest rotated audit log files when together they exceed this `size` (what is kept still verifies); 0: keep all")
+	fs.DurationVar(&c.auditRetainAge, "audit-retain-age", 0, "delete rotated audit log files last written longer ago than this `duration` (e.g. 2160h); 0: keep all")
 	fs.Float64Var(&c.rateCalls, "rate-calls", 0, "tool calls per second per identity, sustained (0: unlimited, the default: calls are counted per identity and bursts of refusals logged, but hard limits are the operator's choice)")
 	fs.IntVar(&c.rateCallBurst, "rate-call-burst", mcpserver.DefaultRateCallBurst, "tool calls per identity allowed at once")
 	c.rateByteBurst = mcpserver.DefaultRateByteBurst
@@ -55,6 +60,12 @@ func (c *enforceConfig) resolve(db string) error {
 	}
 	if c.auditMaxSize < 4096 {
 		return errors.New("--audit-max-size must be at least 4KiB")
+	}
+	if c.auditRetain < 0 || c.auditRetainAge < 0 {
+		return errors.New("--audit-retain-size and --audit-retain-age must not be negative")
+	}
+	if c.auditRetain > 0 && c.auditRetain < c.auditMaxSize {
+		return errors.New("--audit-retain-size must be 0 or at least --audit-max-size: it counts whole rotated files")
 	}
 	return nil
 }

@@ -285,7 +285,9 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 
 	// The audit log before the mount: a log that cannot be opened (or was
 	// tampered with) stops depotfs before it serves anything.
-	alog, err := audit.Open(cfg.enforce.auditLog, &audit.Options{MaxSize: int64(cfg.enforce.auditMaxSize), Logger: log})
+	auditStart := time.Now()
+	alog, err := audit.Open(cfg.enforce.auditLog, &audit.Options{MaxSize: int64(cfg.enforce.auditMaxSize),
+		RetainSize: int64(cfg.enforce.auditRetain), RetainAge: cfg.enforce.auditRetainAge, Logger: log})
 	if err != nil {
 		if errors.Is(err, audit.ErrTampered) {
 			return fmt.Errorf("audit log: %w (run 'depotfs audit verify --audit-log %s' for details)", err, cfg.enforce.auditLog)
@@ -297,6 +299,8 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 			err = fmt.Errorf("close audit log: %w", cerr)
 		}
 	}()
+	seq, _ := alog.Head()
+	log.Info("audit log verified", "file", cfg.enforce.auditLog, "head", seq, "took", time.Since(auditStart).Round(time.Millisecond))
 	log.Info("enforcing", "allow", strings.Join(cfg.enforce.host.Allow(), ","), "deny", strings.Join(cfg.enforce.host.Deny(), ","),
 		"audit_log", cfg.enforce.auditLog, "rate_calls", cfg.enforce.rateCalls, "rate_bytes", cfg.enforce.rateBytes.String())
 

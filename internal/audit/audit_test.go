@@ -198,13 +198,7 @@ func rehash(t *testing.T, line []byte, old, new string) []byte {
 func TestRotation(t *testing.T) {
 	l, path := newLog(t, &audit.Options{MaxSize: 1024})
 	appendN(t, l, 30)
-	names, _ := filepath.Glob(path + ".*")
-	var rotated []string
-	for _, n := range names {
-		if !strings.HasSuffix(n, ".key") && !strings.HasSuffix(n, ".checkpoint") {
-			rotated = append(rotated, n)
-		}
-	}
+	rotated := rotatedFiles(t, path)
 	if len(rotated) < 3 {
 		t.Fatalf("rotated files %q; want several", rotated)
 	}
@@ -241,6 +235,22 @@ func TestRotation(t *testing.T) {
 	if _, err := audit.Verify(path); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Fatalf("Verify without a rotated file = %v", err)
 	}
+}
+
+// rotatedFiles lists the rotated files of the log at path, oldest first.
+func rotatedFiles(t testing.TB, path string) []string {
+	t.Helper()
+	names, err := filepath.Glob(path + ".[0-9]*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".seal") {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // TestOpenRefusesTamperedTail checks that depotfs will not extend a log

@@ -22,3 +22,23 @@ func HashLine(body string) string {
 	sum := sha256.Sum256([]byte(body))
 	return body[:len(body)-1] + `,"hash":"` + hex.EncodeToString(sum[:]) + `"}`
 }
+
+// WriteCheckpoint points the checkpoint of the log at path to seq and
+// hash, as depotfs would have, for building logs of older versions.
+func WriteCheckpoint(path string, seq uint64, hash string) error {
+	key, err := loadKey(path, true)
+	if err != nil {
+		return err
+	}
+	cp, err := openCheckpoint(path, key, 0, false)
+	if err != nil {
+		return err
+	}
+	if err := cp.write(seq, hash); err != nil {
+		return err
+	}
+	if err := cp.write(seq, hash); err != nil {
+		return err
+	}
+	return cp.close()
+}

@@ -1,8 +1,6 @@
 package audit
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +31,13 @@ type Options struct {
 	// MaxSize is the size in bytes beyond which the log file is rotated;
 	// zero means DefaultMaxSize, a negative value never rotates.
 	MaxSize int64
+	// RetainSize bounds the bytes of rotated files kept: when a rotation
+	// takes them beyond it, the oldest are deleted (the chain then starts
+	// at a signed base, so what is kept still verifies). Zero keeps all.
+	RetainSize int64
+	// RetainAge deletes rotated files last written longer ago than this,
+	// at rotation and at Open. Zero keeps all.
+	RetainAge time.Duration
 	// NoSync skips fsync. Only for measuring what fsync costs and for
 	// tests: without it an acknowledged call may lose its record in a crash.
 	NoSync bool
@@ -58,6 +63,8 @@ type Log struct {
 	opts Options
 	log  *slog.Logger
 	open func(path string) (file, error) // opens the current file for appending
+	key  []byte
+	lock *os.File // the writer lock, held until Close
 
 	// syncMu serializes syncs, checkpoint writes and rotation; it is taken
 	// before mu.
@@ -65,21 +72,25 @@ type Log struct {
 	synced uint64 // seq known durable and checkpointed
 	cp     *checkpointFile
 
-	mu     sync.Mutex
-	f      file
-	size   int64  // bytes of complete records in f
-	first  uint64 // seq of the first record in f, 0 while empty
-	seq    uint64 // seq of the last record
-	head   string // hash of the last record
-	err    error  // sticky: set when a write or sync failed
-	closed bool
+	mu        sync.Mutex
+	f         file
+	size      int64  // bytes of complete records in f
+	first     uint64 // seq of the first record in f, 0 while empty
+	firstPrev string // prev of that record
+	seq       uint64 // seq of the last record
+	head      string // hash of the last record
+	err       error  // sticky: set when a write or sync failed
+	closed    bool
 }
 
-// Open opens the audit log at path, creating it, its key and its
-// checkpoint if none exist, and checks that its last record is intact and
-// not behind the checkpoint (ErrTampered otherwise). A last line left
-// incomplete by a crash is cut off with a warning: it was never
-// acknowledged.
+// Open opens the audit log at path for writing, creating it, its key and
+// its checkpoint if none exist. It takes the log's writer lock (ErrLocked
+// names the process holding it) and verifies what no earlier Open did:
+// rotated files without a valid seal, and the current file, record by
+// record, against the key and the checkpoint. A broken chain is a
+// *VerifyError (wrapping ErrTampered) naming the record. A last line left
+// incomplete by a crash is cut off with a warning; records after the
+// checkpoint are kept and reported, in the log and in a recovery record.
 func Open(path string, opts *Options) (*Log, error) {
 	var o Options
 	if opts != nil {
@@ -98,7 +109,26 @@ func Open(path string, opts *Options) (*Log, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("audit log directory: %w", err)
 	}
-	if err := l.load(); err != nil {
+	lk, err := lock(path)
+	if err != nil {
+		return nil, err
+	}
+	l.lock = lk
+	tail, err := l.load()
+	if err != nil {
+		lk.Close()
+		return nil, err
+	}
+	if tail.from != 0 {
+		what := tail.describe(l.synced)
+		l.log.Warn("audit log: "+what, "file", path)
+		if err := l.Append(&Record{Event: EventRecovery, Reason: what}); err != nil {
+			l.Close()
+			return nil, err
+		}
+	}
+	if err := l.retain(); err != nil {
+		l.Close()
 		return nil, err
 	}
 	return l, nil
@@ -108,59 +138,141 @@ func openAppend(path string) (file, error) {
 	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 }
 
-// load finds the head of the chain, checks it against the checkpoint and
-// opens the current file.
-func (l *Log) load() error {
+// load verifies the log as far as no earlier Open has, seals rotated
+// files it verified, checks the end against the checkpoint and opens the
+// current file. It returns the records after the checkpoint.
+func (l *Log) load() (tailRange, error) {
 	key, err := loadKey(l.path, true)
 	if err != nil {
-		return err
+		return tailRange{}, err
+	}
+	l.key = key
+	cp, slot, hasCP, err := readCheckpoint(l.path, key)
+	if err != nil {
+		return tailRange{}, err
+	}
+	b, err := readBase(l.path, key)
+	if err != nil {
+		return tailRange{}, err
 	}
 	fl, err := files(l.path)
 	if err != nil {
-		return err
+		return tailRange{}, err
 	}
-	l.head = genesis
-	for i := len(fl) - 1; i >= 0; i-- {
-		t, err := l.tail(fl[i])
+	c := newChain(key, b, cp)
+	for _, lf := range fl {
+		if lf.First != 0 && lf.First < b.First {
+			// Left by a retention that stopped between writing the base
+			// and deleting the files it replaced.
+			l.remove(lf)
+			continue
+		}
+		if lf.First == 0 {
+			if err := l.loadCurrent(c, lf); err != nil {
+				return tailRange{}, err
+			}
+			continue
+		}
+		if s, ok := readSeal(lf, key); ok && s.Prev == c.prev && s.First == c.expect {
+			c.skip(s)
+			continue
+		}
+		s, err := l.verifyRotated(c, lf)
 		if err != nil {
-			return err
+			return tailRange{}, err
 		}
-		if fl[i].First == 0 {
-			l.size, l.first = t.size, t.first
+		if err := c.err(); err != nil {
+			return tailRange{}, err
 		}
-		if t.last != nil {
-			l.seq, l.head = t.last.Seq, t.last.Hash
-			break
+		if err := writeSeal(lf, key, s); err != nil {
+			return tailRange{}, err
 		}
 	}
-	cp, slot, ok, err := readCheckpoint(l.path, key)
-	if err != nil {
-		return err
+	l.seq, l.head = c.expect-1, c.prev
+	if !hasCP && l.seq >= b.First {
+		return tailRange{}, fmt.Errorf("%w: %s has records but no checkpoint %s", ErrTampered, l.path, checkpointPath(l.path))
 	}
-	switch {
-	case !ok && l.seq > 0:
-		return fmt.Errorf("%w: %s has records but no checkpoint %s", ErrTampered, l.path, checkpointPath(l.path))
-	case ok && cp.Seq > l.seq:
-		return fmt.Errorf("%w: %s ends at record %d but the checkpoint records %d: records were cut off", ErrTampered, l.path, l.seq, cp.Seq)
-	case ok && cp.Seq == l.seq && cp.Hash != l.head:
-		return fmt.Errorf("%w: record %d of %s differs from the checkpoint", ErrTampered, l.seq, l.path)
+	c.end(l.path)
+	if err := c.err(); err != nil {
+		return tailRange{}, err
 	}
-	if !ok {
+	if !hasCP {
 		if err := createCheckpoint(l.path, key); err != nil {
-			return err
+			return tailRange{}, err
 		}
 	}
 	l.cp, err = openCheckpoint(l.path, key, 1-slot, !l.opts.NoSync)
 	if err != nil {
-		return err
+		return tailRange{}, err
 	}
-	l.synced = l.seq
+	l.synced = cp.Seq
 	l.f, err = l.open(l.path)
 	if err != nil {
 		l.cp.close()
-		return fmt.Errorf("audit log: %w", err)
+		return tailRange{}, fmt.Errorf("audit log: %w", err)
 	}
-	return nil
+	return c.tail, nil
+}
+
+// verifyRotated reads a rotated file through the chain and returns the
+// seal it has earned if the chain reports no problem.
+func (l *Log) verifyRotated(c *chain, lf logFile) (seal, error) {
+	s := seal{First: lf.First, Prev: c.prev}
+	n := 0
+	err := eachLineOf(lf, func(_ logFile, ln line) error {
+		if !ln.complete {
+			c.add(Problem{File: ln.file, Line: ln.num, What: "incomplete record at the end of a rotated file"})
+			return nil
+		}
+		r, ok := c.next(ln)
+		if ok && n == 0 && r.Seq != lf.First {
+			c.add(Problem{File: ln.file, Line: ln.num, Seq: r.Seq, What: fmt.Sprintf("first record of a file named for record %d: records moved between files", lf.First)})
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		return s, err
+	}
+	if n == 0 {
+		c.add(Problem{File: lf.Path, What: "rotated file is empty: its records were deleted"})
+	}
+	s.Last, s.Hash, s.Keyed = c.expect-1, c.prev, c.keyed
+	return s, nil
+}
+
+// loadCurrent reads the current file through the chain, cutting off an
+// incomplete last line (never acknowledged: it was not synced whole).
+func (l *Log) loadCurrent(c *chain, lf logFile) error {
+	err := eachLineOf(lf, func(_ logFile, ln line) error {
+		if !ln.complete {
+			l.log.Warn("audit log: cutting off an incomplete last line left by a crash", "file", lf.Path, "bytes", len(ln.text))
+			if err := os.Truncate(lf.Path, l.size); err != nil {
+				return fmt.Errorf("audit log: repair %s: %w", lf.Path, err)
+			}
+			return nil
+		}
+		prev := c.prev
+		r, ok := c.next(ln)
+		if ok && l.first == 0 {
+			l.first, l.firstPrev = r.Seq, prev
+		}
+		l.size += int64(len(ln.text)) + 1
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// remove deletes a rotated file and its seal.
+func (l *Log) remove(lf logFile) {
+	for _, p := range []string{lf.Path, sealPath(lf.Path)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			l.log.Warn("audit log retention: cannot delete", "file", p, "err", err)
+		}
+	}
 }
 
 // createCheckpoint writes the first checkpoint (seq 0) atomically.
@@ -192,68 +304,6 @@ func openCheckpointAt(path string, key []byte) (*checkpointFile, error) {
 	return &checkpointFile{f: f, key: key, sync: true}, nil
 }
 
-// tailInfo describes a file as load needs it.
-type tailInfo struct {
-	size  int64   // bytes of complete lines
-	first uint64  // seq of its first record, 0 if none
-	last  *Record // its last record, nil if none
-}
-
-// tail reads a log file: its first and last records. In the current file
-// an incomplete last line is cut off; in a rotated file (synced whole
-// before it was renamed) it is ErrTampered, as is a last record that fails
-// its hash.
-func (l *Log) tail(lf logFile) (tailInfo, error) {
-	var t tailInfo
-	f, err := os.Open(lf.Path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return t, nil
-	}
-	if err != nil {
-		return t, fmt.Errorf("audit log: %w", err)
-	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 64<<10)
-	var lastLine []byte
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) > 0 && line[len(line)-1] == '\n' {
-			t.size += int64(len(line))
-			lastLine = line
-			if t.first == 0 {
-				rec, _, derr := decode(line[:len(line)-1])
-				if derr != nil {
-					return t, fmt.Errorf("%w: %s line 1: %v", ErrTampered, lf.Path, derr)
-				}
-				t.first = rec.Seq
-			}
-		} else if len(line) > 0 {
-			if lf.First != 0 {
-				return t, fmt.Errorf("%w: %s ends with an incomplete record", ErrTampered, lf.Path)
-			}
-			l.log.Warn("audit log: cutting off an incomplete last line left by a crash", "file", lf.Path, "bytes", len(line))
-			if err := os.Truncate(lf.Path, t.size); err != nil {
-				return t, fmt.Errorf("audit log: repair %s: %w", lf.Path, err)
-			}
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return t, fmt.Errorf("audit log: read %s: %w", lf.Path, err)
-		}
-	}
-	if lastLine == nil {
-		return t, nil
-	}
-	rec, intact, err := decode(bytes.TrimSuffix(lastLine, []byte("\n")))
-	if err != nil || !intact {
-		return t, fmt.Errorf("%w: the last record of %s does not match its hash", ErrTampered, lf.Path)
-	}
-	t.last = &rec
-	return t, nil
-}
-
 // Append writes r as the next record: it sets r.Seq, r.Prev and r.Hash
 // (and r.Time, in UTC, if zero) and returns once the record and the
 // checkpoint are durable. On error the record may or may not be in the
@@ -270,8 +320,8 @@ func (l *Log) Append(r *Record) error {
 			l.mu.Unlock()
 			return ErrClosed
 		}
-		r.Seq, r.Prev = l.seq+1, l.head
-		line, hash, err := encode(r)
+		r.Seq, r.Prev, r.V = l.seq+1, l.head, versionKeyed
+		line, hash, err := encode(r, l.key)
 		if err != nil {
 			l.mu.Unlock()
 			return err
@@ -294,7 +344,7 @@ func (l *Log) Append(r *Record) error {
 			return err
 		}
 		if l.first == 0 {
-			l.first = r.Seq
+			l.first, l.firstPrev = r.Seq, r.Prev
 		}
 		l.seq, l.head, r.Hash = r.Seq, hash, hash
 		break
@@ -332,8 +382,10 @@ func (l *Log) fail(err error) error {
 	return err
 }
 
-// rotate renames a current file that cannot take another n bytes and
-// starts a new one. syncMu and mu are held.
+// rotate renames a current file that cannot take another n bytes, seals
+// it, starts a new one and applies the retention. The checkpoint is
+// brought up to the renamed file's last record first, so it never points
+// into a sealed file. syncMu and mu are held.
 func (l *Log) rotate(n int64) error {
 	if l.size == 0 || l.size+n <= l.opts.MaxSize {
 		return nil // another Append rotated already
@@ -341,10 +393,17 @@ func (l *Log) rotate(n int64) error {
 	if err := l.syncFile(); err != nil {
 		return l.fail(err)
 	}
+	if l.synced < l.seq {
+		if err := l.cp.write(l.seq, l.head); err != nil {
+			return l.fail(err)
+		}
+		l.synced = l.seq
+	}
 	if err := l.f.Close(); err != nil {
 		return l.fail(fmt.Errorf("audit log: close for rotation: %w", err))
 	}
-	if err := os.Rename(l.path, rotatedName(l.path, l.first)); err != nil {
+	rotated := logFile{Path: rotatedName(l.path, l.first), First: l.first}
+	if err := os.Rename(l.path, rotated.Path); err != nil {
 		l.f = brokenFile{err}
 		return l.fail(fmt.Errorf("audit log: rotate: %w", err))
 	}
@@ -353,11 +412,19 @@ func (l *Log) rotate(n int64) error {
 		l.f = brokenFile{err}
 		return l.fail(fmt.Errorf("audit log: rotate: %w", err))
 	}
-	l.f, l.size, l.first = f, 0, 0
+	s := seal{First: l.first, Last: l.seq, Prev: l.firstPrev, Hash: l.head, Keyed: true}
+	l.f, l.size, l.first, l.firstPrev = f, 0, 0, ""
 	if !l.opts.NoSync {
 		if err := syncDir(filepath.Dir(l.path)); err != nil {
 			return l.fail(err)
 		}
+	}
+	// A missing seal costs the next Open a read of the file, nothing more.
+	if err := writeSeal(rotated, l.key, s); err != nil {
+		l.log.Warn("audit log: cannot seal a rotated file", "file", rotated.Path, "err", err)
+	}
+	if err := l.retainLocked(); err != nil {
+		l.log.Warn("audit log retention failed", "err", err)
 	}
 	return nil
 }
@@ -442,6 +509,9 @@ func (l *Log) Close() error {
 		err = cerr
 	}
 	if cerr := l.cp.close(); err == nil {
+		err = cerr
+	}
+	if cerr := l.lock.Close(); err == nil {
 		err = cerr
 	}
 	return err

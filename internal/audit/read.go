@@ -70,7 +70,7 @@ func Scan(path string, fn func(Record) error) error {
 		if !l.complete {
 			return nil // a record being written, or left by a crash
 		}
-		r, _, err := decode(l.text)
+		r, _, err := decode(l.text, nil)
 		if err != nil {
 			return fmt.Errorf("%s line %d: %w", l.file, l.num, err)
 		}

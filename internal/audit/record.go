@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -27,6 +28,22 @@ const (
 const (
 	EventCall = "call" // a tool call
 	EventAuth = "auth" // a refused TLS handshake or authentication
+	// EventRecovery is written by Open when it continues a log whose last
+	// records follow the checkpoint (a crash between a write and its
+	// checkpoint, or unkeyed records from an older depotfs): Reason names
+	// them, so they are never adopted silently.
+	EventRecovery = "recovery"
+)
+
+// Record versions. Version 1 (written by depotfs before keyed chaining,
+// "v" absent) hashes a record with plain SHA-256, so anyone who can write
+// the log can append records that chain; only the checkpoint vouches for
+// them. Version 2 hashes with HMAC-SHA-256 under the log's key, so forging
+// or re-chaining a record needs the key. A log may hold version 1 records
+// followed by version 2 records (an upgraded log), never the reverse.
+const (
+	versionSHA256 = 0 // written as an absent "v"
+	versionKeyed  = 2
 )
 
 // MaxPaths bounds Record.Paths; a call that names more (a large listing)
@@ -67,8 +84,11 @@ type Record struct {
 	// Error is the envelope's error type of a failed call.
 	Error      string  `json:"error,omitempty"`
 	DurationMS float64 `json:"duration_ms"`
-	Prev       string  `json:"prev"`
-	Hash       string  `json:"hash,omitempty"`
+	// V is the record's version: 0 (absent) for unkeyed records of an
+	// older depotfs, 2 for records chained under the key.
+	V    int    `json:"v,omitempty"`
+	Prev string `json:"prev"`
+	Hash string `json:"hash,omitempty"`
 }
 
 // Content is the size and SHA-256 of the content of a call.
@@ -89,17 +109,32 @@ const lineSuffix = 9 + 64 + 2
 // ErrRecord reports a line that is not a well-formed record.
 var ErrRecord = errors.New("malformed audit record")
 
-// encode returns the record's line (with its newline) and hash; r.Hash is
-// ignored.
-func encode(r *Record) (line []byte, hash string, err error) {
+// sum returns the hash a record of version v with canonical bytes body
+// must state: HMAC-SHA-256 under key for keyed records, SHA-256 for
+// version 1. A keyed record without a key never matches.
+func sum(v int, key, body []byte) string {
+	if v == versionSHA256 {
+		h := sha256.Sum256(body)
+		return hex.EncodeToString(h[:])
+	}
+	if key == nil {
+		return ""
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// encode returns the record's line (with its newline) and hash under key;
+// r.Hash is ignored.
+func encode(r *Record, key []byte) (line []byte, hash string, err error) {
 	c := *r
 	c.Hash = ""
 	body, err := json.Marshal(&c)
 	if err != nil {
 		return nil, "", fmt.Errorf("encode audit record: %w", err)
 	}
-	sum := sha256.Sum256(body)
-	hash = hex.EncodeToString(sum[:])
+	hash = sum(c.V, key, body)
 	line = make([]byte, 0, len(body)+lineSuffix+1)
 	line = append(line, body[:len(body)-1]...)
 	line = append(line, hashKey...)
@@ -110,8 +145,9 @@ func encode(r *Record) (line []byte, hash string, err error) {
 
 // decode parses one line (without its newline). It returns the record,
 // whose Hash is the one the line states, and whether that hash matches the
-// line's canonical bytes. A line that cannot be parsed is an ErrRecord.
-func decode(line []byte) (r Record, intact bool, err error) {
+// line's canonical bytes under key (nil: keyed records never match). A
+// line that cannot be parsed is an ErrRecord.
+func decode(line, key []byte) (r Record, intact bool, err error) {
 	n := len(line)
 	if n < lineSuffix+2 || line[0] != '{' || !bytes.Equal(line[n-lineSuffix:n-lineSuffix+len(hashKey)], hashKey) || string(line[n-2:]) != "\"}" {
 		return Record{}, false, fmt.Errorf("%w: does not end with its hash", ErrRecord)
@@ -131,7 +167,9 @@ func decode(line []byte) (r Record, intact bool, err error) {
 	if dec.More() {
 		return Record{}, false, fmt.Errorf("%w: trailing data", ErrRecord)
 	}
-	sum := sha256.Sum256(body)
+	if r.V != versionSHA256 && r.V != versionKeyed {
+		return Record{}, false, fmt.Errorf("%w: unknown record version %d", ErrRecord, r.V)
+	}
 	r.Hash = stated
-	return r, hex.EncodeToString(sum[:]) == stated, nil
+	return r, hmac.Equal([]byte(sum(r.V, key, body)), []byte(stated)), nil
 }

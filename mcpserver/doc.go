@@ -45,9 +45,9 @@
 // # Tool reference
 //
 // [WriteToolDocs] renders the registered tools as Markdown (package
-// mcpserver/toolmd) with the examples of tooldoc/examples, which the tests
-// run against a real store; "depotfs tools" prints it and the README embeds
-// it.
+// internal/markdown) with the examples in each profile package's
+// doc/examples, which the tests run against a real store; "depotfs tools"
+// prints it and the README embeds it.
 //
 // # Files fetched on demand
 //
@@ -124,9 +124,10 @@
 // Every call is checked against the caller's grants (identity.Identity)
 // bounded by Options.Policy (package policy). Tools no grant covers are
 // hidden from tools/list and refused on tools/call. Tool code reaches the
-// store only through the call's guard (guard.go), which checks every path
-// argument the decoder produced and every path the operation touches
-// before the store sees it; a test fails on any other use of the store. A
+// store only through the call's guarded store (internal/tool, Call.Store),
+// which checks every path argument the decoder produced and every path the
+// operation touches before the store sees it; the unguarded store is an
+// unexported field of the pipeline, out of reach of every tool package. A
 // denial is an ErrorSecurity reply that names the rule.
 //
 // # Audit and rate limits

@@ -12,19 +12,19 @@ type ToolInfo struct {
 // DeclaredTools returns the declarations of every tool s serves.
 func DeclaredTools(s *Server) map[string]ToolInfo {
 	out := map[string]ToolInfo{}
-	for _, t := range s.toolList() {
-		info := ToolInfo{Profile: t.profile, Paths: map[string]string{}}
-		for _, p := range t.paths {
+	for _, t := range s.list {
+		info := ToolInfo{Profile: t.Profile, Paths: map[string]string{}}
+		for _, p := range t.Paths {
 			a := ""
-			if p.access&grant.Read != 0 {
+			if p.Access&grant.Read != 0 {
 				a += "r"
 			}
-			if p.access&grant.Write != 0 {
+			if p.Access&grant.Write != 0 {
 				a += "w"
 			}
-			info.Paths[p.name] = a
+			info.Paths[p.Name] = a
 		}
-		out[t.spec.Name] = info
+		out[t.Spec.Name] = info
 	}
 	return out
 }

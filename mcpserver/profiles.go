@@ -4,25 +4,26 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 )
 
 // Profile names a set of tools the server offers. A Profile is a plain
 // string, safe to share between goroutines.
-type Profile string
+type Profile = tool.Profile
 
 // The tool profiles.
 const (
-	// ProfileGuide: guide_cache_file, guide_list_directory and
-	// guide_read_file, the tools that push content into the depot. Always
-	// served.
-	ProfileGuide Profile = "guide"
+	// ProfileGuide: the guide_* tools that push content into the depot and
+	// report on it. Always served.
+	ProfileGuide = tool.ProfileGuide
 	// ProfileProvider: the file-provider tools a scanner calls (read_file,
 	// read_file_binary, list_directory, file_exists, get_file_stats,
 	// calculate_file_hash, find_files), served read-only from the depot.
-	ProfileProvider Profile = "provider"
+	ProfileProvider = tool.ProfileProvider
 	// ProfileFS: the filesystem tools (list, read, write, mkdir, delete,
 	// copy, move, info, search) over the depot namespace.
-	ProfileFS Profile = "fs"
+	ProfileFS = tool.ProfileFS
 )
 
 // DefaultMaxReadBytes is the default of Options.MaxReadBytes: 10 MiB, the

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,8 +15,10 @@ import (
 	"github.com/depotfs/depotfs/internal/grant"
 	"github.com/depotfs/depotfs/internal/policy"
 	"github.com/depotfs/depotfs/internal/ratelimit"
+	"github.com/depotfs/depotfs/mcpserver/internal/pending"
+	"github.com/depotfs/depotfs/mcpserver/internal/resources"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 	"github.com/depotfs/depotfs/store"
-	"github.com/depotfs/depotfs/store/fetch"
 )
 
 // Defaults of Options, applied to zero fields.
@@ -172,18 +173,7 @@ type Options struct {
 // Requests is the fetch broker as the MCP tools see it (package
 // store/fetch's *Broker implements it). Its methods must be safe for
 // concurrent use.
-type Requests interface {
-	// Pending returns the pending requests with a channel closed at the
-	// next change.
-	Pending() fetch.Snapshot
-	// Notify registers fn to be called after every change to the pending
-	// requests, until stop is called; fn must not block.
-	Notify(fn func()) (stop func())
-	// Stats returns the broker's counters.
-	Stats() fetch.Stats
-	// Timeout is how long a reader waits before it gets an I/O error.
-	Timeout() time.Duration
-}
+type Requests = pending.Requests
 
 // withDefaults returns a copy of o (which may be nil) with every zero field
 // set to its default.
@@ -267,16 +257,13 @@ func (o *Options) withDefaults() Options {
 // may run at once; the store serializes their writes. It owns one goroutine,
 // the store watcher that notifies resource subscribers, which Close stops.
 type Server struct {
-	// st is the store. Tool code never uses it directly: every access goes
-	// through the call's guard (call.store, guard.go), which checks the
-	// caller's grants first; TestStoreOnlyThroughGuard enforces this.
-	st      store.Store
-	opts    Options
-	log     *slog.Logger
-	uploads string // clean UploadsDir
-	mcp     *server.MCPServer
-	http    http.Handler
-	subs    *subscriptions // resource subscriptions, files and the pending-requests list
+	opts Options
+	log  *slog.Logger
+	env  *tool.Env     // what tool bodies know of the server
+	rt   *tool.Runtime // the tool pipeline; the only holder of the store
+	res  *resources.Resources
+	mcp  *server.MCPServer
+	http http.Handler
 
 	// done ends with Close: notification streams end, the watcher stops,
 	// long polls of guide_pending_requests return at once.
@@ -284,12 +271,9 @@ type Server struct {
 	close   context.CancelFunc
 	watched chan struct{} // closed when the watcher has returned; nil without one
 
-	defs       map[string]toolDef // every registered tool's permissions, by name; written only by New
-	limiter    *ratelimit.Limiter
-	stats      identityStats
-	stopNotify func()    // unregisters from Options.Requests
-	epoch      string    // tells this Server's cursors from another run's
-	closeOnce  sync.Once // Close's one-time work
+	list       []tool.Tool // every tool served, in the order listed
+	stopNotify func()      // unregisters from Options.Requests
+	closeOnce  sync.Once   // Close's one-time work
 
 	localGrants atomic.Pointer[[]grant.Grant] // Options.LocalGrants, or SetLocalGrants'; nil: full
 }
@@ -302,7 +286,10 @@ type Server struct {
 func New(st store.Store, opts *Options) *Server {
 	s := newServer(st, opts)
 	s.watched = make(chan struct{})
-	go s.watch(s.done)
+	go func() {
+		defer close(s.watched)
+		s.res.Watch(s.done)
+	}()
 	return s
 }
 
@@ -314,31 +301,40 @@ func newServer(st store.Store, opts *Options) *Server {
 	if err != nil {
 		panic(fmt.Sprintf("mcpserver: Options.UploadsDir: %v", err))
 	}
-	s := &Server{
-		st: st, opts: o, log: o.Logger, uploads: uploads,
-		subs:       newSubscriptions(o.MaxSubscriptions),
-		defs:       map[string]toolDef{},
-		limiter:    ratelimit.New(o.Rate),
-		stopNotify: func() {},
-		epoch:      strconv.FormatInt(time.Now().UnixNano(), 36),
-	}
+	s := &Server{opts: o, log: o.Logger, stopNotify: func() {}}
 	s.SetLocalGrants(o.LocalGrants)
 	s.done, s.close = context.WithCancel(context.Background())
+	s.env = &tool.Env{
+		MountPoint: o.MountPoint, Uploads: uploads,
+		MaxContentBytes: o.MaxContentBytes, MaxFileBytes: o.MaxFileBytes, MaxReadBytes: o.MaxReadBytes,
+		MaxChunks: o.MaxChunks, MaxListEntries: o.MaxListEntries,
+		UploadTTL: o.UploadTTL, CommitTimeout: o.CommitTimeout, Applied: o.Applied,
+		Log: o.Logger, Now: o.Now,
+	}
+	s.rt = tool.NewRuntime(st, s.env, o.Policy, o.Audit, o.Rate)
+	requests := pending.New(o.Requests, s.done, s.env.MountPath)
+	s.res = resources.New(s.rt, s.env, requests, o.ResourcePageSize, o.MaxResourceBytes, o.MaxSubscriptions)
+	s.list = s.toolList(requests)
+
 	hooks := &server.Hooks{}
-	s.resourceHooks(hooks)
-	hooks.AddOnError(s.onCallError)
+	s.res.Hooks(hooks)
+	hooks.AddOnError(s.rt.OnCallError)
 	s.mcp = server.NewMCPServer(o.Name, o.Version,
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(true, false),
 		server.WithInstructions(s.serverInstructions()),
-		server.WithToolFilter(s.visibleTools),
+		server.WithToolFilter(s.rt.VisibleTools),
 		server.WithHooks(hooks),
 	)
-	s.mcp.AddTools(s.tools()...)
-	s.mcp.AddResourceTemplates(s.resourceTemplate())
-	s.mcp.AddResources(s.pendingResource())
+	registered := make([]server.ServerTool, len(s.list))
+	for i, t := range s.list {
+		registered[i] = server.ServerTool{Tool: t.Spec, Handler: s.rt.Handler(t)}
+	}
+	s.mcp.AddTools(registered...)
+	s.mcp.AddResourceTemplates(s.res.Template())
+	s.mcp.AddResources(s.res.PendingResource())
 	if o.Requests != nil {
-		s.stopNotify = o.Requests.Notify(s.pendingChanged)
+		s.stopNotify = o.Requests.Notify(s.res.PendingChanged)
 	}
 	s.http = s.newHandler()
 	return s

@@ -17,7 +17,7 @@ import (
 	"github.com/depotfs/depotfs/mcpserver"
 )
 
-var update = flag.Bool("update", false, "rewrite the recorded replies of the tool examples in "+mcpserver.ExamplesDir+" from actual runs")
+var update = flag.Bool("update", false, "rewrite the recorded replies of the tool examples (internal/*/doc/examples) from actual runs")
 
 // exampleReply is what an example records of a reply: the structured
 // content, else the text as JSON if it is JSON, else the text as a string.
@@ -101,7 +101,7 @@ func TestToolExamples(t *testing.T) {
 				t.Fatal(err)
 			}
 			if len(examples) == 0 {
-				t.Fatalf("no examples: add %s/%s.json (title, setup, arguments; then go test -run TestToolExamples -update records the replies)", mcpserver.ExamplesDir, name)
+				t.Fatalf("no examples: add %s (title, setup, arguments; then go test -run TestToolExamples -update records the replies)", mcpserver.ExamplesFile(name))
 			}
 			changed := false
 			for i := range examples {
@@ -136,19 +136,19 @@ func TestToolExamples(t *testing.T) {
 				if err := enc.Encode(examples); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(filepath.Join(mcpserver.ExamplesDir, name+".json"), b.Bytes(), 0o644); err != nil {
+				if err := os.WriteFile(mcpserver.ExamplesFile(name), b.Bytes(), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
 		})
 	}
-	files, err := filepath.Glob(filepath.Join(mcpserver.ExamplesDir, "*.json"))
+	files, err := filepath.Glob("internal/*/doc/examples/*.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		if _, ok := tools[strings.TrimSuffix(filepath.Base(f), ".json")]; !ok {
-			t.Errorf("%s documents a tool the server does not have", f)
+		if name := strings.TrimSuffix(filepath.Base(f), ".json"); mcpserver.ExamplesFile(name) != f {
+			t.Errorf("%s documents a tool the server does not have there", f)
 		}
 	}
 }

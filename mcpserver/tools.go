@@ -1,69 +1,43 @@
 package mcpserver
 
 import (
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
+	"context"
 
-	"github.com/depotfs/depotfs/internal/grant"
+	"github.com/depotfs/depotfs/internal/auth"
+	"github.com/depotfs/depotfs/mcpserver/internal/fstools"
+	"github.com/depotfs/depotfs/mcpserver/internal/guide"
+	"github.com/depotfs/depotfs/mcpserver/internal/pending"
+	"github.com/depotfs/depotfs/mcpserver/internal/provider"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 )
 
-// pathArg is one argument of a tool that names depot paths, and what the
-// tool does there (a tool that both reads and removes, move's source,
-// declares grant.ReadWrite). The permission checks and the audit rely on
-// these declarations; a test checks that every path-like argument of every
-// input schema is declared.
-type pathArg struct {
-	name   string
-	access grant.Access
-}
-
-// tool is one tool the server registers: its definition, the profile it
-// belongs to, its path arguments, the shape of its replies and its body.
-// Every tool is served through Server.handler.
-type tool struct {
-	spec    mcp.Tool
-	profile Profile
-	paths   []pathArg
-	shape   replyShape
-	run     toolFunc
-}
-
-// def is what the permission checks need to know of t: a grant may name
-// the tool or its profile, and each path argument needs its access.
-func (t tool) def() toolDef {
-	d := toolDef{name: t.spec.Name, group: string(t.profile), paths: make(map[string]grant.Access, len(t.paths))}
-	for _, p := range t.paths {
-		d.paths[p.name] = p.access
-	}
-	return d
-}
-
-// toolList returns every tool the server offers, profile by profile. Each
-// tool (or profile of tools) lives in its own files and adds itself here,
-// the one list of what the server offers.
-func (s *Server) toolList() []tool {
-	list := []tool{
-		s.cacheFileTool(),
-		s.listDirectoryTool(),
-		s.readFileTool(),
-		s.pendingRequestsTool(),
-		s.cacheStatsTool(),
-	}
+// toolList returns every tool the server offers, profile by profile: the
+// one list of what the server offers. Each profile's package builds its
+// tools (see package tool for how a tool is declared).
+func (s *Server) toolList(p *pending.List) []tool.Tool {
+	list := guide.Tools(s.env, p)
 	if s.serves(ProfileProvider) {
-		list = append(list, s.providerTools()...)
+		list = append(list, provider.Tools(s.env)...)
 	}
 	if s.serves(ProfileFS) {
-		list = append(list, s.fsTools()...)
+		list = append(list, fstools.Tools(s.env)...)
 	}
 	return list
 }
 
-// tools returns the tools of toolList wrapped for mcp-go.
-func (s *Server) tools() []server.ServerTool {
-	list := s.toolList()
-	out := make([]server.ServerTool, len(list))
-	for i, t := range list {
-		out[i] = server.ServerTool{Tool: t.spec, Handler: s.handler(t)}
-	}
-	return out
-}
+var _ auth.EventSink = (*Server)(nil)
+
+// AuthFailure records a refused TLS handshake or authentication in the
+// audit log and in the counts of the peer's address, and warns about a
+// burst of them (depotfs serve also logs each failure, see its logSink).
+// It implements auth.EventSink: it is safe for concurrent use and returns
+// once the record is durable; the refusal stands whatever happens here.
+func (s *Server) AuthFailure(ctx context.Context, f auth.Failure) { s.rt.AuthFailure(ctx, f) }
+
+// IdentityStats returns the counts of every identity that called since the
+// server started (at most the 10,000 seen most recently), sorted by
+// identity. It is safe to call concurrently with calls in flight; each
+// entry is a consistent snapshot of one identity. depotfs reports them in
+// each reply's stats.caller (the caller's own) and a statistics tool may
+// include them all.
+func (s *Server) IdentityStats() []IdentityStats { return s.rt.IdentityStats() }

@@ -1,0 +1,293 @@
+package args
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+)
+
+// The encodings an agent may send content in.
+const (
+	EncodingUTF8   = "utf-8"
+	EncodingBase64 = "base64"
+)
+
+// Bounds of an mtime: the Unix epoch to the end of year 9999.
+var (
+	minMTime = time.Unix(0, 0).UTC()
+	maxMTime = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
+)
+
+// maxPatternBytes bounds a listing's glob pattern.
+const maxPatternBytes = 255
+
+// maxUploadID bounds an upload id's length.
+const maxUploadID = 128
+
+// depotPath reads a path argument and cleans it with depotpath.Clean. The
+// clean path is recorded with the problems, so the call checks it against
+// the caller's grants (call.authorizeArgs) whatever the tool does with it.
+func (o *Object) DepotPath(field string, required bool) (string, bool) {
+	s, ok := o.Str(field, required)
+	if !ok {
+		return "", false
+	}
+	if len(s) > 4*depotpath.MaxPathBytes {
+		o.probs.Add(o.Name(field), fmt.Errorf("%w: path of %d bytes exceeds the limit of %d", depotpath.ErrInvalid, len(s), depotpath.MaxPathBytes))
+		return "", false
+	}
+	p, err := depotpath.Clean(s)
+	if err != nil {
+		o.probs.Add(o.Name(field), err)
+		return "", false
+	}
+	o.probs.AddPath(o.Name(field), p)
+	return p, true
+}
+
+// sha256Hex reads a SHA-256 argument: 64 hex digits, returned in lower case.
+func (o *Object) SHA256(field string, required bool) (string, bool) {
+	s, ok := o.Str(field, required)
+	if !ok {
+		return "", false
+	}
+	s = strings.ToLower(s)
+	if len(s) != 64 {
+		o.probs.Addf(o.Name(field), "expected 64 hexadecimal digits, got %d characters", len(s))
+		return "", false
+	}
+	if _, err := hex.DecodeString(s); err != nil {
+		o.probs.Addf(o.Name(field), "expected 64 hexadecimal digits, got a non-hex character")
+		return "", false
+	}
+	return s, true
+}
+
+// encoding reads the encoding argument, utf-8 when absent.
+func (o *Object) Encoding(field string) (string, bool) {
+	if !o.Has(field) {
+		return EncodingUTF8, true
+	}
+	s, ok := o.Str(field, false)
+	if !ok {
+		return "", false
+	}
+	if s != EncodingUTF8 && s != EncodingBase64 {
+		o.probs.Addf(o.Name(field), "must be %q or %q, got %s", EncodingUTF8, EncodingBase64, Quote(s))
+		return "", false
+	}
+	return s, true
+}
+
+// content reads a content argument in the given encoding and returns its
+// bytes. The raw size is checked against max before anything is decoded.
+func (o *Object) Content(field, encoding string, max int64) ([]byte, bool) {
+	raw, ok := o.Value(field, "string", true)
+	if !ok {
+		return nil, false
+	}
+	// JSON escapes make raw text at most six times longer than what it
+	// decodes to, and base64 only a third longer: anything beyond that bound
+	// is over the limit before a byte is decoded.
+	if int64(len(raw)) > 6*max+2 {
+		o.probs.Add(o.Name(field), LimitError("content of about %d bytes exceeds the limit of %d bytes per call", len(raw), max))
+		return nil, false
+	}
+	s, err := DecodeString(raw)
+	if err != nil {
+		o.probs.Add(o.Name(field), err)
+		return nil, false
+	}
+	data := []byte(s)
+	if encoding == EncodingBase64 {
+		data, err = decodeBase64(s)
+		if err != nil {
+			o.probs.Add(o.Name(field), err)
+			return nil, false
+		}
+	}
+	if int64(len(data)) > max {
+		o.probs.Add(o.Name(field), LimitError("content of %d bytes exceeds the limit of %d bytes per call", len(data), max))
+		return nil, false
+	}
+	return data, true
+}
+
+// decodeBase64 decodes standard base64 (RFC 4648 §4, the alphabet with + and
+// /), padded or unpadded; line breaks are ignored, as MIME encoders insert
+// them. The URL-safe alphabet, other whitespace and non-zero padding bits
+// are errors: such content was probably not meant as base64.
+func decodeBase64(s string) ([]byte, error) {
+	stripped := strings.NewReplacer("\r", "", "\n", "").Replace(s)
+	enc := base64.StdEncoding.Strict()
+	if len(stripped)%4 != 0 && !strings.HasSuffix(stripped, "=") {
+		enc = base64.RawStdEncoding.Strict()
+	}
+	data, err := enc.DecodeString(stripped)
+	if err != nil {
+		var corrupt base64.CorruptInputError
+		if errors.As(err, &corrupt) {
+			return nil, fmt.Errorf("%w: not valid base64: illegal data at input byte %d", ErrInvalid, int64(corrupt))
+		}
+		return nil, fmt.Errorf("%w: not valid base64: %v", ErrInvalid, err)
+	}
+	return data, nil
+}
+
+// mtime reads an mtime argument: an RFC 3339 string such as
+// "2024-05-01T12:00:00Z" (fractional seconds and offsets allowed) or a JSON
+// number of seconds since the Unix epoch (fractions allowed).
+func (o *Object) MTime(field string) (time.Time, bool) {
+	raw, ok := o.Raw(field)
+	if !ok {
+		return time.Time{}, false
+	}
+	var t time.Time
+	switch JSONType(raw) {
+	case "string":
+		s, err := DecodeString(raw)
+		if err != nil {
+			o.probs.Add(o.Name(field), err)
+			return time.Time{}, false
+		}
+		t, err = time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			o.probs.Addf(o.Name(field), "expected an RFC 3339 time such as \"2024-05-01T12:00:00Z\" or Unix seconds, got %s", Quote(s))
+			return time.Time{}, false
+		}
+	case "number":
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil || f < 0 || f > float64(maxMTime.Unix()) {
+			o.probs.Addf(o.Name(field), "Unix seconds %s out of range 0..%d", Quote(string(raw)), maxMTime.Unix())
+			return time.Time{}, false
+		}
+		sec, frac := math.Modf(f)
+		t = time.Unix(int64(sec), int64(math.Round(frac*1e9)))
+	default:
+		o.probs.Addf(o.Name(field), "expected an RFC 3339 string or a number of Unix seconds, got %s", JSONType(raw))
+		return time.Time{}, false
+	}
+	if t.Before(minMTime) || t.After(maxMTime) {
+		o.probs.Addf(o.Name(field), "%s is out of range 1970-01-01..9999-12-31", t.Format(time.RFC3339))
+		return time.Time{}, false
+	}
+	return t.UTC(), true
+}
+
+// mode reads a mode argument: permission bits as an octal string, "0644",
+// "644" or "0o644". A JSON number is refused because agents send 644 meaning
+// octal, which is 0o1204 as a number.
+func (o *Object) Mode(field string) (fs.FileMode, bool) {
+	raw, ok := o.Raw(field)
+	if !ok {
+		return 0, false
+	}
+	if JSONType(raw) != "string" {
+		o.probs.Addf(o.Name(field), "expected an octal string such as \"0644\", got %s", JSONType(raw))
+		return 0, false
+	}
+	s, err := DecodeString(raw)
+	if err != nil {
+		o.probs.Add(o.Name(field), err)
+		return 0, false
+	}
+	digits := strings.TrimPrefix(s, "0o")
+	n, err := strconv.ParseUint(digits, 8, 32)
+	if err != nil || digits == "" || len(digits) > 4 {
+		o.probs.Addf(o.Name(field), "expected an octal string such as \"0644\", got %s", Quote(s))
+		return 0, false
+	}
+	if n > 0o777 {
+		o.probs.Addf(o.Name(field), "%s has bits beyond the permissions 0777 (setuid, setgid and sticky are not supported)", Quote(s))
+		return 0, false
+	}
+	if n == 0 {
+		o.probs.Addf(o.Name(field), "mode 0 would make the file unreadable; omit mode to use the mount's default")
+		return 0, false
+	}
+	return fs.FileMode(n), true
+}
+
+// uploadID reads an upload id: 1 to 128 characters from [A-Za-z0-9._-].
+func (o *Object) UploadID(field string, required bool) (string, bool) {
+	s, ok := o.Str(field, required)
+	if !ok {
+		return "", false
+	}
+	if s == "" || len(s) > maxUploadID || strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+	}) >= 0 {
+		o.probs.Addf(o.Name(field), "expected 1 to %d characters from A-Z a-z 0-9 . _ -, got %s", maxUploadID, Quote(s))
+		return "", false
+	}
+	return s, true
+}
+
+// pattern reads a glob pattern in path.Match syntax that applies to one
+// file name.
+func (o *Object) Pattern(field string) (string, bool) {
+	s, ok := o.Str(field, false)
+	if !ok {
+		return "", false
+	}
+	switch {
+	case s == "":
+		o.probs.Addf(o.Name(field), "empty pattern; omit it to accept every file")
+	case len(s) > maxPatternBytes:
+		o.probs.Addf(o.Name(field), "pattern of %d bytes exceeds the limit of %d", len(s), maxPatternBytes)
+	case strings.Contains(s, "/"):
+		o.probs.Addf(o.Name(field), "a pattern matches a single file name and must not contain '/', got %s", Quote(s))
+	default:
+		if _, err := path.Match(s, ""); err != nil {
+			o.probs.Addf(o.Name(field), "%s is not a valid glob (path.Match syntax: * ? [a-z] [^a-z] \\x): %v", Quote(s), err)
+			break
+		}
+		return s, true
+	}
+	return "", false
+}
+
+// uploadName turns an agent's filename into one clean path component:
+// backslashes count as separators and directory parts are dropped, so
+// "C:\\Users\\me\\report.pdf" and "../../report.pdf" are both "report.pdf".
+func UploadName(filename string) (string, error) {
+	base := path.Base(strings.ReplaceAll(filename, `\`, "/"))
+	if base == "/" || base == "." || base == ".." {
+		return "", fmt.Errorf("%w: %s has no file name after its directory parts are removed", ErrInvalid, Quote(filename))
+	}
+	return depotpath.CleanName(base)
+}
+
+// maxQuoted bounds how much of an agent's value an error message repeats.
+const maxQuoted = 80
+
+// quote returns s quoted for a message, shortened when long, so a value
+// sent in the wrong argument (content, say) is never echoed whole.
+func Quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + fmt.Sprintf("... (%d bytes)", len(s))
+}
+
+// FormatMode renders permission bits as the octal string agents send.
+func FormatMode(m fs.FileMode) string {
+	if m == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%04o", uint32(m.Perm()))
+}

@@ -1,0 +1,291 @@
+// Package args is the strict decoder of tool arguments: it reads a call's
+// raw JSON exactly as sent (duplicate keys, invalid UTF-8, unpaired
+// surrogates, null and mistyped values are problems, never silently
+// fixed), collects every problem with its argument's name so an agent can
+// fix them all at once, and records every depot path it decodes so the
+// tool pipeline checks each one against the caller's grants. It knows
+// nothing of MCP, the store or the reply contracts.
+package args
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// object is one JSON object of arguments being decoded. Every getter records
+// the field as known, so finish can report the ones nobody asked for; every
+// problem goes to the shared problems list under the field's full name.
+type Object struct {
+	prefix string // "" at the top level, "entries[2]." below
+	fields map[string]json.RawMessage
+	known  map[string]bool
+	probs  *Problems
+}
+
+// decodeObject parses raw as a JSON object of arguments. It returns nil (and
+// records a problem under field) when raw is not an object; a missing or
+// empty raw is an empty object, so required arguments are reported by name.
+func Decode(raw json.RawMessage, field, prefix string, probs *Problems) *Object {
+	o := &Object{prefix: prefix, fields: map[string]json.RawMessage{}, known: map[string]bool{}, probs: probs}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return o
+	}
+	if got := JSONType(raw); got != "object" {
+		probs.Addf(field, "expected an object, got %s", got)
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil {
+		probs.Addf(field, "not valid JSON: %v", err)
+		return nil
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			probs.Addf(field, "not valid JSON: %v", err)
+			return nil
+		}
+		key, _ := tok.(string)
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			probs.Addf(field, "not valid JSON: %v", err)
+			return nil
+		}
+		if _, dup := o.fields[key]; dup {
+			probs.Addf(o.Name(key), "given more than once")
+			continue
+		}
+		o.fields[key] = value
+	}
+	return o
+}
+
+// Problems returns the list the object records its problems and decoded
+// paths into, shared with the objects nested in it.
+func (o *Object) Problems() *Problems { return o.probs }
+
+// name returns the full name of a field for messages.
+func (o *Object) Name(field string) string { return o.prefix + field }
+
+// has reports whether the field was sent, and marks it known.
+func (o *Object) Has(field string) bool {
+	o.known[field] = true
+	_, ok := o.fields[field]
+	return ok
+}
+
+// value returns the raw value of a field if it was sent with the wanted
+// JSON type. A missing required field, a null or a value of another type is
+// recorded as a problem.
+func (o *Object) Value(field, want string, required bool) (json.RawMessage, bool) {
+	o.known[field] = true
+	raw, ok := o.fields[field]
+	if !ok {
+		if required {
+			o.probs.Addf(o.Name(field), "required %s argument is missing", want)
+		}
+		return nil, false
+	}
+	got := JSONType(raw)
+	if got != want && !(want == "integer" && got == "number") {
+		if got == "null" {
+			o.probs.Addf(o.Name(field), "expected %s, got null (omit an optional argument instead of sending null)", want)
+		} else {
+			o.probs.Addf(o.Name(field), "expected %s, got %s", want, got)
+		}
+		return nil, false
+	}
+	return raw, true
+}
+
+// str returns a string field.
+func (o *Object) Str(field string, required bool) (string, bool) {
+	raw, ok := o.Value(field, "string", required)
+	if !ok {
+		return "", false
+	}
+	s, err := DecodeString(raw)
+	if err != nil {
+		o.probs.Add(o.Name(field), err)
+		return "", false
+	}
+	return s, true
+}
+
+// integer returns an integer field within [lo, hi].
+func (o *Object) Int(field string, required bool, lo, hi int64) (int64, bool) {
+	raw, ok := o.Value(field, "integer", required)
+	if !ok {
+		return 0, false
+	}
+	n, ok := parseInteger(raw)
+	if !ok {
+		o.probs.Addf(o.Name(field), "expected an integer, got %s", Quote(string(raw)))
+		return 0, false
+	}
+	if n < lo {
+		o.probs.Addf(o.Name(field), "%d is below the minimum %d", n, lo)
+		return 0, false
+	}
+	if n > hi {
+		o.probs.Addf(o.Name(field), "%d is above the maximum %d", n, hi)
+		return 0, false
+	}
+	return n, true
+}
+
+// array returns the raw elements of an array field.
+func (o *Object) Array(field string, required bool) ([]json.RawMessage, bool) {
+	raw, ok := o.Value(field, "array", required)
+	if !ok {
+		return nil, false
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(raw, &elems); err != nil {
+		o.probs.Addf(o.Name(field), "not a valid JSON array: %v", err)
+		return nil, false
+	}
+	return elems, true
+}
+
+// raw returns the raw value of a field that accepts several JSON types,
+// such as mtime; the caller checks the type.
+func (o *Object) Raw(field string) (json.RawMessage, bool) {
+	o.known[field] = true
+	raw, ok := o.fields[field]
+	return raw, ok
+}
+
+// finish reports every field no getter asked for, so a misspelt optional
+// argument is never silently ignored.
+func (o *Object) Finish() {
+	var unknown []string
+	for field := range o.fields {
+		if !o.known[field] {
+			unknown = append(unknown, strconv.Quote(field))
+		}
+	}
+	if len(unknown) == 0 {
+		return
+	}
+	slices.Sort(unknown)
+	knownNames := make([]string, 0, len(o.known))
+	for field := range o.known {
+		knownNames = append(knownNames, field)
+	}
+	slices.Sort(knownNames)
+	where := "arguments"
+	if o.prefix != "" {
+		where = strings.TrimSuffix(o.prefix, ".")
+	}
+	if len(knownNames) == 0 {
+		o.probs.Addf(where, "unknown argument(s) %s; this tool takes no arguments (send {})", strings.Join(unknown, ", "))
+		return
+	}
+	o.probs.Addf(where, "unknown argument(s) %s; accepted: %s", strings.Join(unknown, ", "), strings.Join(knownNames, ", "))
+}
+
+// jsonType names the JSON type of a raw value by its first byte; the value
+// has already been checked to be valid JSON by the decoder.
+func JSONType(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// decodeString decodes a raw JSON string strictly. Go's decoder silently
+// turns invalid UTF-8 and unpaired UTF-16 surrogate escapes ("\udc80") into
+// U+FFFD; a path or name that arrives that way is refused instead, because
+// the replacement would store a different name than the agent meant.
+func DecodeString(raw json.RawMessage) (string, error) {
+	if !utf8.Valid(raw) {
+		return "", fmt.Errorf("%w: not valid UTF-8 (JSON text must be UTF-8)", ErrInvalid)
+	}
+	if err := checkSurrogates(raw); err != nil {
+		return "", err
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fmt.Errorf("%w: not a valid JSON string: %v", ErrInvalid, err)
+	}
+	return s, nil
+}
+
+// checkSurrogates reports a \u escape in a raw JSON string that is half of a
+// UTF-16 surrogate pair without its other half: such a string has no UTF-8
+// form.
+func checkSurrogates(raw []byte) error {
+	bad := fmt.Errorf("%w: not valid Unicode: contains an unpaired UTF-16 surrogate escape", ErrInvalid)
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		if i+1 < len(raw) && raw[i+1] != 'u' {
+			i++ // skip the escaped character, which may be a backslash
+			continue
+		}
+		r, ok := hex4(raw, i+2)
+		if !ok {
+			return fmt.Errorf("%w: not a valid JSON string escape", ErrInvalid)
+		}
+		switch {
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return bad
+		case r >= 0xD800 && r <= 0xDBFF:
+			next, ok := hex4(raw, i+8)
+			if i+7 >= len(raw) || raw[i+6] != '\\' || raw[i+7] != 'u' || !ok || next < 0xDC00 || next > 0xDFFF {
+				return bad
+			}
+			i += 11
+		default:
+			i += 5
+		}
+	}
+	return nil
+}
+
+// hex4 parses the four hex digits at raw[i:i+4].
+func hex4(raw []byte, i int) (rune, bool) {
+	if i < 0 || i+4 > len(raw) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(raw[i:i+4]), 16, 16)
+	return rune(n), err == nil
+}
+
+// MaxExactInteger is the largest integer every JSON implementation carries
+// exactly (2^53).
+const MaxExactInteger = 1 << 53
+
+// parseInteger parses a JSON number that has an integral value, such as
+// 3, 3.0 or 3e2, within ±2^53.
+func parseInteger(raw json.RawMessage) (int64, bool) {
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return n, n >= -MaxExactInteger && n <= MaxExactInteger
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > MaxExactInteger {
+		return 0, false
+	}
+	return int64(f), true
+}

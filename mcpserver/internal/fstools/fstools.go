@@ -1,0 +1,151 @@
+// Package fstools holds the nine tools of the filesystem contract (list,
+// read, write, mkdir, delete, copy, move, info, search) over the depot
+// namespace, with its reply objects and its {"error": {"code", "message",
+// "details"}} errors (errmap.go). Paths are relative to the depot root, as
+// the contract's are to its server root.
+package fstools
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/mcpserver/internal/args"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
+	"github.com/depotfs/depotfs/store"
+)
+
+// docs are the tools' documents in the layout of tool.Docs; the reply
+// frame is the result or the contract's error object.
+//
+//go:embed doc
+var docs embed.FS
+
+// tools builds the fs tools; its methods are their bodies.
+type tools struct {
+	opts *tool.Env
+	docs *tool.Docs
+}
+
+// Tools returns the tools of the fs profile, over env.
+func Tools(env *tool.Env) []tool.Tool {
+	s := &tools{opts: env}
+	s.docs = tool.NewDocs(docs, "doc", "result", map[string]string{"error": "error.json"}, env)
+	r, w, rw := tool.Read, tool.Write, tool.ReadWrite
+	readOnly := tool.Hints{ReadOnly: true, Idempotent: true}
+	return s.docs.Tools(
+		s.fsTool("list", "List a depot directory", readOnly, s.fsList, r("path")),
+		s.fsTool("read", "Read a depot file", readOnly, s.fsRead, r("path")),
+		s.fsTool("write", "Write a file in the depot", tool.Hints{Destructive: true}, s.fsWrite, w("path")),
+		s.fsTool("mkdir", "Create a depot directory", tool.Hints{Idempotent: true}, s.fsMkdir, w("path")),
+		s.fsTool("delete", "Delete a depot file or directory", tool.Hints{Destructive: true, Idempotent: true}, s.fsDelete, w("path")),
+		s.fsTool("copy", "Copy a depot file or directory", tool.Hints{Destructive: true, Idempotent: true}, s.fsCopy, r("source"), w("destination")),
+		s.fsTool("move", "Move or rename a depot file or directory", tool.Hints{Destructive: true, Idempotent: true}, s.fsMove, rw("source"), w("destination")),
+		s.fsTool("info", "Describe a depot path", readOnly, s.fsInfo, r("path")),
+		s.fsTool("search", "Search depot files for text", readOnly, s.fsSearch, r("root_path")),
+	)
+}
+
+// fsTool builds one fs tool.
+func (s *tools) fsTool(name, title string, h tool.Hints, run tool.Func, paths ...tool.PathArg) tool.Tool {
+	return tool.Tool{
+		Spec:    s.docs.Spec(name, title, h),
+		Profile: tool.ProfileFS,
+		Paths:   paths,
+		Shape:   fsShape{},
+		Run:     run,
+	}
+}
+
+// fsShape renders fs replies: the reply object as JSON text and as
+// structured content; a failure as the contract's error object, the same
+// way, with isError set.
+type fsShape struct{}
+
+var _ tool.Shape = fsShape{}
+
+// Success renders out.Data as the contract's reply object.
+func (fsShape) Success(_ *tool.Call, out tool.Reply) (*mcp.CallToolResult, error) {
+	raw, err := json.Marshal(out.Data)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{mcp.NewTextContent(string(raw))},
+		StructuredContent: json.RawMessage(raw),
+	}, nil
+}
+
+// Failure renders err as the contract's error object (errmap.go).
+func (fsShape) Failure(c *tool.Call, err error) *mcp.CallToolResult {
+	code, msg, path := fsFailure(err)
+	if path == "" && c.Path != "" {
+		path = relPath(c.Path)
+	}
+	type details struct {
+		Path      string `json:"path,omitempty"`
+		Operation string `json:"operation"`
+	}
+	type failure struct {
+		Code    string  `json:"code"`
+		Message string  `json:"message"`
+		Details details `json:"details"`
+	}
+	raw, _ := json.Marshal(map[string]failure{"error": {code, msg, details{path, c.Name()}}})
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{mcp.NewTextContent(string(raw))},
+		StructuredContent: json.RawMessage(raw),
+		IsError:           true,
+	}
+}
+
+// relPath shows a clean depot path relative to the depot root, as the
+// contract's paths are relative to its server root: "a/b" for "/a/b", "."
+// for the root.
+func relPath(p string) string {
+	if p == depotpath.Root {
+		return "."
+	}
+	return strings.TrimPrefix(p, "/")
+}
+
+// fsPathArg reads a path argument: relative to the depot root ("a/b"),
+// or absolute in the depot ("/a/b"); "" and "." are the root.
+func fsPathArg(o *args.Object, field string) string {
+	raw, ok := o.Raw(field)
+	if ok && string(raw) == `""` {
+		return depotpath.Root
+	}
+	p, _ := o.DepotPath(field, true)
+	return p
+}
+
+// fsTime formats a time as the contract does: RFC 3339 in UTC.
+func fsTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// fsMetadata is the metadata object of read and write replies.
+type fsMetadata struct {
+	Path     string `json:"path"`
+	Modified string `json:"modified"`
+	Size     int64  `json:"size"`
+}
+
+func newFSMetadata(e store.Entry) fsMetadata {
+	return fsMetadata{Path: relPath(e.Path), Modified: fsTime(tool.EntryTime(e)), Size: e.Size}
+}
+
+// fsCommitted waits until the mount shows the store's current revision
+// after a write, and returns the warnings to add to the reply.
+func (s *tools) fsCommitted(ctx context.Context, c *tool.Call) []string {
+	rev, err := c.Store().Revision(ctx)
+	if err != nil {
+		return []string{fmt.Sprintf("The change is stored, but its revision could not be read to wait for the mount: %v", tool.Classify(err).Message)}
+	}
+	return s.opts.WaitApplied(ctx, c, rev)
+}

@@ -1,0 +1,182 @@
+package fstools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/mcpserver/internal/args"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
+	"github.com/depotfs/depotfs/store"
+)
+
+// fsEntry is one entry of a list reply.
+type fsEntry struct {
+	Name     string `json:"name"`
+	Path     string `json:"path"`
+	Type     string `json:"type"`
+	Size     *int64 `json:"size,omitempty"`
+	Modified string `json:"modified,omitempty"`
+	IsHidden bool   `json:"is_hidden"`
+}
+
+// fsListReply is the reply of list.
+type fsListReply struct {
+	Entries []fsEntry `json:"entries"`
+	// Truncated reports that the listing stopped at Options.MaxListEntries.
+	Truncated bool `json:"truncated"`
+}
+
+// fsList is list: the entries of a directory whose names match pattern;
+// with recursive, every entry below it. Hidden entries (names starting
+// with ".") and what is below hidden directories are left out unless
+// include_hidden.
+func (s *tools) fsList(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
+	var probs args.Problems
+	var dir string
+	var pattern args.Glob
+	var recursive, hidden bool
+	metadata := true
+	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+		dir = fsPathArg(o, "path")
+		pattern = o.Glob("pattern")
+		recursive = o.Bool("recursive", false)
+		hidden = o.Bool("include_hidden", false)
+		metadata = o.Bool("metadata", true)
+		o.Finish()
+	}
+	c.Path = dir
+	if err := probs.Err(); err != nil {
+		return tool.Reply{}, err
+	}
+	e, err := c.Store().Stat(ctx, dir)
+	if err != nil {
+		return tool.Reply{}, fsStoreError(err, dir)
+	}
+	if !e.IsDir() {
+		return tool.Reply{}, fsStoreError(store.ErrNotDir, dir)
+	}
+	out := fsListReply{Entries: []fsEntry{}}
+	err = c.Store().Walk(ctx, dir, recursive, func(e store.Entry) (bool, error) {
+		name := depotpath.Base(e.Path)
+		isHidden := strings.HasPrefix(name, ".")
+		if isHidden && !hidden {
+			return false, nil
+		}
+		if !pattern.Match(name) {
+			return true, nil
+		}
+		if len(out.Entries) >= s.opts.MaxListEntries {
+			out.Truncated = true
+			return false, tool.ErrStopWalk
+		}
+		out.Entries = append(out.Entries, fsListEntry(e, name, isHidden, metadata))
+		return true, nil
+	})
+	if err != nil {
+		return tool.Reply{}, fsStoreError(err, dir)
+	}
+	c.Attrs = append(c.Attrs, slog.Int("results", len(out.Entries)))
+	return tool.Reply{Data: out}, nil
+}
+
+func fsListEntry(e store.Entry, name string, hidden, metadata bool) fsEntry {
+	out := fsEntry{Name: name, Path: relPath(e.Path), Type: e.Kind.String(), IsHidden: hidden}
+	if metadata {
+		if !e.IsDir() {
+			size := e.Size
+			out.Size = &size
+		}
+		out.Modified = fsTime(tool.EntryTime(e))
+	}
+	return out
+}
+
+// fsInfoReply is the reply of info.
+type fsInfoReply struct {
+	Exists      bool           `json:"exists"`
+	Type        string         `json:"type,omitempty"`
+	Name        string         `json:"name,omitempty"`
+	Path        string         `json:"path"`
+	Size        int64          `json:"size"`
+	Created     string         `json:"created,omitempty"`
+	Modified    string         `json:"modified,omitempty"`
+	Accessed    string         `json:"accessed,omitempty"`
+	Permissions *fsPermissions `json:"permissions,omitempty"`
+	IsHidden    bool           `json:"is_hidden"`
+	// Beyond the contract: the content's SHA-256, the mode pushed, and
+	// where programs on the host read the entry.
+	SHA256    string `json:"sha256,omitempty"`
+	Mode      string `json:"mode,omitempty"`
+	MountPath string `json:"mount_path,omitempty"`
+}
+
+// fsPermissions says what can be done with an entry.
+type fsPermissions struct {
+	Readable   bool `json:"readable"`
+	Writable   bool `json:"writable"`
+	Executable bool `json:"executable"`
+}
+
+// fsInfo is info: what the depot knows of a path. A path with no entry is
+// not an error: the reply says exists false.
+func (s *tools) fsInfo(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
+	var probs args.Problems
+	var p string
+	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+		p = fsPathArg(o, "path")
+		o.Finish()
+	}
+	c.Path = p
+	if err := probs.Err(); err != nil {
+		return tool.Reply{}, err
+	}
+	e, err := c.Store().Stat(ctx, p)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotExist) {
+			return tool.Reply{}, fsStoreError(err, p)
+		}
+		return tool.Reply{Data: fsInfoReply{Path: relPath(p), IsHidden: strings.HasPrefix(depotpath.Base(p), ".")}}, nil
+	}
+	name := depotpath.Base(p)
+	modified := fsTime(tool.EntryTime(e))
+	created := modified
+	if !e.Created.IsZero() {
+		created = fsTime(e.Created)
+	}
+	out := fsInfoReply{
+		Exists:   true,
+		Type:     e.Kind.String(),
+		Name:     name,
+		Path:     relPath(p),
+		Created:  created,
+		Modified: modified,
+		// The depot does not record reads: accessed is the last change.
+		Accessed: fsTime(fsChanged(e)),
+		Permissions: &fsPermissions{
+			Readable:   e.IsDir() || e.Present,
+			Writable:   true,
+			Executable: e.IsDir() || e.Mode&0o111 != 0,
+		},
+		IsHidden:  strings.HasPrefix(name, "."),
+		SHA256:    e.SHA256,
+		Mode:      args.FormatMode(e.Mode),
+		MountPath: s.opts.MountPath(p),
+	}
+	if !e.IsDir() {
+		out.Size = e.Size
+	}
+	return tool.Reply{Data: out}, nil
+}
+
+// fsChanged is the last change of e: its update time, else its mtime.
+func fsChanged(e store.Entry) time.Time {
+	if !e.Updated.IsZero() {
+		return e.Updated
+	}
+	return tool.EntryTime(e)
+}

@@ -1,0 +1,181 @@
+package fstools
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/depotfs/depotfs/mcpserver/internal/args"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
+	"github.com/depotfs/depotfs/store"
+)
+
+// defaultFSReadBytes is the max_size of an fs read that does not give one,
+// as the contract sets it: 1 MiB.
+const defaultFSReadBytes = 1 << 20
+
+// binaryProbe is how much of the content is looked at for a NUL byte to
+// call it binary (as git and grep do).
+const binaryProbe = 8000
+
+// fsReadReply is the reply of read.
+type fsReadReply struct {
+	Content   string     `json:"content"`
+	Encoding  string     `json:"encoding"` // "utf8" or "base64"
+	Size      int        `json:"size"`     // bytes of content returned, before base64
+	Truncated bool       `json:"truncated"`
+	LineCount int        `json:"line_count"` // lines in the whole file
+	Metadata  fsMetadata `json:"metadata"`
+}
+
+// fsReadArgs are the arguments of read.
+type fsReadArgs struct {
+	path       string
+	encoding   string // "utf8", "base64" or "binary"
+	start, end int64  // lines, 0-based, end inclusive; -1 when not given
+	maxSize    int64
+}
+
+// fsRead is read: a file's content, or the lines start_line..end_line of
+// it, at most max_size bytes (truncated says when there was more), as
+// UTF-8 text, or base64 when asked or when the content is not text.
+func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
+	var probs args.Problems
+	a := fsReadArgs{start: -1, end: -1}
+	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+		a.path = fsPathArg(o, "path")
+		a.encoding = o.Choice("encoding", "utf8", false, "utf8", "base64", "binary")
+		if o.Has("start_line") {
+			a.start, _ = o.Int("start_line", false, 0, args.MaxExactInteger)
+		}
+		if o.Has("end_line") {
+			a.end, _ = o.Int("end_line", false, 0, args.MaxExactInteger)
+		}
+		a.maxSize = o.Count("max_size", min(defaultFSReadBytes, s.opts.MaxReadBytes), 1, s.opts.MaxReadBytes)
+		if a.start >= 0 && a.end >= 0 && a.end < a.start {
+			o.Problems().Addf("end_line", "%d is before start_line %d (end_line is inclusive)", a.end, a.start)
+		}
+		o.Finish()
+	}
+	c.Path = a.path
+	if err := probs.Err(); err != nil {
+		return tool.Reply{}, err
+	}
+	e, err := c.Store().Stat(ctx, a.path)
+	if err != nil {
+		return tool.Reply{}, fsStoreError(err, a.path)
+	}
+	content, err := c.Store().Open(ctx, a.path)
+	if err != nil {
+		return tool.Reply{}, fsStoreError(err, a.path)
+	}
+	defer content.Close()
+	c.Size, c.SHA256 = content.Size(), content.SHA256()
+	sel, err := selectLines(ctx, content, a.start, a.end, a.maxSize)
+	if err != nil {
+		return tool.Reply{}, &tool.StoreError{Op: "read", Path: a.path, Err: err}
+	}
+	e.Size = content.Size()
+	out := fsReadReply{Truncated: sel.truncated, LineCount: sel.lines, Metadata: newFSMetadata(e)}
+	data := sel.data
+	if a.encoding == "utf8" {
+		if sel.truncated {
+			data = trimPartialRune(data)
+		}
+		if bytes.IndexByte(data[:min(len(data), binaryProbe)], 0) < 0 && utf8.Valid(data) {
+			out.Content, out.Encoding, out.Size = string(data), "utf8", len(data)
+			return tool.Reply{Data: out}, nil
+		}
+		data = sel.data // binary: base64 of the bytes as selected
+	}
+	out.Content, out.Encoding, out.Size = base64.StdEncoding.EncodeToString(data), "base64", len(data)
+	return tool.Reply{Data: out}, nil
+}
+
+// selection is the part of a file a read returns.
+type selection struct {
+	data      []byte // at most maxSize bytes
+	truncated bool   // the selected lines held more than maxSize bytes
+	lines     int    // lines in the whole file
+}
+
+// selectLines streams content once: it keeps the bytes of lines
+// start..end (all lines when start and end are -1), at most maxSize of
+// them, and counts the file's lines (a last line without a newline
+// counts). Memory is bounded by maxSize, whatever the file's size.
+func selectLines(ctx context.Context, content store.Content, start, end, maxSize int64) (selection, error) {
+	var sel selection
+	if start < 0 {
+		start = 0
+	}
+	size := content.Size()
+	buf := make([]byte, min(size, 1<<20))
+	var line int64 // line number of the byte at off
+	var last byte  // the byte before off
+	for off := int64(0); off < size; {
+		if err := ctx.Err(); err != nil {
+			return selection{}, err
+		}
+		n, err := content.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		if n == 0 && err != nil {
+			return selection{}, fmt.Errorf("at byte %d: %w", off, err)
+		}
+		block := buf[:n]
+		last = block[len(block)-1]
+		if start == 0 && end < 0 || end >= 0 && line > end {
+			// Line boundaries no longer matter: the whole file is
+			// selected, or the selection is behind.
+			if end < 0 {
+				sel.take(block, maxSize)
+			}
+			line += int64(bytes.Count(block, []byte{'\n'}))
+			block = nil
+		}
+		for len(block) > 0 {
+			piece := block
+			if nl := bytes.IndexByte(block, '\n'); nl >= 0 {
+				piece = block[:nl+1]
+			}
+			if line >= start && (end < 0 || line <= end) {
+				sel.take(piece, maxSize)
+			}
+			if piece[len(piece)-1] == '\n' {
+				line++
+			}
+			block = block[len(piece):]
+		}
+		off += int64(n)
+	}
+	sel.lines = int(line)
+	if size > 0 && last != '\n' {
+		sel.lines++
+	}
+	return sel, nil
+}
+
+// take appends what fits of b under maxSize bytes, and notes the rest.
+func (sel *selection) take(b []byte, maxSize int64) {
+	room := maxSize - int64(len(sel.data))
+	if int64(len(b)) > room {
+		sel.truncated = true
+		b = b[:max(room, 0)]
+	}
+	sel.data = append(sel.data, b...)
+}
+
+// trimPartialRune drops an incomplete UTF-8 sequence a byte limit cut at
+// the end of b.
+func trimPartialRune(b []byte) []byte {
+	for i := 1; i <= utf8.UTFMax && i <= len(b); i++ {
+		if utf8.RuneStart(b[len(b)-i]) {
+			if !utf8.FullRune(b[len(b)-i:]) {
+				return b[:len(b)-i]
+			}
+			return b
+		}
+	}
+	return b
+}

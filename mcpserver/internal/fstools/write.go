@@ -1,0 +1,283 @@
+package fstools
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/mcpserver/internal/args"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
+	"github.com/depotfs/depotfs/store"
+)
+
+// The write modes of the fs contract.
+const (
+	modeOverwrite = "overwrite"
+	modeCreate    = "create"
+	modeAppend    = "append"
+	modeCreateNew = "create_new"
+)
+
+// appendAttempts bounds how often an append retries when another writer
+// changed the file between its read and its write.
+const appendAttempts = 8
+
+// fsWriteReply is the reply of write.
+type fsWriteReply struct {
+	Success      bool       `json:"success"`
+	Path         string     `json:"path"`
+	BytesWritten int        `json:"bytes_written"`
+	Metadata     fsMetadata `json:"metadata"`
+	// Beyond the contract: what the write did, the content's hash, where
+	// programs on the host read the file, and warnings (the mount did
+	// not confirm the change in time).
+	Status    string   `json:"status"`
+	SHA256    string   `json:"sha256"`
+	MountPath string   `json:"mount_path,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"`
+}
+
+// fsWriteArgs are the arguments of write.
+type fsWriteArgs struct {
+	path     string
+	data     []byte
+	encoding string // args.EncodingUTF8 or args.EncodingBase64
+	mode     string
+	makeDirs bool
+}
+
+// fsWrite is write: one whole file, stored atomically.
+func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
+	var probs args.Problems
+	var a fsWriteArgs
+	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+		a.path = fsPathArg(o, "path")
+		if a.path == depotpath.Root {
+			o.Problems().Addf("path", "names the depot root, which is a directory; give a file path such as \"notes/todo.txt\"")
+		}
+		a.encoding = args.EncodingUTF8
+		if o.Choice("encoding", "utf8", false, "utf8", "base64") == "base64" {
+			a.encoding = args.EncodingBase64
+		}
+		a.data, _ = o.Content("content", a.encoding, s.opts.MaxContentBytes)
+		a.mode = o.Choice("mode", modeOverwrite, false, modeCreate, modeOverwrite, modeAppend, modeCreateNew)
+		a.makeDirs = o.Bool("make_dirs", false)
+		o.Finish()
+	}
+	c.Path = a.path
+	if err := probs.Err(); err != nil {
+		return tool.Reply{}, err
+	}
+	c.Size, c.SHA256 = int64(len(a.data)), contentSum(a.data)
+	c.Attrs = append(c.Attrs, slog.String("mode", a.mode))
+	if !a.makeDirs {
+		if err := s.parentExists(ctx, c, a.path); err != nil {
+			return tool.Reply{}, err
+		}
+	}
+	ctx, cancel := s.opts.CommitContext(ctx)
+	defer cancel()
+	req := store.PutRequest{
+		Path:     a.path,
+		Data:     a.data,
+		Encoding: a.encoding,
+		Source:   "fs write",
+		Writer:   c.Who().String(),
+	}
+	if e, err := c.Store().Stat(ctx, a.path); err == nil && !e.IsDir() {
+		req.Mode = e.Mode // a write keeps the file's permissions
+	}
+	var res store.PutResult
+	var err error
+	switch a.mode {
+	case modeOverwrite:
+		res, err = c.Store().Put(ctx, req)
+	case modeCreateNew:
+		req.IfAbsent = true
+		res, err = c.Store().Put(ctx, req)
+	case modeCreate:
+		res, err = s.createOnce(ctx, c, req)
+	case modeAppend:
+		res, err = s.appendFile(ctx, c, req)
+	}
+	if err != nil {
+		return tool.Reply{}, fsStoreError(err, a.path)
+	}
+	c.Status = res.Status.String()
+	c.SHA256 = res.Entry.SHA256
+	return tool.Reply{Data: fsWriteReply{
+		Success:      true,
+		Path:         relPath(a.path),
+		BytesWritten: len(a.data),
+		Metadata:     newFSMetadata(res.Entry),
+		Status:       res.Status.String(),
+		SHA256:       res.Entry.SHA256,
+		MountPath:    s.opts.MountPath(a.path),
+		Warnings:     s.opts.WaitApplied(ctx, c, res.Entry.Revision),
+	}}, nil
+}
+
+// parentExists fails with not_found unless the parent directory of p
+// exists (without make_dirs, write creates no directory).
+func (s *tools) parentExists(ctx context.Context, c *tool.Call, p string) error {
+	dir, _ := depotpath.Split(p)
+	e, err := c.Store().Stat(ctx, dir)
+	switch {
+	case errors.Is(err, store.ErrNotExist):
+		return &fsError{fsNotFound, fmt.Sprintf("The parent directory %s does not exist; set make_dirs to create it", relPath(dir)), dir, err}
+	case err != nil:
+		return fsStoreError(err, dir)
+	case !e.IsDir():
+		return fsStoreError(store.ErrConflict, dir)
+	}
+	return nil
+}
+
+// createOnce stores req unless the path has an entry; a file that already
+// has exactly these bytes counts as created before (a retry), so the mode
+// is safe to repeat.
+func (s *tools) createOnce(ctx context.Context, c *tool.Call, req store.PutRequest) (store.PutResult, error) {
+	req.IfAbsent = true
+	res, err := c.Store().Put(ctx, req)
+	if !errors.Is(err, store.ErrExist) {
+		return res, err
+	}
+	e, serr := c.Store().Stat(ctx, req.Path)
+	if serr == nil && !e.IsDir() && e.Present && e.SHA256 == contentSum(req.Data) {
+		return store.PutResult{Status: store.StatusUnchanged, Entry: e}, nil
+	}
+	return store.PutResult{}, err
+}
+
+// appendFile adds req.Data at the end of the file at req.Path (creating it
+// when absent): it reads the current content and writes the whole file
+// back, conditional on the revision it read, and starts over when another
+// writer came in between, so concurrent appends never lose each other. A
+// file that would grow beyond Options.MaxReadBytes is refused, since each
+// append reads and rewrites it whole.
+func (s *tools) appendFile(ctx context.Context, c *tool.Call, req store.PutRequest) (store.PutResult, error) {
+	for range appendAttempts {
+		e, err := c.Store().Stat(ctx, req.Path)
+		if errors.Is(err, store.ErrNotExist) {
+			create := req
+			create.IfAbsent = true
+			res, err := c.Store().Put(ctx, create)
+			if errors.Is(err, store.ErrExist) {
+				continue
+			}
+			return res, err
+		}
+		if err != nil {
+			return store.PutResult{}, err
+		}
+		if e.IsDir() {
+			return store.PutResult{}, store.ErrIsDir
+		}
+		if total := e.Size + int64(len(req.Data)); total > s.opts.MaxReadBytes {
+			return store.PutResult{}, args.LimitError("appending %d bytes to a file of %d would make it %d bytes, over the limit of %d for appends (each append rewrites the whole file); write it whole, or push it with guide_read_file in chunks", len(req.Data), e.Size, total, s.opts.MaxReadBytes)
+		}
+		old, err := s.readAll(ctx, c, req.Path, e.Revision)
+		if errors.Is(err, store.ErrRevision) {
+			continue
+		}
+		if err != nil {
+			return store.PutResult{}, err
+		}
+		next := req
+		next.Data = append(old, req.Data...)
+		next.IfRevision = e.Revision
+		next.Mode = e.Mode
+		res, err := c.Store().Put(ctx, next)
+		if errors.Is(err, store.ErrRevision) {
+			continue
+		}
+		return res, err
+	}
+	return store.PutResult{}, fmt.Errorf("%w: the file kept changing during %d attempts to append", store.ErrRevision, appendAttempts)
+}
+
+// readAll returns the whole content of the file at p, failing with
+// store.ErrRevision when it is no longer at revision rev.
+func (s *tools) readAll(ctx context.Context, c *tool.Call, p string, rev uint64) ([]byte, error) {
+	content, err := c.Store().Open(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	defer content.Close()
+	e, err := c.Store().Stat(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if e.Revision != rev || e.SHA256 != content.SHA256() {
+		return nil, store.ErrRevision
+	}
+	data := make([]byte, content.Size())
+	if _, err := io.ReadFull(io.NewSectionReader(content, 0, content.Size()), data); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// contentSum is the lowercase hex SHA-256 of b.
+func contentSum(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// fsMkdirReply is the reply of mkdir.
+type fsMkdirReply struct {
+	Success bool   `json:"success"`
+	Path    string `json:"path"`
+	// Beyond the contract: false when the directory existed already.
+	Created  bool     `json:"created"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// fsMkdir is mkdir: an explicit directory, with its parents unless
+// recursive is false. An existing directory is success (created false).
+func (s *tools) fsMkdir(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
+	var probs args.Problems
+	var p string
+	recursive := true
+	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+		p = fsPathArg(o, "path")
+		recursive = o.Bool("recursive", true)
+		o.Finish()
+	}
+	c.Path = p
+	if err := probs.Err(); err != nil {
+		return tool.Reply{}, err
+	}
+	e, err := c.Store().Stat(ctx, p)
+	switch {
+	case err == nil && e.IsDir():
+		return tool.Reply{Data: fsMkdirReply{Success: true, Path: relPath(p)}}, nil
+	case err == nil:
+		return tool.Reply{}, &fsError{fsExists, "A file already exists at " + relPath(p), p, store.ErrExist}
+	case !errors.Is(err, store.ErrNotExist):
+		return tool.Reply{}, fsStoreError(err, p)
+	}
+	if !recursive {
+		if err := s.parentExists(ctx, c, p); err != nil {
+			return tool.Reply{}, err
+		}
+	}
+	ctx, cancel := s.opts.CommitContext(ctx)
+	defer cancel()
+	_, err = c.Store().Declare(ctx, store.DeclareRequest{
+		Entries: []store.Declaration{{Path: p, Kind: store.KindDir}},
+		Writer:  c.Who().String(),
+		Source:  "fs mkdir",
+	})
+	if err != nil {
+		return tool.Reply{}, fsStoreError(err, p)
+	}
+	c.Status = "created"
+	return tool.Reply{Data: fsMkdirReply{Success: true, Path: relPath(p), Created: true, Warnings: s.fsCommitted(ctx, c)}}, nil
+}

@@ -1,0 +1,165 @@
+package guide
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"time"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/mcpserver/internal/args"
+	"github.com/depotfs/depotfs/store"
+)
+
+// fileArgs are the arguments shared by guide_cache_file and guide_read_file:
+// where a file goes, its bytes and its metadata.
+type fileArgs struct {
+	path     string // clean depot path; for a filename-only upload, set by place
+	filename string // clean name of a filename-only upload, else ""
+	data     []byte
+	encoding string
+	sha256   string // declared hash, lowercase; "" when not given
+	mtime    time.Time
+	mode     fs.FileMode
+	ttl      time.Duration // ttl_seconds; 0 when not given
+	pin      bool
+}
+
+// maxTTLSeconds bounds ttl_seconds: a hundred years.
+const maxTTLSeconds = 100 * 365 * 24 * 60 * 60
+
+// decodeFile reads the file arguments from o. Content is limited to max
+// decoded bytes.
+func decodeFile(o *args.Object, max int64) fileArgs {
+	var a fileArgs
+	hasPath, hasName := o.Has("path"), o.Has("filename")
+	switch {
+	case hasPath && hasName:
+		o.Problems().Addf("path", "give either path or filename, not both: filename alone stores the file under the uploads directory")
+	case hasName:
+		if name, ok := o.Str("filename", true); ok {
+			clean, err := args.UploadName(name)
+			if err != nil {
+				o.Problems().Add(o.Name("filename"), err)
+			} else {
+				a.filename = clean
+			}
+		}
+	default:
+		if p, ok := o.DepotPath("path", false); ok {
+			if p == depotpath.Root {
+				o.Problems().Addf("path", "names the depot root, which is a directory; give a file path such as \"/notes/todo.txt\"")
+			} else {
+				a.path = p
+			}
+		} else if !hasPath {
+			o.Problems().Addf("path", "required string argument is missing (or give filename instead)")
+		}
+	}
+	var ok bool
+	a.encoding, ok = o.Encoding("encoding")
+	if ok {
+		a.data, _ = o.Content("content", a.encoding, max)
+	} else {
+		o.Value("content", "string", true) // still report a missing or mistyped content
+	}
+	a.sha256, _ = o.SHA256("sha256", false)
+	a.mtime, _ = o.MTime("mtime")
+	a.mode, _ = o.Mode("mode")
+	if o.Has("ttl_seconds") {
+		if n, ok := o.Int("ttl_seconds", false, 1, maxTTLSeconds); ok {
+			a.ttl = time.Duration(n) * time.Second
+		}
+	}
+	if o.Has("pin") {
+		a.pin = o.Bool("pin", false)
+	}
+	return a
+}
+
+// expires returns when the file expires if stored at now: after its
+// ttl_seconds; for a filename-only upload without ttl_seconds and not
+// pinned, after uploadTTL (when positive); otherwise never (zero).
+func (a *fileArgs) expires(now time.Time, uploadTTL time.Duration) time.Time {
+	switch {
+	case a.ttl > 0:
+		return now.Add(a.ttl)
+	case a.filename != "" && !a.pin && uploadTTL > 0:
+		return now.Add(uploadTTL)
+	}
+	return time.Time{}
+}
+
+// checkFileSize refuses a file larger than max bytes (0: no limit) before
+// it reaches the store.
+func checkFileSize(p string, size, max int64) error {
+	if max > 0 && size > max {
+		return fmt.Errorf("%w: %s: a file of %d bytes exceeds the depot's file size limit of %d bytes", store.ErrLimit, p, size, max)
+	}
+	return nil
+}
+
+// verify checks the content against its declared hash and returns the
+// content's hash.
+func (a *fileArgs) verify() (string, error) {
+	sum := sha256.Sum256(a.data)
+	got := hex.EncodeToString(sum[:])
+	if a.sha256 != "" && a.sha256 != got {
+		return "", args.Problem("sha256", "the content (%d bytes after decoding) hashes to %s, not %s", len(a.data), got, a.sha256)
+	}
+	return got, nil
+}
+
+// place sets the path of a filename-only upload from the content hash: the
+// uploads directory, the first 16 hex digits of the hash, the name.
+func (a *fileArgs) place(uploads, sum string) error {
+	if a.filename == "" {
+		return nil
+	}
+	p, err := depotpath.Clean(uploads + "/" + sum[:16] + "/" + a.filename)
+	if err != nil {
+		return fmt.Errorf("filename: %w", err)
+	}
+	a.path = p
+	return nil
+}
+
+// mountPath returns where a depot path appears on this host, or "" when
+// depotfs is not mounted.
+func (s *tools) mountPath(p string) string {
+	if s.opts.MountPoint == "" {
+		return ""
+	}
+	return filepath.Join(s.opts.MountPoint, filepath.FromSlash(p))
+}
+
+// fileData is the reply data of a completed write.
+type fileData struct {
+	Status    string `json:"status"`
+	Key       string `json:"key"`
+	Path      string `json:"path"`
+	MountPath string `json:"mount_path,omitempty"`
+	SHA256    string `json:"sha256"`
+	Size      int64  `json:"size"`
+	Updates   uint64 `json:"updates"`
+	Revision  uint64 `json:"revision"`
+	MTime     string `json:"mtime"`
+	Mode      string `json:"mode,omitempty"`
+	Encoding  string `json:"encoding"`
+	Filename  string `json:"filename,omitempty"`
+	Expires   string `json:"expires,omitempty"`
+	Pinned    bool   `json:"pinned"`
+	// Evicted reports the content this write evicted to make room.
+	Evicted *evictedData `json:"evicted,omitempty"`
+	// Upload is the final progress of a chunked upload.
+	Upload *uploadData `json:"upload,omitempty"`
+}
+
+// evictedData is a write's eviction report in a reply.
+type evictedData struct {
+	Count int      `json:"count"`
+	Bytes int64    `json:"bytes"`
+	Paths []string `json:"paths"`
+}

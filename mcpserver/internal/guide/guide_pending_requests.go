@@ -1,0 +1,90 @@
+package guide
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/depotfs/depotfs/mcpserver/internal/args"
+	"github.com/depotfs/depotfs/mcpserver/internal/pending"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
+)
+
+const toolPendingRequests = "guide_pending_requests"
+
+func (s *tools) pendingRequestsTool() tool.Tool {
+	return tool.Tool{
+		Spec:    s.docs.Spec(toolPendingRequests, "List the files programs are waiting for", readOnly),
+		Profile: tool.ProfileGuide,
+		Shape:   tool.EnvelopeShape{},
+		Run:     s.pendingRequests,
+	}
+}
+
+// pendingArgs are the arguments of guide_pending_requests.
+type pendingArgs struct {
+	wait    time.Duration
+	after   uint64 // only requests with a greater ID count as new
+	foreign bool   // the cursor came from another run of depotfs
+}
+
+// pendingRequests lists the pending requests, waiting up to wait_seconds
+// for a new one when there is none.
+func (s *tools) pendingRequests(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
+	var probs args.Problems
+	var a pendingArgs
+	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+		if o.Has("wait_seconds") {
+			if n, ok := o.Int("wait_seconds", false, 0, pending.MaxWaitSeconds); ok {
+				a.wait = time.Duration(n) * time.Second
+			}
+		}
+		if o.Has("cursor") {
+			if cur, ok := o.Str("cursor", false); ok {
+				after, foreign, err := s.pending.ParseCursor(cur)
+				if err != nil {
+					probs.Add("cursor", err)
+				}
+				a.after, a.foreign = after, foreign
+			}
+		}
+		o.Finish()
+	}
+	if err := probs.Err(); err != nil {
+		return tool.Reply{}, err
+	}
+
+	start := time.Now()
+	data := s.pending.Wait(ctx, c.MayWrite, a.after, a.wait)
+	waited := time.Since(start)
+	c.Status = strconv.Itoa(data.Count)
+	c.Attrs = append(c.Attrs, slog.Int("new", data.New), slog.Duration("waited", waited))
+
+	var warnings []string
+	if a.foreign {
+		warnings = append(warnings, "The cursor comes from an earlier run of depotfs, so every pending request counts as new; use the cursor of this reply from now on.")
+	}
+	if s.pending.Broker() == nil {
+		warnings = append(warnings, "depotfs is not mounted here, so no program can ask for a file: the list is always empty.")
+	}
+	var msg string
+	if data.Count == 0 {
+		msg = fmt.Sprintf("No program is waiting for a file (waited %.0f s). Call again with the cursor and wait_seconds to wait for the next request.", waited.Seconds())
+	} else {
+		msg = fmt.Sprintf("%d file(s) are wanted by programs on the host (%d new since the cursor): send each one's content with guide_cache_file or guide_read_file at its path; a program waits at most %.0f s before it gets an I/O error.",
+			data.Count, data.New, data.FetchTimeoutSeconds)
+	}
+	return tool.Reply{
+		Data:     data,
+		Message:  msg,
+		Warnings: warnings,
+		Stats: map[string]any{
+			"pending":   data.Count,
+			"new":       data.New,
+			"waited_ms": waited.Milliseconds(),
+		},
+	}, nil
+}

@@ -1,0 +1,73 @@
+// Package guide holds the guide_* tools, one file per tool named after it:
+// the tools that push content into the depot (guide_cache_file,
+// guide_read_file, guide_list_directory), report on it (guide_cache_stats)
+// and show what programs wait for (guide_pending_requests). They reply
+// with the JSON envelope of package tool.
+package guide
+
+import (
+	"embed"
+	"fmt"
+	"strconv"
+
+	"github.com/depotfs/depotfs/mcpserver/internal/pending"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
+)
+
+// docs are the tools' documents in the layout of tool.Docs; the reply
+// frame is the envelope, whose data is the tool's result.
+//
+//go:embed doc
+var docs embed.FS
+
+// The hints of the guide tools: every one may be repeated.
+var (
+	// writes: the tool changes the depot (and may replace what a path
+	// held); repeating a call with the same arguments is harmless.
+	writes = tool.Hints{Destructive: true, Idempotent: true}
+	// readOnly: the tool only reads.
+	readOnly = tool.Hints{ReadOnly: true, Idempotent: true}
+)
+
+// tools builds the guide tools; its methods are their bodies.
+type tools struct {
+	opts    *tool.Env
+	docs    *tool.Docs
+	pending *pending.List
+}
+
+// Tools returns the guide tools, in the order they are listed, over env
+// and the pending-requests list p.
+func Tools(env *tool.Env, p *pending.List) []tool.Tool {
+	s := &tools{opts: env, pending: p}
+	s.docs = tool.NewDocs(docs, "doc", "data", map[string]string{"file": "file.json"}, env,
+		"{{max_ttl}}", strconv.Itoa(maxTTLSeconds),
+		"{{upload_ttl}}", uploadTTLDoc(env),
+		"{{max_wait}}", strconv.Itoa(pending.MaxWaitSeconds),
+		"{{fetch_timeout}}", fetchTimeoutDoc(p),
+		"{{pending_uri}}", pending.URI,
+	)
+	return s.docs.Tools(
+		s.cacheFileTool(),
+		s.listDirectoryTool(),
+		s.readFileTool(),
+		s.pendingRequestsTool(),
+		s.cacheStatsTool(),
+	)
+}
+
+// uploadTTLDoc describes the expiry of filename-only uploads.
+func uploadTTLDoc(env *tool.Env) string {
+	if env.UploadTTL <= 0 {
+		return "never (no upload expiry is configured)"
+	}
+	return fmt.Sprintf("%.0f seconds (%v)", env.UploadTTL.Seconds(), env.UploadTTL)
+}
+
+// fetchTimeoutDoc describes how long a program waits for a requested file.
+func fetchTimeoutDoc(p *pending.List) string {
+	if p.Broker() == nil {
+		return "the fetch timeout"
+	}
+	return p.Broker().Timeout().String()
+}

@@ -1,0 +1,134 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/mcpserver/internal/args"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
+	"github.com/depotfs/depotfs/store"
+)
+
+// providerListDirectory is list_directory: the paths of a directory's
+// entries, files and directories, matching pattern; with recursive, of
+// every entry below it (pattern matching names at any depth).
+func (s *tools) providerListDirectory(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
+	var probs args.Problems
+	var dir providerPath
+	var pattern args.Glob
+	var recursive bool
+	var maxFiles int64
+	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+		dir = s.providerPathArg(o, "directory_path")
+		pattern = o.Glob("pattern")
+		recursive = o.Bool("recursive", false)
+		maxFiles = providerSize(o, "max_files")
+		o.Finish()
+	}
+	c.Path = dir.depot
+	if err := probs.Err(); err != nil {
+		return tool.Reply{}, err
+	}
+	paths, err := s.providerWalk(ctx, c, dir, recursive, s.listLimit(maxFiles), func(e store.Entry) bool {
+		return pattern.Match(depotpath.Base(e.Path))
+	})
+	if err != nil {
+		return tool.Reply{}, err
+	}
+	c.Attrs = append(c.Attrs, slog.Int("results", len(paths)))
+	return tool.Reply{Data: paths}, nil
+}
+
+// providerFindFiles is find_files: the paths of the files below a
+// directory (recursive by default) whose names match any of patterns.
+func (s *tools) providerFindFiles(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
+	var probs args.Problems
+	var dir providerPath
+	var patterns []args.Glob
+	var maxFiles int64
+	recursive := true
+	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+		dir = s.providerPathArg(o, "directory_path")
+		if elems, ok := o.Array("patterns", true); ok {
+			for i, el := range elems {
+				field := fmt.Sprintf("patterns[%d]", i)
+				if args.JSONType(el) != "string" {
+					o.Problems().Addf(field, "expected a string, got %s", args.JSONType(el))
+					continue
+				}
+				p, err := args.DecodeString(el)
+				if err == nil {
+					var g args.Glob
+					if g, err = args.ParseGlob(p); err == nil {
+						patterns = append(patterns, g)
+						continue
+					}
+				}
+				o.Problems().Add(field, err)
+			}
+		}
+		recursive = o.Bool("recursive", true)
+		maxFiles = providerSize(o, "max_files")
+		o.Finish()
+	}
+	c.Path = dir.depot
+	if err := probs.Err(); err != nil {
+		return tool.Reply{}, err
+	}
+	paths, err := s.providerWalk(ctx, c, dir, recursive, s.listLimit(maxFiles), func(e store.Entry) bool {
+		if e.IsDir() {
+			return false
+		}
+		name := depotpath.Base(e.Path)
+		for _, g := range patterns {
+			if g.Match(name) {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return tool.Reply{}, err
+	}
+	c.Attrs = append(c.Attrs, slog.Int("results", len(paths)))
+	return tool.Reply{Data: paths}, nil
+}
+
+// providerWalk returns, as the caller names them, the paths of the entries
+// below dir that keep accepts, at most limit of them, in depth-first order
+// with siblings by name.
+func (s *tools) providerWalk(ctx context.Context, c *tool.Call, dir providerPath, recursive bool, limit int, keep func(store.Entry) bool) ([]string, error) {
+	e, err := c.Store().Stat(ctx, dir.depot)
+	if err != nil {
+		return nil, providerStoreError(err, "Directory", dir)
+	}
+	if !e.IsDir() {
+		return nil, providerNotDir(dir)
+	}
+	paths := []string{}
+	err = c.Store().Walk(ctx, dir.depot, recursive, func(e store.Entry) (bool, error) {
+		if keep(e) {
+			if len(paths) >= limit {
+				return false, tool.ErrStopWalk
+			}
+			paths = append(paths, dir.show(e.Path))
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, providerStoreError(err, "Directory", dir)
+	}
+	return paths, nil
+}
+
+// listLimit is the number of entries a listing returns: the caller's
+// limit when given (not 0), never more than Options.MaxListEntries.
+func (s *tools) listLimit(n int64) int {
+	if n <= 0 || n > int64(s.opts.MaxListEntries) {
+		return s.opts.MaxListEntries
+	}
+	return int(n)
+}

@@ -1,0 +1,167 @@
+// Package provider holds the seven tools of the file-provider contract a
+// scanner calls (read_file, read_file_binary, list_directory, file_exists,
+// get_file_stats, calculate_file_hash, find_files), served read-only from
+// the depot with the contract's own reply shapes: the value itself, or
+// {"error", "error_type"} (errmap.go).
+package provider
+
+import (
+	"embed"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/mcpserver/internal/args"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
+)
+
+// docs are the tools' documents in the layout of tool.Docs; the reply
+// frame is the result or the contract's error object.
+//
+//go:embed doc
+var docs embed.FS
+
+// tools builds the provider tools; its methods are their bodies.
+type tools struct {
+	opts *tool.Env
+	docs *tool.Docs
+}
+
+// Tools returns the tools of the provider profile, over env. All of them
+// only read the depot.
+func Tools(env *tool.Env) []tool.Tool {
+	s := &tools{opts: env}
+	s.docs = tool.NewDocs(docs, "doc", "result", map[string]string{"error": "error.json"}, env)
+	r := tool.Read
+	return s.docs.Tools(
+		s.providerTool("read_file", "Read a text file from the depot", r("file_path"), providerShape{}, s.providerReadFile),
+		s.providerTool("read_file_binary", "Read a file from the depot as base64", r("file_path"), providerShape{}, s.providerReadFileBinary),
+		s.providerTool("list_directory", "List a depot directory", r("directory_path"), providerShape{}, s.providerListDirectory),
+		s.providerTool("file_exists", "Check whether a depot path exists", r("path"), providerShape{falseOnError: true}, s.providerFileExists),
+		s.providerTool("get_file_stats", "Get a depot entry's statistics", r("path"), providerShape{}, s.providerFileStats),
+		s.providerTool("calculate_file_hash", "Hash a file in the depot", r("file_path"), providerShape{}, s.providerFileHash),
+		s.providerTool("find_files", "Find files in the depot by name", r("directory_path"), providerShape{}, s.providerFindFiles),
+	)
+}
+
+// providerTool builds one provider tool: read-only, idempotent, closed
+// world; an output schema only where the contract returns an object (the
+// tool has a <name>.output.json), which is then also the structured
+// content of its replies.
+func (s *tools) providerTool(name, title string, path tool.PathArg, shape providerShape, run tool.Func) tool.Tool {
+	spec := s.docs.Spec(name, title, tool.Hints{ReadOnly: true, Idempotent: true})
+	shape.structured = spec.RawOutputSchema != nil
+	return tool.Tool{
+		Spec:    spec,
+		Profile: tool.ProfileProvider,
+		Paths:   []tool.PathArg{path},
+		Shape:   shape,
+		Run:     run,
+	}
+}
+
+// providerShape renders provider replies. A value that is a string (file
+// text, base64, a hex digest) is the text content as is; any other value
+// (a list of paths, a boolean, a stats object) is its JSON. A failure is
+// the contract's {"error", "error_type"} object as JSON text, with isError
+// set so that MCP clients and models see the call failed, and the same
+// object as structured content.
+type providerShape struct {
+	// structured: the tool has an output schema, so its value (an object)
+	// is also the structured content.
+	structured bool
+	// falseOnError: the contract forbids errors (file_exists): every
+	// failure except malformed arguments answers false.
+	falseOnError bool
+}
+
+var _ tool.Shape = providerShape{}
+
+// Success renders out.Data as the contract's value.
+func (p providerShape) Success(_ *tool.Call, out tool.Reply) (*mcp.CallToolResult, error) {
+	if text, ok := out.Data.(string); ok {
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)}}, nil
+	}
+	raw, err := json.Marshal(out.Data)
+	if err != nil {
+		return nil, err
+	}
+	res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(raw))}}
+	if p.structured {
+		res.StructuredContent = json.RawMessage(raw)
+	}
+	return res, nil
+}
+
+// Failure renders err as the contract's error object (errmap.go).
+func (p providerShape) Failure(c *tool.Call, err error) *mcp.CallToolResult {
+	if p.falseOnError && !args.IsError(err) {
+		res, _ := p.Success(c, tool.Reply{Data: false})
+		return res
+	}
+	typ, msg := providerFailure(err)
+	raw, _ := json.Marshal(map[string]string{"error": msg, "error_type": typ})
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{mcp.NewTextContent(string(raw))},
+		StructuredContent: json.RawMessage(raw),
+		IsError:           true,
+	}
+}
+
+// providerPath is a path argument of the provider profile: the depot path
+// it names and how to show paths back to the caller.
+type providerPath struct {
+	depot string // clean depot path
+	// mount is the host mount point when the caller named the entry under
+	// it ("/mnt/depot/a/b"); replies then name entries the same way.
+	mount string
+}
+
+// show returns depot path p as the caller names entries.
+func (p providerPath) show(depot string) string {
+	if p.mount == "" {
+		return depot
+	}
+	return filepath.Join(p.mount, filepath.FromSlash(depot))
+}
+
+// providerPathArg reads a path argument: a depot path ("/a/b", or "a/b"
+// from the root), or the same entry under Options.MountPoint
+// ("/mnt/depot/a/b"), which is stripped. A host path outside the mount
+// point is taken as a depot path: it can only name depot entries.
+func (s *tools) providerPathArg(o *args.Object, field string) providerPath {
+	p, ok := o.DepotPath(field, true)
+	if !ok {
+		return providerPath{}
+	}
+	if s.opts.MountPoint == "" {
+		return providerPath{depot: p}
+	}
+	mount, err := depotpath.Clean(s.opts.MountPoint)
+	if err != nil || mount == depotpath.Root || !depotpath.Within(p, mount) {
+		return providerPath{depot: p}
+	}
+	return providerPath{depot: "/" + strings.TrimLeft(strings.TrimPrefix(p, mount), "/"), mount: s.opts.MountPoint}
+}
+
+// providerSize reads max_size or max_files: an integer, or a string of
+// digits as some clients send; 0 or absent means no limit but the
+// server's.
+func providerSize(o *args.Object, field string) int64 {
+	return o.Count(field, 0, 0, args.MaxExactInteger)
+}
+
+// isoTime formats t as Python's datetime.isoformat does for an aware UTC
+// time ("2024-04-10T15:30:00+00:00", microseconds only when not zero), which
+// every ISO 8601 parser, Python's fromisoformat included, reads.
+func isoTime(t time.Time) string {
+	t = t.UTC()
+	if t.Nanosecond()/1000 != 0 {
+		return t.Format("2006-01-02T15:04:05.000000-07:00")
+	}
+	return t.Format("2006-01-02T15:04:05-07:00")
+}

@@ -1,0 +1,215 @@
+// Package resources serves the depot's files as MCP resources: listing
+// them in pages (list.go), reading one (read.go, audited like a tool call),
+// their URIs (uri.go) and media types (mime.go), subscriptions and the
+// watcher that notifies subscribers (subscriptions.go), and the
+// pending-requests resource (pending.go). It reaches the store only
+// through the caller's tool.View and the server's tool.Runtime.WatchAll.
+package resources
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/depotfs/depotfs/mcpserver/internal/pending"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
+)
+
+// errNoSession reports a resources/subscribe that has no protocol session
+// to deliver notifications to.
+var errNoSession = errors.New("resources/subscribe needs a protocol session: on protocol versions up to " +
+	mcp.LATEST_LEGACY_PROTOCOL_VERSION + " initialize first and send the Mcp-Session-Id header the server returned; from " +
+	mcp.ProtocolVersion20260728 + " on, name the resources in subscriptions/listen instead")
+
+// Resources serves the depot's files and the pending-requests list as
+// resources. It is safe for concurrent use once New returns.
+type Resources struct {
+	rt       *tool.Runtime
+	env      *tool.Env
+	pending  *pending.List
+	subs     *subscriptions // resource subscriptions, files and the pending-requests list
+	log      *slog.Logger
+	pageSize int   // files per resources/list page
+	maxBytes int64 // largest file resources/read returns
+}
+
+// New returns the resources over rt's store: pageSize files per
+// resources/list page, files up to maxBytes in resources/read, at most
+// maxSubs subscriptions at once.
+func New(rt *tool.Runtime, env *tool.Env, p *pending.List, pageSize int, maxBytes int64, maxSubs int) *Resources {
+	return &Resources{rt: rt, env: env, pending: p, subs: newSubscriptions(maxSubs), log: env.Log, pageSize: pageSize, maxBytes: maxBytes}
+}
+
+// Hooks adds to hooks what serves the depot's files (and the
+// pending-requests list) as resources: listing files, validating resource
+// requests and tracking subscriptions. New declares the capability
+// (subscriptions, no list_changed: every push would trigger one).
+func (s *Resources) Hooks(hooks *server.Hooks) {
+	hooks.AddOnRequestInitialization(s.checkRequest)
+	hooks.AddAfterListResources(s.listResources)
+	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
+		s.subscribe(ctx, req.Params.URI)
+	})
+	hooks.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
+		if session := server.ClientSessionFromContext(ctx); session != nil {
+			s.subs.remove(session, req.Params.URI)
+		}
+	})
+	hooks.AddBeforeSubscriptionsListen(s.listen)
+	hooks.AddAfterSubscriptionsListen(func(ctx context.Context, id any, _ *mcp.SubscriptionsListenRequest, _ *mcp.SubscriptionsListenResult) {
+		s.unlisten(ctx, id)
+	})
+	hooks.AddOnError(func(ctx context.Context, id any, method mcp.MCPMethod, _ any, _ error) {
+		if method == mcp.MethodSubscriptionsListen {
+			s.unlisten(ctx, id)
+		}
+	})
+	hooks.AddOnUnregisterSession(func(_ context.Context, session server.ClientSession) {
+		s.subs.drop(session)
+	})
+}
+
+// Template is the one template that addresses every depot file.
+func (s *Resources) Template() server.ServerResourceTemplate {
+	return server.ServerResourceTemplate{
+		Template: mcp.NewResourceTemplate(URITemplate, "depot-file",
+			mcp.WithTemplateTitle("A file in the depot"),
+			mcp.WithTemplateDescription("Any file in the depot, by its path: depot:/// followed by the path without its leading slash, "+
+				"percent-encoded (RFC 3986; non-ASCII as UTF-8 bytes), e.g. depot:///workspace/app/main.go. "+
+				"Text files are returned as text, other files as base64 blobs, each with its media type. "+
+				"Subscribe to a URI to be notified when that file is created, updated or removed."),
+		),
+		Handler: s.readResource,
+	}
+}
+
+// checkRequest refuses resource requests depotfs cannot serve before
+// mcp-go handles them, so the client gets a clear error rather than an
+// empty success: a cursor depotfs did not write, a URI that is not a depot
+// resource, a subscription without a session or over the limit. mcp-go
+// sends the error as JSON-RPC "invalid request" (-32600) with its text.
+// Other messages pass untouched; a malformed one is left to mcp-go.
+func (s *Resources) checkRequest(ctx context.Context, _ any, message any) error {
+	raw, ok := message.(json.RawMessage)
+	if !ok || !bytes.Contains(raw, []byte(`"resources/`)) && !bytes.Contains(raw, []byte(`"subscriptions/listen"`)) {
+		return nil
+	}
+	var req struct {
+		Method string `json:"method"`
+		Params struct {
+			URI           *string `json:"uri"`
+			Cursor        string  `json:"cursor"`
+			Notifications struct {
+				ResourceSubscriptions []string `json:"resourceSubscriptions"`
+			} `json:"notifications"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(raw, &req) != nil {
+		return nil
+	}
+	switch mcp.MCPMethod(req.Method) {
+	case mcp.MethodResourcesList:
+		if req.Params.Cursor != "" {
+			_, err := decodeCursor(req.Params.Cursor)
+			return err
+		}
+	case mcp.MethodResourcesSubscribe:
+		if session := server.ClientSessionFromContext(ctx); session == nil || session.SessionID() == "" {
+			return errNoSession
+		}
+		if req.Params.URI == nil {
+			return nil
+		}
+		if err := s.maySubscribe(ctx, *req.Params.URI); err != nil {
+			return fmt.Errorf("resources/subscribe: %w", err)
+		}
+		return s.subs.room(1)
+	case mcp.MethodSubscriptionsListen:
+		uris := req.Params.Notifications.ResourceSubscriptions
+		for _, uri := range uris {
+			if err := s.maySubscribe(ctx, uri); err != nil {
+				return fmt.Errorf("subscriptions/listen: %w", err)
+			}
+		}
+		return s.subs.room(len(uris))
+	}
+	return nil
+}
+
+// subscriptionPath returns the key a subscription to uri is recorded
+// under: the clean depot path of a file resource, or pending.URI itself for
+// the pending-requests resource (never a depot path, which starts with
+// "/", so store events never match it).
+func subscriptionPath(uri string) (string, error) {
+	if uri == pending.URI {
+		return pending.URI, nil
+	}
+	return ParseURI(uri)
+}
+
+// maySubscribe refuses a subscription to uri that is not a resource, or
+// names a file the caller in ctx may not read (a subscriber learns when a
+// file changes, which is reading it).
+func (s *Resources) maySubscribe(ctx context.Context, uri string) error {
+	p, err := subscriptionPath(uri)
+	if err != nil || p == pending.URI {
+		return err
+	}
+	if v := s.rt.View(ctx); !v.Readable(p) {
+		return v.Denied(p)
+	}
+	return nil
+}
+
+// subscribe records a resources/subscribe of the session in ctx, which
+// lasts until resources/unsubscribe or the end of the session.
+func (s *Resources) subscribe(ctx context.Context, uri string) {
+	session := server.ClientSessionFromContext(ctx)
+	if session == nil {
+		return
+	}
+	p, err := subscriptionPath(uri)
+	if err == nil {
+		err = s.subs.add(session, session, uri, p)
+	}
+	if err != nil {
+		s.log.Warn("mcp resource subscription not recorded", "uri", uri, "err", err)
+	}
+}
+
+// listen records the resource subscriptions of a subscriptions/listen
+// request, which last as long as the request. They end in unlisten, called
+// by the hooks that run when the request returns (before its response is
+// sent, so a client that replaces one listen with another is never notified
+// for the old one), and, as a safety net, when mcp-go cancels the request's
+// context.
+func (s *Resources) listen(ctx context.Context, id any, req *mcp.SubscriptionsListenRequest) {
+	session := server.ClientSessionFromContext(ctx)
+	if session == nil {
+		return
+	}
+	owner := listenKey(session, id)
+	context.AfterFunc(ctx, func() { s.subs.drop(owner) })
+	for _, uri := range req.Params.Notifications.ResourceSubscriptions {
+		p, err := subscriptionPath(uri)
+		if err == nil {
+			err = s.subs.add(owner, session, uri, p)
+		}
+		if err != nil {
+			s.log.Warn("mcp resource subscription not recorded", "uri", uri, "err", err)
+		}
+	}
+}
+
+// unlisten ends the subscriptions of the subscriptions/listen request id.
+func (s *Resources) unlisten(ctx context.Context, id any) {
+	if session := server.ClientSessionFromContext(ctx); session != nil {
+		s.subs.drop(listenKey(session, id))
+	}
+}

@@ -1,0 +1,178 @@
+package tool
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/depotfs/depotfs/internal/audit"
+	"github.com/depotfs/depotfs/internal/auth"
+	"github.com/depotfs/depotfs/internal/identity"
+	"github.com/depotfs/depotfs/internal/policy"
+)
+
+var _ Auditor = (*audit.Log)(nil)
+
+// NewCall starts the bookkeeping of one call of the tool (or other audited
+// request, such as a resource read) name, which grants may also name by
+// group, by the identity in ctx. Runtime.Handler makes the Call of every
+// tool call; resource reads make their own and end it with Finish.
+func (s *Runtime) NewCall(ctx context.Context, name, group string) *Call {
+	who, _ := identity.FromContext(ctx)
+	c := &Call{
+		rt: s, def: def{name: name, group: group}, tool: name, who: who,
+		perms: s.policy.For(who), key: statsKey(who),
+		start: s.env.Now(), now: s.env.Now, reqID: newRequestID(),
+	}
+	if cs := server.ClientSessionFromContext(ctx); cs != nil {
+		c.session = cs.SessionID()
+	}
+	c.store = &Store{rt: s, c: c}
+	return c
+}
+
+// Note adds p to the paths the audit record of c lists, once.
+func (c *Call) Note(p string) { c.note(p) }
+
+// newRequestID returns a random id that names one call in the reply's
+// stats, the audit record and the log line.
+func newRequestID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
+}
+
+// Finish ends a call's bookkeeping: its identity's counts, a warning on an
+// unusual burst of denials, the audit record and the log line. err is the
+// call's failure, nil on success. It returns the audit log's error: the
+// call must then be refused.
+func (s *Runtime) Finish(c *Call, err error) error {
+	var f *Failure
+	if err != nil {
+		failure := Classify(err)
+		f = &failure
+	}
+	now := s.env.Now()
+	denied := errors.Is(err, policy.ErrDenied)
+	var rate *RateError
+	limited := errors.As(err, &rate)
+	var unaudited *auditError
+	refused := denied || limited || errors.As(err, &unaudited)
+	st := s.stats.update(c.key, func(st *IdentityStats) {
+		st.Calls++
+		switch {
+		case denied:
+			st.Denied++
+		case limited:
+			st.RateLimited++
+		case err != nil:
+			st.Failed++
+		}
+		if c.committed {
+			st.Bytes += c.Size
+		}
+		st.Last = now
+	})
+	c.counts = st
+	if denied && s.limiter.Denial(c.key, now) {
+		s.log.Warn("unusual pattern: a burst of denied calls from one identity",
+			"identity", c.key, "denied", st.Denied, "calls", st.Calls, "last_tool", c.tool, "last_reason", err.Error())
+	}
+
+	var auditErr error
+	if s.audit != nil {
+		r := s.callRecord(c, f, err, refused, now)
+		if auditErr = s.audit.Append(r); auditErr != nil {
+			s.log.Error("audit record not written; the call is refused", "tool", c.tool, "identity", c.who.String(), "request_id", c.reqID, "err", auditErr)
+		}
+	}
+	s.logCall(c, f, err)
+	return auditErr
+}
+
+// callRecord builds the audit record of a call.
+func (s *Runtime) callRecord(c *Call, f *Failure, err error, refused bool, now time.Time) *audit.Record {
+	r := &audit.Record{
+		Time: c.start.UTC(), Event: audit.EventCall,
+		RequestID: c.reqID, Session: c.session,
+		Transport: c.who.Transport, Remote: c.who.Remote, Identity: c.who.String(),
+		Auth: string(c.who.Method), Serial: c.who.Serial, TokenID: c.who.TokenID,
+		Tool: c.tool, Decision: audit.Allow, Status: c.Status,
+		DurationMS: math.Round(float64(now.Sub(c.start).Microseconds())) / 1000,
+	}
+	r.Paths = c.paths
+	if len(r.Paths) > audit.MaxPaths {
+		r.Paths, r.MorePaths = r.Paths[:audit.MaxPaths], len(r.Paths)-audit.MaxPaths
+	}
+	if c.SHA256 != "" {
+		r.Content = &audit.Content{Size: c.Size, SHA256: c.SHA256}
+	}
+	if f != nil {
+		r.Error = string(f.Type)
+	}
+	var denied *policy.Denied
+	switch {
+	case errors.As(err, &denied):
+		r.Decision, r.Reason = audit.Deny, denied.Rule
+	case refused:
+		r.Decision, r.Reason = audit.Deny, err.Error()
+	case c.perms.Full():
+		r.Reason = "full grants"
+	case len(c.grants) > 0:
+		names := make([]string, len(c.grants))
+		for i, g := range c.grants {
+			names[i] = g.String()
+		}
+		r.Reason = "granted by " + strings.Join(names, ", ")
+	default:
+		r.Reason = "tool granted"
+	}
+	return r
+}
+
+// AuthFailure records a refused TLS handshake or authentication in the
+// audit log and in the counts of the peer's address, and warns about a
+// burst of them (depotfs serve also logs each failure, see its logSink).
+// It is the body of the server's auth.EventSink: it is safe for concurrent
+// use and returns once the record is durable; the refusal stands whatever
+// happens here.
+func (s *Runtime) AuthFailure(_ context.Context, f auth.Failure) {
+	now := s.env.Now()
+	when := f.Time
+	if when.IsZero() {
+		when = now
+	}
+	key := "http:" + hostOf(f.Remote)
+	st := s.stats.update(key, func(st *IdentityStats) {
+		st.AuthFailures++
+		st.Last = now
+	})
+	if s.limiter.Denial(key, now) {
+		s.log.Warn("unusual pattern: a burst of failed authentications from one address",
+			"remote", f.Remote, "failures", st.AuthFailures, "last_reason", f.Reason)
+	}
+	reason := f.Reason
+	if f.Err != nil {
+		reason += ": " + f.Err.Error()
+	}
+	r := &audit.Record{
+		Time: when.UTC(), Event: audit.EventAuth, RequestID: newRequestID(),
+		Transport: "http", Remote: f.Remote, Auth: string(f.Method),
+		Serial: f.Serial, TokenID: f.TokenID, Stage: string(f.Stage), Resumed: f.Resumed,
+		Decision: audit.Deny, Reason: reason,
+	}
+	if f.Subject != "" {
+		r.Identity = "http:" + f.Subject
+	}
+	if s.audit != nil {
+		if err := s.audit.Append(r); err != nil {
+			s.log.Error("audit record of a refused authentication not written", "remote", f.Remote, "err", err)
+		}
+	}
+}

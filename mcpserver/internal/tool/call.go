@@ -1,0 +1,217 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/depotfs/depotfs/internal/grant"
+	"github.com/depotfs/depotfs/internal/identity"
+	"github.com/depotfs/depotfs/internal/policy"
+	"github.com/depotfs/depotfs/internal/ratelimit"
+	"github.com/depotfs/depotfs/mcpserver/internal/args"
+)
+
+// Call is one tool call in progress, the one thing besides its arguments a
+// tool body receives. The body fills in what it learns (Path, Size,
+// SHA256, Status, Attrs) so that the pipeline, the one place that knows a
+// call's outcome, can count, audit and log it. A Call belongs to one call;
+// its Store is safe for that call's goroutines.
+type Call struct {
+	// Path is the depot path the call is about, for the log, the audit
+	// record and fs error details.
+	Path string
+	// Size and SHA256 describe content the call stored or read; SHA256
+	// empty: none.
+	Size   int64
+	SHA256 string
+	// Status is the outcome logged on success (a cache status, a count).
+	Status string
+	// Attrs are further tool-specific log attributes.
+	Attrs []slog.Attr
+
+	rt      *Runtime
+	def     def
+	tool    string
+	profile Profile
+	who     identity.Identity
+	perms   policy.Set // what who may do, bounded by the server's policy
+	key     string     // the identity's key for counts and rate limits
+	start   time.Time
+	now     func() time.Time // the server's clock (Options.Now)
+	reqID   string
+	// session is the MCP session id, "" when the transport has none.
+	session string
+
+	// args collects the argument problems and the clean paths the decoder
+	// produced (decode); authorizeArgs checks those paths.
+	args args.Problems
+	// store is the only way the tool body reaches the store: every
+	// operation is checked against perms first (store.go).
+	store *Store
+
+	argsDone  bool          // authorizeArgs ran
+	argsErr   error         // its result
+	grants    []grant.Grant // grants that allowed the paths checked
+	paths     []string      // every path checked, for the audit record
+	noted     map[string]bool
+	committed bool          // the store accepted a write
+	counts    IdentityStats // the identity's counts after this call
+}
+
+// Decode parses the call's arguments as a JSON object, recording problems
+// and decoded paths on the call (Args). It returns nil when raw is not an
+// object (a problem is recorded).
+func (c *Call) Decode(raw json.RawMessage) *args.Object {
+	return args.Decode(raw, "arguments", "", &c.args)
+}
+
+// Args returns the problems and decoded paths of the call's arguments.
+func (c *Call) Args() *args.Problems { return &c.args }
+
+// Store returns the guarded store: the only way a tool body reaches the
+// depot.
+func (c *Call) Store() *Store { return c.store }
+
+// Name returns the name of the tool called.
+func (c *Call) Name() string { return c.tool }
+
+// Who returns the caller's identity.
+func (c *Call) Who() identity.Identity { return c.who }
+
+// Committed reports whether the store accepted a write of this call.
+func (c *Call) Committed() bool { return c.committed }
+
+// Env returns what the server tells tool bodies: its limits and hooks.
+func (c *Call) Env() *Env { return c.rt.env }
+
+// MayWrite reports whether the caller may write the depot path p through
+// any of its tools, within the server's policy: the question "may this
+// caller answer a request for p" that code outside one tool's own writes
+// asks (the pending-requests list filters by it). p is cleaned first; an
+// invalid path may not be written. The writes themselves are checked by the
+// guarded store, per tool.
+func (c *Call) MayWrite(p string) bool { return c.rt.MayWrite(c.who, p) }
+
+// Handler wraps a tool into an mcp-go handler that never returns a Go
+// error: every outcome, including a panic, becomes a reply in the tool's
+// shape (t.Shape), and every call is counted, audited and logged once. It is
+// the one way into a tool body, and it registers the tool's permissions
+// for the tool filter (VisibleTools).
+//
+// A call is admitted by the caller's rate limit and its grants for the
+// tool, then runs; every path argument is checked (before the first store
+// access, or at the end for a call that never reached the store); a denial
+// replaces whatever else the call would have reported. If the audit record
+// cannot be written the call fails.
+func (s *Runtime) Handler(t Tool) server.ToolHandlerFunc {
+	def := t.def()
+	s.defs[def.name] = def
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		c := s.NewCall(ctx, def.name, def.group)
+		c.def = def
+		c.profile = t.Profile
+		out, err := s.admit(c)
+		if err == nil {
+			out, err = s.run(ctx, c, t.Run, req)
+		}
+		if derr := c.authorizeArgs(); derr != nil && !errors.Is(err, policy.ErrDenied) {
+			out, err = Reply{}, derr
+		}
+		if auditErr := s.Finish(c, err); auditErr != nil {
+			err = &auditError{err: auditErr}
+		}
+		if err == nil {
+			res, encErr := t.Shape.Success(c, out)
+			if encErr == nil {
+				return res, nil
+			}
+			// Only an unencodable data value gets here: a bug, reported as
+			// a system error without the data.
+			s.log.Error("mcp reply not encodable", "tool", c.tool, "err", encErr)
+			err = encErr
+		}
+		return t.Shape.Failure(c, err), nil
+	}
+}
+
+// admit refuses a call before it runs: over the caller's call rate, or
+// with a tool its grants do not cover (which mcp-go's tool filter normally
+// refuses already).
+func (s *Runtime) admit(c *Call) (Reply, error) {
+	if ok, wait := s.limiter.Call(c.key, c.start); !ok {
+		return Reply{}, &RateError{what: "calls", Retry: ratelimit.RetryAfter(wait), limits: s.limiter.Limits()}
+	}
+	return Reply{}, c.perms.CheckTool(c.def.name, c.def.group)
+}
+
+// run calls fn, turning a panic into a system error so one bad call cannot
+// take the server down.
+func (s *Runtime) run(ctx context.Context, c *Call, fn Func, req mcp.CallToolRequest) (out Reply, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("mcp tool panicked", "tool", c.tool, "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic in %s: %v", c.tool, r)
+		}
+	}()
+	return fn(ctx, c, rawArguments(req))
+}
+
+// rawArguments returns the arguments as the client sent them, so decoding
+// sees the exact JSON (types, duplicates, invalid text) rather than mcp-go's
+// loosely typed map.
+func rawArguments(req mcp.CallToolRequest) json.RawMessage {
+	if len(req.Params.RawArguments) > 0 {
+		return req.Params.RawArguments
+	}
+	if req.Params.Arguments == nil {
+		return nil
+	}
+	raw, err := json.Marshal(req.Params.Arguments)
+	if err != nil {
+		return json.RawMessage(`"unencodable arguments"`)
+	}
+	return raw
+}
+
+// logCall writes the one log line of a call: who called which tool on what,
+// and how it ended. Content is never logged, only its size and hash.
+func (s *Runtime) logCall(c *Call, f *Failure, err error) {
+	attrs := []slog.Attr{
+		slog.String("tool", c.tool),
+		slog.String("identity", c.who.String()),
+		slog.String("request_id", c.reqID),
+		slog.Duration("duration", s.env.Now().Sub(c.start)),
+	}
+	if c.profile != "" {
+		attrs = append(attrs, slog.String("profile", string(c.profile)))
+	}
+	if c.Path != "" {
+		attrs = append(attrs, slog.String("path", c.Path))
+	}
+	if c.SHA256 != "" {
+		attrs = append(attrs, slog.Int64("size", c.Size), slog.String("sha256", c.SHA256))
+	}
+	attrs = append(attrs, c.Attrs...)
+	level, msg := slog.LevelInfo, "mcp call"
+	if f == nil {
+		attrs = append(attrs, slog.String("outcome", "ok"))
+		if c.Status != "" {
+			attrs = append(attrs, slog.String("status", c.Status))
+		}
+	} else {
+		attrs = append(attrs, slog.String("outcome", string(f.Type)), slog.String("err", err.Error()))
+		level = slog.LevelWarn
+		if f.Type == ErrorSystem {
+			level = slog.LevelError
+		}
+	}
+	s.log.LogAttrs(context.Background(), level, msg, attrs...)
+}

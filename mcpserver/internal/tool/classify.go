@@ -1,0 +1,140 @@
+package tool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/internal/policy"
+	"github.com/depotfs/depotfs/mcpserver/internal/args"
+	"github.com/depotfs/depotfs/store"
+)
+
+// ErrorType says what kind of failure a tool reply reports. Agents branch on
+// it: a validation error is fixed by changing the arguments, a conflict by
+// choosing another path, a system error by retrying later. ErrorType is a
+// string and safe to share.
+type ErrorType string
+
+// The error types of the envelope.
+const (
+	// ErrorValidation: an argument is missing, has the wrong JSON type or
+	// format, or the content does not match its declared hash.
+	ErrorValidation ErrorType = "validation"
+	// ErrorSecurity: a path tries to leave the depot (or the listed
+	// directory), or the caller's grants or the server's policy do not
+	// allow the call; the message names the rule.
+	ErrorSecurity ErrorType = "security"
+	// ErrorNotFound: the call refers to an entry that does not exist.
+	ErrorNotFound ErrorType = "not_found"
+	// ErrorConflict: the call would make a path both a file and a
+	// directory, or lost a race with another writer.
+	ErrorConflict ErrorType = "conflict"
+	// ErrorLimit: the call exceeds a configured size or count limit.
+	ErrorLimit ErrorType = "limit"
+	// ErrorRateLimited: the caller sent too many calls or bytes; retry
+	// after Failure.RetryAfter seconds.
+	ErrorRateLimited ErrorType = "rate_limited"
+	// ErrorSystem: depotfs failed internally; the details are in the
+	// operator's log, never in the reply.
+	ErrorSystem ErrorType = "system"
+)
+
+// StoreError wraps an error returned by the store. Its text may carry
+// details that must not reach an agent, so Classify replies with a fixed
+// message chosen by the sentinel it wraps.
+type StoreError struct {
+	Op   string // "put", "put chunk", "declare", "revision"
+	Path string // the depot path concerned
+	Err  error
+}
+
+func (e *StoreError) Error() string { return e.Op + " " + e.Path + ": " + e.Err.Error() }
+func (e *StoreError) Unwrap() error { return e.Err }
+
+// failure is a Failure without a retry hint.
+func failure(t ErrorType, msg, instruction string) Failure {
+	return Failure{Type: t, Message: msg, Instruction: instruction}
+}
+
+// Classify turns the error of a failed call into the envelope's error
+// object. It is the one place where Go errors become error types; handlers
+// return ordinary wrapped errors.
+func Classify(err error) Failure {
+	var rate *RateError
+	if errors.As(err, &rate) {
+		return Failure{Type: ErrorRateLimited, Message: rate.Error(), RetryAfter: rate.Retry,
+			Instruction: fmt.Sprintf("Wait %d second(s) (retry_after), then repeat the call unchanged; it is safe to repeat. Send calls at a steadier pace, or fewer bytes per second, to stay within the limit. Nothing was stored.", rate.Retry)}
+	}
+	var unaudited *auditError
+	if errors.As(err, &unaudited) {
+		return failure(ErrorSystem, "depotfs cannot write its audit log, so it refuses calls",
+			"Tell the user that the depotfs server cannot write its audit log and refuses calls until its operator fixes it; then call again (the call is safe to repeat).")
+	}
+	var denied *policy.Denied
+	if errors.As(err, &denied) {
+		return failure(ErrorSecurity, denied.Rule,
+			"Your credentials do not allow this call: the message names the rule and lists your grants. Use a tool and path your grants cover, or ask the depotfs operator for a grant; repeating the call will not help. Nothing was stored.")
+	}
+	var se *StoreError
+	fromStore := errors.As(err, &se)
+	msg := err.Error()
+	if fromStore {
+		msg = storeMessage(se)
+	}
+	switch {
+	case errors.Is(err, depotpath.ErrEscapes):
+		return failure(ErrorSecurity, msg,
+			"Send a path inside the depot: a path is taken relative to the depot root '/', and '..' may not climb above it (or, in a listing, above the listed directory). Nothing was stored; fix the path and call again.")
+	case errors.Is(err, store.ErrLimit):
+		return failure(ErrorLimit, msg,
+			"The file does not fit the depot's size limits (guide_cache_stats shows them): a file larger than the per-file limit is never accepted, and when everything else stored is pinned nothing can be evicted to make room. Nothing was stored and nothing was evicted. Send a smaller file, or ask the user to raise the limit or unpin files; if the message says uploads in progress hold too much, finish those uploads and send this chunk again.")
+	case errors.Is(err, args.ErrLimit):
+		return failure(ErrorLimit, msg,
+			"Make the call smaller: send a large file with guide_read_file in chunks (upload_id, chunk_index, chunk_count), or split a large listing into one call per directory. Nothing was stored.")
+	case errors.Is(err, args.ErrInvalid), errors.Is(err, depotpath.ErrInvalid):
+		return failure(ErrorValidation, msg,
+			"Fix the arguments named in the message and call again; the tool description lists every argument with its type and format. Nothing was stored.")
+	case errors.Is(err, store.ErrHashMismatch):
+		return failure(ErrorValidation, msg,
+			"Recompute the SHA-256 of the exact bytes you send (after base64 decoding) and call again with the matching sha256 and content; for a chunked upload, send every chunk again. Nothing was stored.")
+	case errors.Is(err, store.ErrUpload):
+		return failure(ErrorValidation, msg,
+			"Send every chunk of one upload with the same upload_id, chunk_count, path and whole-file sha256, and resend a chunk only with identical bytes; to start over, use a new upload_id. This chunk was not stored.")
+	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrIsDir), errors.Is(err, store.ErrNotDir):
+		return failure(ErrorConflict, msg,
+			"A depot path is either a file or a directory, never both: choose a path that does not put a file where a directory is (or below a file). Nothing was stored.")
+	case errors.Is(err, store.ErrExist), errors.Is(err, store.ErrRevision):
+		return failure(ErrorConflict, msg,
+			"Another writer changed this path meanwhile: read the current state and call again. Nothing was stored.")
+	case errors.Is(err, store.ErrNotExist), errors.Is(err, store.ErrNotPresent):
+		return failure(ErrorNotFound, msg,
+			"The entry does not exist (or its content has not arrived): push it first, then call again.")
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return failure(ErrorSystem, "the call did not finish in time",
+			"Call again later; the call is safe to repeat. If it keeps timing out, send smaller calls.")
+	case errors.Is(err, store.ErrClosed):
+		return failure(ErrorSystem, "depotfs is shutting down",
+			"Call again once depotfs is back; the call is safe to repeat.")
+	}
+	return failure(ErrorSystem, "depotfs failed internally; the operator's log has the details",
+		"Call again later; the call is safe to repeat. If it keeps failing, tell the user that the depotfs server reports an internal error.")
+}
+
+// storeMessage is the agent-facing text for an error from the store. An
+// error that wraps one of the store's sentinels describes depot paths only
+// (the store's errors read "op path: reason"), so its text is useful and
+// safe; anything else may carry host detail and gets a generic text.
+func storeMessage(se *StoreError) string {
+	for _, sentinel := range []error{
+		store.ErrHashMismatch, store.ErrUpload, store.ErrConflict, store.ErrIsDir,
+		store.ErrNotDir, store.ErrExist, store.ErrRevision, store.ErrNotExist,
+		store.ErrNotPresent, store.ErrLimit, depotpath.ErrEscapes, depotpath.ErrInvalid,
+	} {
+		if errors.Is(se.Err, sentinel) {
+			return se.Err.Error()
+		}
+	}
+	return "depotfs failed internally; the operator's log has the details"
+}

@@ -1,0 +1,165 @@
+package tool
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Hints are the behaviour annotations of a tool (MCP's readOnlyHint,
+// destructiveHint and idempotentHint). Every tool touches only the depot,
+// so openWorldHint is always false.
+type Hints struct {
+	ReadOnly, Destructive, Idempotent bool
+}
+
+// Docs are the documents of one profile's tools, in the one layout every
+// profile uses: in its directory,
+//
+//   - <tool>.md, the description;
+//   - <tool>.input.json, the input schema;
+//   - <tool>.output.json, the schema of the tool's result (optional: a tool
+//     without one declares no output schema);
+//   - reply.json, the profile's reply frame: the schema any reply of its
+//     tools satisfies, in which the result is "#/$defs/<slot>";
+//   - the shared definitions the frame or results refer to (error.json,
+//     file.json), named in NewDocs;
+//   - examples/<tool>.json, the documented examples (see package mcpserver).
+//
+// Placeholders such as {{max_read}} are filled with the configured limits,
+// JSON-escaped in .json documents. A missing or malformed document is a
+// build defect, so Spec panics; the tests build every tool.
+type Docs struct {
+	fsys   fs.FS
+	dir    string
+	slot   string
+	shared map[string]string // $defs name → document
+	fill   map[string]string // placeholder → value
+}
+
+// NewDocs returns the documents in dir of fsys (usually an embed.FS of the
+// profile's package). slot names the result in the frame's $defs; shared
+// maps further $defs names to documents; extra are pairs of further
+// placeholders and their values, beside the limits every profile may use.
+func NewDocs(fsys fs.FS, dir, slot string, shared map[string]string, env *Env, extra ...string) *Docs {
+	mount := env.MountPoint
+	if mount == "" {
+		mount = "/mnt/depot"
+	}
+	fill := map[string]string{
+		"{{uploads}}":     env.Uploads,
+		"{{mount}}":       mount,
+		"{{max_content}}": strconv.FormatInt(env.MaxContentBytes, 10),
+		"{{max_chunks}}":  strconv.Itoa(env.MaxChunks),
+		"{{max_entries}}": strconv.Itoa(env.MaxListEntries),
+		"{{max_list}}":    strconv.Itoa(env.MaxListEntries),
+		"{{max_read}}":    strconv.FormatInt(env.MaxReadBytes, 10),
+		"{{max_file}}":    maxFileDoc(env.MaxFileBytes),
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		fill[extra[i]] = extra[i+1]
+	}
+	return &Docs{fsys: fsys, dir: dir, slot: slot, shared: shared, fill: fill}
+}
+
+// maxFileDoc describes the file size limit checked at the edge.
+func maxFileDoc(n int64) string {
+	if n <= 0 {
+		return "the depot's file size limit (see guide_cache_stats)"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}
+
+// Tools sets the Docs of every tool of list to d and returns list.
+func (d *Docs) Tools(list ...Tool) []Tool {
+	for i := range list {
+		list[i].Docs = d
+	}
+	return list
+}
+
+// Spec builds a tool's definition from its documents.
+func (d *Docs) Spec(name, title string, h Hints) mcp.Tool {
+	input := d.Doc(name + ".input.json")
+	if !json.Valid([]byte(input)) {
+		panic(fmt.Sprintf("mcpserver: %s input schema is not valid JSON", name))
+	}
+	t := mcp.Tool{
+		Name:           name,
+		Title:          title,
+		Description:    d.Doc(name + ".md"),
+		RawInputSchema: json.RawMessage(input),
+		Annotations: mcp.ToolAnnotation{
+			Title:           title,
+			ReadOnlyHint:    mcp.ToBoolPtr(h.ReadOnly),
+			DestructiveHint: mcp.ToBoolPtr(h.Destructive),
+			IdempotentHint:  mcp.ToBoolPtr(h.Idempotent),
+			OpenWorldHint:   mcp.ToBoolPtr(false),
+		},
+	}
+	if _, err := fs.Stat(d.fsys, path.Join(d.dir, name+".output.json")); err == nil {
+		t.RawOutputSchema = d.outputSchema(name)
+	}
+	return t
+}
+
+// outputSchema returns the profile's reply frame with the tool's result
+// schema (under the slot) and the shared definitions in its $defs.
+func (d *Docs) outputSchema(name string) json.RawMessage {
+	var frame map[string]any
+	d.decode("reply.json", &frame)
+	defs, _ := frame["$defs"].(map[string]any)
+	if defs == nil {
+		defs = map[string]any{}
+	}
+	for key, doc := range d.shared {
+		var v any
+		d.decode(doc, &v)
+		defs[key] = v
+	}
+	var result any
+	d.decode(name+".output.json", &result)
+	defs[d.slot] = result
+	frame["$defs"] = defs
+	out, err := json.Marshal(frame)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: %s output schema: %v", name, err))
+	}
+	return out
+}
+
+// decode parses a JSON document into v.
+func (d *Docs) decode(doc string, v any) {
+	if err := json.Unmarshal([]byte(d.Doc(doc)), v); err != nil {
+		panic(fmt.Sprintf("mcpserver: tool document %s: %v", doc, err))
+	}
+}
+
+// Doc returns a document with its placeholders filled in.
+func (d *Docs) Doc(name string) string {
+	b, err := fs.ReadFile(d.fsys, path.Join(d.dir, name))
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: tool document %s: %v", name, err))
+	}
+	pairs := make([]string, 0, 2*len(d.fill))
+	for k, v := range d.fill {
+		if strings.HasSuffix(name, ".json") {
+			quoted, _ := json.Marshal(v)
+			v = string(quoted[1 : len(quoted)-1])
+		}
+		pairs = append(pairs, k, v)
+	}
+	return strings.NewReplacer(pairs...).Replace(string(b))
+}
+
+// Examples returns the raw examples file of a tool, and false when it has
+// none.
+func (d *Docs) Examples(name string) ([]byte, bool) {
+	b, err := fs.ReadFile(d.fsys, path.Join(d.dir, "examples", name+".json"))
+	return b, err == nil
+}

@@ -1,0 +1,108 @@
+package tool
+
+import (
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/depotfs/depotfs/internal/identity"
+	"github.com/depotfs/depotfs/internal/ratelimit"
+)
+
+// IdentityStats counts what one identity did since the server started. It
+// is a value; Server.IdentityStats returns copies.
+type IdentityStats struct {
+	// Identity is the key the counts and rate limits are kept under:
+	// "<transport>:<subject>", or for an unauthenticated HTTP client its
+	// address without the port ("http:127.0.0.1").
+	Identity string `json:"identity"`
+	// Calls counts tool calls received, refused ones included.
+	Calls int64 `json:"calls"`
+	// Denied counts calls refused by grants or the server's policy.
+	Denied int64 `json:"denied"`
+	// RateLimited counts calls refused by a rate limit.
+	RateLimited int64 `json:"rate_limited"`
+	// Failed counts other failed calls (validation, conflict, system...).
+	Failed int64 `json:"failed"`
+	// Bytes counts content bytes of calls that stored something.
+	Bytes int64 `json:"bytes"`
+	// AuthFailures counts refused authentications from this address.
+	AuthFailures int64 `json:"auth_failures,omitempty"`
+	// Last is the time of the last call or refused authentication.
+	Last time.Time `json:"last"`
+}
+
+// maxStatsKeys bounds the identities (and addresses of refused
+// authentications) whose counts are kept; beyond it the one seen least
+// recently is dropped, so a flood from many addresses cannot exhaust
+// memory.
+const maxStatsKeys = ratelimit.DefaultMaxKeys
+
+// identityStats holds the counts of every identity seen.
+type identityStats struct {
+	mu  sync.Mutex
+	ids map[string]*IdentityStats
+}
+
+// update applies fn to key's counts under the lock and returns a copy.
+func (st *identityStats) update(key string, fn func(*IdentityStats)) IdentityStats {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.ids == nil {
+		st.ids = map[string]*IdentityStats{}
+	}
+	s, ok := st.ids[key]
+	if !ok {
+		if len(st.ids) >= maxStatsKeys {
+			var oldest *IdentityStats
+			for _, v := range st.ids {
+				if oldest == nil || v.Last.Before(oldest.Last) {
+					oldest = v
+				}
+			}
+			delete(st.ids, oldest.Identity)
+		}
+		s = &IdentityStats{Identity: key}
+		st.ids[key] = s
+	}
+	fn(s)
+	return *s
+}
+
+// IdentityStats returns the counts of every identity that called since the
+// server started (at most the 10,000 seen most recently), sorted by
+// identity. It is safe to call concurrently with
+// calls in flight; each entry is a consistent snapshot of one identity.
+// depotfs reports them in each reply's stats.caller (the caller's own) and
+// a statistics tool may include them all.
+func (s *Runtime) IdentityStats() []IdentityStats {
+	s.stats.mu.Lock()
+	defer s.stats.mu.Unlock()
+	out := make([]IdentityStats, 0, len(s.stats.ids))
+	for _, v := range s.stats.ids {
+		out = append(out, *v)
+	}
+	slices.SortFunc(out, func(a, b IdentityStats) int { return strings.Compare(a.Identity, b.Identity) })
+	return out
+}
+
+// statsKey is the key an identity's counts and rate limits are kept under.
+// An unauthenticated HTTP client is known only by its address, whose port
+// changes with every connection: it is keyed by host, so reconnecting does
+// not reset its limits.
+func statsKey(id identity.Identity) string {
+	if id.Method == identity.MethodNone && id.Remote != "" {
+		return id.Transport + ":" + hostOf(id.Remote)
+	}
+	return id.String()
+}
+
+// hostOf returns the host part of a host:port address, or addr itself.
+func hostOf(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
+}

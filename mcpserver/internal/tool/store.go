@@ -1,0 +1,290 @@
+package tool
+
+import (
+	"context"
+	"fmt"
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/internal/identity"
+	"github.com/depotfs/depotfs/internal/policy"
+	"sync"
+
+	"github.com/depotfs/depotfs/internal/grant"
+	"github.com/depotfs/depotfs/internal/ratelimit"
+	"github.com/depotfs/depotfs/store"
+)
+
+// Store is the store as one tool call may use it, and the only way tool
+// code reaches the store: the unguarded store.Store is an unexported field
+// of Runtime, out of reach of every other package. Before each operation
+// it:
+//
+//  1. checks every path argument the decoder produced (call.authorizeArgs),
+//     so a path argument that is never written is still checked;
+//  2. checks every path the operation touches, with the access the
+//     operation needs (writes: grant.Write), so derived paths (the
+//     /uploads/<hash>/<name> of a filename-only upload) and every entry of
+//     a listing are checked whatever the decoder recorded;
+//  3. refuses while the audit log is failing (the record of this call
+//     could not be written);
+//  4. takes the content's bytes from the caller's byte rate limit.
+//
+// Any refusal returns before the store is touched, so a denied call
+// changes nothing. A new store operation for tools gets a guarded method
+// here; there is deliberately no way around it.
+//
+// A Store is safe for concurrent use by one call's goroutines (search reads
+// files in parallel): admit serializes the call's bookkeeping.
+type Store struct {
+	rt *Runtime
+	c  *Call
+	mu sync.Mutex // guards the call's bookkeeping in admit
+}
+
+// admit runs the checks above for an operation touching paths with access
+// and carrying n content bytes.
+func (g *Store) admit(access grant.Access, n int, paths ...string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.c.authorizeArgs(); err != nil {
+		return err
+	}
+	for _, p := range paths {
+		if err := g.c.authorize(p, access); err != nil {
+			return err
+		}
+	}
+	if g.rt.audit != nil {
+		if err := g.rt.audit.Err(); err != nil {
+			return &auditError{err: err}
+		}
+	}
+	if n > 0 {
+		if ok, wait := g.rt.limiter.Bytes(g.c.key, g.rt.env.Now(), n); !ok {
+			return &RateError{what: "bytes", Retry: ratelimit.RetryAfter(wait), limits: g.rt.limiter.Limits(), n: n}
+		}
+	}
+	return nil
+}
+
+// Put is store.Store.Put for a caller allowed to write req.Path.
+func (g *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult, error) {
+	if err := g.admit(grant.Write, len(req.Data), req.Path); err != nil {
+		return store.PutResult{}, err
+	}
+	res, err := g.rt.st.Put(ctx, req)
+	if err == nil {
+		g.c.committed = true
+	}
+	return res, err
+}
+
+// PutChunk is store.Store.PutChunk for a caller allowed to write the
+// upload's path.
+func (g *Store) PutChunk(ctx context.Context, ch store.Chunk) (store.UploadProgress, error) {
+	if err := g.admit(grant.Write, len(ch.Data), ch.File.Path); err != nil {
+		return store.UploadProgress{}, err
+	}
+	p, err := g.rt.st.PutChunk(ctx, ch)
+	if err == nil {
+		g.c.committed = true
+	}
+	return p, err
+}
+
+// Declare is store.Store.Declare for a caller allowed to write every
+// declared path.
+func (g *Store) Declare(ctx context.Context, req store.DeclareRequest) (store.DeclareResult, error) {
+	paths := make([]string, len(req.Entries))
+	for i, d := range req.Entries {
+		paths[i] = d.Path
+	}
+	if err := g.admit(grant.Write, 0, paths...); err != nil {
+		return store.DeclareResult{}, err
+	}
+	res, err := g.rt.st.Declare(ctx, req)
+	if err == nil {
+		g.c.committed = true
+	}
+	return res, err
+}
+
+// Remove is store.Store.Remove for a caller allowed to write req.Path.
+func (g *Store) Remove(ctx context.Context, req store.RemoveRequest) error {
+	if err := g.admit(grant.Write, 0, req.Path); err != nil {
+		return err
+	}
+	err := g.rt.st.Remove(ctx, req)
+	if err == nil {
+		g.c.committed = true
+	}
+	return err
+}
+
+// Copy is store.Store.Copy for a caller allowed to read req.From and write
+// req.To.
+func (g *Store) Copy(ctx context.Context, req store.CopyRequest) (store.CopyResult, error) {
+	if err := g.admit(grant.Read, 0, req.From); err != nil {
+		return store.CopyResult{}, err
+	}
+	if err := g.admit(grant.Write, 0, req.To); err != nil {
+		return store.CopyResult{}, err
+	}
+	res, err := g.rt.st.Copy(ctx, req)
+	if err == nil {
+		g.c.committed = true
+	}
+	return res, err
+}
+
+// Move is store.Store.Move for a caller allowed to read and write
+// req.From (it disappears there) and write req.To.
+func (g *Store) Move(ctx context.Context, req store.MoveRequest) (store.CopyResult, error) {
+	if err := g.admit(grant.ReadWrite, 0, req.From); err != nil {
+		return store.CopyResult{}, err
+	}
+	if err := g.admit(grant.Write, 0, req.To); err != nil {
+		return store.CopyResult{}, err
+	}
+	res, err := g.rt.st.Move(ctx, req)
+	if err == nil {
+		g.c.committed = true
+	}
+	return res, err
+}
+
+// Stat is store.Store.Stat for a caller allowed to read p.
+func (g *Store) Stat(ctx context.Context, p string) (store.Entry, error) {
+	if err := g.admit(grant.Read, 0, p); err != nil {
+		return store.Entry{}, err
+	}
+	return g.rt.st.Stat(ctx, p)
+}
+
+// Open is store.Store.Open for a caller allowed to read p.
+func (g *Store) Open(ctx context.Context, p string) (store.Content, error) {
+	if err := g.admit(grant.Read, 0, p); err != nil {
+		return nil, err
+	}
+	return g.rt.st.Open(ctx, p)
+}
+
+// ReadDir is store.Store.ReadDir for a caller allowed to read dir. Children
+// the caller may not read (below a --deny prefix) are left out, as if they
+// did not exist; they are not denials of this call.
+func (g *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) {
+	if err := g.admit(grant.Read, 0, dir); err != nil {
+		return nil, err
+	}
+	entries, err := g.rt.st.ReadDir(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	out := entries[:0]
+	for _, e := range entries {
+		if _, err := g.c.perms.Check(g.c.def.name, g.c.def.group, e.Path, grant.Read); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// Revision is store.Store.Revision; it names no path, but the call's path
+// arguments are still checked first.
+func (g *Store) Revision(ctx context.Context) (uint64, error) {
+	if err := g.admit(grant.Read, 0); err != nil {
+		return 0, err
+	}
+	return g.rt.st.Revision(ctx)
+}
+
+// Stats is store.Store.Stats; it names no path, but the call's path
+// arguments are still checked first.
+func (g *Store) Stats(ctx context.Context) (store.Stats, error) {
+	if err := g.admit(grant.Read, 0); err != nil {
+		return store.Stats{}, err
+	}
+	return g.rt.st.Stats(ctx)
+}
+
+// View is the store as one caller's resource requests see it
+// (resources/list, resources/read, resource subscriptions): only files the
+// caller may read through some tool of its grants, within the server's
+// policy. Listings leave other files out; directories stay, so a walk can
+// reach readable files below them, but they are never listed themselves.
+type View struct {
+	rt    *Runtime
+	perms policy.Set
+}
+
+// View returns the resource view of the caller in ctx.
+func (s *Runtime) View(ctx context.Context) View {
+	who, _ := identity.FromContext(ctx)
+	return View{rt: s, perms: s.policy.For(who)}
+}
+
+// Readable reports whether the caller may read the clean path p.
+func (v View) Readable(p string) bool { return v.perms.AnyTool(p, grant.Read) }
+
+// Denied is the error of a resource request for a path the caller may not
+// read.
+func (v View) Denied(p string) error {
+	return &policy.Denied{Tool: "resources", Path: p, Access: grant.Read,
+		Rule: fmt.Sprintf("no grant allows reading %s; grants: %s", p, v.perms)}
+}
+
+// Open is store.Store.Open for a file the caller may read.
+func (v View) Open(ctx context.Context, p string) (store.Content, error) {
+	if !v.Readable(p) {
+		return nil, v.Denied(p)
+	}
+	return v.rt.st.Open(ctx, p)
+}
+
+// ReadDir is store.Store.ReadDir without the files the caller may not
+// read.
+func (v View) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) {
+	entries, err := v.rt.st.ReadDir(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	out := entries[:0]
+	for _, e := range entries {
+		if e.IsDir() || v.Readable(e.Path) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// WatchAll returns the server's own watch of every change from now on, for
+// resource notifications; subscriptions were checked when they were made.
+func (s *Runtime) WatchAll(ctx context.Context) (<-chan store.Event, error) {
+	rev, err := s.st.Revision(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.st.Watch(ctx, depotpath.Root, rev)
+}
+
+// auditError refuses a call because the audit log cannot be written.
+type auditError struct{ err error }
+
+func (e *auditError) Error() string { return "audit log unavailable: " + e.err.Error() }
+func (e *auditError) Unwrap() error { return e.err }
+
+// RateError refuses a call over the caller's rate limit. Every reply
+// contract maps it explicitly, with its retry hint.
+type RateError struct {
+	// Retry is the number of seconds to wait before repeating the call.
+	Retry  int
+	what   string // "calls" or "bytes"
+	n      int    // bytes asked for
+	limits ratelimit.Limits
+}
+
+func (e *RateError) Error() string {
+	if e.what == "calls" {
+		return fmt.Sprintf("rate limit: more than %g calls per second (bursts of %d) from this identity; retry after %d s", e.limits.Calls, e.limits.CallBurst, e.Retry)
+	}
+	return fmt.Sprintf("rate limit: %d content bytes exceed this identity's %g bytes per second (bursts of %d); retry after %d s", e.n, e.limits.Bytes, e.limits.ByteBurst, e.Retry)
+}

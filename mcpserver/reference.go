@@ -1,0 +1,127 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/depotfs/depotfs/mcpserver/internal/markdown"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
+)
+
+// The documented examples of each tool are <tool>.json, a JSON array of
+// Example, in the doc/examples directory of the tool's package (see
+// ExamplesFile). They are embedded in the binary; the package's tests run
+// every example against a real store and fail when a recorded reply no
+// longer matches (go test -run TestToolExamples -update rewrites them).
+
+// examplesDirs are the directories of each profile's examples, under this
+// package's source directory.
+var examplesDirs = map[Profile]string{
+	ProfileGuide:    "internal/guide/doc/examples",
+	ProfileProvider: "internal/provider/doc/examples",
+	ProfileFS:       "internal/fstools/doc/examples",
+}
+
+// ExamplesFile returns the examples file of a tool, relative to this
+// package's source directory, or "" for an unknown tool.
+func ExamplesFile(name string) string {
+	t, ok := allTools()[name]
+	if !ok {
+		return ""
+	}
+	return examplesDirs[t.Profile] + "/" + name + ".json"
+}
+
+// allTools returns every tool of every profile, by name.
+func allTools() map[string]tool.Tool {
+	s := newServer(nil, &Options{Tools: Profiles()})
+	defer s.close()
+	out := make(map[string]tool.Tool, len(s.list))
+	for _, t := range s.list {
+		out[t.Spec.Name] = t
+	}
+	return out
+}
+
+// Example is one documented call of a tool: the calls that prepare a fresh
+// depot for it, the call itself and its recorded reply.
+type Example struct {
+	// Title says what the example shows, e.g. "A text file at a known path".
+	Title string `json:"title"`
+	// Setup are calls made first, in order, on an empty depot; each must
+	// succeed.
+	Setup []ExampleCall `json:"setup,omitempty"`
+	// Arguments are the call's arguments, a JSON object.
+	Arguments json.RawMessage `json:"arguments"`
+	// Reply is the reply's structured content; for a reply with text only,
+	// the JSON the text holds, or else the text as a JSON string.
+	Reply json.RawMessage `json:"reply"`
+	// IsError is the reply's isError flag.
+	IsError bool `json:"is_error,omitempty"`
+	// Ignore lists the parts of the reply that differ from run to run
+	// (times), as dotted paths into the reply's JSON ("*" matches any key
+	// or index), which tests do not compare.
+	Ignore []string `json:"ignore,omitempty"`
+}
+
+// ExampleCall is one tool call of an example's setup.
+type ExampleCall struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// WriteToolDocs writes the Markdown reference of every tool a Server with
+// opts registers (Options.Tools chooses the profiles), in registration
+// order: what "depotfs tools" prints and the README's tool reference
+// embeds. Descriptions and schemas carry the limits of opts. It needs no
+// store and starts nothing; it is safe for concurrent use.
+func WriteToolDocs(w io.Writer, opts *Options) error {
+	s := newServer(nil, opts)
+	defer s.close()
+	registered := s.mcp.ListTools()
+	list := s.list
+	if len(list) != len(registered) {
+		return fmt.Errorf("mcpserver: %d tools registered, %d declared", len(registered), len(list))
+	}
+	tools := make([]markdown.Tool, 0, len(list))
+	for _, t := range list {
+		reg, ok := registered[t.Spec.Name]
+		if !ok {
+			return fmt.Errorf("mcpserver: tool %s is declared but not registered", t.Spec.Name)
+		}
+		examples, err := examplesOf(t)
+		if err != nil {
+			return err
+		}
+		doc := markdown.Tool{Def: reg.Tool, Profile: string(t.Profile)}
+		for _, ex := range examples {
+			doc.Examples = append(doc.Examples, markdown.Example{Title: ex.Title, Arguments: ex.Arguments, Reply: ex.Reply, IsError: ex.IsError})
+		}
+		tools = append(tools, doc)
+	}
+	return markdown.Write(w, tools)
+}
+
+// ToolExamples returns the documented examples of a tool, none if it has
+// no examples file or is unknown. It is safe for concurrent use.
+func ToolExamples(name string) ([]Example, error) {
+	t, ok := allTools()[name]
+	if !ok {
+		return nil, nil
+	}
+	return examplesOf(t)
+}
+
+// examplesOf returns the documented examples of t.
+func examplesOf(t tool.Tool) ([]Example, error) {
+	raw, ok := t.Docs.Examples(t.Spec.Name)
+	if !ok {
+		return nil, nil
+	}
+	var out []Example
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("mcpserver: examples of %s: %w", t.Spec.Name, err)
+	}
+	return out, nil
+}

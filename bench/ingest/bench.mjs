@@ -1,0 +1,106 @@
+// One measurement: node bench.mjs WORK KIND TARGET...
+//
+// WORK is small (one file per call), batch (100 files per call), chunks
+// (64 MiB in 8 MiB base64 chunks, or one call for a server without chunks)
+// or put (256 MiB through guide_begin_upload and an HTTP PUT). KIND says
+// which tools the server has: depotfs, ref (ref-server.mjs) or fs
+// (@modelcontextprotocol/server-filesystem). TARGET is an MCP endpoint URL
+// or, after "stdio", a command line. Prints one JSON line:
+// {"work", "kind", "items", "bytes", "seconds"}.
+import { createHash, randomBytes } from "node:crypto";
+import { createReadStream, statSync } from "node:fs";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const [work, kind, ...target] = process.argv.slice(2);
+const inFlight = 8;
+const files = Number(process.env.BENCH_FILES || 20000);
+const dir = process.env.BENCH_DIR || "/bench";
+
+async function connect() {
+  const client = new Client({ name: "bench-ingest", version: "1.0.0" });
+  const transport = target[0] === "stdio"
+    ? new StdioClientTransport({ command: target[1], args: target.slice(2), stderr: "ignore" })
+    : new StreamableHTTPClientTransport(new URL(target[0]));
+  await client.connect(transport);
+  return client;
+}
+
+async function call(client, name, args) {
+  const res = await client.callTool({ name, arguments: args }, undefined, { timeout: 600000 });
+  if (res.isError) throw new Error(`${name}: ${JSON.stringify(res.content).slice(0, 500)}`);
+  return res;
+}
+
+// pool runs fn(0..n-1) with inFlight calls at once.
+async function pool(n, fn) {
+  let next = 0;
+  await Promise.all(Array.from({ length: inFlight }, async () => {
+    for (let i = next++; i < n; i = next++) await fn(i);
+  }));
+}
+
+// smallFile is file i: 64 to 2048 bytes of text.
+function smallFile(i) {
+  const size = 64 + ((i * 7919) % 1985);
+  return { path: `${dir}/d${i % 100}/f${i}.txt`, content: randomBytes(size).toString("base64").slice(0, size) };
+}
+
+const writeTool = { depotfs: "guide_cache_file", ref: "write_file", fs: "write_file" }[kind];
+const batchTool = { depotfs: "guide_cache_files", ref: "write_files" }[kind];
+
+const works = {
+  async small(client) {
+    const items = Array.from({ length: files }, (_, i) => smallFile(i));
+    const start = performance.now();
+    await pool(files, (i) => call(client, writeTool, items[i]));
+    return { items: files, bytes: items.reduce((n, f) => n + f.content.length, 0), start };
+  },
+  async batch(client) {
+    const per = 100;
+    const items = Array.from({ length: files }, (_, i) => smallFile(i));
+    const start = performance.now();
+    await pool(Math.ceil(files / per), (b) => call(client, batchTool, { files: items.slice(b * per, (b + 1) * per) }));
+    return { items: files, bytes: items.reduce((n, f) => n + f.content.length, 0), start };
+  },
+  async chunks(client) {
+    const size = 64 << 20, chunk = 8 << 20;
+    const data = randomBytes(size);
+    const sha256 = createHash("sha256").update(data).digest("hex");
+    const path = `${dir}/big.bin`;
+    const start = performance.now();
+    if (kind !== "depotfs") {
+      await call(client, writeTool, { path, content: data.toString("base64"), encoding: "base64" });
+      return { items: 1, bytes: size, start };
+    }
+    const count = size / chunk;
+    await pool(count, (i) => {
+      const part = data.subarray(i * chunk, (i + 1) * chunk);
+      return call(client, "guide_read_file", {
+        path, upload_id: `bench-${process.pid}`, chunk_index: i, chunk_count: count, sha256,
+        content: part.toString("base64"), encoding: "base64",
+      });
+    });
+    return { items: 1, bytes: size, start };
+  },
+  async put(client) {
+    const file = process.env.BENCH_PUT_FILE;
+    const size = statSync(file).size;
+    const sha256 = process.env.BENCH_PUT_SHA256;
+    const start = performance.now();
+    const res = await call(client, "guide_begin_upload", { path: `${dir}/put.bin`, size, sha256 });
+    const up = res.structuredContent.data;
+    const headers = { "content-length": String(size) };
+    if (process.env.BENCH_TOKEN) headers.authorization = `Bearer ${process.env.BENCH_TOKEN}`;
+    const reply = await fetch(up.upload_url, { method: "PUT", body: createReadStream(file), duplex: "half", headers });
+    if (!reply.ok) throw new Error(`PUT ${reply.status}: ${await reply.text()}`);
+    return { items: 1, bytes: size, start };
+  },
+};
+
+const client = await connect();
+const r = await works[work](client);
+const seconds = (performance.now() - r.start) / 1000;
+console.log(JSON.stringify({ work, kind, items: r.items, bytes: r.bytes, seconds }));
+await client.close();

@@ -47,7 +47,7 @@
 // [WriteToolDocs] renders the registered tools as Markdown (package
 // internal/markdown) with the examples in each profile package's
 // doc/examples, which the tests run against a real store; "depotfs tools"
-// prints it and the README embeds it.
+// prints it and docs/tools.md embeds it.
 //
 // # Files fetched on demand
 //

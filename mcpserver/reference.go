@@ -73,7 +73,7 @@ type ExampleCall struct {
 
 // WriteToolDocs writes the Markdown reference of every tool a Server with
 // opts registers (Options.Tools chooses the profiles), in registration
-// order: what "depotfs tools" prints and the README's tool reference
+// order: what "depotfs tools" prints and docs/tools.md's tool reference
 // embeds. Descriptions and schemas carry the limits of opts. It needs no
 // store and starts nothing; it is safe for concurrent use.
 func WriteToolDocs(w io.Writer, opts *Options) error {

@@ -23,7 +23,7 @@ func TestConfigurationDoc(t *testing.T) {
 	}
 	want := out.String()
 	for _, s := range []string{
-		// serve's flags the README's old table lacked, and one of each other command.
+		// serve's flags the old hand-written table lacked, and one section of each other command.
 		"| `--allow-other` | `DEPOTFS_ALLOW_OTHER` | `true` |",
 		"| `--shutdown-timeout duration` | `DEPOTFS_SHUTDOWN_TIMEOUT` | `30s` |",
 		"| `--log-level level` | `DEPOTFS_LOG_LEVEL` | `INFO` |",

@@ -3,7 +3,7 @@
 // arguments generated from its input schema (type, required or optional,
 // default, constraints such as enums, patterns and bounds), examples of
 // calls with their replies, and its security notes. It is the reference
-// "depotfs tools" prints and the README embeds, generated from the tools
+// "depotfs tools" prints and docs/tools.md embeds, generated from the tools
 // exactly as a server registers them, so it cannot describe arguments a
 // tool does not have.
 //

@@ -275,6 +275,10 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize),
 	})
 	if err != nil {
+		var locked *bolt.LockedError
+		if errors.As(err, &locked) {
+			return lockedAdvice(locked, err)
+		}
 		return fmt.Errorf("open database: %w", err)
 	}
 	defer func() {
@@ -444,4 +448,19 @@ func mountDesc(cfg serveConfig) string {
 		return "none (--no-mount)"
 	}
 	return cfg.mount
+}
+
+// lockedAdvice explains a database held by another process and what to
+// do about it: an MCP client that starts depotfs over stdio while the
+// service runs otherwise sees only that the process exited.
+func lockedAdvice(locked *bolt.LockedError, err error) error {
+	stop := "stop that process"
+	if locked.PID != 0 {
+		stop = fmt.Sprintf("stop that process (kill %d; 'systemctl stop depotfs' if it is the service)", locked.PID)
+	}
+	return fmt.Errorf("open database: %w\n"+
+		"Only one process may open a depotfs database at a time. Either %s, "+
+		"or use the running server instead of starting another: point the MCP client at its HTTP endpoint "+
+		"(an MCP client that launches 'depotfs serve --stdio' cannot share its database), 'depotfs status' asks it for statistics; "+
+		"or give this one its own --db", err, stop)
 }

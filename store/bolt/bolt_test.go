@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ import (
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/bolt"
 	"github.com/depotfs/depotfs/store/storetest"
-	berrors "go.etcd.io/bbolt/errors"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // openAt opens the store at path with opts. When t ends it checks the
@@ -102,11 +103,29 @@ func TestOpenLocked(t *testing.T) {
 		s.Close()
 		t.Fatal("a second Open of a file in use succeeded")
 	}
-	if !errors.Is(err, berrors.ErrTimeout) {
-		t.Errorf("second Open: %v, want one wrapping bbolt's timeout", err)
+	var locked *bolt.LockedError
+	if !errors.Is(err, bolt.ErrLocked) || !errors.As(err, &locked) || locked.PID != os.Getpid() ||
+		!strings.Contains(locked.Command, filepath.Base(os.Args[0])) {
+		t.Errorf("second Open: %v (%+v), want ErrLocked naming this process", err, locked)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("second Open took %v to fail", d)
+	}
+}
+
+// TestOpenLockedByOther: a database held by a program that is not
+// depotfs (bbolt's own lock, no DB.lock holder) is ErrLocked without a pid.
+func TestOpenLockedByOther(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "depot.db")
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = bolt.Open(path, nil)
+	var locked *bolt.LockedError
+	if !errors.As(err, &locked) || locked.PID != 0 || !strings.Contains(err.Error(), "not a depotfs") {
+		t.Errorf("Open of a database bbolt holds: %v", err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,6 +71,7 @@ type Options struct {
 // concurrent use by multiple goroutines.
 type Store struct {
 	db   *bbolt.DB
+	lock *os.File // DB.lock, naming this process to a second opener
 	opts Options
 	log  *slog.Logger
 
@@ -137,15 +139,13 @@ func Open(path string, opts *Options) (*Store, error) {
 		o.Now = time.Now
 	}
 
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: lockTimeout})
+	db, lockFile, err := openLocked(path, &bbolt.Options{Timeout: lockTimeout})
 	if err != nil {
-		if errors.Is(err, berrors.ErrTimeout) {
-			return nil, fmt.Errorf("bolt: open %s: database is in use by another process: %w", path, err)
-		}
-		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+		return nil, fmt.Errorf("bolt: open: %w", err)
 	}
 	s := &Store{
 		db:   db,
+		lock: lockFile,
 		opts: o,
 		log:  o.Logger,
 		done: make(chan struct{}),
@@ -155,6 +155,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	rev, err := s.init()
 	if err != nil {
 		db.Close()
+		lockFile.Close()
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
 	s.hub.init(o.History, rev)
@@ -183,7 +184,7 @@ func (s *Store) Close() error {
 		if s.uses.pending() {
 			err = s.updateLocked(context.Background(), func(*wtx) error { return nil })
 		}
-		s.closeErr = errors.Join(err, s.db.Close())
+		s.closeErr = errors.Join(err, s.db.Close(), s.lock.Close())
 	})
 	return s.closeErr
 }

@@ -86,9 +86,10 @@ func writeFlagsDoc(ctx context.Context, w io.Writer) error {
 Every flag of every command can also be set in the environment as
 `+"`DEPOTFS_<FLAG>`"+`: upper case, dashes as underscores
 (`+"`--max-file-size`"+` is `+"`DEPOTFS_MAX_FILE_SIZE`"+`). A flag on the command
-line wins over its variable, which wins over the default. A variable that
-cannot be parsed stops the command with an error naming it. A variable
-applies to every command that has the flag: `+"`DEPOTFS_DB`"+` sets the database
+line wins over its variable, which wins over the default; for `+"`serve`"+`, a
+`+"`DEPOTFS_<FLAG>=value`"+` line in its `+"`--env-file`"+` comes between the variable
+and the default. A variable that cannot be parsed stops the command with
+an error naming it. A variable applies to every command that has the flag: `+"`DEPOTFS_DB`"+` sets the database
 of `+"`serve`"+` and of `+"`audit verify`"+` alike. The variable of a repeatable flag
 gives it one value (for `+"`--grant`"+` and `+"`--grants`"+`, a comma-separated list),
 and each use on the command line adds one more.

@@ -89,8 +89,9 @@ Every flag of every command can also be set in the environment as
 line wins over its variable, which wins over the default; for `+"`serve`"+`, a
 `+"`DEPOTFS_<FLAG>=value`"+` line in its `+"`--env-file`"+` comes between the variable
 and the default. A variable that cannot be parsed stops the command with
-an error naming it. A variable applies to every command that has the flag: `+"`DEPOTFS_DB`"+` sets the database
-of `+"`serve`"+` and of `+"`audit verify`"+` alike. The variable of a repeatable flag
+an error naming it. A variable applies to every command that has the
+flag: `+"`DEPOTFS_DB`"+` sets the database of `+"`serve`"+` and of `+"`audit verify`"+`
+alike. The variable of a repeatable flag
 gives it one value (for `+"`--grant`"+` and `+"`--grants`"+`, a comma-separated list),
 and each use on the command line adds one more.
 

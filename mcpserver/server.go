@@ -319,6 +319,7 @@ func newServer(st store.Store, opts *Options) *Server {
 	hooks := &server.Hooks{}
 	s.res.Hooks(hooks)
 	hooks.AddOnError(s.rt.OnCallError)
+	hooks.AddBeforeCallTool(clipToolName)
 	s.mcp = server.NewMCPServer(o.Name, o.Version,
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(true, false),

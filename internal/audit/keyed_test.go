@@ -326,3 +326,31 @@ func TestGroupCommit(t *testing.T) {
 		t.Fatalf("Verify = %+v, %v; want the checkpoint at %d", rep, err, n)
 	}
 }
+
+// TestRecordBounded is the audit part of issue 11 point 9: a 32 MiB tool
+// name costs a few hundred bytes of log, with its length and hash.
+func TestRecordBounded(t *testing.T) {
+	l, path := newLog(t, nil)
+	r := record(1)
+	r.Tool = strings.Repeat("x", 32<<20)
+	r.Reason = "no such tool " + r.Tool
+	r.Paths = []string{"/" + strings.Repeat("p", 4000)}
+	if err := l.Append(r); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > 4096 {
+		t.Fatalf("a record with a 32 MiB tool name takes %d bytes", fi.Size())
+	}
+	recs := []audit.Record{}
+	audit.Scan(path, func(r audit.Record) error { recs = append(recs, r); return nil })
+	if !strings.Contains(recs[0].Tool, "[33554432 bytes, sha256:") {
+		t.Fatalf("clipped tool %q lacks its length and hash", recs[0].Tool)
+	}
+	if _, err := audit.Verify(path); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -8,8 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/depotfs/depotfs/internal/clip"
 )
 
 // DefaultMaxSize is the size at which a log file is rotated when
@@ -310,6 +313,7 @@ func openCheckpointAt(path string, key []byte) (*checkpointFile, error) {
 // log, but the call it describes must be refused; Err reports the failure
 // until an Append succeeds again.
 func (l *Log) Append(r *Record) error {
+	bound(r)
 	if r.Time.IsZero() {
 		r.Time = l.opts.Now()
 	}
@@ -352,6 +356,37 @@ func (l *Log) Append(r *Record) error {
 	seq := l.seq
 	l.mu.Unlock()
 	return l.sync(seq)
+}
+
+// maxReason and maxPath bound the longer strings of a record; every other
+// string is bounded by clip.Max.
+const (
+	maxReason = 1024
+	maxPath   = 1024
+)
+
+// bound clips every string of r a client may have chosen (a tool name, a
+// request id, a path, a reason quoting them), so a record stays a few KiB
+// whatever a call sent: clip keeps each one's head, length and hash.
+func bound(r *Record) {
+	for _, f := range []*string{&r.RequestID, &r.Session, &r.Transport, &r.Remote, &r.Identity, &r.Auth,
+		&r.Serial, &r.TokenID, &r.Stage, &r.Tool, &r.Status, &r.Error} {
+		*f = clip.String(*f)
+	}
+	r.Reason = clip.N(r.Reason, maxReason)
+	if len(r.Paths) > MaxPaths {
+		r.MorePaths += len(r.Paths) - MaxPaths
+		r.Paths = r.Paths[:MaxPaths]
+	}
+	cloned := false
+	for i, p := range r.Paths {
+		if len(p) > maxPath {
+			if !cloned {
+				r.Paths, cloned = slices.Clone(r.Paths), true // the caller's slice stays as it was
+			}
+			r.Paths[i] = clip.N(p, maxPath)
+		}
+	}
 }
 
 // write appends one line to the current file, first repairing a failed

@@ -163,19 +163,30 @@ func (o *Object) Raw(field string) (json.RawMessage, bool) {
 	return raw, ok
 }
 
+// maxUnknownListed bounds the unknown argument names a reply lists.
+const maxUnknownListed = 8
+
 // finish reports every field no getter asked for, so a misspelt optional
 // argument is never silently ignored.
 func (o *Object) Finish() {
 	var unknown []string
 	for field := range o.fields {
 		if !o.known[field] {
-			unknown = append(unknown, strconv.Quote(field))
+			unknown = append(unknown, field)
 		}
 	}
 	if len(unknown) == 0 {
 		return
 	}
+	// Names are the client's: each is clipped and only the first few
+	// listed, so the reply stays small whatever was sent.
 	slices.Sort(unknown)
+	if n := len(unknown); n > maxUnknownListed {
+		unknown = append(unknown[:maxUnknownListed], fmt.Sprintf("and %d more", n-maxUnknownListed))
+	}
+	for i, f := range unknown[:min(len(unknown), maxUnknownListed)] {
+		unknown[i] = Quote(f)
+	}
 	knownNames := make([]string, 0, len(o.known))
 	for field := range o.known {
 		knownNames = append(knownNames, field)

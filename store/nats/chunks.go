@@ -1,0 +1,252 @@
+package nats
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// chunkStore holds content in a stream of chunk messages, one subject per
+// chunk, and keeps a bounded cache of the chunks this host read. A
+// chunk's subject names its content's hash, the generation of its upload
+// and its index, so its bytes never change: the cache needs no
+// invalidation.
+type chunkStore struct {
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	name    string
+	timeout time.Duration
+	cache   chunkCache
+}
+
+func openChunks(ctx context.Context, js jetstream.JetStream, name string, replicas int, cacheBytes int64, timeout time.Duration) (*chunkStore, error) {
+	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:              name,
+		Description:       "depotfs content chunks",
+		Subjects:          []string{name + ".>"},
+		Storage:           jetstream.FileStorage,
+		Replicas:          replicas,
+		MaxMsgsPerSubject: 1,
+		Discard:           jetstream.DiscardOld,
+		// Reads go to the leader: a follower may not have applied a chunk
+		// the tree already references.
+		AllowDirect: false,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("chunk stream: %w", err)
+	}
+	c := &chunkStore{js: js, stream: st, name: name, timeout: timeout}
+	c.cache.init(cacheBytes)
+	return c, nil
+}
+
+// blobSubject is the subject of chunk i of content sum, generation gen.
+func (c *chunkStore) blobSubject(sum, gen string, i int64) string {
+	return c.name + "." + sum + "." + gen + "." + strconv.FormatInt(i, 10)
+}
+
+// uploadSubject is the subject of part j of chunk i of an upload.
+func (c *chunkStore) uploadSubject(ukey string, i, j int) string {
+	return c.name + "." + ukey + "." + strconv.Itoa(i) + "." + strconv.Itoa(j)
+}
+
+// write stores data as chunks of chunkSize under subject(i) and returns
+// the number of chunks once the servers acknowledged every one. Empty
+// data is one empty chunk.
+func (c *chunkStore) write(ctx context.Context, data []byte, chunkSize int, subject func(i int) string) (int, error) {
+	w := c.writer(ctx, chunkSize, subject)
+	if err := w.write(data); err != nil {
+		w.abort()
+		return 0, err
+	}
+	if err := w.close(); err != nil {
+		return 0, err
+	}
+	return w.n, nil
+}
+
+// chunkWriter publishes a stream of bytes as chunks without waiting for
+// each acknowledgement; close waits for all of them.
+type chunkWriter struct {
+	c         *chunkStore
+	ctx       context.Context
+	cancel    context.CancelFunc
+	chunkSize int
+	subject   func(i int) string
+	buf       []byte
+	n         int
+	acks      []jetstream.PubAckFuture
+}
+
+func (c *chunkStore) writer(ctx context.Context, chunkSize int, subject func(i int) string) *chunkWriter {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	return &chunkWriter{c: c, ctx: ctx, cancel: cancel, chunkSize: chunkSize, subject: subject, buf: make([]byte, 0, chunkSize)}
+}
+
+func (w *chunkWriter) write(p []byte) error {
+	for len(p) > 0 {
+		n := copy(w.buf[len(w.buf):cap(w.buf)], p)
+		w.buf = w.buf[:len(w.buf)+n]
+		p = p[n:]
+		if len(w.buf) == w.chunkSize {
+			if err := w.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (w *chunkWriter) flush() error {
+	f, err := w.c.js.PublishAsync(w.subject(w.n), w.buf)
+	if err != nil {
+		return fmt.Errorf("storing chunk %d: %w", w.n, err)
+	}
+	w.acks = append(w.acks, f)
+	w.n++
+	w.buf = make([]byte, 0, w.chunkSize)
+	// Bound what waits for acknowledgement.
+	if len(w.acks) >= 64 {
+		if err := w.wait(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *chunkWriter) wait() error {
+	for _, f := range w.acks {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return fmt.Errorf("storing chunk %s: %w", f.Msg().Subject, err)
+		case <-w.ctx.Done():
+			return fmt.Errorf("storing chunks: %w", w.ctx.Err())
+		}
+	}
+	w.acks = w.acks[:0]
+	return nil
+}
+
+// close stores what is buffered and waits for every acknowledgement.
+func (w *chunkWriter) close() error {
+	defer w.cancel()
+	if len(w.buf) > 0 || w.n == 0 {
+		if err := w.flush(); err != nil {
+			return err
+		}
+	}
+	return w.wait()
+}
+
+func (w *chunkWriter) abort() { w.cancel() }
+
+// errChunkMissing reports a chunk the stream does not hold.
+var errChunkMissing = errors.New("chunk is missing")
+
+// read returns the chunk at subject, from the cache when it holds it.
+func (c *chunkStore) read(ctx context.Context, subject string) ([]byte, error) {
+	if b, ok := c.cache.get(subject); ok {
+		return b, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	m, err := c.stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, fmt.Errorf("%s: %w", subject, errChunkMissing)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading chunk %s: %w", subject, err)
+	}
+	c.cache.add(subject, m.Data)
+	return m.Data, nil
+}
+
+// readUncached returns the chunk at subject without caching it (upload
+// chunks are read once).
+func (c *chunkStore) readUncached(ctx context.Context, subject string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	m, err := c.stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, fmt.Errorf("%s: %w", subject, errChunkMissing)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading chunk %s: %w", subject, err)
+	}
+	return m.Data, nil
+}
+
+// drop deletes the subjects under prefix (a content generation or an
+// upload). Failures are only logged by callers: what is left is garbage,
+// never referenced again.
+func (c *chunkStore) drop(ctx context.Context, sum, gen string) error {
+	return c.purge(ctx, c.name+"."+sum+"."+gen+".>")
+}
+
+func (c *chunkStore) purge(ctx context.Context, filter string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	if err := c.stream.Purge(ctx, jetstream.WithPurgeSubject(filter)); err != nil {
+		return fmt.Errorf("deleting chunks %s: %w", filter, err)
+	}
+	return nil
+}
+
+// chunkCache is an LRU cache of chunks bounded in bytes. It is safe for
+// concurrent use.
+type chunkCache struct {
+	mu    sync.Mutex
+	max   int64
+	bytes int64
+	lru   *list.List // of *cached, most recent first
+	items map[string]*list.Element
+}
+
+type cached struct {
+	key  string
+	data []byte
+}
+
+func (c *chunkCache) init(max int64) {
+	c.max = max
+	c.lru = list.New()
+	c.items = make(map[string]*list.Element)
+}
+
+func (c *chunkCache) get(key string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.items[key]
+	if !ok {
+		return nil, false
+	}
+	c.lru.MoveToFront(e)
+	return e.Value.(*cached).data, true
+}
+
+func (c *chunkCache) add(key string, data []byte) {
+	if int64(len(data)) > c.max {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.items[key]; ok {
+		return
+	}
+	c.items[key] = c.lru.PushFront(&cached{key, data})
+	c.bytes += int64(len(data))
+	for c.bytes > c.max {
+		e := c.lru.Back()
+		x := e.Value.(*cached)
+		c.lru.Remove(e)
+		delete(c.items, x.key)
+		c.bytes -= int64(len(x.data))
+	}
+}

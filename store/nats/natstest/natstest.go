@@ -1,0 +1,259 @@
+// Package natstest runs real NATS servers with JetStream for tests: a
+// cluster of nats-server processes configured exactly as
+// docs/several-hosts.md tells operators to (sync_interval: always), each
+// with its own store directory and random ports. A node is the test binary
+// itself, started again in node mode (see Main), so that a test can kill
+// it with SIGKILL like any crashed server, and its servers do not compete
+// with the test for the Go scheduler. It is for tests only.
+package natstest
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// envNode names the configuration file a node process runs.
+const envNode = "DEPOTFS_NATSTEST_NODE"
+
+// Main runs a node and exits when the process is started as one by a
+// Cluster; otherwise it returns at once. Call it first in TestMain of
+// every package that starts a Cluster.
+func Main() {
+	file := os.Getenv(envNode)
+	if file == "" {
+		return
+	}
+	opts, err := server.ProcessConfigFile(file)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "natstest node:", err)
+		os.Exit(2)
+	}
+	opts.NoSigs, opts.NoLog = true, os.Getenv("DEPOTFS_NATSTEST_LOG") == ""
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "natstest node:", err)
+		os.Exit(2)
+	}
+	srv.ConfigureLogger()
+	srv.Start()
+	if !srv.ReadyForConnections(20 * time.Second) {
+		fmt.Fprintln(os.Stderr, "natstest node: not ready")
+		os.Exit(2)
+	}
+	fmt.Println("ready")
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	<-sig
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	os.Exit(0)
+}
+
+// Node is one server of a Cluster: its name, ports and store directory
+// stay the same across restarts.
+type Node struct {
+	Name        string
+	Port        int
+	ClusterPort int
+	Dir         string
+	cmd         *exec.Cmd
+	exited      chan struct{}
+}
+
+// URL is the node's client URL.
+func (n *Node) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.Port) }
+
+// Cluster is a set of in-process servers forming one JetStream cluster.
+// Its methods must be called from the test's goroutine.
+type Cluster struct {
+	t     testing.TB
+	Nodes []*Node
+}
+
+// Config returns the configuration file text of node n in a cluster whose
+// route ports are routes. It is the configuration docs/several-hosts.md
+// shows.
+func Config(n *Node, routes []int) string {
+	var rs []string
+	for _, p := range routes {
+		rs = append(rs, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
+	}
+	return fmt.Sprintf(`server_name: %s
+listen: 127.0.0.1:%d
+jetstream {
+  store_dir: %q
+  # fsync every write before acknowledging it
+  sync_interval: always
+}
+cluster {
+  name: depot
+  listen: 127.0.0.1:%d
+  routes: [%s]
+}
+`, n.Name, n.Port, n.Dir, n.ClusterPort, strings.Join(rs, ", "))
+}
+
+// freePort returns a TCP port nothing listens on right now.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Start starts an n-node cluster and waits until JetStream has a leader;
+// t.Cleanup shuts it down.
+func Start(t testing.TB, n int) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t}
+	for i := range n {
+		c.Nodes = append(c.Nodes, &Node{
+			Name: fmt.Sprintf("n%d", i+1), Port: freePort(t), ClusterPort: freePort(t),
+			Dir: filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i+1)),
+		})
+	}
+	for i := range c.Nodes {
+		c.start(i)
+	}
+	t.Cleanup(func() {
+		for i := range c.Nodes {
+			c.Kill(i)
+		}
+	})
+	c.WaitReady()
+	return c
+}
+
+// Routes returns the cluster ports of every node.
+func (c *Cluster) Routes() []int {
+	var rs []int
+	for _, nd := range c.Nodes {
+		rs = append(rs, nd.ClusterPort)
+	}
+	return rs
+}
+
+func (c *Cluster) start(i int) {
+	c.t.Helper()
+	nd := c.Nodes[i]
+	file := filepath.Join(filepath.Dir(nd.Dir), nd.Name+".conf")
+	if err := os.WriteFile(file, []byte(Config(nd, c.Routes())), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	if _, err := server.ProcessConfigFile(file); err != nil {
+		c.t.Fatalf("node %s config: %v", nd.Name, err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envNode+"="+file)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		c.t.Fatalf("node %s: %v", nd.Name, err)
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		ok := sc.Scan() && sc.Text() == "ready"
+		ready <- ok
+		for sc.Scan() {
+		}
+	}()
+	nd.cmd, nd.exited = cmd, make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(nd.exited)
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			c.t.Fatalf("node %s did not start", nd.Name)
+		}
+	case <-time.After(30 * time.Second):
+		c.t.Fatalf("node %s did not start within 30s", nd.Name)
+	}
+}
+
+// WaitReady waits until JetStream answers on every running node.
+func (c *Cluster) WaitReady() {
+	c.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for _, nd := range c.Nodes {
+		if nd.cmd == nil {
+			continue
+		}
+		for !jsReady(nd.URL()) {
+			if time.Now().After(deadline) {
+				c.t.Fatalf("JetStream on %s not ready within 20s", nd.Name)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// jsReady reports whether JetStream at url answers an account request.
+func jsReady(url string) bool {
+	nc, err := nats.Connect(url, nats.Timeout(time.Second))
+	if err != nil {
+		return false
+	}
+	defer nc.Close()
+	m, err := nc.Request("$JS.API.INFO", nil, time.Second)
+	return err == nil && !strings.Contains(string(m.Data), `"error"`)
+}
+
+// URL is the comma-separated client URLs of every node.
+func (c *Cluster) URL() string {
+	var us []string
+	for _, nd := range c.Nodes {
+		us = append(us, nd.URL())
+	}
+	return strings.Join(us, ",")
+}
+
+// Kill ends node i with SIGKILL, as a crash would, and waits until it
+// has exited.
+func (c *Cluster) Kill(i int) {
+	nd := c.Nodes[i]
+	if nd.cmd == nil {
+		return
+	}
+	nd.cmd.Process.Kill()
+	<-nd.exited
+	nd.cmd = nil
+}
+
+// Restart starts node i again on its store directory.
+func (c *Cluster) Restart(i int) {
+	c.t.Helper()
+	c.start(i)
+	c.WaitReady()
+}
+
+// Connect returns a connection to the cluster, closed by t.Cleanup.
+func (c *Cluster) Connect(t testing.TB) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(c.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}

@@ -1,0 +1,270 @@
+package nats
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"slices"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/store"
+	"github.com/nats-io/nuid"
+)
+
+// Put stores req.Data at req.Path: the content's chunks first, then the
+// entry and its parents in one atomic batch; it returns once the servers
+// acknowledged both. It is safe for concurrent use, on any number of
+// hosts.
+//
+// Limits, eviction and conditions behave as in store.Store; eviction
+// picks the content least recently used as seen by this host.
+func (s *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult, error) {
+	if err := checkPath("put", req.Path); err != nil {
+		return store.PutResult{}, err
+	}
+	if req.Path == depotpath.Root {
+		return store.PutResult{}, pathErr("put", req.Path, fmt.Errorf("%w: the root is a directory", store.ErrConflict))
+	}
+	if err := s.checkSize(int64(len(req.Data))); err != nil {
+		return store.PutResult{}, pathErr("put", req.Path, err)
+	}
+	h := sha256.Sum256(req.Data)
+	sum := hex.EncodeToString(h[:])
+	if req.SHA256 != "" && req.SHA256 != sum {
+		return store.PutResult{}, pathErr("put", req.Path, fmt.Errorf("%w: declared %s, content has %s", store.ErrHashMismatch, req.SHA256, sum))
+	}
+	var res *putOutcome
+	err := s.update(ctx, func(t *txn) error {
+		var err error
+		res, err = t.putFile(req, sum, int64(len(req.Data)))
+		return err
+	}, func(ctx context.Context, _ string) (string, error) {
+		return s.writeBlob(ctx, sum, req.Data)
+	})
+	if err != nil {
+		return store.PutResult{}, pathErr("put", req.Path, err)
+	}
+	return res.result(), nil
+}
+
+// writeBlob stores data as the chunks of a new generation of content sum.
+func (s *Store) writeBlob(ctx context.Context, sum string, data []byte) (string, error) {
+	gen := nuid.Next()
+	_, err := s.chunks.write(ctx, data, s.chunkSize, func(i int) string { return s.chunks.blobSubject(sum, gen, int64(i)) })
+	if err != nil {
+		return "", err
+	}
+	return gen, nil
+}
+
+// putOutcome is a PutResult whose entry gets its revision at commit.
+type putOutcome struct {
+	status  store.PutStatus
+	rec     *record
+	evicted store.Evictions
+}
+
+func (o *putOutcome) result() store.PutResult {
+	return store.PutResult{Status: o.status, Entry: o.rec.entry(), Evicted: o.evicted}
+}
+
+// putFile makes req.Path a present file with content sum of the given size,
+// applying req's conditions and metadata, and evicts what the size limit
+// requires.
+func (t *txn) putFile(req store.PutRequest, sum string, size int64) (*putOutcome, error) {
+	p := req.Path
+	if err := t.s.checkSize(size); err != nil {
+		return nil, err
+	}
+	stored := t.stored
+	if err := t.checkParents(p); err != nil {
+		return nil, err
+	}
+	r := t.get(p)
+	if err := checkWrite(r, req.IfAbsent, req.IfRevision); err != nil {
+		return nil, err
+	}
+	if err := t.parents(p); err != nil {
+		return nil, err
+	}
+	var status store.PutStatus
+	kind := store.EventUpdated
+	var next record
+	switch {
+	case r == nil:
+		status, kind = store.StatusCreated, store.EventCreated
+		next = record{Path: p, Kind: store.KindFile, Created: t.now}
+	case !r.Present:
+		status, next = store.StatusCreated, *r
+	case r.SHA256 == sum:
+		status, next = store.StatusUnchanged, *r
+	default:
+		status, next = store.StatusUpdated, *r
+		next.Updates++
+	}
+	if status != store.StatusUnchanged {
+		if err := t.ref(sum, size, nil); err != nil {
+			return nil, err
+		}
+		if status == store.StatusUpdated {
+			if err := t.unref(r.SHA256); err != nil {
+				return nil, err
+			}
+		}
+		next.Size, next.SHA256, next.Present = size, sum, true
+		next.MTime = t.now
+	}
+	if !req.MTime.IsZero() {
+		next.MTime = utc(req.MTime)
+	}
+	next.Mode = req.Mode & fs.ModePerm
+	next.Encoding, next.Source, next.Writer = req.Encoding, req.Source, req.Writer
+	next.Expires, next.Pinned = utc(req.Expires), req.Pinned
+	if status == store.StatusUnchanged {
+		t.touched = append(t.touched, sum)
+		if sameMeta(r, &next) {
+			return &putOutcome{status: status, rec: r}, nil
+		}
+	}
+	next.Updated = t.now
+	if err := t.put(kind, &next); err != nil {
+		return nil, err
+	}
+	out := &putOutcome{status: status, rec: &next}
+	if t.stored > stored {
+		var err error
+		if out.evicted, err = t.makeRoom(sum); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// checkWrite applies a write's conditions to the current entry r (nil when
+// absent) of a file path.
+func checkWrite(r *record, ifAbsent bool, ifRevision uint64) error {
+	if r != nil && r.Kind == store.KindDir {
+		return fmt.Errorf("%w: the path is a directory", store.ErrConflict)
+	}
+	if ifAbsent && r != nil {
+		return store.ErrExist
+	}
+	if ifRevision != 0 {
+		var have uint64
+		if r != nil {
+			have = r.Revision
+		}
+		if have != ifRevision {
+			return fmt.Errorf("%w: expected %d, entry is at %d", store.ErrRevision, ifRevision, have)
+		}
+	}
+	return nil
+}
+
+// makeRoom evicts content, least recently used first, until the stored
+// content fits Options.MaxStoreBytes again; keep (the content just
+// written) and content used by pinned files are never evicted. When that
+// cannot make room it fails with store.ErrLimit.
+func (t *txn) makeRoom(keep string) (store.Evictions, error) {
+	limit := t.s.opts.MaxStoreBytes
+	need := t.stored - limit
+	if limit == 0 || need <= 0 {
+		return store.Evictions{}, nil
+	}
+	type cand struct {
+		sum  string
+		use  uint64
+		size int64
+	}
+	var cands []cand
+	seen := map[string]bool{keep: true}
+	consider := func(sum string) {
+		if seen[sum] {
+			return
+		}
+		seen[sum] = true
+		if b := t.blob(sum); b != nil && b.evictable() {
+			cands = append(cands, cand{sum, t.s.uses.order(sum), b.Size})
+		}
+	}
+	for sum := range t.st.blobs {
+		consider(sum)
+	}
+	for _, sum := range t.bOrder {
+		consider(sum)
+	}
+	slices.SortFunc(cands, func(a, b cand) int {
+		if c := cmp.Compare(a.use, b.use); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.sum, b.sum)
+	})
+	var victims []string
+	freed := int64(0)
+	for _, c := range cands {
+		if freed >= need {
+			break
+		}
+		victims = append(victims, c.sum)
+		freed += c.size
+	}
+	if freed < need {
+		return store.Evictions{}, fmt.Errorf("%w: the write needs %d more bytes than the store size limit of %d allows, and only %d bytes are evictable (the rest is pinned or just written)",
+			store.ErrLimit, need, limit, freed)
+	}
+	var ev store.Evictions
+	for _, sum := range victims {
+		if err := t.evict(sum, &ev); err != nil {
+			return store.Evictions{}, err
+		}
+	}
+	t.c.Evictions += int64(ev.Count)
+	t.c.EvictedBytes += ev.Bytes
+	return ev, nil
+}
+
+// evict makes every file using content sum a placeholder, which drops it.
+func (t *txn) evict(sum string, ev *store.Evictions) error {
+	b := t.blob(sum)
+	var paths []string
+	for p := range t.st.refs[sum] {
+		paths = append(paths, p)
+	}
+	for p, r := range t.entries {
+		if presentSum(r) == sum && !t.st.refs[sum][p] {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	n := 0
+	for _, p := range paths {
+		r := t.get(p)
+		if presentSum(r) != sum {
+			continue
+		}
+		if r.Pinned {
+			return fmt.Errorf("corrupt store: pinned %s uses evictable content %s", p, sum)
+		}
+		next := *r
+		next.Present, next.SHA256, next.Updated = false, "", t.now
+		if err := t.put(store.EventEvicted, &next); err != nil {
+			return err
+		}
+		if err := t.unref(sum); err != nil {
+			return err
+		}
+		n++
+		ev.Count++
+		if len(ev.Paths) < store.MaxEvictedPaths {
+			ev.Paths = append(ev.Paths, p)
+		}
+	}
+	if uint64(n) != b.Refs {
+		return fmt.Errorf("corrupt store: content %s has %d references, %d files use it", sum, b.Refs, n)
+	}
+	ev.Bytes += b.Size
+	return nil
+}

@@ -1,0 +1,174 @@
+package nats
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/store"
+)
+
+// rootEntry is the synthesized entry of "/".
+func rootEntry() store.Entry {
+	return store.Entry{Path: depotpath.Root, Kind: store.KindDir, Ino: store.RootIno, Explicit: true}
+}
+
+// Stat returns the entry at path as this host has applied the tree. It is
+// safe for concurrent use.
+func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
+	if err := checkPath("stat", path); err != nil {
+		return store.Entry{}, err
+	}
+	if err := s.check(ctx); err != nil {
+		return store.Entry{}, pathErr("stat", path, err)
+	}
+	if path == depotpath.Root {
+		return rootEntry(), nil
+	}
+	s.view.mu.RLock()
+	defer s.view.mu.RUnlock()
+	r := s.view.st.entries[path]
+	if r == nil {
+		return store.Entry{}, pathErr("stat", path, store.ErrNotExist)
+	}
+	return r.entry(), nil
+}
+
+// ReadDir returns the children of dir sorted by name. It is safe for
+// concurrent use.
+func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) {
+	if err := checkPath("readdir", dir); err != nil {
+		return nil, err
+	}
+	if err := s.check(ctx); err != nil {
+		return nil, pathErr("readdir", dir, err)
+	}
+	s.view.mu.RLock()
+	defer s.view.mu.RUnlock()
+	st := s.view.st
+	if dir != depotpath.Root {
+		r := st.entries[dir]
+		if r == nil {
+			return nil, pathErr("readdir", dir, store.ErrNotExist)
+		}
+		if r.Kind != store.KindDir {
+			return nil, pathErr("readdir", dir, store.ErrNotDir)
+		}
+	}
+	out := make([]store.Entry, 0, len(st.children[dir]))
+	for p := range st.children[dir] {
+		out = append(out, st.entries[p].entry())
+	}
+	slices.SortFunc(out, func(a, b store.Entry) int {
+		_, x := depotpath.Split(a.Path)
+		_, y := depotpath.Split(b.Path)
+		return strings.Compare(x, y)
+	})
+	return out, nil
+}
+
+// Open returns the content of the file at path. The Content reads chunks
+// from this host's cache or the servers; it keeps reading its bytes after
+// the file changes, on this host until it is closed, and from another host
+// for Options.GCDelay. It is safe for concurrent use.
+func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
+	if err := checkPath("open", path); err != nil {
+		return nil, err
+	}
+	if err := s.check(ctx); err != nil {
+		return nil, pathErr("open", path, err)
+	}
+	if path == depotpath.Root {
+		return nil, pathErr("open", path, store.ErrIsDir)
+	}
+	s.view.mu.RLock()
+	defer s.view.mu.RUnlock()
+	st := s.view.st
+	r := st.entries[path]
+	switch {
+	case r == nil:
+		return nil, pathErr("open", path, store.ErrNotExist)
+	case r.Kind == store.KindDir:
+		return nil, pathErr("open", path, store.ErrIsDir)
+	case !r.Present:
+		s.uses.misses.Add(1)
+		return nil, pathErr("open", path, store.ErrNotPresent)
+	}
+	b := st.blobs[r.SHA256]
+	if b == nil {
+		return nil, pathErr("open", path, fmt.Errorf("corrupt store: content %s is missing", r.SHA256))
+	}
+	s.uses.hits.Add(1)
+	s.uses.touch(r.SHA256)
+	s.open.add(r.SHA256, 1)
+	return &content{s: s, sum: r.SHA256, gen: b.Gen, size: b.Size, chunkSize: b.ChunkSize}, nil
+}
+
+// content is a snapshot of one blob.
+type content struct {
+	s         *Store
+	sum, gen  string
+	size      int64
+	chunkSize int64
+	closed    atomic.Bool
+}
+
+var _ store.Content = (*content)(nil)
+
+// Size is the content's length.
+func (c *content) Size() int64 { return c.size }
+
+// SHA256 is the content's hash.
+func (c *content) SHA256() string { return c.sum }
+
+// ReadAt reads len(p) bytes at off, fetching only the chunks the range
+// covers. It is safe for concurrent use.
+func (c *content) ReadAt(p []byte, off int64) (int, error) {
+	if c.closed.Load() {
+		return 0, fs.ErrClosed
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("read at %d: %w", off, fs.ErrInvalid)
+	}
+	if off >= c.size {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	want := min(int64(len(p)), c.size-off)
+	if c.s.closed.Load() {
+		return 0, store.ErrClosed
+	}
+	ctx := context.Background()
+	n := 0
+	for int64(n) < want {
+		pos := off + int64(n)
+		i, within := pos/c.chunkSize, pos%c.chunkSize
+		v, err := c.s.chunks.read(ctx, c.s.chunks.blobSubject(c.sum, c.gen, i))
+		if err != nil {
+			return n, err
+		}
+		if int64(len(v)) <= within {
+			return n, fmt.Errorf("corrupt store: chunk %d of %s is short", i, c.sum)
+		}
+		n += copy(p[n:want], v[within:])
+	}
+	if int64(n) < int64(len(p)) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// Close releases the content.
+func (c *content) Close() error {
+	if !c.closed.Swap(true) {
+		c.s.open.add(c.sum, -1)
+	}
+	return nil
+}

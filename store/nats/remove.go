@@ -1,0 +1,47 @@
+package nats
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/store"
+)
+
+// Remove deletes the entry at req.Path (a directory with everything below
+// it when req.Recursive) and the implicit parents it leaves empty, in one
+// atomic batch. It is safe for concurrent use.
+func (s *Store) Remove(ctx context.Context, req store.RemoveRequest) error {
+	p := req.Path
+	if err := checkPath("remove", p); err != nil {
+		return err
+	}
+	if p == depotpath.Root {
+		return pathErr("remove", p, fmt.Errorf("%w: the root cannot be removed", fs.ErrInvalid))
+	}
+	err := s.update(ctx, func(t *txn) error {
+		r := t.get(p)
+		if r == nil {
+			return store.ErrNotExist
+		}
+		if req.IfRevision != 0 && r.Revision != req.IfRevision {
+			return fmt.Errorf("%w: expected %d, entry is at %d", store.ErrRevision, req.IfRevision, r.Revision)
+		}
+		if r.Kind == store.KindDir && t.hasChildren(p) {
+			if !req.Recursive {
+				return store.ErrNotEmpty
+			}
+			for _, d := range t.descendants(p) {
+				if err := t.remove(d); err != nil {
+					return err
+				}
+			}
+		}
+		if err := t.remove(r); err != nil {
+			return err
+		}
+		return t.pruneParents(p)
+	}, nil)
+	return pathErr("remove", p, err)
+}

@@ -1,0 +1,155 @@
+package nats
+
+import (
+	"strings"
+	"time"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/store"
+)
+
+// state is one host's copy of the tree bucket, built by applying its
+// messages in stream order: what reads and write transactions see. Its
+// fields are guarded by view.mu.
+type state struct {
+	rev      uint64                     // the stream sequence applied last
+	entryRev uint64                     // the revision of the last entry change: the store's revision
+	entries  map[string]*record         // path → entry
+	keyPath  map[string]string          // entry key → path (a deletion names only the key)
+	children map[string]map[string]bool // directory → paths of its children
+	refs     map[string]map[string]bool // content sha256 → paths of present files using it
+	expiring map[string]time.Time       // paths that may expire → when
+	blobs    map[string]*blobRecord     // content sha256 → blob
+	gcs      map[string]*gcRecord       // gc key → record
+	uploads  map[string]*uploadRecord   // upload key → upload
+	counters counters
+
+	files, placeholders, dirs int64
+	logical, stored, nblobs   int64
+	nuploads, uploadBytes     int64
+}
+
+func newState() *state {
+	return &state{
+		entries:  make(map[string]*record),
+		keyPath:  make(map[string]string),
+		children: make(map[string]map[string]bool),
+		refs:     make(map[string]map[string]bool),
+		expiring: make(map[string]time.Time),
+		blobs:    make(map[string]*blobRecord),
+		gcs:      make(map[string]*gcRecord),
+		uploads:  make(map[string]*uploadRecord),
+	}
+}
+
+func addTo(m map[string]map[string]bool, k, v string) {
+	s := m[k]
+	if s == nil {
+		s = make(map[string]bool)
+		m[k] = s
+	}
+	s[v] = true
+}
+
+func removeFrom(m map[string]map[string]bool, k, v string) {
+	if s := m[k]; s != nil {
+		delete(s, v)
+		if len(s) == 0 {
+			delete(m, k)
+		}
+	}
+}
+
+// setEntry replaces the entry at p (nil removes it), keeping the derived
+// indexes and counts in step.
+func (st *state) setEntry(p string, r *record) {
+	old := st.entries[p]
+	st.count(old, -1)
+	st.count(r, 1)
+	if s := presentSum(old); s != "" {
+		removeFrom(st.refs, s, p)
+	}
+	if s := presentSum(r); s != "" {
+		addTo(st.refs, s, p)
+	}
+	delete(st.expiring, p)
+	if t := expires(r); !t.IsZero() {
+		st.expiring[p] = t
+	}
+	dir, _ := depotpath.Split(p)
+	if r == nil {
+		delete(st.entries, p)
+		delete(st.keyPath, entryKey(p))
+		removeFrom(st.children, dir, p)
+		return
+	}
+	st.entries[p] = r
+	st.keyPath[entryKey(p)] = p
+	addTo(st.children, dir, p)
+}
+
+func (st *state) count(r *record, sign int64) {
+	switch {
+	case r == nil:
+	case r.Kind == store.KindDir:
+		st.dirs += sign
+	case r.Present:
+		st.files += sign
+		st.logical += sign * r.Size
+	default:
+		st.placeholders += sign
+	}
+}
+
+func (st *state) setBlob(sum string, b *blobRecord) {
+	if old := st.blobs[sum]; old != nil && old.Refs > 0 {
+		st.stored -= old.Size
+		st.nblobs--
+	}
+	if b == nil {
+		delete(st.blobs, sum)
+		return
+	}
+	st.blobs[sum] = b
+	if b.Refs > 0 {
+		st.stored += b.Size
+		st.nblobs++
+	}
+}
+
+func (st *state) setUpload(k string, u *uploadRecord) {
+	if old := st.uploads[k]; old != nil && old.Result == nil {
+		st.nuploads--
+		st.uploadBytes -= old.Bytes
+	}
+	if u == nil {
+		delete(st.uploads, k)
+		return
+	}
+	st.uploads[k] = u
+	if u.Result == nil {
+		st.nuploads++
+		st.uploadBytes += u.Bytes
+	}
+}
+
+// descendants returns the entries below dir, deepest first, siblings by
+// path.
+func (st *state) descendants(dir string) []*record {
+	var out []*record
+	var walk func(d string)
+	walk = func(d string) {
+		for c := range st.children[d] {
+			r := st.entries[c]
+			out = append(out, r)
+			if r.Kind == store.KindDir {
+				walk(c)
+			}
+		}
+	}
+	walk(dir)
+	sortDeepestFirst(out)
+	return out
+}
+
+func depth(p string) int { return strings.Count(p, "/") }

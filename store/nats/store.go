@@ -1,0 +1,366 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/store"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults for Options.
+const (
+	DefaultPrefix        = "depot"
+	DefaultReplicas      = 3
+	DefaultMaxChunkSize  = 1 << 20
+	DefaultCacheBytes    = 64 << 20
+	DefaultHistory       = 4096
+	DefaultSweepInterval = time.Second
+	DefaultUploadTimeout = time.Hour
+	DefaultGCDelay       = 10 * time.Minute
+	DefaultMaxBatch      = 1000
+	DefaultTimeout       = 10 * time.Second
+)
+
+// Options configure a Store. The zero value works: bucket prefix "depot",
+// replicas 3, no size limits.
+type Options struct {
+	// Prefix starts the names of the depot's bucket and stream, so that
+	// several depots can share a cluster: <Prefix>-tree (a KV bucket) and
+	// <Prefix>-chunks (a stream). Letters, digits, '-' and '_'.
+	Prefix string
+	// Replicas is the replication of both; every host of one depot must
+	// agree. The servers must run with sync_interval: always (see the
+	// package doc).
+	Replicas int
+
+	// MaxStoreBytes and MaxFileBytes are the size limits, as in
+	// store.Stats; 0 means none. Every host of one depot should agree.
+	MaxStoreBytes int64
+	MaxFileBytes  int64
+
+	// MaxChunkSize bounds the chunks content is stored in; the store uses
+	// the largest power of two that is at most this and fits the servers'
+	// max_payload with room for headers.
+	MaxChunkSize int
+	// CacheBytes bounds this host's memory cache of chunks.
+	CacheBytes int64
+	// History is the number of events kept in memory for Watch.
+	History int
+	// SweepInterval is how often this host looks for expired entries and
+	// for dropped content whose chunks may be deleted.
+	SweepInterval time.Duration
+	// UploadTimeout is how long a chunked upload may stay idle.
+	UploadTimeout time.Duration
+	// GCDelay is how long the chunks of dropped content are kept, so a
+	// Content opened on another host before the drop can still read them.
+	GCDelay time.Duration
+	// MaxBatch is the largest atomic batch the servers accept (their
+	// jetstream max_batch_size, 1000 by default): a change that writes
+	// more records fails with store.ErrLimit.
+	MaxBatch int
+	// Timeout bounds each request to the servers.
+	Timeout time.Duration
+
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Store is the NATS JetStream implementation of store.Store. It is safe
+// for concurrent use; several Stores, on several hosts, may share one
+// depot.
+type Store struct {
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	opts   Options
+	log    *slog.Logger
+	bucket string // the tree KV bucket
+	tree   jetstream.Stream
+
+	chunkSize int
+	chunks    *chunkStore
+	view      view
+	uses      uses
+	uploads   uploadLocks
+	cons      jetstream.ConsumeContext
+
+	wmu       sync.Mutex // one transaction at a time on this host
+	closed    atomic.Bool
+	done      chan struct{}
+	closeOnce sync.Once
+	goMu      sync.Mutex
+	wg        sync.WaitGroup
+	open      openBlobs
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects a Store to the depot in the cluster nc is connected to,
+// creating its bucket and stream if they do not exist, and returns once
+// this host has read the whole tree. The caller keeps ownership of nc and
+// closes it after the Store.
+func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Replicas < 0 || o.MaxStoreBytes < 0 || o.MaxFileBytes < 0 || o.MaxChunkSize < 0 || o.CacheBytes < 0 ||
+		o.History < 0 || o.SweepInterval < 0 || o.UploadTimeout < 0 || o.GCDelay < 0 || o.MaxBatch < 0 || o.Timeout < 0 {
+		return nil, fmt.Errorf("nats: open: %w: negative option", fs.ErrInvalid)
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defD := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if !prefixRE.MatchString(o.Prefix) {
+		return nil, fmt.Errorf("nats: open: %w: prefix %q: use 1 to 64 letters, digits, '-' or '_'", fs.ErrInvalid, o.Prefix)
+	}
+	def(&o.Replicas, DefaultReplicas)
+	def(&o.MaxChunkSize, DefaultMaxChunkSize)
+	def(&o.History, DefaultHistory)
+	def(&o.MaxBatch, DefaultMaxBatch)
+	defD(&o.SweepInterval, DefaultSweepInterval)
+	defD(&o.UploadTimeout, DefaultUploadTimeout)
+	defD(&o.GCDelay, DefaultGCDelay)
+	defD(&o.Timeout, DefaultTimeout)
+	if o.CacheBytes == 0 {
+		o.CacheBytes = DefaultCacheBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("nats: open: %w", err)
+	}
+	s := &Store{
+		nc: nc, js: js, opts: o, log: o.Logger,
+		bucket: o.Prefix + "-tree",
+		done:   make(chan struct{}),
+	}
+	s.chunkSize = chunkSizeFor(o.MaxChunkSize, nc.MaxPayload())
+	s.uploads.busy = make(map[string]chan struct{})
+	s.open.n = make(map[string]int)
+	s.uses.init()
+	s.view.st = newState()
+	s.view.uses = &s.uses
+	if err := s.setup(ctx); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("nats: open %s: %w", o.Prefix, err)
+	}
+	s.wg.Add(1)
+	go s.sweeper()
+	return s, nil
+}
+
+// chunkSizeFor is the largest power of two up to max that fits in a
+// message of maxPayload bytes with room for headers.
+func chunkSizeFor(max int, maxPayload int64) int {
+	size := 1
+	for size*2 <= max && int64(size*2)+chunkHeadroom <= maxPayload {
+		size *= 2
+	}
+	return size
+}
+
+// chunkHeadroom is what a chunk message leaves of the server's
+// max_payload for headers.
+const chunkHeadroom = 4 << 10
+
+// setup creates or binds the bucket and the stream, starts the consumer
+// and waits until the view has read the whole tree.
+func (s *Store) setup(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	if _, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      s.bucket,
+		Description: "depotfs tree: entries, blobs, uploads",
+		History:     1,
+		Replicas:    s.opts.Replicas,
+		Storage:     jetstream.FileStorage,
+	}); err != nil {
+		return fmt.Errorf("tree bucket: %w", err)
+	}
+	tree, err := s.js.Stream(ctx, "KV_"+s.bucket)
+	if err != nil {
+		return fmt.Errorf("tree bucket: %w", err)
+	}
+	if cfg := tree.CachedInfo().Config; !cfg.AllowAtomicPublish {
+		cfg.AllowAtomicPublish = true
+		if tree, err = s.js.UpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("tree bucket: allowing atomic batches: %w", err)
+		}
+	}
+	s.tree = tree
+	if s.chunks, err = openChunks(ctx, s.js, s.opts.Prefix+"-chunks", s.opts.Replicas, s.opts.CacheBytes, s.opts.Timeout); err != nil {
+		return err
+	}
+	info, err := tree.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("tree bucket: %w", err)
+	}
+	last := info.State.LastSeq
+	// What the view reads up to last is the tree as it was, not history
+	// for watchers (see view.apply).
+	s.view.hub.init(s.opts.History, s.done)
+	s.view.openSeq = last
+	cons, err := tree.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{"$KV." + s.bucket + ".>"},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("tree bucket: consumer: %w", err)
+	}
+	if s.cons, err = cons.Consume(s.view.deliver); err != nil {
+		return fmt.Errorf("tree bucket: consumer: %w", err)
+	}
+	if err := s.view.waitFor(ctx, last); err != nil {
+		return fmt.Errorf("reading the tree: %w", err)
+	}
+	return nil
+}
+
+// subject is the tree bucket subject of a key.
+func (s *Store) subject(key string) string { return "$KV." + s.bucket + "." + key }
+
+// stop ends the consumer and the goroutines.
+func (s *Store) stop() {
+	s.goMu.Lock()
+	s.closed.Store(true)
+	close(s.done)
+	s.goMu.Unlock()
+	if s.cons != nil {
+		s.cons.Stop()
+	}
+	s.wg.Wait()
+}
+
+// Close stops the store: watchers' channels are closed and later calls fail
+// with store.ErrClosed. It does not close the connection. It is
+// idempotent.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.stop()
+		// Wait for a transaction in flight.
+		s.wmu.Lock()
+		s.wmu.Unlock()
+	})
+	return nil
+}
+
+// Revision returns the revision of the last change to an entry this host
+// has applied. Records that are not entries (content, uploads, counters)
+// take stream sequences too, so revisions increase but skip numbers.
+func (s *Store) Revision(ctx context.Context) (uint64, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, err
+	}
+	s.view.mu.RLock()
+	defer s.view.mu.RUnlock()
+	return s.view.st.entryRev, nil
+}
+
+// Sync waits until this host has applied every change committed, by any
+// host, before the call: reads after it see them. It costs one round trip
+// to the servers.
+func (s *Store) Sync(ctx context.Context) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	info, err := s.tree.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("nats: sync: %w", err)
+	}
+	return s.view.waitFor(ctx, info.State.LastSeq)
+}
+
+// Stats returns the counts as this host has applied them. Hits and Misses
+// are this host's since it opened the store.
+func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
+	if err := s.check(ctx); err != nil {
+		return store.Stats{}, err
+	}
+	s.view.mu.RLock()
+	st := s.view.st
+	out := store.Stats{
+		Files: st.files, Placeholders: st.placeholders, Dirs: st.dirs,
+		StoredBytes: st.stored, LogicalBytes: st.logical, Blobs: st.nblobs,
+		Uploads: st.nuploads, UploadBytes: st.uploadBytes,
+		Evictions: st.counters.Evictions, EvictedBytes: st.counters.EvictedBytes, Expiries: st.counters.Expiries,
+		MaxStoreBytes: s.opts.MaxStoreBytes, MaxFileBytes: s.opts.MaxFileBytes,
+	}
+	s.view.mu.RUnlock()
+	out.Hits, out.Misses = s.uses.hits.Load(), s.uses.misses.Load()
+	return out, nil
+}
+
+func (s *Store) check(ctx context.Context) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return ctx.Err()
+}
+
+func (s *Store) now() time.Time { return s.opts.Now().UTC().Round(0) }
+
+// pathErr wraps err as an *fs.PathError unless it already is one.
+func pathErr(op, path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return err
+	}
+	return &fs.PathError{Op: op, Path: path, Err: err}
+}
+
+// checkPath fails unless p is a clean depot path.
+func checkPath(op, p string) error {
+	c, err := depotpath.Clean(p)
+	if err != nil {
+		if errors.Is(err, depotpath.ErrInvalid) {
+			return &fs.PathError{Op: op, Path: p, Err: err}
+		}
+		return &fs.PathError{Op: op, Path: p, Err: fmt.Errorf("%w: %w", depotpath.ErrInvalid, err)}
+	}
+	if c != p {
+		return &fs.PathError{Op: op, Path: p, Err: fmt.Errorf("%w: not clean (clean form is %q)", depotpath.ErrInvalid, c)}
+	}
+	return nil
+}
+
+// checkSize fails with store.ErrLimit for content of size bytes that can
+// never be stored.
+func (s *Store) checkSize(size int64) error {
+	if lim := s.opts.MaxFileBytes; lim > 0 && size > lim {
+		return fmt.Errorf("%w: %d bytes, the file size limit is %d", store.ErrLimit, size, lim)
+	}
+	if lim := s.opts.MaxStoreBytes; lim > 0 && size > lim {
+		return fmt.Errorf("%w: %d bytes, the store size limit is %d", store.ErrLimit, size, lim)
+	}
+	return nil
+}

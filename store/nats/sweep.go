@@ -1,0 +1,171 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/depotfs/depotfs/store"
+)
+
+// expireBatch bounds the entries one expiry transaction removes.
+const expireBatch = 200
+
+// ExpireEntries removes the unpinned files whose expiry time has passed by
+// the store's clock, with the implicit parents they leave empty, and
+// returns how many files it removed. Every host's sweeper runs it each
+// Options.SweepInterval; concurrent runs on several hosts remove each file
+// once. It is safe for concurrent use.
+func (s *Store) ExpireEntries(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, more := 0, false
+		err := s.update(ctx, func(t *txn) error {
+			n, more = 0, false
+			var due []string
+			for p, when := range t.st.expiring {
+				if !when.After(t.now) {
+					due = append(due, p)
+				}
+			}
+			slices.Sort(due)
+			if len(due) > expireBatch {
+				due, more = due[:expireBatch], true
+			}
+			for _, p := range due {
+				r := t.get(p)
+				if r == nil || expires(r).IsZero() || r.Expires.After(t.now) {
+					continue
+				}
+				if err := t.remove(r); err != nil {
+					return err
+				}
+				if err := t.pruneParents(p); err != nil {
+					return err
+				}
+				n++
+			}
+			t.c.Expiries += int64(n)
+			return nil
+		}, nil)
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if !more {
+			return total, nil
+		}
+	}
+}
+
+// ExpireUploads discards the chunked uploads idle for Options.UploadTimeout
+// and returns how many. It is safe for concurrent use.
+func (s *Store) ExpireUploads(ctx context.Context) (int, error) {
+	now := s.now()
+	var keys []string
+	err := s.update(ctx, func(t *txn) error {
+		keys = keys[:0]
+		for k, u := range t.st.uploads {
+			if now.Sub(u.Last) >= s.opts.UploadTimeout && len(keys) < expireBatch {
+				keys = append(keys, k)
+				t.setUpload(k, nil)
+			}
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range keys {
+		s.dropUpload(ctx, k)
+	}
+	return len(keys), nil
+}
+
+// collect deletes the chunks of content dropped more than Options.GCDelay
+// ago, except content this host still reads, then their gc records.
+func (s *Store) collect(ctx context.Context) error {
+	now := s.now()
+	type victim struct{ key, sum, gen string }
+	var due []victim
+	s.view.mu.RLock()
+	for k, g := range s.view.st.gcs {
+		sum, gen := gcParts(k)
+		if now.Sub(g.At) >= s.opts.GCDelay && !s.open.has(sum) && len(due) < expireBatch {
+			due = append(due, victim{k, sum, gen})
+		}
+	}
+	s.view.mu.RUnlock()
+	if len(due) == 0 {
+		return nil
+	}
+	var done []string
+	for _, v := range due {
+		if err := s.chunks.drop(ctx, v.sum, v.gen); err != nil {
+			return err
+		}
+		done = append(done, v.key)
+	}
+	return s.update(ctx, func(t *txn) error {
+		t.gcDone = t.gcDone[:0]
+		for _, k := range done {
+			if t.st.gcs[k] != nil {
+				t.gcDone = append(t.gcDone, k)
+			}
+		}
+		return nil
+	}, nil)
+}
+
+// expiryDue reports whether some file has expired.
+func (s *Store) expiryDue() bool {
+	now := s.now()
+	s.view.mu.RLock()
+	defer s.view.mu.RUnlock()
+	for _, when := range s.view.st.expiring {
+		if !when.After(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// sweeper runs expiry, upload expiry and chunk collection until Close.
+func (s *Store) sweeper() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.SweepInterval)
+	defer t.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.done
+		cancel()
+	}()
+	lastUploads := time.Now()
+	report := func(what string, err error) {
+		if err != nil && !errors.Is(err, store.ErrClosed) && !errors.Is(err, context.Canceled) {
+			s.log.Error("nats: "+what, "err", err)
+		}
+	}
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		if s.expiryDue() {
+			n, err := s.ExpireEntries(ctx)
+			report("expiring entries", err)
+			if n > 0 {
+				s.log.Info("nats: removed expired entries", "count", n)
+			}
+		}
+		report("deleting dropped content", s.collect(ctx))
+		if time.Since(lastUploads) >= min(max(s.opts.UploadTimeout/4, time.Second), time.Minute) {
+			lastUploads = time.Now()
+			_, err := s.ExpireUploads(ctx)
+			report("expiring uploads", err)
+		}
+	}
+}

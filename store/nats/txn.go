@@ -1,0 +1,561 @@
+package nats
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/store"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+)
+
+// txn is one write transaction: the changes a call makes, computed against
+// the host's state at revision base and committed as one JetStream atomic
+// batch that the server accepts only if the stream is still at base
+// (optimistic concurrency: another host's commit in between makes the
+// batch fail, and the call runs again on the newer state).
+type txn struct {
+	s    *Store
+	st   *state
+	base uint64
+	now  time.Time
+
+	entries map[string]*record // path → new record; nil: removed
+	order   []string           // paths in the order of their last change
+	evicted map[string]bool    // paths whose last change is an eviction
+	blobs   map[string]*blobRecord
+	bOrder  []string
+	uploads map[string]*uploadRecord
+	uOrder  []string
+	gcDone  []string // gc keys whose chunks are deleted
+	c       counters
+	stored  int64 // stored bytes as of the changes so far
+
+	uploaded map[string]string // content this call uploaded: sha256 → gen
+	used     map[string]bool   // uploaded content the transaction references
+	touched  []string          // content used by the transaction (LRU)
+}
+
+// needContent asks the caller of update to upload a blob's chunks, then
+// run the transaction again.
+type needContent struct{ sum string }
+
+func (e needContent) Error() string { return "content " + e.sum + " must be uploaded first" }
+
+// errConflict reports a batch refused because the stream moved on.
+var errConflict = errors.New("the tree changed on another host")
+
+func (t *txn) get(p string) *record {
+	if p == depotpath.Root {
+		return nil
+	}
+	if r, ok := t.entries[p]; ok {
+		return r
+	}
+	return t.st.entries[p]
+}
+
+func (t *txn) hasChildren(dir string) bool {
+	for c := range t.st.children[dir] {
+		if t.get(c) != nil {
+			return true
+		}
+	}
+	for p, r := range t.entries {
+		if r != nil {
+			if d, _ := depotpath.Split(p); d == dir {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// descendants returns the entries below dir, deepest first. It reads the
+// state as it was before the transaction overlaid by the transaction's
+// changes, which is exact for the calls that use it: nothing they write
+// before lies below dir.
+func (t *txn) descendants(dir string) []*record {
+	var out []*record
+	for _, r := range t.st.descendants(dir) {
+		if cur := t.get(r.Path); cur != nil {
+			out = append(out, cur)
+		}
+	}
+	return out
+}
+
+func sortDeepestFirst(rs []*record) {
+	slices.SortFunc(rs, func(a, b *record) int {
+		if c := cmp.Compare(depth(b.Path), depth(a.Path)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+}
+
+func (t *txn) mark(p string) {
+	if i := slices.Index(t.order, p); i >= 0 {
+		t.order = slices.Delete(t.order, i, i+1)
+	}
+	t.order = append(t.order, p)
+}
+
+// put writes r at its path as a change of the given kind.
+func (t *txn) put(kind store.EventKind, r *record) error {
+	old := t.get(r.Path)
+	if err := t.repin(old, r); err != nil {
+		return err
+	}
+	t.entries[r.Path] = r
+	t.mark(r.Path)
+	if kind == store.EventEvicted {
+		t.evicted[r.Path] = true
+	} else {
+		delete(t.evicted, r.Path)
+	}
+	return nil
+}
+
+// remove deletes the entry r, releasing its content.
+func (t *txn) remove(r *record) error {
+	if err := t.repin(r, nil); err != nil {
+		return err
+	}
+	if s := presentSum(r); s != "" {
+		if err := t.unref(s); err != nil {
+			return err
+		}
+	}
+	t.entries[r.Path] = nil
+	t.mark(r.Path)
+	delete(t.evicted, r.Path)
+	return nil
+}
+
+// repin moves a pinned reference from old's content to r's.
+func (t *txn) repin(old, r *record) error {
+	a, b := pinnedSum(old), pinnedSum(r)
+	if a == b {
+		return nil
+	}
+	if a != "" {
+		bl := t.blob(a)
+		if bl == nil || bl.Pins == 0 {
+			return fmt.Errorf("corrupt store: blob %s has no pinned reference to drop", a)
+		}
+		bl.Pins--
+		t.setBlob(a, bl)
+	}
+	if b != "" {
+		bl := t.blob(b)
+		if bl == nil {
+			return fmt.Errorf("corrupt store: pinned content %s is missing", b)
+		}
+		bl.Pins++
+		t.setBlob(b, bl)
+	}
+	return nil
+}
+
+// blob returns a copy of the blob record for sum, nil when absent.
+func (t *txn) blob(sum string) *blobRecord {
+	if b, ok := t.blobs[sum]; ok {
+		c := *b
+		return &c
+	}
+	if b := t.st.blobs[sum]; b != nil {
+		c := *b
+		return &c
+	}
+	return nil
+}
+
+func (t *txn) setBlob(sum string, b *blobRecord) {
+	old := t.blob(sum)
+	if old != nil && old.Refs > 0 {
+		t.stored -= old.Size
+	}
+	if b.Refs > 0 {
+		t.stored += b.Size
+	}
+	if _, ok := t.blobs[sum]; !ok {
+		t.bOrder = append(t.bOrder, sum)
+	}
+	t.blobs[sum] = b
+}
+
+// ref takes a reference on content sum of the given size; content the
+// store does not hold must have been uploaded by this call (needContent
+// otherwise, unless missing is set: then it is that error).
+func (t *txn) ref(sum string, size int64, missing error) error {
+	b := t.blob(sum)
+	if b == nil {
+		gen, ok := t.uploaded[sum]
+		if !ok {
+			if missing != nil {
+				return missing
+			}
+			return needContent{sum}
+		}
+		t.used[sum] = true
+		b = &blobRecord{Size: size, ChunkSize: int64(t.s.chunkSize), Gen: gen}
+	} else if b.Size != size {
+		return fmt.Errorf("corrupt blob %s: size %d, content has %d", sum, b.Size, size)
+	}
+	b.Refs++
+	t.setBlob(sum, b)
+	t.touched = append(t.touched, sum)
+	return nil
+}
+
+func (t *txn) unref(sum string) error {
+	b := t.blob(sum)
+	if b == nil || b.Refs == 0 {
+		return fmt.Errorf("corrupt store: blob %s has no reference to drop", sum)
+	}
+	b.Refs--
+	t.setBlob(sum, b)
+	return nil
+}
+
+func (t *txn) upload(k string) *uploadRecord {
+	if u, ok := t.uploads[k]; ok {
+		return u
+	}
+	return t.st.uploads[k]
+}
+
+func (t *txn) setUpload(k string, u *uploadRecord) {
+	if _, ok := t.uploads[k]; !ok {
+		t.uOrder = append(t.uOrder, k)
+	}
+	t.uploads[k] = u
+}
+
+// parents checks that no ancestor of p is a file and creates the missing
+// ones as implicit directories.
+func (t *txn) parents(p string) error {
+	for _, dir := range depotpath.Parents(p) {
+		if dir == depotpath.Root {
+			continue
+		}
+		r := t.get(dir)
+		if r == nil {
+			if err := t.put(store.EventCreated, &record{Path: dir, Kind: store.KindDir, Created: t.now, Updated: t.now}); err != nil {
+				return err
+			}
+			continue
+		}
+		if r.Kind != store.KindDir {
+			return fmt.Errorf("%w: %s is a file", store.ErrConflict, dir)
+		}
+	}
+	return nil
+}
+
+// checkParents is parents without the writes.
+func (t *txn) checkParents(p string) error {
+	for _, dir := range depotpath.Parents(p) {
+		if dir == depotpath.Root {
+			continue
+		}
+		r := t.get(dir)
+		if r == nil {
+			return nil
+		}
+		if r.Kind != store.KindDir {
+			return fmt.Errorf("%w: %s is a file", store.ErrConflict, dir)
+		}
+	}
+	return nil
+}
+
+// pruneParents removes the implicit ancestors of p, nearest first, that no
+// longer have children.
+func (t *txn) pruneParents(p string) error {
+	dirs := depotpath.Parents(p)
+	for i := len(dirs) - 1; i >= 1; i-- {
+		r := t.get(dirs[i])
+		if r == nil || r.Explicit || t.hasChildren(dirs[i]) {
+			return nil
+		}
+		if err := t.remove(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// update runs fn in a transaction and commits it, running it again on the
+// newer state when another host committed first. fn may ask for content
+// to be uploaded (needContent); upload does it, outside the host's write
+// lock. Content uploaded but left unused is deleted again.
+func (s *Store) update(ctx context.Context, fn func(t *txn) error, upload func(ctx context.Context, sum string) (string, error)) error {
+	uploaded := map[string]string{}
+	used := map[string]bool{}
+	defer func() {
+		for sum, gen := range uploaded {
+			if !used[sum] {
+				s.chunks.drop(context.WithoutCancel(ctx), sum, gen)
+			}
+		}
+	}()
+	for {
+		if err := s.check(ctx); err != nil {
+			return err
+		}
+		t, err := s.attempt(ctx, fn, uploaded, used)
+		var need needContent
+		switch {
+		case errors.As(err, &need):
+			if upload == nil {
+				return fmt.Errorf("corrupt store: content %s is missing", need.sum)
+			}
+			gen, err := upload(ctx, need.sum)
+			if err != nil {
+				return err
+			}
+			uploaded[need.sum] = gen
+			continue
+		case errors.Is(err, errConflict):
+			if err := s.view.waitAfter(ctx, t.base); err != nil {
+				return err
+			}
+			continue
+		case err != nil:
+			return err
+		}
+		s.uses.touch(t.touched...)
+		return nil
+	}
+}
+
+// attempt runs fn once and commits what it changed.
+func (s *Store) attempt(ctx context.Context, fn func(t *txn) error, uploaded map[string]string, keep map[string]bool) (*txn, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	s.view.mu.RLock()
+	st := s.view.st
+	t := &txn{
+		s: s, st: st, base: st.rev, now: s.now(),
+		entries: map[string]*record{}, evicted: map[string]bool{},
+		blobs: map[string]*blobRecord{}, uploads: map[string]*uploadRecord{},
+		c: st.counters, stored: st.stored,
+		uploaded: uploaded, used: map[string]bool{},
+	}
+	err := fn(t)
+	var msgs []*nats.Msg
+	if err == nil {
+		msgs, err = t.messages()
+	}
+	s.view.mu.RUnlock()
+	if err != nil {
+		return t, err
+	}
+	if len(msgs) == 0 {
+		return t, nil
+	}
+	// From here the batch may be committed even if the call fails (a
+	// timeout after the server stored it): content it references must
+	// not be deleted as unused.
+	maps.Copy(keep, t.used)
+	seq, err := s.publish(ctx, t.base, msgs)
+	if err != nil {
+		return t, err
+	}
+	return t, s.view.waitFor(ctx, seq)
+}
+
+// Message headers the store adds to the tree bucket's messages.
+const (
+	// hdrCommit on every message of a batch is the sequence of its last
+	// message: a host applies a batch only once it has all of it, so its
+	// readers see whole changes.
+	hdrCommit = "Depot-Commit"
+	// hdrEvicted marks an entry change that is an eviction.
+	hdrEvicted = "Depot-Evicted"
+	// kvOperation is the KV header for deletions.
+	kvOperation = "KV-Operation"
+)
+
+// messages turns the transaction into the messages of its batch: blobs,
+// uploads, gc records and counters first, then entries in the order of
+// their changes, so the last message (the store's revision after the
+// commit) is an entry's. It assigns the new entries' inodes and every
+// changed entry's revision: the sequence its message will get.
+func (t *txn) messages() ([]*nats.Msg, error) {
+	var msgs []*nats.Msg
+	add := func(key string, v any) error {
+		m := nats.NewMsg(t.s.subject(key))
+		if v == nil {
+			m.Header.Set(kvOperation, "DEL")
+		} else {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return err
+			}
+			m.Data = b
+		}
+		msgs = append(msgs, m)
+		return nil
+	}
+	for _, sum := range t.bOrder {
+		b := t.blobs[sum]
+		switch {
+		case b.Refs > 0:
+			if err := add(blobKey(sum), b); err != nil {
+				return nil, err
+			}
+		default:
+			if t.st.blobs[sum] != nil {
+				if err := add(blobKey(sum), nil); err != nil {
+					return nil, err
+				}
+			}
+			if err := add(gcKey(sum, b.Gen), gcRecord{At: t.now}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var completed []string
+	for _, k := range t.uOrder {
+		u := t.uploads[k]
+		if u != nil && u.done != nil {
+			completed = append(completed, k)
+			continue
+		}
+		if u == nil {
+			if t.st.uploads[k] == nil {
+				continue
+			}
+			if err := add(k, nil); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := add(k, u); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range t.gcDone {
+		if err := add(k, nil); err != nil {
+			return nil, err
+		}
+	}
+	if t.c != t.st.counters {
+		if err := add(keyCounters, t.c); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range t.order {
+		r := t.entries[p]
+		if r == nil {
+			if t.st.entries[p] == nil {
+				continue
+			}
+			if err := add(entryKey(p), nil); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		r.Revision = t.base + uint64(len(msgs)) + 1
+		if r.Ino == 0 {
+			r.Ino = r.Revision + 1
+		}
+		if err := add(entryKey(p), r); err != nil {
+			return nil, err
+		}
+		if t.evicted[p] {
+			msgs[len(msgs)-1].Header.Set(hdrEvicted, "1")
+		}
+	}
+	// A completed upload keeps its result, entry revision included, to
+	// answer retried chunks.
+	for _, k := range completed {
+		u := t.uploads[k]
+		res := u.done.result()
+		u.Result = &res
+		if err := add(k, u); err != nil {
+			return nil, err
+		}
+	}
+	if len(msgs) > t.s.opts.MaxBatch {
+		return nil, fmt.Errorf("%w: the change writes %d records, one atomic batch holds at most %d (the servers' jetstream max_batch_size and Options.MaxBatch)",
+			store.ErrLimit, len(msgs), t.s.opts.MaxBatch)
+	}
+	commit := strconv.FormatUint(t.base+uint64(len(msgs)), 10)
+	for _, m := range msgs {
+		m.Header.Set(hdrCommit, commit)
+	}
+	return msgs, nil
+}
+
+// pubAck is the server's answer to a publish into a stream.
+type pubAck struct {
+	Seq   uint64 `json:"seq"`
+	Error *struct {
+		Code        int    `json:"code"`
+		ErrCode     int    `json:"err_code"`
+		Description string `json:"description"`
+	} `json:"error"`
+}
+
+// JetStream error codes the store reacts to.
+const (
+	errCodeWrongLastSeq         = 10071
+	errCodeWrongLastSeqConstant = 10164
+)
+
+// publish commits msgs as one atomic batch on top of stream sequence base
+// and returns the sequence of the last message. Every message is stored
+// and replicated when the server acknowledges the commit, or none is.
+func (s *Store) publish(ctx context.Context, base uint64, msgs []*nats.Msg) (uint64, error) {
+	msgs[0].Header.Set("Nats-Expected-Last-Sequence", strconv.FormatUint(base, 10))
+	last := msgs[len(msgs)-1]
+	if len(msgs) > 1 {
+		id := nuid.Next()
+		for i, m := range msgs {
+			m.Header.Set("Nats-Batch-Id", id)
+			m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+		}
+		last.Header.Set("Nats-Batch-Commit", "1")
+		for _, m := range msgs[:len(msgs)-1] {
+			if err := s.nc.PublishMsg(m); err != nil {
+				return 0, fmt.Errorf("publishing to the tree bucket: %w", err)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	resp, err := s.nc.RequestMsgWithContext(ctx, last)
+	if err != nil {
+		return 0, fmt.Errorf("committing to the tree bucket: %w", err)
+	}
+	var ack pubAck
+	if err := json.Unmarshal(resp.Data, &ack); err != nil {
+		return 0, fmt.Errorf("committing to the tree bucket: unreadable acknowledgement %q: %w", resp.Data, err)
+	}
+	if ack.Error != nil {
+		if ack.Error.ErrCode == errCodeWrongLastSeq || ack.Error.ErrCode == errCodeWrongLastSeqConstant {
+			return 0, errConflict
+		}
+		return 0, fmt.Errorf("committing to the tree bucket: %s (code %d)", ack.Error.Description, ack.Error.ErrCode)
+	}
+	if want := base + uint64(len(msgs)); ack.Seq != want {
+		return 0, fmt.Errorf("corrupt store: the batch ends at sequence %d, expected %d", ack.Seq, want)
+	}
+	return ack.Seq, nil
+}

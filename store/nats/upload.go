@@ -1,0 +1,282 @@
+package nats
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/store"
+	"github.com/nats-io/nuid"
+)
+
+// maxUploadID bounds Chunk.UploadID.
+const maxUploadID = 256
+
+// errUploadGone reports an upload that expired or was discarded while a
+// chunk completed it.
+var errUploadGone = errors.New("upload vanished while completing")
+
+// PutChunk stores one chunk of a chunked upload: its bytes go to the chunk
+// stream, then the upload's record is updated in the tree bucket. Chunks
+// of one upload may arrive at different hosts; the one that commits the
+// last missing chunk assembles the file. It is safe for concurrent use.
+func (s *Store) PutChunk(ctx context.Context, c store.Chunk) (store.UploadProgress, error) {
+	p := c.File.Path
+	if err := checkPath("putchunk", p); err != nil {
+		return store.UploadProgress{}, err
+	}
+	if err := checkChunk(c); err != nil {
+		return store.UploadProgress{}, pathErr("putchunk", p, err)
+	}
+	if err := s.checkSize(max(c.TotalSize, int64(len(c.Data)))); err != nil {
+		return store.UploadProgress{}, pathErr("putchunk", p, err)
+	}
+	h := sha256.Sum256(c.Data)
+	sum := hex.EncodeToString(h[:])
+	if c.SHA256 != "" && c.SHA256 != sum {
+		return store.UploadProgress{}, pathErr("putchunk", p, fmt.Errorf("%w: chunk %d declared %s, has %s", store.ErrHashMismatch, c.Index, c.SHA256, sum))
+	}
+	if err := s.uploads.lock(ctx, c.UploadID); err != nil {
+		return store.UploadProgress{}, pathErr("putchunk", p, err)
+	}
+	defer s.uploads.unlock(c.UploadID)
+	ukey := uploadKey(c.UploadID)
+
+	// The bytes are stored before the record that counts them; a chunk
+	// the transaction then refuses has its bytes deleted again.
+	s.view.mu.RLock()
+	u := s.view.st.uploads[ukey]
+	have, seen := uploadChunk{}, false
+	if u != nil {
+		have, seen = u.Chunks[c.Index]
+	}
+	s.view.mu.RUnlock()
+	parts := 0
+	if !seen {
+		var err error
+		parts, err = s.chunks.write(ctx, c.Data, s.chunkSize, func(j int) string { return s.chunks.uploadSubject(ukey, c.Index, j) })
+		if err != nil {
+			return store.UploadProgress{}, pathErr("putchunk", p, err)
+		}
+	} else if have.SHA256 != sum {
+		return store.UploadProgress{}, pathErr("putchunk", p, fmt.Errorf("%w: chunk %d was received with different bytes", store.ErrUpload, c.Index))
+	}
+
+	var prog store.UploadProgress
+	ready, stored := false, false
+	err := s.update(ctx, func(t *txn) error {
+		var err error
+		prog, ready, stored, err = t.putChunk(c, ukey, uploadChunk{SHA256: sum, Size: int64(len(c.Data)), Parts: parts})
+		return err
+	}, nil)
+	if err != nil {
+		if !seen && !stored {
+			s.dropUploadChunk(ctx, ukey, c.Index)
+		}
+		return store.UploadProgress{}, pathErr("putchunk", p, err)
+	}
+	if !ready {
+		return prog, nil
+	}
+	res, err := s.complete(ctx, ukey)
+	if err != nil {
+		return store.UploadProgress{}, pathErr("putchunk", p, err)
+	}
+	prog.Complete, prog.Result = true, res
+	return prog, nil
+}
+
+func (s *Store) dropUploadChunk(ctx context.Context, ukey string, i int) {
+	filter := s.chunks.name + "." + ukey + "." + fmt.Sprint(i) + ".>"
+	if err := s.chunks.purge(context.WithoutCancel(ctx), filter); err != nil {
+		s.log.Warn("nats: deleting a refused chunk", "err", err)
+	}
+}
+
+// checkChunk validates what one chunk says about its upload.
+func checkChunk(c store.Chunk) error {
+	switch {
+	case c.UploadID == "":
+		return fmt.Errorf("%w: empty upload id", store.ErrUpload)
+	case len(c.UploadID) > maxUploadID:
+		return fmt.Errorf("%w: upload id over %d bytes", store.ErrUpload, maxUploadID)
+	case c.Count < 1:
+		return fmt.Errorf("%w: chunk count %d", store.ErrUpload, c.Count)
+	case c.Index < 0 || c.Index >= c.Count:
+		return fmt.Errorf("%w: chunk index %d outside 0..%d", store.ErrUpload, c.Index, c.Count-1)
+	case c.File.Path == depotpath.Root:
+		return fmt.Errorf("%w: the root is a directory", store.ErrConflict)
+	case c.File.SHA256 == "":
+		return fmt.Errorf("%w: the whole file's sha256 is required", store.ErrUpload)
+	case c.TotalSize < 0:
+		return fmt.Errorf("%w: total size %d", store.ErrUpload, c.TotalSize)
+	case !isHash(c.File.SHA256):
+		return fmt.Errorf("%w: sha256 %q is not 64 lowercase hex digits", store.ErrUpload, c.File.SHA256)
+	}
+	return nil
+}
+
+// putChunk records chunk c in its upload; ready reports that it was the
+// last missing one, stored that the chunk's bytes were already counted.
+func (t *txn) putChunk(c store.Chunk, ukey string, ch uploadChunk) (prog store.UploadProgress, ready, stored bool, err error) {
+	old := t.upload(ukey)
+	if old != nil {
+		switch {
+		case c.Count != old.Count:
+			return prog, false, false, fmt.Errorf("%w: count %d, the upload has %d", store.ErrUpload, c.Count, old.Count)
+		case c.File.Path != old.File.Path:
+			return prog, false, false, fmt.Errorf("%w: the upload is for %s", store.ErrUpload, old.File.Path)
+		case c.File.SHA256 != old.File.SHA256:
+			return prog, false, false, fmt.Errorf("%w: sha256 %s, the upload has %s", store.ErrUpload, c.File.SHA256, old.File.SHA256)
+		}
+	}
+	if old == nil || old.Result == nil {
+		if err := t.checkParents(c.File.Path); err != nil {
+			return prog, false, false, err
+		}
+		if err := checkWrite(t.get(c.File.Path), c.File.IfAbsent, c.File.IfRevision); err != nil {
+			return prog, false, false, err
+		}
+	}
+	var u uploadRecord
+	if old == nil {
+		file := c.File
+		file.Data = nil
+		u = uploadRecord{ID: c.UploadID, Count: c.Count, File: file, Started: t.now, Chunks: map[int]uploadChunk{}}
+	} else {
+		u = *old
+		u.Chunks = maps.Clone(old.Chunks)
+	}
+	if have, ok := u.Chunks[c.Index]; ok {
+		if have.SHA256 != ch.SHA256 {
+			return prog, false, false, fmt.Errorf("%w: chunk %d was received with different bytes", store.ErrUpload, c.Index)
+		}
+		return u.progress(), u.Result == nil && u.Received == u.Count, true, nil
+	}
+	if err := t.admitChunk(&u, c); err != nil {
+		return prog, false, false, err
+	}
+	u.Chunks[c.Index] = ch
+	u.Received++
+	u.Bytes += ch.Size
+	u.Last = t.now
+	t.setUpload(ukey, &u)
+	return u.progress(), u.Received == u.Count, false, nil
+}
+
+// admitChunk applies the size limits to a new chunk of u.
+func (t *txn) admitChunk(u *uploadRecord, c store.Chunk) error {
+	if c.TotalSize > 0 {
+		if u.Total > 0 && c.TotalSize != u.Total {
+			return fmt.Errorf("%w: total size %d, the upload announced %d", store.ErrUpload, c.TotalSize, u.Total)
+		}
+		u.Total = c.TotalSize
+	}
+	bytes := u.Bytes + int64(len(c.Data))
+	if err := t.s.checkSize(max(bytes, u.Total)); err != nil {
+		return err
+	}
+	last := u.Received+1 == u.Count
+	if u.Total > 0 && (bytes > u.Total || (last && bytes != u.Total)) {
+		return fmt.Errorf("%w: the chunks hold %d bytes, the upload announced %d", store.ErrUpload, bytes, u.Total)
+	}
+	held := t.st.uploadBytes + int64(len(c.Data))
+	if lim := t.s.opts.MaxStoreBytes; lim > 0 && held > lim && !last {
+		return fmt.Errorf("%w: uploads in progress would hold %d bytes, over the store size limit of %d; retry when some complete or expire",
+			store.ErrLimit, held, lim)
+	}
+	return nil
+}
+
+// uploadParts calls fn with the bytes of every part of u's chunks, in
+// order.
+func (s *Store) uploadParts(ctx context.Context, ukey string, u *uploadRecord, fn func([]byte) error) error {
+	for i := range u.Count {
+		ch, ok := u.Chunks[i]
+		if !ok {
+			return fmt.Errorf("corrupt upload: chunk %d is missing", i)
+		}
+		for j := range ch.Parts {
+			b, err := s.chunks.readUncached(ctx, s.chunks.uploadSubject(ukey, i, j))
+			if err != nil {
+				return err
+			}
+			if err := fn(b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// complete turns a fully received upload into its file: it hashes the
+// chunks, copies them into content chunks unless the store has that
+// content, and commits the file and the upload's result together.
+func (s *Store) complete(ctx context.Context, ukey string) (store.PutResult, error) {
+	s.view.mu.RLock()
+	u := s.view.st.uploads[ukey]
+	s.view.mu.RUnlock()
+	if u == nil {
+		return store.PutResult{}, errUploadGone
+	}
+	d := sha256.New()
+	if err := s.uploadParts(ctx, ukey, u, func(b []byte) error { d.Write(b); return nil }); err != nil {
+		return store.PutResult{}, err
+	}
+	sum := hex.EncodeToString(d.Sum(nil))
+	if sum != u.File.SHA256 {
+		err := s.update(ctx, func(t *txn) error {
+			if t.upload(ukey) == nil {
+				return errUploadGone
+			}
+			t.setUpload(ukey, nil)
+			return nil
+		}, nil)
+		if err != nil {
+			return store.PutResult{}, err
+		}
+		s.dropUpload(ctx, ukey)
+		return store.PutResult{}, fmt.Errorf("%w: declared %s, the chunks make %s; the upload is discarded", store.ErrHashMismatch, u.File.SHA256, sum)
+	}
+	var out *putOutcome
+	err := s.update(ctx, func(t *txn) error {
+		cur := t.upload(ukey)
+		if cur == nil {
+			return errUploadGone
+		}
+		var err error
+		if out, err = t.putFile(cur.File, sum, cur.Bytes); err != nil {
+			return err
+		}
+		done := *cur
+		done.Chunks = nil
+		done.done = out
+		t.setUpload(ukey, &done)
+		return nil
+	}, func(ctx context.Context, sum string) (string, error) {
+		gen := nuid.Next()
+		w := s.chunks.writer(ctx, s.chunkSize, func(i int) string { return s.chunks.blobSubject(sum, gen, int64(i)) })
+		if err := s.uploadParts(ctx, ukey, u, w.write); err != nil {
+			w.abort()
+			return "", err
+		}
+		return gen, w.close()
+	})
+	if err != nil {
+		return store.PutResult{}, err
+	}
+	s.dropUpload(ctx, ukey)
+	return out.result(), nil
+}
+
+// dropUpload deletes the chunks of an upload; a failure leaves garbage
+// only, which is logged.
+func (s *Store) dropUpload(ctx context.Context, ukey string) {
+	if err := s.chunks.purge(context.WithoutCancel(ctx), s.chunks.name+"."+ukey+".>"); err != nil {
+		s.log.Warn("nats: deleting an upload's chunks", "err", err)
+	}
+}

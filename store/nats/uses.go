@@ -1,0 +1,103 @@
+package nats
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// uses tracks, in this host's memory, the last use of each content (for
+// the LRU order of eviction) and the hit and miss counts. A use is a
+// number from one host-wide sequence: writes as this host applies them
+// (every host sees every write, in revision order), and this host's own
+// reads. Reads on other hosts do not move content up in this host's
+// order: eviction is least recently used as seen by the evicting host.
+type uses struct {
+	mu   sync.Mutex
+	seq  uint64
+	last map[string]uint64
+
+	hits, misses atomic.Int64
+}
+
+func (u *uses) init() { u.last = make(map[string]uint64) }
+
+// touch records a use of each content.
+func (u *uses) touch(sums ...string) {
+	if len(sums) == 0 {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, s := range sums {
+		u.seq++
+		u.last[s] = u.seq
+	}
+}
+
+// order returns the last use of sum, 0 for never.
+func (u *uses) order(sum string) uint64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.last[sum]
+}
+
+// forget drops a content that is no longer stored.
+func (u *uses) forget(sum string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.last, sum)
+}
+
+// openBlobs counts this host's open Contents per content, so the sweeper
+// never deletes chunks a local reader still needs.
+type openBlobs struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (o *openBlobs) add(sum string, d int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.n[sum] += d
+	if o.n[sum] <= 0 {
+		delete(o.n, sum)
+	}
+}
+
+func (o *openBlobs) has(sum string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.n[sum] > 0
+}
+
+// uploadLocks serializes, on this host, the chunks of one upload.
+type uploadLocks struct {
+	mu   sync.Mutex
+	busy map[string]chan struct{} // closed when the holder unlocks
+}
+
+func (l *uploadLocks) lock(ctx context.Context, id string) error {
+	for {
+		l.mu.Lock()
+		ch, held := l.busy[id]
+		if !held {
+			l.busy[id] = make(chan struct{})
+			l.mu.Unlock()
+			return nil
+		}
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (l *uploadLocks) unlock(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	close(l.busy[id])
+	delete(l.busy, id)
+}

@@ -1,0 +1,248 @@
+package nats
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/depotfs/depotfs/store"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// view keeps this host's state in step with the tree bucket: an ordered
+// consumer delivers every message in stream order, and the view applies
+// each batch whole, then publishes its events to watchers.
+type view struct {
+	mu sync.RWMutex
+	st *state
+
+	pending []jetstream.Msg // messages of a batch not yet complete
+	hub     hub
+	uses    *uses
+	// openSeq is the stream's last sequence when the store opened: the
+	// events of messages up to it are not kept for watchers; from is the
+	// last entry revision among them, and opened is set once they are
+	// applied.
+	openSeq, from uint64
+	opened        bool
+	// applyErr is the first message the view could not apply; the view
+	// stops there rather than show a state that is not the bucket's.
+	applyErr error
+}
+
+// deliver is the consumer's callback: it collects a batch and applies it
+// once its last message (hdrCommit) arrived.
+func (v *view) deliver(m jetstream.Msg) {
+	meta, err := m.Metadata()
+	if err != nil {
+		v.fail(fmt.Errorf("message metadata: %w", err))
+		return
+	}
+	v.pending = append(v.pending, m)
+	commit := meta.Sequence.Stream
+	if c := m.Headers().Get(hdrCommit); c != "" {
+		if n, err := strconv.ParseUint(c, 10, 64); err == nil {
+			commit = n
+		}
+	}
+	// A batch whose last messages were superseded since (history 1) ends
+	// early; a message at or after its commit, or the end of the stream,
+	// completes it.
+	if meta.Sequence.Stream < commit && meta.NumPending > 0 {
+		return
+	}
+	msgs := v.pending
+	v.pending = nil
+	v.apply(msgs, meta.Sequence.Stream)
+}
+
+func (v *view) fail(err error) {
+	v.mu.Lock()
+	if v.applyErr == nil {
+		v.applyErr = err
+	}
+	v.mu.Unlock()
+	v.hub.wakeAll()
+}
+
+// apply applies whole batches up to sequence rev and publishes their
+// events.
+func (v *view) apply(msgs []jetstream.Msg, rev uint64) {
+	var evs []store.Event
+	var touched []string
+	v.mu.Lock()
+	st := v.st
+	for _, m := range msgs {
+		meta, _ := m.Metadata()
+		seq := meta.Sequence.Stream
+		key := keyOf(m.Subject())
+		del := m.Headers().Get(kvOperation) != ""
+		ev, sum, err := st.applyOne(key, m.Data(), del, seq, m.Headers().Get(hdrEvicted) != "")
+		if err != nil {
+			if v.applyErr == nil {
+				v.applyErr = fmt.Errorf("applying %s at %d: %w", key, seq, err)
+			}
+			continue
+		}
+		switch {
+		case ev == nil:
+		case seq <= v.openSeq:
+			v.from = seq
+		default:
+			evs = append(evs, *ev)
+		}
+		if sum != "" {
+			touched = append(touched, sum)
+		}
+	}
+	st.rev = max(st.rev, rev)
+	entryRev := st.entryRev
+	if !v.opened && st.rev >= v.openSeq {
+		v.opened = true
+		v.hub.setFrom(v.from)
+	}
+	v.mu.Unlock()
+	v.uses.touch(touched...)
+	v.hub.publish(evs, entryRev)
+}
+
+// keyOf returns the KV key of a subject $KV.<bucket>.<key>.
+func keyOf(subject string) string {
+	n := 0
+	for i := 0; i < len(subject); i++ {
+		if subject[i] == '.' {
+			n++
+			if n == 2 {
+				return subject[i+1:]
+			}
+		}
+	}
+	return ""
+}
+
+// applyOne applies one message: it returns the event for an entry change
+// and the content a blob write used.
+func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted bool) (*store.Event, string, error) {
+	if len(key) < 2 {
+		return nil, "", fmt.Errorf("unknown key %q", key)
+	}
+	switch kindOfKey(key) {
+	case 'e':
+		if del {
+			p, ok := st.keyPath[key]
+			if !ok {
+				return nil, "", nil
+			}
+			old := st.entries[p]
+			st.setEntry(p, nil)
+			st.entryRev = seq
+			e := old.entry()
+			return &store.Event{Kind: store.EventRemoved, Path: p, Revision: seq, Entry: e}, "", nil
+		}
+		r, err := decode[record](key, data)
+		if err != nil {
+			return nil, "", err
+		}
+		r.Revision = seq
+		st.entryRev = seq
+		kind := store.EventUpdated
+		switch {
+		case evicted:
+			kind = store.EventEvicted
+		case st.entries[r.Path] == nil:
+			kind = store.EventCreated
+		}
+		st.setEntry(r.Path, r)
+		return &store.Event{Kind: kind, Path: r.Path, Revision: seq, Entry: r.entry()}, "", nil
+	case 'b':
+		sum := key[2:]
+		if del {
+			st.setBlob(sum, nil)
+			return nil, "", nil
+		}
+		b, err := decode[blobRecord](key, data)
+		if err != nil {
+			return nil, "", err
+		}
+		old := st.blobs[sum]
+		st.setBlob(sum, b)
+		if old == nil || b.Refs > old.Refs {
+			return nil, sum, nil
+		}
+		return nil, "", nil
+	case 'g':
+		if del {
+			delete(st.gcs, key)
+			return nil, "", nil
+		}
+		g, err := decode[gcRecord](key, data)
+		if err != nil {
+			return nil, "", err
+		}
+		st.gcs[key] = g
+	case 'u':
+		if del {
+			st.setUpload(key, nil)
+			return nil, "", nil
+		}
+		u, err := decode[uploadRecord](key, data)
+		if err != nil {
+			return nil, "", err
+		}
+		st.setUpload(key, u)
+	case 'm':
+		if key != keyCounters || del {
+			return nil, "", nil
+		}
+		c, err := decode[counters](key, data)
+		if err != nil {
+			return nil, "", err
+		}
+		st.counters = *c
+	default:
+		return nil, "", fmt.Errorf("unknown key %q", key)
+	}
+	return nil, "", nil
+}
+
+// waitFor waits until the view has applied sequence seq.
+func (v *view) waitFor(ctx context.Context, seq uint64) error {
+	return v.waitUntil(ctx, func(rev uint64) bool { return rev >= seq })
+}
+
+// waitAfter waits until the view has applied something after seq.
+func (v *view) waitAfter(ctx context.Context, seq uint64) error {
+	return v.waitUntil(ctx, func(rev uint64) bool { return rev > seq })
+}
+
+// applyTimeout bounds how long a host waits to see a change the servers
+// already acknowledged.
+const applyTimeout = 30 * time.Second
+
+func (v *view) waitUntil(ctx context.Context, done func(uint64) bool) error {
+	timer := time.NewTimer(applyTimeout)
+	defer timer.Stop()
+	for {
+		wake, closed := v.hub.waiter()
+		v.mu.RLock()
+		rev, err := v.st.rev, v.applyErr
+		v.mu.RUnlock()
+		if err != nil {
+			return err
+		}
+		if done(rev) {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-closed:
+			return store.ErrClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return fmt.Errorf("this host has not seen the tree bucket move past revision %d within %v", rev, applyTimeout)
+		}
+	}
+}

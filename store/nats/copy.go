@@ -119,6 +119,9 @@ func (t *txn) transfer(tr transfer) (store.CopyResult, *record, string, error) {
 			return store.CopyResult{}, nil, np, err
 		}
 	}
+	// The copied directories keep their times, as with cp -a and mv: only
+	// the directories the tree was placed in or taken from change.
+	t.untouchWithin(tr.to)
 	if !tr.move {
 		return res, top, "", nil
 	}

@@ -80,15 +80,14 @@ func (t *txn) declare(d store.Declaration, req store.DeclareRequest, res *store.
 	}
 	mode := d.Mode & fs.ModePerm
 	if r == nil {
-		next := &record{Path: d.Path, Kind: d.Kind, Mode: mode, Created: t.now, Updated: t.now, Writer: req.Writer, Source: req.Source}
+		next := &record{Path: d.Path, Kind: d.Kind, Mode: mode, MTime: t.now, Created: t.now, Updated: t.now, Writer: req.Writer, Source: req.Source}
+		if !d.MTime.IsZero() {
+			next.MTime = utc(d.MTime)
+		}
 		if d.Kind == store.KindDir {
 			next.Explicit = true
 		} else {
 			next.Size = max(d.Size, 0)
-			next.MTime = t.now
-			if !d.MTime.IsZero() {
-				next.MTime = utc(d.MTime)
-			}
 		}
 		res.Created++
 		return t.put(store.EventCreated, next)

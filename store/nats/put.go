@@ -22,22 +22,12 @@ import (
 // Limits, eviction and conditions behave as in store.Store; eviction
 // picks the content least recently used as seen by this host.
 func (s *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult, error) {
-	if err := checkPath("put", req.Path); err != nil {
+	sum, err := s.checkPut(req)
+	if err != nil {
 		return store.PutResult{}, err
 	}
-	if req.Path == depotpath.Root {
-		return store.PutResult{}, pathErr("put", req.Path, fmt.Errorf("%w: the root is a directory", store.ErrConflict))
-	}
-	if err := s.checkSize(int64(len(req.Data))); err != nil {
-		return store.PutResult{}, pathErr("put", req.Path, err)
-	}
-	h := sha256.Sum256(req.Data)
-	sum := hex.EncodeToString(h[:])
-	if req.SHA256 != "" && req.SHA256 != sum {
-		return store.PutResult{}, pathErr("put", req.Path, fmt.Errorf("%w: declared %s, content has %s", store.ErrHashMismatch, req.SHA256, sum))
-	}
 	var res *putOutcome
-	err := s.update(ctx, func(t *txn) error {
+	err = s.update(ctx, func(t *txn) error {
 		var err error
 		res, err = t.putFile(req, sum, int64(len(req.Data)))
 		return err
@@ -267,4 +257,65 @@ func (t *txn) evict(sum string, ev *store.Evictions) error {
 	}
 	ev.Bytes += b.Size
 	return nil
+}
+
+// PutBatch stores several whole files in one atomic batch (see
+// store.Store.PutBatch): the content chunks first, then every entry
+// together. It is safe for concurrent use.
+func (s *Store) PutBatch(ctx context.Context, reqs []store.PutRequest) ([]store.PutResult, error) {
+	if len(reqs) == 0 {
+		return nil, s.check(ctx)
+	}
+	sums := make([]string, len(reqs))
+	data := map[string][]byte{}
+	for i, req := range reqs {
+		sum, err := s.checkPut(req)
+		if err != nil {
+			return nil, &store.BatchError{Index: i, Path: req.Path, Err: err}
+		}
+		sums[i] = sum
+		data[sum] = req.Data
+	}
+	outs := make([]*putOutcome, len(reqs))
+	failed := 0
+	err := s.update(ctx, func(t *txn) error {
+		for i, req := range reqs {
+			var err error
+			if outs[i], err = t.putFile(req, sums[i], int64(len(req.Data))); err != nil {
+				failed = i
+				return err
+			}
+		}
+		return nil
+	}, func(ctx context.Context, sum string) (string, error) {
+		return s.writeBlob(ctx, sum, data[sum])
+	})
+	if err != nil {
+		return nil, &store.BatchError{Index: failed, Path: reqs[failed].Path, Err: pathErr("put", reqs[failed].Path, err)}
+	}
+	res := make([]store.PutResult, len(reqs))
+	for i, o := range outs {
+		res[i] = o.result()
+	}
+	return res, nil
+}
+
+// checkPut validates a whole-file write without the store and returns the
+// content's hash.
+func (s *Store) checkPut(req store.PutRequest) (string, error) {
+	if err := checkPath("put", req.Path); err != nil {
+		return "", err
+	}
+	if req.Path == depotpath.Root {
+		return "", pathErr("put", req.Path, fmt.Errorf("%w: the root is a directory", store.ErrConflict))
+	}
+	if err := s.checkSize(int64(len(req.Data))); err != nil {
+		return "", pathErr("put", req.Path, err)
+	}
+	h := sha256.Sum256(req.Data)
+	sum := hex.EncodeToString(h[:])
+	if req.SHA256 != "" && req.SHA256 != sum {
+		return "", pathErr("put", req.Path, fmt.Errorf("%w: declared %s, content has %s", store.ErrHashMismatch, req.SHA256, sum))
+	}
+	return sum, nil
 }

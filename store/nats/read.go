@@ -27,11 +27,13 @@ func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
 	if err := s.check(ctx); err != nil {
 		return store.Entry{}, pathErr("stat", path, err)
 	}
-	if path == depotpath.Root {
-		return rootEntry(), nil
-	}
 	s.view.mu.RLock()
 	defer s.view.mu.RUnlock()
+	if path == depotpath.Root {
+		e := rootEntry()
+		e.MTime, e.Updated = s.view.st.rootTime, s.view.st.rootTime
+		return e, nil
+	}
 	r := s.view.st.entries[path]
 	if r == nil {
 		return store.Entry{}, pathErr("stat", path, store.ErrNotExist)

@@ -18,13 +18,20 @@ import (
 //	g.<content sha256>.<gen>     chunks of a dropped blob awaiting deletion (gcRecord)
 //	u.<sha256 of the upload id>  a chunked upload (uploadRecord)
 //	m.counters                   the store-wide cumulative counters
+//	m.root                       the root directory's times
 //
 // Paths and upload ids are hashed because a KV key is a NATS subject token
 // sequence: it allows neither every character of a depot path nor 4096
 // bytes of it.
 const (
 	keyCounters = "m.counters"
+	keyRoot     = "m.root" // the root's times (rootRecord)
 )
+
+// rootRecord holds the root's mtime: the root has no entry record.
+type rootRecord struct {
+	MTime time.Time `json:"mt"`
+}
 
 func hashHex(s string) string {
 	h := sha256.Sum256([]byte(s))
@@ -66,7 +73,11 @@ type record struct {
 	Present  bool        `json:"pr,omitzero"`
 	Explicit bool        `json:"ex,omitzero"`
 
+	// Revision is the KV revision of the message that wrote the record,
+	// except for a directory whose times alone moved (hdrTouch): it keeps
+	// the revision it had, stored in Rev.
 	Revision uint64 `json:"-"`
+	Rev      uint64 `json:"r,omitzero"`
 }
 
 func (r *record) entry() store.Entry {

@@ -23,6 +23,7 @@ type state struct {
 	gcs      map[string]*gcRecord       // gc key → record
 	uploads  map[string]*uploadRecord   // upload key → upload
 	counters counters
+	rootTime time.Time
 
 	files, placeholders, dirs int64
 	logical, stored, nblobs   int64

@@ -43,6 +43,28 @@ type txn struct {
 	uploaded map[string]string // content this call uploaded: sha256 → gen
 	used     map[string]bool   // uploaded content the transaction references
 	touched  []string          // content used by the transaction (LRU)
+	dirs     map[string]bool   // directories whose times move (see touchDir)
+}
+
+// touchDir notes that an entry appeared in or disappeared from the
+// directory holding p: when the transaction ends, that directory's mtime
+// and ctime move to the transaction's time, keeping its revision and
+// without an event (the child's event says the listing changed).
+func (t *txn) touchDir(p string) {
+	dir, _ := depotpath.Split(p)
+	if t.dirs == nil {
+		t.dirs = make(map[string]bool)
+	}
+	t.dirs[dir] = true
+}
+
+// untouchWithin forgets the touches of dir and the directories below it.
+func (t *txn) untouchWithin(dir string) {
+	for d := range t.dirs {
+		if depotpath.Within(d, dir) {
+			delete(t.dirs, d)
+		}
+	}
 }
 
 // needContent asks the caller of update to upload a blob's chunks, then
@@ -118,6 +140,9 @@ func (t *txn) put(kind store.EventKind, r *record) error {
 	}
 	t.entries[r.Path] = r
 	t.mark(r.Path)
+	if kind == store.EventCreated {
+		t.touchDir(r.Path)
+	}
 	if kind == store.EventEvicted {
 		t.evicted[r.Path] = true
 	} else {
@@ -138,6 +163,7 @@ func (t *txn) remove(r *record) error {
 	}
 	t.entries[r.Path] = nil
 	t.mark(r.Path)
+	t.touchDir(r.Path)
 	delete(t.evicted, r.Path)
 	return nil
 }
@@ -251,7 +277,7 @@ func (t *txn) parents(p string) error {
 		}
 		r := t.get(dir)
 		if r == nil {
-			if err := t.put(store.EventCreated, &record{Path: dir, Kind: store.KindDir, Created: t.now, Updated: t.now}); err != nil {
+			if err := t.put(store.EventCreated, &record{Path: dir, Kind: store.KindDir, MTime: t.now, Created: t.now, Updated: t.now}); err != nil {
 				return err
 			}
 			continue
@@ -387,6 +413,8 @@ const (
 	hdrCommit = "Depot-Commit"
 	// hdrEvicted marks an entry change that is an eviction.
 	hdrEvicted = "Depot-Evicted"
+	// hdrTouch marks a directory record whose times alone moved.
+	hdrTouch = "Depot-Touch"
 	// kvOperation is the KV header for deletions.
 	kvOperation = "KV-Operation"
 )
@@ -454,6 +482,30 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 		if err := add(k, nil); err != nil {
 			return nil, err
 		}
+	}
+	for _, dir := range slices.Sorted(maps.Keys(t.dirs)) {
+		if dir == depotpath.Root {
+			if !t.st.rootTime.Equal(t.now) {
+				if err := add(keyRoot, rootRecord{MTime: t.now}); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		r := t.get(dir)
+		if r == nil || r.Kind != store.KindDir || (r.MTime.Equal(t.now) && r.Updated.Equal(t.now)) {
+			continue
+		}
+		if _, written := t.entries[dir]; written {
+			r.MTime, r.Updated = t.now, t.now
+			continue
+		}
+		next := *r
+		next.MTime, next.Updated, next.Rev = t.now, t.now, r.Revision
+		if err := add(entryKey(dir), &next); err != nil {
+			return nil, err
+		}
+		msgs[len(msgs)-1].Header.Set(hdrTouch, "1")
 	}
 	if t.c != t.st.counters {
 		if err := add(keyCounters, t.c); err != nil {

@@ -79,7 +79,7 @@ func (v *view) apply(msgs []jetstream.Msg, rev uint64) {
 		seq := meta.Sequence.Stream
 		key := keyOf(m.Subject())
 		del := m.Headers().Get(kvOperation) != ""
-		ev, sum, err := st.applyOne(key, m.Data(), del, seq, m.Headers().Get(hdrEvicted) != "")
+		ev, sum, err := st.applyOne(key, m.Data(), del, seq, m.Headers().Get(hdrEvicted) != "", m.Headers().Get(hdrTouch) != "")
 		if err != nil {
 			if v.applyErr == nil {
 				v.applyErr = fmt.Errorf("applying %s at %d: %w", key, seq, err)
@@ -124,7 +124,7 @@ func keyOf(subject string) string {
 
 // applyOne applies one message: it returns the event for an entry change
 // and the content a blob write used.
-func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted bool) (*store.Event, string, error) {
+func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted, touch bool) (*store.Event, string, error) {
 	if len(key) < 2 {
 		return nil, "", fmt.Errorf("unknown key %q", key)
 	}
@@ -144,6 +144,12 @@ func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted
 		r, err := decode[record](key, data)
 		if err != nil {
 			return nil, "", err
+		}
+		if touch {
+			// Only a directory's times moved: no revision, no event.
+			r.Revision = r.Rev
+			st.setEntry(r.Path, r)
+			return nil, "", nil
 		}
 		r.Revision = seq
 		st.entryRev = seq
@@ -193,6 +199,14 @@ func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted
 		}
 		st.setUpload(key, u)
 	case 'm':
+		if key == keyRoot && !del {
+			r, err := decode[rootRecord](key, data)
+			if err != nil {
+				return nil, "", err
+			}
+			st.rootTime = r.MTime
+			return nil, "", nil
+		}
 		if key != keyCounters || del {
 			return nil, "", nil
 		}

@@ -159,6 +159,8 @@ type fsError struct {
 	Details struct {
 		Path      string `json:"path"`
 		Operation string `json:"operation"`
+		Limit     int64  `json:"limit"`
+		Size      int64  `json:"size"`
 	} `json:"details"`
 }
 

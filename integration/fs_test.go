@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -344,4 +345,52 @@ func pushSearchTree(t testing.TB, fc fsClient, dir string, n int) []string {
 		}
 	}
 	return want
+}
+
+// TestFSRefusalsThroughBinary: through the real binary, an fs write over
+// --max-file-size answers invalid_parameters with the limit in the
+// details and changes nothing in the mount, and a delete of a non-empty
+// directory without recursive is refused as invalid_parameters; neither is
+// logged at ERROR nor audited as a system failure.
+func TestFSRefusalsThroughBinary(t *testing.T) {
+	t.Parallel()
+	const limit = 4096
+	auditLog := filepath.Join(t.TempDir(), "audit.log")
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{
+		"--tools", "fs", "--max-file-size", fmt.Sprint(limit), "--audit-log", auditLog}})
+	fc := fsClient{d.client}
+	must(t, "write", fc.call("write", map[string]any{"path": "dir/small.txt", "content": "small", "make_dirs": true}, nil))
+	before := snapshot(t, d.mount)
+
+	var fe *fsError
+	err := fc.call("write", map[string]any{"path": "dir/big.bin", "content": strings.Repeat("x", limit+1)}, nil)
+	if !errors.As(err, &fe) || fe.Code != "invalid_parameters" || fe.Details.Limit != limit || fe.Details.Size != limit+1 {
+		t.Errorf("write over the limit: %v (%+v), want invalid_parameters with limit %d", err, fe, limit)
+	}
+	err = fc.call("delete", map[string]any{"path": "dir"}, nil)
+	if !errors.As(err, &fe) || fe.Code != "invalid_parameters" || !strings.Contains(fe.Message, "recursive") {
+		t.Errorf("delete of a non-empty directory: %v, want invalid_parameters", err)
+	}
+	if diff := diffSnapshots(before, snapshot(t, d.mount)); diff != "" {
+		t.Errorf("refused calls changed the mount:\n%s", diff)
+	}
+
+	if logs := d.logs.String(); strings.Contains(logs, "level=ERROR") || strings.Contains(logs, `"level":"ERROR"`) {
+		t.Errorf("a refused call is logged as an error:\n%s", logs)
+	}
+	raw, err := os.ReadFile(auditLog)
+	must(t, "read the audit log", err)
+	outcomes := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var r struct {
+			Tool  string `json:"tool"`
+			Error string `json:"error"`
+		}
+		if json.Unmarshal([]byte(line), &r) == nil && r.Error != "" {
+			outcomes[r.Tool] = r.Error
+		}
+	}
+	if outcomes["write"] != "limit" || outcomes["delete"] != "conflict" {
+		t.Errorf("audited outcomes %v, want write: limit, delete: conflict", outcomes)
+	}
 }

@@ -8,8 +8,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/depotfs/depotfs/internal/ratelimit"
 	"github.com/depotfs/depotfs/mcpserver"
+	"github.com/depotfs/depotfs/store/bolt"
 )
 
 // fsFailure is the fs contract's error object.
@@ -18,8 +21,11 @@ type fsFailure struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 		Details struct {
-			Path      string `json:"path"`
-			Operation string `json:"operation"`
+			Path       string `json:"path"`
+			Operation  string `json:"operation"`
+			Limit      int64  `json:"limit"`
+			Size       int64  `json:"size"`
+			RetryAfter int    `json:"retry_after"`
 		} `json:"details"`
 	} `json:"error"`
 }
@@ -586,5 +592,78 @@ func TestFSRefused(t *testing.T) {
 				t.Error("a refused call waited for the mount")
 			}
 		})
+	}
+}
+
+// TestFSWriteOverFileLimit: a write over the depot's file size limit is
+// invalid_parameters with the limit in the details, and changes nothing,
+// whether the edge check refuses it (content over Options.MaxFileBytes) or
+// the store does (an append that makes the file too large).
+func TestFSWriteOverFileLimit(t *testing.T) {
+	const limit = 16
+	h := startHarness(t, harnessConfig{
+		opts:  &mcpserver.Options{MountPoint: testMount, Tools: []mcpserver.Profile{mcpserver.ProfileFS}, MaxFileBytes: limit},
+		store: &bolt.Options{MaxFileBytes: limit},
+	})
+	h.seed("/f.txt", []byte("0123456789"))
+	before := h.depotState()
+	f := h.fsFail("write", m{"path": "big.txt", "content": strings.Repeat("x", limit+1)}, "invalid_parameters")
+	if f.Error.Details.Limit != limit || f.Error.Details.Size != limit+1 || f.Error.Details.Path != "big.txt" ||
+		!strings.Contains(f.Error.Message, "file size limit of 16 bytes") {
+		t.Errorf("edge refusal %+v", f.Error)
+	}
+	f = h.fsFail("write", m{"path": "f.txt", "content": "0123456789", "mode": "append"}, "invalid_parameters")
+	if f.Error.Details.Limit != limit || !strings.Contains(f.Error.Message, "size limits") {
+		t.Errorf("store refusal %+v", f.Error)
+	}
+	h.mustBeUnchanged("writes over the file size limit", before)
+	if strings.Contains(h.logs.String(), `"level":"ERROR"`) {
+		t.Errorf("a refused write is logged as an error:\n%s", h.logs)
+	}
+}
+
+// TestFSDeleteNotEmpty: deleting a directory with entries without recursive
+// is invalid_parameters, logged as a warning and audited as a conflict,
+// never as a system failure.
+func TestFSDeleteNotEmpty(t *testing.T) {
+	rec := &lastRecord{}
+	h := fsHarness(t, &mcpserver.Options{MountPoint: testMount, Audit: rec})
+	before := h.depotState()
+	h.fsFail("delete", m{"path": "docs"}, "invalid_parameters")
+	h.mustBeUnchanged("delete of a non-empty directory", before)
+	if _, r := rec.get(); r.Tool != "delete" || r.Error != "conflict" {
+		t.Errorf("audit record %+v, want error conflict", r)
+	}
+	if logs := h.logs.String(); strings.Contains(logs, `"level":"ERROR"`) || !strings.Contains(logs, `"outcome":"conflict"`) {
+		t.Errorf("log of the refused delete:\n%s", logs)
+	}
+}
+
+// TestRateLimitedEveryContract: a call over the caller's rate limit maps
+// explicitly in every contract, with the retry hint: rate_limited with
+// retry_after (guide), PermissionError (provider), permission_denied with
+// details.retry_after (fs).
+func TestRateLimitedEveryContract(t *testing.T) {
+	clock := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+	h := newHarness(t, &mcpserver.Options{
+		MountPoint: testMount, Tools: mcpserver.Profiles(), Now: clock,
+		Rate: ratelimit.Limits{Calls: 0.5, CallBurst: 1, Bytes: -1},
+	})
+	h.fsOK("list", m{"path": "."}, nil)
+	env := h.fail("guide_cache_stats", m{}, "rate_limited")
+	if !strings.Contains(env.Error.Instruction, "Wait 2 second(s)") {
+		t.Errorf("guide: %+v", env.Error)
+	}
+	r := h.callRaw("read_file", m{"file_path": "/x"})
+	var pe struct {
+		Error     string `json:"error"`
+		ErrorType string `json:"error_type"`
+	}
+	if err := json.Unmarshal(r.structured, &pe); err != nil || !r.isError || pe.ErrorType != "PermissionError" || !strings.Contains(pe.Error, "retry after 2 seconds") {
+		t.Errorf("provider: %s (%v)", r.text, err)
+	}
+	f := h.fsFail("list", m{"path": "."}, "permission_denied")
+	if f.Error.Details.RetryAfter != 2 || !strings.Contains(f.Error.Message, "retry after 2 seconds") {
+		t.Errorf("fs: %+v", f.Error)
 	}
 }

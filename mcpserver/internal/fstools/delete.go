@@ -132,7 +132,7 @@ func (s *tools) fsCopy(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 			return tool.Reply{}, fsStoreError(err, a.from)
 		}
 		if e.IsDir() {
-			return tool.Reply{}, &fsError{fsInvalid, "The source is a directory; set recursive to copy it with everything in it: " + relPath(a.from), a.from, args.ErrInvalid}
+			return tool.Reply{}, &fsError{code: fsInvalid, msg: "The source is a directory; set recursive to copy it with everything in it: " + relPath(a.from), path: a.from, err: args.ErrInvalid}
 		}
 	}
 	ctx, cancel := s.opts.CommitContext(ctx)
@@ -182,11 +182,11 @@ func (s *tools) transferError(err error, a fsTransferArgs) error {
 	}
 	switch {
 	case errors.Is(err, store.ErrExist) && p == a.to:
-		return &fsError{fsExists, "The destination already exists and overwrite is not enabled (a directory is never replaced): " + relPath(a.to), a.to, err}
+		return &fsError{code: fsExists, msg: "The destination already exists and overwrite is not enabled (a directory is never replaced): " + relPath(a.to), path: a.to, err: err}
 	case errors.Is(err, store.ErrConflict) && p == a.to:
-		return &fsError{fsExists, "The destination is a directory, or lies below a file: " + relPath(a.to), a.to, err}
+		return &fsError{code: fsExists, msg: "The destination is a directory, or lies below a file: " + relPath(a.to), path: a.to, err: err}
 	case errors.Is(err, fs.ErrInvalid):
-		return &fsError{fsInvalid, "The destination lies inside the source, or is the source: " + relPath(a.to), a.to, args.ErrInvalid}
+		return &fsError{code: fsInvalid, msg: "The destination lies inside the source, or is the source: " + relPath(a.to), path: a.to, err: args.ErrInvalid}
 	}
 	return fsStoreError(err, p)
 }

@@ -2,6 +2,7 @@ package fstools
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
@@ -23,67 +24,101 @@ const (
 
 // fsError is a failure an fs tool words itself. path is the depot path it
 // concerns ("" for the call's path), err the sentinel that classifies it
-// for the log.
+// for the log, details further fields of the error's details (a limit, a
+// retry hint).
 type fsError struct {
-	code string
-	msg  string
-	path string
-	err  error
+	code    string
+	msg     string
+	path    string
+	err     error
+	details map[string]any
 }
 
 func (e *fsError) Error() string { return e.msg }
 func (e *fsError) Unwrap() error { return e.err }
 
-// fsFailure returns the code, message and relative path of a failed call.
-func fsFailure(err error) (code, msg, path string) {
+// fsFailure returns the code, message, relative path and further details
+// of a failed call.
+func fsFailure(err error) (code, msg, path string, details map[string]any) {
 	var fe *fsError
 	if errors.As(err, &fe) {
 		if fe.path != "" {
 			path = relPath(fe.path)
 		}
-		return fe.code, fe.msg, path
+		return fe.code, fe.msg, path, fe.details
+	}
+	var rate *tool.RateError
+	if errors.As(err, &rate) {
+		// The contract has no code for a refusal to be retried later; the
+		// caller is refused, as for a permission, with the wait.
+		return fsPermission, fmt.Sprintf("Rate limited: retry after %d seconds (%s)", rate.Retry, rate.Error()), "", map[string]any{"retry_after": rate.Retry}
 	}
 	f := tool.Classify(err)
 	switch {
 	case errors.Is(err, depotpath.ErrEscapes):
-		return fsPathInvalid, "Path is outside of the allowed root directory: " + f.Message, ""
+		return fsPathInvalid, "Path is outside of the allowed root directory: " + f.Message, "", nil
 	case errors.Is(err, depotpath.ErrInvalid):
-		return fsPathInvalid, "Invalid path: " + f.Message, ""
+		return fsPathInvalid, "Invalid path: " + f.Message, "", nil
 	case errors.Is(err, fs.ErrPermission):
-		return fsPermission, "Permission denied to access the specified path: " + err.Error(), ""
+		return fsPermission, "Permission denied to access the specified path: " + err.Error(), "", nil
 	case args.IsError(err), errors.Is(err, args.ErrInvalid), errors.Is(err, args.ErrLimit):
-		return fsInvalid, f.Message, ""
-	case errors.Is(err, store.ErrNotExist), errors.Is(err, store.ErrNotPresent):
-		return fsNotFound, "The specified path does not exist", ""
-	case errors.Is(err, store.ErrExist):
-		return fsExists, "The path already exists", ""
+		return fsInvalid, f.Message, "", nil
 	}
-	return fsInternal, f.Message, ""
+	var se *tool.StoreError
+	if errors.As(err, &se) {
+		if errors.As(fsStoreError(se.Err, se.Path), &fe) {
+			return fe.code, fe.msg, relPath(fe.path), fe.details
+		}
+	}
+	return fsInternal, f.Message, "", nil
+}
+
+// storeCodes is the contract's code for every error value of package
+// store, with the message's format (%s: the path, relative). The contract
+// has no code for a failure of depotfs itself: internal_error.
+// TestStoreErrorsMapped (mcpserver/internal/errmaps) fails when a store
+// error is missing.
+var storeCodes = []struct {
+	err  error
+	code string
+	msg  string
+}{
+	{store.ErrNotExist, fsNotFound, "The specified path does not exist: %s"},
+	{store.ErrNotPresent, fsNotFound, "The file's content has not arrived yet (it was listed, never pushed): %s"},
+	{store.ErrExist, fsExists, "The path already exists and overwrite is not enabled: %s"},
+	{store.ErrIsDir, fsInvalid, "The path is a directory: %s"},
+	{store.ErrNotDir, fsInvalid, "The path is not a directory: %s"},
+	{store.ErrConflict, fsInvalid, "A path is either a file or a directory, never both: %s or one of its parents is a file where a directory is needed, or the reverse"},
+	{store.ErrNotEmpty, fsInvalid, "The directory is not empty; set recursive to delete it with everything in it: %s"},
+	{store.ErrLimit, fsInvalid, "The file does not fit the depot's size limits, so nothing was stored: %s"},
+	{store.ErrHashMismatch, fsInvalid, "The content does not match its hash, so nothing was stored: %s"},
+	{store.ErrUpload, fsInvalid, "The content does not fit its upload, so nothing was stored: %s"},
+	{store.ErrRevision, fsInternal, "The path changed while the call ran; call again: %s"},
+	{store.ErrClosed, fsInternal, "depotfs is shutting down; call again once it is back: %s"},
+}
+
+// StoreErrorCode returns the contract's error code for err, one of the
+// error values of package store, and false when it has no explicit
+// mapping.
+func StoreErrorCode(err error) (string, bool) {
+	for _, m := range storeCodes {
+		if errors.Is(err, m.err) {
+			return m.code, true
+		}
+	}
+	return fsInternal, false
 }
 
 // fsStoreError turns an error of the store about depot path p into the
 // contract's terms.
 func fsStoreError(err error, p string) error {
-	rel := relPath(p)
-	switch {
-	case errors.Is(err, args.ErrLimit), errors.Is(err, args.ErrInvalid):
+	if errors.Is(err, args.ErrLimit) || errors.Is(err, args.ErrInvalid) {
 		return err // already worded for the agent
-	case errors.Is(err, store.ErrNotExist):
-		return &fsError{fsNotFound, "The specified path does not exist: " + rel, p, err}
-	case errors.Is(err, store.ErrNotPresent):
-		return &fsError{fsNotFound, "The file's content has not arrived yet (it was listed, never pushed): " + rel, p, err}
-	case errors.Is(err, store.ErrExist):
-		return &fsError{fsExists, "The path already exists and overwrite is not enabled: " + rel, p, err}
-	case errors.Is(err, store.ErrIsDir):
-		return &fsError{fsInvalid, "The path is a directory: " + rel, p, err}
-	case errors.Is(err, store.ErrNotDir):
-		return &fsError{fsInvalid, "The path is not a directory: " + rel, p, err}
-	case errors.Is(err, store.ErrConflict):
-		return &fsError{fsInvalid, "A path is either a file or a directory, never both: " + rel + " or one of its parents is a file where a directory is needed, or the reverse", p, err}
-	case errors.Is(err, store.ErrNotEmpty):
-		return &fsError{fsInvalid, "The directory is not empty; set recursive to delete it with everything in it: " + rel, p, err}
-	case errors.Is(err, store.ErrRevision):
-		return &fsError{fsInternal, "The path changed while the call ran; call again: " + rel, p, err}
+	}
+	for _, m := range storeCodes {
+		if errors.Is(err, m.err) {
+			return &fsError{code: m.code, msg: fmt.Sprintf(m.msg, relPath(p)), path: p, err: err}
+		}
 	}
 	var se *tool.StoreError
 	if errors.As(err, &se) {

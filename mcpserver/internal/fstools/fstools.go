@@ -84,20 +84,23 @@ func (fsShape) Success(_ *tool.Call, out tool.Reply) (*mcp.CallToolResult, error
 
 // Failure renders err as the contract's error object (errmap.go).
 func (fsShape) Failure(c *tool.Call, err error) *mcp.CallToolResult {
-	code, msg, path := fsFailure(err)
+	code, msg, path, extra := fsFailure(err)
 	if path == "" && c.Path != "" {
 		path = relPath(c.Path)
 	}
-	type details struct {
-		Path      string `json:"path,omitempty"`
-		Operation string `json:"operation"`
+	details := map[string]any{"operation": c.Name()}
+	if path != "" {
+		details["path"] = path
+	}
+	for k, v := range extra {
+		details[k] = v
 	}
 	type failure struct {
-		Code    string  `json:"code"`
-		Message string  `json:"message"`
-		Details details `json:"details"`
+		Code    string         `json:"code"`
+		Message string         `json:"message"`
+		Details map[string]any `json:"details"`
 	}
-	raw, _ := json.Marshal(map[string]failure{"error": {code, msg, details{path, c.Name()}}})
+	raw, _ := json.Marshal(map[string]failure{"error": {code, msg, details}})
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.NewTextContent(string(raw))},
 		StructuredContent: json.RawMessage(raw),

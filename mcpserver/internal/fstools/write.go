@@ -76,6 +76,9 @@ func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 	}
 	c.Size, c.SHA256 = int64(len(a.data)), contentSum(a.data)
 	c.Attrs = append(c.Attrs, slog.String("mode", a.mode))
+	if err := s.fileSize(a.path, c.Size); err != nil {
+		return tool.Reply{}, err
+	}
 	if !a.makeDirs {
 		if err := s.parentExists(ctx, c, a.path); err != nil {
 			return tool.Reply{}, err
@@ -107,7 +110,7 @@ func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 		res, err = s.appendFile(ctx, c, req)
 	}
 	if err != nil {
-		return tool.Reply{}, fsStoreError(err, a.path)
+		return tool.Reply{}, s.limitDetails(ctx, c, fsStoreError(err, a.path))
 	}
 	c.Status = res.Status.String()
 	c.SHA256 = res.Entry.SHA256
@@ -123,6 +126,36 @@ func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 	}}, nil
 }
 
+// fileSize refuses content over the depot's file size limit at the edge,
+// before the store sees it, as the guide tools do: invalid_parameters with
+// the limit in the details, and nothing changes.
+func (s *tools) fileSize(p string, size int64) error {
+	if limit := s.opts.MaxFileBytes; limit > 0 && size > limit {
+		return &fsError{
+			code: fsInvalid, path: p, err: store.ErrLimit,
+			msg:     fmt.Sprintf("The content of %d bytes exceeds the depot's file size limit of %d bytes, so nothing was stored: %s", size, limit, relPath(p)),
+			details: map[string]any{"limit": limit, "size": size},
+		}
+	}
+	return nil
+}
+
+// limitDetails adds the depot's limits to the details of a write the
+// store refused as too large (an append over the file size limit, a store
+// whose other content is pinned).
+func (s *tools) limitDetails(ctx context.Context, c *tool.Call, err error) error {
+	var fe *fsError
+	if !errors.Is(err, store.ErrLimit) || !errors.As(err, &fe) {
+		return err
+	}
+	st, serr := c.Store().Stats(ctx)
+	if serr != nil {
+		return err
+	}
+	fe.details = map[string]any{"limit": st.MaxFileBytes, "store_limit": st.MaxStoreBytes}
+	return err
+}
+
 // parentExists fails with not_found unless the parent directory of p
 // exists (without make_dirs, write creates no directory).
 func (s *tools) parentExists(ctx context.Context, c *tool.Call, p string) error {
@@ -130,7 +163,7 @@ func (s *tools) parentExists(ctx context.Context, c *tool.Call, p string) error 
 	e, err := c.Store().Stat(ctx, dir)
 	switch {
 	case errors.Is(err, store.ErrNotExist):
-		return &fsError{fsNotFound, fmt.Sprintf("The parent directory %s does not exist; set make_dirs to create it", relPath(dir)), dir, err}
+		return &fsError{code: fsNotFound, msg: fmt.Sprintf("The parent directory %s does not exist; set make_dirs to create it", relPath(dir)), path: dir, err: err}
 	case err != nil:
 		return fsStoreError(err, dir)
 	case !e.IsDir():
@@ -259,7 +292,7 @@ func (s *tools) fsMkdir(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 	case err == nil && e.IsDir():
 		return tool.Reply{Data: fsMkdirReply{Success: true, Path: relPath(p)}}, nil
 	case err == nil:
-		return tool.Reply{}, &fsError{fsExists, "A file already exists at " + relPath(p), p, store.ErrExist}
+		return tool.Reply{}, &fsError{code: fsExists, msg: "A file already exists at " + relPath(p), path: p, err: store.ErrExist}
 	case !errors.Is(err, store.ErrNotExist):
 		return tool.Reply{}, fsStoreError(err, p)
 	}

@@ -41,9 +41,9 @@ func providerFailure(err error) (typ, msg string) {
 	case errors.As(err, &pe):
 		return pe.typ, pe.msg
 	case errors.As(err, &rate):
-		// The contract has no type for a refusal to be retried: the
-		// generic one, with the wait in its message.
-		return providerFailed, fmt.Sprintf("Rate limited: %s. Retry after %d seconds.", rate.Error(), rate.Retry)
+		// The contract has no type for a refusal to be retried later; the
+		// caller is refused, as for a permission, with the wait.
+		return providerPermission, fmt.Sprintf("Rate limited: retry after %d seconds (%s)", rate.Retry, rate.Error())
 	case errors.Is(err, depotpath.ErrEscapes) && errors.As(err, &de):
 		return providerPermission, fmt.Sprintf("Permission denied: %q leaves the depot", de.Path)
 	case errors.Is(err, fs.ErrPermission):
@@ -52,10 +52,51 @@ func providerFailure(err error) (typ, msg string) {
 		return providerFailed, "Invalid arguments: " + strings.TrimPrefix(tool.Classify(err).Message, "invalid arguments: ")
 	case errors.Is(err, args.ErrLimit):
 		return providerTooLarge, tool.Classify(err).Message
-	case errors.Is(err, store.ErrNotExist):
-		return providerNotFound, "Not found: " + tool.Classify(err).Message
+	}
+	if typ, ok := StoreErrorType(err); ok {
+		switch typ {
+		case providerNotFound:
+			return typ, "Not found: " + tool.Classify(err).Message
+		case providerTooLarge:
+			return typ, tool.Classify(err).Message
+		}
+		return typ, "Unexpected error: " + tool.Classify(err).Message
 	}
 	return providerFailed, "Unexpected error: " + tool.Classify(err).Message
+}
+
+// storeTypes is the contract's error type for every error value of package
+// store. The contract has four types: what is not a missing file or a size
+// limit is a FileProviderError. TestStoreErrorsMapped
+// (mcpserver/internal/errmaps) fails when a store error is missing.
+var storeTypes = []struct {
+	err error
+	typ string
+}{
+	{store.ErrNotExist, providerNotFound},
+	{store.ErrLimit, providerTooLarge},
+	{store.ErrNotPresent, providerFailed},
+	{store.ErrIsDir, providerFailed},
+	{store.ErrNotDir, providerFailed},
+	{store.ErrConflict, providerFailed},
+	{store.ErrNotEmpty, providerFailed},
+	{store.ErrExist, providerFailed},
+	{store.ErrRevision, providerFailed},
+	{store.ErrHashMismatch, providerFailed},
+	{store.ErrUpload, providerFailed},
+	{store.ErrClosed, providerFailed},
+}
+
+// StoreErrorType returns the contract's error_type for err, one of the
+// error values of package store, and false when it has no explicit
+// mapping.
+func StoreErrorType(err error) (string, bool) {
+	for _, m := range storeTypes {
+		if errors.Is(err, m.err) {
+			return m.typ, true
+		}
+	}
+	return providerFailed, false
 }
 
 // Errors of the provider profile, in the contract's words.

@@ -87,39 +87,76 @@ func Classify(err error) Failure {
 	case errors.Is(err, depotpath.ErrEscapes):
 		return failure(ErrorSecurity, msg,
 			"Send a path inside the depot: a path is taken relative to the depot root '/', and '..' may not climb above it (or, in a listing, above the listed directory). Nothing was stored; fix the path and call again.")
-	case errors.Is(err, store.ErrLimit):
-		return failure(ErrorLimit, msg,
-			"The file does not fit the depot's size limits (guide_cache_stats shows them): a file larger than the per-file limit is never accepted, and when everything else stored is pinned nothing can be evicted to make room. Nothing was stored and nothing was evicted. Send a smaller file, or ask the user to raise the limit or unpin files; if the message says uploads in progress hold too much, finish those uploads and send this chunk again.")
 	case errors.Is(err, args.ErrLimit):
 		return failure(ErrorLimit, msg,
 			"Make the call smaller: send a large file with guide_read_file in chunks (upload_id, chunk_index, chunk_count), or split a large listing into one call per directory. Nothing was stored.")
 	case errors.Is(err, args.ErrInvalid), errors.Is(err, depotpath.ErrInvalid):
 		return failure(ErrorValidation, msg,
 			"Fix the arguments named in the message and call again; the tool description lists every argument with its type and format. Nothing was stored.")
-	case errors.Is(err, store.ErrHashMismatch):
-		return failure(ErrorValidation, msg,
-			"Recompute the SHA-256 of the exact bytes you send (after base64 decoding) and call again with the matching sha256 and content; for a chunked upload, send every chunk again. Nothing was stored.")
-	case errors.Is(err, store.ErrUpload):
-		return failure(ErrorValidation, msg,
-			"Send every chunk of one upload with the same upload_id, chunk_count, path and whole-file sha256, and resend a chunk only with identical bytes; to start over, use a new upload_id. This chunk was not stored.")
-	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrIsDir), errors.Is(err, store.ErrNotDir):
-		return failure(ErrorConflict, msg,
-			"A depot path is either a file or a directory, never both: choose a path that does not put a file where a directory is (or below a file). Nothing was stored.")
-	case errors.Is(err, store.ErrExist), errors.Is(err, store.ErrRevision):
-		return failure(ErrorConflict, msg,
-			"Another writer changed this path meanwhile: read the current state and call again. Nothing was stored.")
-	case errors.Is(err, store.ErrNotExist), errors.Is(err, store.ErrNotPresent):
-		return failure(ErrorNotFound, msg,
-			"The entry does not exist (or its content has not arrived): push it first, then call again.")
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	}
+	for _, m := range storeFailures {
+		if errors.Is(err, m.err) {
+			if m.msg != "" {
+				msg = m.msg
+			}
+			return failure(m.typ, msg, m.instruction)
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return failure(ErrorSystem, "the call did not finish in time",
 			"Call again later; the call is safe to repeat. If it keeps timing out, send smaller calls.")
-	case errors.Is(err, store.ErrClosed):
-		return failure(ErrorSystem, "depotfs is shutting down",
-			"Call again once depotfs is back; the call is safe to repeat.")
 	}
 	return failure(ErrorSystem, "depotfs failed internally; the operator's log has the details",
 		"Call again later; the call is safe to repeat. If it keeps failing, tell the user that the depotfs server reports an internal error.")
+}
+
+// Instructions shared by several store errors.
+const (
+	fileOrDir     = "A depot path is either a file or a directory, never both: choose a path that does not put a file where a directory is (or below a file). Nothing was stored."
+	changed       = "Another writer changed this path meanwhile: read the current state and call again. Nothing was stored."
+	notThere      = "The entry does not exist (or its content has not arrived): push it first, then call again."
+	storeLimitFix = "The file does not fit the depot's size limits (guide_cache_stats shows them): a file larger than the per-file limit is never accepted, and when everything else stored is pinned nothing can be evicted to make room. Nothing was stored and nothing was evicted. Send a smaller file, or ask the user to raise the limit or unpin files; if the message says uploads in progress hold too much, finish those uploads and send this chunk again."
+)
+
+// storeFailures is the envelope's failure for every error value of package
+// store, in the order Classify tries them: each one's type, instruction,
+// and a fixed message when the store's own text is not for the agent.
+// TestStoreErrorsMapped (mcpserver/internal/errmaps) fails when a store
+// error is missing here or from another reply contract.
+var storeFailures = []struct {
+	err         error
+	typ         ErrorType
+	msg         string
+	instruction string
+}{
+	{store.ErrLimit, ErrorLimit, "", storeLimitFix},
+	{store.ErrHashMismatch, ErrorValidation, "",
+		"Recompute the SHA-256 of the exact bytes you send (after base64 decoding) and call again with the matching sha256 and content; for a chunked upload, send every chunk again. Nothing was stored."},
+	{store.ErrUpload, ErrorValidation, "",
+		"Send every chunk of one upload with the same upload_id, chunk_count, path and whole-file sha256, and resend a chunk only with identical bytes; to start over, use a new upload_id. This chunk was not stored."},
+	{store.ErrConflict, ErrorConflict, "", fileOrDir},
+	{store.ErrIsDir, ErrorConflict, "", fileOrDir},
+	{store.ErrNotDir, ErrorConflict, "", fileOrDir},
+	{store.ErrNotEmpty, ErrorConflict, "",
+		"The directory still has entries: remove them first, or ask for a recursive removal. Nothing was removed."},
+	{store.ErrExist, ErrorConflict, "", changed},
+	{store.ErrRevision, ErrorConflict, "", changed},
+	{store.ErrNotExist, ErrorNotFound, "", notThere},
+	{store.ErrNotPresent, ErrorNotFound, "", notThere},
+	{store.ErrClosed, ErrorSystem, "depotfs is shutting down",
+		"Call again once depotfs is back; the call is safe to repeat."},
+}
+
+// StoreErrorType returns the envelope's error type for err, one of the
+// error values of package store, and false when it has no explicit
+// mapping (a failure then counts as a system error).
+func StoreErrorType(err error) (ErrorType, bool) {
+	for _, m := range storeFailures {
+		if errors.Is(err, m.err) {
+			return m.typ, true
+		}
+	}
+	return ErrorSystem, false
 }
 
 // storeMessage is the agent-facing text for an error from the store. An
@@ -127,12 +164,11 @@ func Classify(err error) Failure {
 // (the store's errors read "op path: reason"), so its text is useful and
 // safe; anything else may carry host detail and gets a generic text.
 func storeMessage(se *StoreError) string {
-	for _, sentinel := range []error{
-		store.ErrHashMismatch, store.ErrUpload, store.ErrConflict, store.ErrIsDir,
-		store.ErrNotDir, store.ErrExist, store.ErrRevision, store.ErrNotExist,
-		store.ErrNotPresent, store.ErrLimit, depotpath.ErrEscapes, depotpath.ErrInvalid,
-	} {
-		if errors.Is(se.Err, sentinel) {
+	if errors.Is(se.Err, depotpath.ErrEscapes) || errors.Is(se.Err, depotpath.ErrInvalid) {
+		return se.Err.Error()
+	}
+	for _, m := range storeFailures {
+		if errors.Is(se.Err, m.err) {
 			return se.Err.Error()
 		}
 	}

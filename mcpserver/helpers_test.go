@@ -274,6 +274,7 @@ type fileReply struct {
 	Mode      string `json:"mode"`
 	Encoding  string `json:"encoding"`
 	Filename  string `json:"filename"`
+	Pinned    bool   `json:"pinned"`
 	Upload    *struct {
 		UploadID string `json:"upload_id"`
 		Received int    `json:"received"`

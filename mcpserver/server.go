@@ -28,8 +28,14 @@ const (
 	DefaultUploadsDir      = "/uploads"
 	DefaultMaxContentBytes = 16 << 20
 	DefaultMaxChunks       = 65536
-	DefaultMaxListEntries  = 100000
-	DefaultCommitTimeout   = time.Minute
+	// DefaultMaxBatchFiles and DefaultMaxBatchBytes bound one
+	// guide_cache_files call: its entries, and their decoded content in
+	// all (the size of one call's content, so the request fits the default
+	// request limit).
+	DefaultMaxBatchFiles  = 1000
+	DefaultMaxBatchBytes  = DefaultMaxContentBytes
+	DefaultMaxListEntries = 100000
+	DefaultCommitTimeout  = time.Minute
 
 	DefaultResourcePageSize = 100
 	DefaultMaxResourceBytes = 16 << 20
@@ -89,6 +95,13 @@ type Options struct {
 	// MaxChunks limits chunk_count of a chunked upload; default
 	// DefaultMaxChunks.
 	MaxChunks int
+
+	// MaxBatchFiles limits the entries of one guide_cache_files call;
+	// default DefaultMaxBatchFiles.
+	MaxBatchFiles int
+	// MaxBatchBytes limits the decoded content of one guide_cache_files
+	// call, all entries together; default MaxContentBytes.
+	MaxBatchBytes int64
 
 	// MaxListEntries limits the entries of one guide_list_directory call,
 	// counting nested ones, and the entries one listing of the provider and
@@ -203,6 +216,12 @@ func (o *Options) withDefaults() Options {
 	if opts.MaxListEntries <= 0 {
 		opts.MaxListEntries = DefaultMaxListEntries
 	}
+	if opts.MaxBatchFiles <= 0 {
+		opts.MaxBatchFiles = DefaultMaxBatchFiles
+	}
+	if opts.MaxBatchBytes <= 0 {
+		opts.MaxBatchBytes = opts.MaxContentBytes
+	}
 	if opts.Tools == nil {
 		opts.Tools = DefaultProfiles()
 	}
@@ -245,7 +264,7 @@ func (o *Options) withDefaults() Options {
 	if r.ByteBurst <= 0 {
 		r.ByteBurst = DefaultRateByteBurst
 	}
-	r.ByteBurst = max(r.ByteBurst, int(opts.MaxContentBytes))
+	r.ByteBurst = max(r.ByteBurst, int(opts.MaxContentBytes), int(opts.MaxBatchBytes))
 	if opts.UploadTTL == 0 {
 		opts.UploadTTL = DefaultUploadTTL
 	}
@@ -308,6 +327,7 @@ func newServer(st store.Store, opts *Options) *Server {
 		MountPoint: o.MountPoint, Uploads: uploads,
 		MaxContentBytes: o.MaxContentBytes, MaxFileBytes: o.MaxFileBytes, MaxReadBytes: o.MaxReadBytes,
 		MaxChunks: o.MaxChunks, MaxListEntries: o.MaxListEntries,
+		MaxBatchFiles: o.MaxBatchFiles, MaxBatchBytes: o.MaxBatchBytes,
 		UploadTTL: o.UploadTTL, CommitTimeout: o.CommitTimeout, Applied: o.Applied,
 		Log: o.Logger, Now: o.Now,
 	}

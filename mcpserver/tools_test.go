@@ -64,11 +64,12 @@ func TestToolsList(t *testing.T) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	if want := []string{"guide_cache_file", "guide_cache_stats", "guide_list_directory", "guide_pending_requests", "guide_read_file"}; !slices.Equal(names, want) {
+	if want := []string{"guide_cache_file", "guide_cache_files", "guide_cache_stats", "guide_list_directory", "guide_pending_requests", "guide_read_file"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %q, want %q", names, want)
 	}
 	wantRequired := map[string][]string{
 		"guide_cache_file":     {"content"},
+		"guide_cache_files":    {"files"},
 		"guide_list_directory": {"entries", "path"},
 		"guide_read_file":      {"content"},
 	}

@@ -69,6 +69,8 @@ type Limits struct {
 	MaxFileBytes        int64   `json:"max_file_bytes"`
 	MaxContentBytes     int64   `json:"max_content_bytes"`
 	MaxChunks           int     `json:"max_chunks"`
+	MaxBatchFiles       int     `json:"max_batch_files"`
+	MaxBatchBytes       int64   `json:"max_batch_bytes"`
 	FetchTimeoutSeconds float64 `json:"fetch_timeout_seconds"`
 	UploadTTLSeconds    float64 `json:"upload_ttl_seconds"`
 }
@@ -101,6 +103,7 @@ func (s *tools) cacheStats(ctx context.Context, c *tool.Call, raw json.RawMessag
 		Limits: Limits{
 			MaxStoreBytes: st.MaxStoreBytes, MaxFileBytes: st.MaxFileBytes,
 			MaxContentBytes: s.opts.MaxContentBytes, MaxChunks: s.opts.MaxChunks,
+			MaxBatchFiles: s.opts.MaxBatchFiles, MaxBatchBytes: s.opts.MaxBatchBytes,
 		},
 		Revision: rev,
 	}

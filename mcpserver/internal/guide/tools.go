@@ -1,8 +1,9 @@
 // Package guide holds the guide_* tools, one file per tool named after it:
 // the tools that push content into the depot (guide_cache_file,
-// guide_read_file, guide_list_directory), report on it (guide_cache_stats)
-// and show what programs wait for (guide_pending_requests). They reply
-// with the JSON envelope of package tool.
+// guide_cache_files, guide_read_file, guide_list_directory), report on it
+// (guide_cache_stats) and show what programs wait for
+// (guide_pending_requests). They reply with the JSON envelope of package
+// tool.
 package guide
 
 import (
@@ -42,6 +43,8 @@ func Tools(env *tool.Env, p *pending.List) []tool.Tool {
 	s := &tools{opts: env, pending: p}
 	s.docs = tool.NewDocs(docs, "doc", "data", map[string]string{"file": "file.json"}, env,
 		"{{max_ttl}}", strconv.Itoa(maxTTLSeconds),
+		"{{max_batch_files}}", strconv.Itoa(env.MaxBatchFiles),
+		"{{max_batch_bytes}}", strconv.FormatInt(env.MaxBatchBytes, 10),
 		"{{upload_ttl}}", uploadTTLDoc(env),
 		"{{max_wait}}", strconv.Itoa(pending.MaxWaitSeconds),
 		"{{fetch_timeout}}", fetchTimeoutDoc(p),
@@ -49,6 +52,7 @@ func Tools(env *tool.Env, p *pending.List) []tool.Tool {
 	)
 	return s.docs.Tools(
 		s.cacheFileTool(),
+		s.cacheFilesTool(),
 		s.listDirectoryTool(),
 		s.readFileTool(),
 		s.pendingRequestsTool(),

@@ -29,6 +29,10 @@ type Env struct {
 	MaxChunks int
 	// MaxListEntries limits the entries of one listing.
 	MaxListEntries int
+	// MaxBatchFiles and MaxBatchBytes limit one guide_cache_files call: its
+	// entries, and their decoded content in all.
+	MaxBatchFiles int
+	MaxBatchBytes int64
 	// UploadTTL is how long a filename-only upload is kept by default;
 	// negative: never expires.
 	UploadTTL time.Duration

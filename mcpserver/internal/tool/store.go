@@ -78,6 +78,26 @@ func (g *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult,
 	return res, err
 }
 
+// PutBatch is store.Store.PutBatch for a caller allowed to write every
+// request's path; the content of all of them counts against the byte rate
+// limit at once.
+func (g *Store) PutBatch(ctx context.Context, reqs []store.PutRequest) ([]store.PutResult, error) {
+	paths := make([]string, len(reqs))
+	n := 0
+	for i, r := range reqs {
+		paths[i] = r.Path
+		n += len(r.Data)
+	}
+	if err := g.admit(grant.Write, n, paths...); err != nil {
+		return nil, err
+	}
+	res, err := g.rt.st.PutBatch(ctx, reqs)
+	if err == nil {
+		g.c.committed = true
+	}
+	return res, err
+}
+
 // PutChunk is store.Store.PutChunk for a caller allowed to write the
 // upload's path.
 func (g *Store) PutChunk(ctx context.Context, ch store.Chunk) (store.UploadProgress, error) {

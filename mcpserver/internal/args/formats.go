@@ -34,7 +34,7 @@ const maxPatternBytes = 255
 // maxUploadID bounds an upload id's length.
 const maxUploadID = 128
 
-// depotPath reads a path argument and cleans it with depotpath.Clean. The
+// DepotPath reads a path argument and cleans it with depotpath.Clean. The
 // clean path is recorded with the problems, so the call checks it against
 // the caller's grants (call.authorizeArgs) whatever the tool does with it.
 func (o *Object) DepotPath(field string, required bool) (string, bool) {
@@ -55,7 +55,7 @@ func (o *Object) DepotPath(field string, required bool) (string, bool) {
 	return p, true
 }
 
-// sha256Hex reads a SHA-256 argument: 64 hex digits, returned in lower case.
+// SHA256 reads a SHA-256 argument: 64 hex digits, returned in lower case.
 func (o *Object) SHA256(field string, required bool) (string, bool) {
 	s, ok := o.Str(field, required)
 	if !ok {
@@ -73,7 +73,7 @@ func (o *Object) SHA256(field string, required bool) (string, bool) {
 	return s, true
 }
 
-// encoding reads the encoding argument, utf-8 when absent.
+// Encoding reads the encoding argument, utf-8 when absent.
 func (o *Object) Encoding(field string) (string, bool) {
 	if !o.Has(field) {
 		return EncodingUTF8, true
@@ -89,7 +89,7 @@ func (o *Object) Encoding(field string) (string, bool) {
 	return s, true
 }
 
-// content reads a content argument in the given encoding and returns its
+// Content reads a content argument in the given encoding and returns its
 // bytes. The raw size is checked against max before anything is decoded.
 func (o *Object) Content(field, encoding string, max int64) ([]byte, bool) {
 	raw, ok := o.Value(field, "string", true)
@@ -144,7 +144,7 @@ func decodeBase64(s string) ([]byte, error) {
 	return data, nil
 }
 
-// mtime reads an mtime argument: an RFC 3339 string such as
+// MTime reads an mtime argument: an RFC 3339 string such as
 // "2024-05-01T12:00:00Z" (fractional seconds and offsets allowed) or a JSON
 // number of seconds since the Unix epoch (fractions allowed).
 func (o *Object) MTime(field string) (time.Time, bool) {
@@ -184,7 +184,7 @@ func (o *Object) MTime(field string) (time.Time, bool) {
 	return t.UTC(), true
 }
 
-// mode reads a mode argument: permission bits as an octal string, "0644",
+// Mode reads a mode argument: permission bits as an octal string, "0644",
 // "644" or "0o644". A JSON number is refused because agents send 644 meaning
 // octal, which is 0o1204 as a number.
 func (o *Object) Mode(field string) (fs.FileMode, bool) {
@@ -218,7 +218,7 @@ func (o *Object) Mode(field string) (fs.FileMode, bool) {
 	return fs.FileMode(n), true
 }
 
-// uploadID reads an upload id: 1 to 128 characters from [A-Za-z0-9._-].
+// UploadID reads an upload id: 1 to 128 characters from [A-Za-z0-9._-].
 func (o *Object) UploadID(field string, required bool) (string, bool) {
 	s, ok := o.Str(field, required)
 	if !ok {
@@ -233,7 +233,7 @@ func (o *Object) UploadID(field string, required bool) (string, bool) {
 	return s, true
 }
 
-// pattern reads a glob pattern in path.Match syntax that applies to one
+// Pattern reads a glob pattern in path.Match syntax that applies to one
 // file name.
 func (o *Object) Pattern(field string) (string, bool) {
 	s, ok := o.Str(field, false)
@@ -257,7 +257,7 @@ func (o *Object) Pattern(field string) (string, bool) {
 	return "", false
 }
 
-// uploadName turns an agent's filename into one clean path component:
+// UploadName turns an agent's filename into one clean path component:
 // backslashes count as separators and directory parts are dropped, so
 // "C:\\Users\\me\\report.pdf" and "../../report.pdf" are both "report.pdf".
 func UploadName(filename string) (string, error) {
@@ -271,7 +271,7 @@ func UploadName(filename string) (string, error) {
 // maxQuoted bounds how much of an agent's value an error message repeats.
 const maxQuoted = 80
 
-// quote returns s quoted for a message, shortened when long, so a value
+// Quote returns s quoted for a message, shortened when long, so a value
 // sent in the wrong argument (content, say) is never echoed whole.
 func Quote(s string) string {
 	if len(s) <= maxQuoted {

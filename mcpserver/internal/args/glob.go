@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// glob is a file-name pattern in fnmatch syntax, the syntax clients of both
+// Glob is a file-name pattern in fnmatch syntax, the syntax clients of both
 // contracts use: * (any run of characters), ? (one character), [abc] and
 // [a-z] (one of a set), [!abc] (one not in the set). It matches one name,
 // case-sensitively; a backslash is an ordinary character. The zero Glob
@@ -18,7 +18,7 @@ type Glob struct {
 // maxGlobBytes bounds a pattern.
 const maxGlobBytes = 1024
 
-// parseGlob translates an fnmatch pattern into a glob. "*" and "" match
+// ParseGlob translates an fnmatch pattern into a glob. "*" and "" match
 // everything. A pattern with a slash, or one path.Match cannot parse (an
 // unclosed "["), is an error wrapping ErrInvalid.
 func ParseGlob(p string) (Glob, error) {
@@ -57,7 +57,7 @@ func ParseGlob(p string) (Glob, error) {
 	return g, nil
 }
 
-// match reports whether name matches g.
+// Match reports whether name matches g.
 func (g Glob) Match(name string) bool {
 	if g.pattern == "" {
 		return true

@@ -18,7 +18,7 @@ import (
 	"unicode/utf8"
 )
 
-// object is one JSON object of arguments being decoded. Every getter records
+// Object is one JSON object of arguments being decoded. Every getter records
 // the field as known, so finish can report the ones nobody asked for; every
 // problem goes to the shared problems list under the field's full name.
 type Object struct {
@@ -28,7 +28,7 @@ type Object struct {
 	probs  *Problems
 }
 
-// decodeObject parses raw as a JSON object of arguments. It returns nil (and
+// Decode parses raw as a JSON object of arguments. It returns nil (and
 // records a problem under field) when raw is not an object; a missing or
 // empty raw is an empty object, so required arguments are reported by name.
 func Decode(raw json.RawMessage, field, prefix string, probs *Problems) *Object {
@@ -71,17 +71,17 @@ func Decode(raw json.RawMessage, field, prefix string, probs *Problems) *Object 
 // paths into, shared with the objects nested in it.
 func (o *Object) Problems() *Problems { return o.probs }
 
-// name returns the full name of a field for messages.
+// Name returns the full name of a field for messages.
 func (o *Object) Name(field string) string { return o.prefix + field }
 
-// has reports whether the field was sent, and marks it known.
+// Has reports whether the field was sent, and marks it known.
 func (o *Object) Has(field string) bool {
 	o.known[field] = true
 	_, ok := o.fields[field]
 	return ok
 }
 
-// value returns the raw value of a field if it was sent with the wanted
+// Value returns the raw value of a field if it was sent with the wanted
 // JSON type. A missing required field, a null or a value of another type is
 // recorded as a problem.
 func (o *Object) Value(field, want string, required bool) (json.RawMessage, bool) {
@@ -105,7 +105,7 @@ func (o *Object) Value(field, want string, required bool) (json.RawMessage, bool
 	return raw, true
 }
 
-// str returns a string field.
+// Str returns a string field.
 func (o *Object) Str(field string, required bool) (string, bool) {
 	raw, ok := o.Value(field, "string", required)
 	if !ok {
@@ -119,7 +119,7 @@ func (o *Object) Str(field string, required bool) (string, bool) {
 	return s, true
 }
 
-// integer returns an integer field within [lo, hi].
+// Int returns an integer field within [lo, hi].
 func (o *Object) Int(field string, required bool, lo, hi int64) (int64, bool) {
 	raw, ok := o.Value(field, "integer", required)
 	if !ok {
@@ -141,7 +141,7 @@ func (o *Object) Int(field string, required bool, lo, hi int64) (int64, bool) {
 	return n, true
 }
 
-// array returns the raw elements of an array field.
+// Array returns the raw elements of an array field.
 func (o *Object) Array(field string, required bool) ([]json.RawMessage, bool) {
 	raw, ok := o.Value(field, "array", required)
 	if !ok {
@@ -155,7 +155,7 @@ func (o *Object) Array(field string, required bool) ([]json.RawMessage, bool) {
 	return elems, true
 }
 
-// raw returns the raw value of a field that accepts several JSON types,
+// Raw returns the raw value of a field that accepts several JSON types,
 // such as mtime; the caller checks the type.
 func (o *Object) Raw(field string) (json.RawMessage, bool) {
 	o.known[field] = true
@@ -166,7 +166,7 @@ func (o *Object) Raw(field string) (json.RawMessage, bool) {
 // maxUnknownListed bounds the unknown argument names a reply lists.
 const maxUnknownListed = 8
 
-// finish reports every field no getter asked for, so a misspelt optional
+// Finish reports every field no getter asked for, so a misspelt optional
 // argument is never silently ignored.
 func (o *Object) Finish() {
 	var unknown []string
@@ -203,7 +203,7 @@ func (o *Object) Finish() {
 	o.probs.Addf(where, "unknown argument(s) %s; accepted: %s", strings.Join(unknown, ", "), strings.Join(knownNames, ", "))
 }
 
-// jsonType names the JSON type of a raw value by its first byte; the value
+// JSONType names the JSON type of a raw value by its first byte; the value
 // has already been checked to be valid JSON by the decoder.
 func JSONType(raw json.RawMessage) string {
 	if len(raw) == 0 {
@@ -224,7 +224,7 @@ func JSONType(raw json.RawMessage) string {
 	return "number"
 }
 
-// decodeString decodes a raw JSON string strictly. Go's decoder silently
+// DecodeString decodes a raw JSON string strictly. Go's decoder silently
 // turns invalid UTF-8 and unpaired UTF-16 surrogate escapes ("\udc80") into
 // U+FFFD; a path or name that arrives that way is refused instead, because
 // the replacement would store a different name than the agent meant.

@@ -18,7 +18,7 @@ type textEncoding struct {
 	decode func([]byte) (string, error)
 }
 
-// lookupEncoding returns the decoder for an encoding name, spelled as
+// LookupEncoding returns the decoder for an encoding name, spelled as
 // Python accepts it (case and "_" versus "-" do not matter).
 func LookupEncoding(name string) (textEncoding, bool) {
 	n := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(name)), "_", "-")
@@ -53,13 +53,13 @@ func LookupEncoding(name string) (textEncoding, bool) {
 	return textEncoding{}, false
 }
 
-// encodingNames lists the canonical encoding names, for messages.
+// EncodingNames lists the canonical encoding names, for messages.
 func EncodingNames() []string {
 	return []string{"utf-8", "utf-8-sig", "ascii", "latin-1", "utf-16", "utf-16-le", "utf-16-be",
 		"cp1252", "iso-8859-15", "cp1251", "cp437", "mac-roman", "koi8-r"}
 }
 
-// decodeText decodes data in the named encoding (already checked by
+// DecodeText decodes data in the named encoding (already checked by
 // lookupEncoding).
 func DecodeText(data []byte, name string) (string, error) {
 	enc, ok := LookupEncoding(name)

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// boolean returns a boolean field, or def when it is absent.
+// Bool returns a boolean field, or def when it is absent.
 func (o *Object) Bool(field string, def bool) bool {
 	raw, ok := o.Value(field, "boolean", false)
 	if !ok {
@@ -14,7 +14,7 @@ func (o *Object) Bool(field string, def bool) bool {
 	return string(raw) == "true"
 }
 
-// count returns an optional integer field within [lo, hi], or def when it
+// Count returns an optional integer field within [lo, hi], or def when it
 // is absent. Besides a JSON integer it accepts a string of decimal digits
 // ("1048576"), because clients of the provider contract send sizes that way.
 func (o *Object) Count(field string, def, lo, hi int64) int64 {
@@ -55,7 +55,7 @@ func (o *Object) bounded(field string, n, lo, hi, def int64) int64 {
 	return n
 }
 
-// choice returns an optional string field that must be one of choices, or
+// Choice returns an optional string field that must be one of choices, or
 // def when it is absent. fold compares case-insensitively and returns the
 // choice as listed.
 func (o *Object) Choice(field, def string, fold bool, choices ...string) string {

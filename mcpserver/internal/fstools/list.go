@@ -3,10 +3,8 @@ package fstools
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/mcpserver/internal/args"
@@ -94,89 +92,4 @@ func fsListEntry(e store.Entry, name string, hidden, metadata bool) fsEntry {
 		out.Modified = fsTime(tool.EntryTime(e))
 	}
 	return out
-}
-
-// fsInfoReply is the reply of info.
-type fsInfoReply struct {
-	Exists      bool           `json:"exists"`
-	Type        string         `json:"type,omitempty"`
-	Name        string         `json:"name,omitempty"`
-	Path        string         `json:"path"`
-	Size        int64          `json:"size"`
-	Created     string         `json:"created,omitempty"`
-	Modified    string         `json:"modified,omitempty"`
-	Accessed    string         `json:"accessed,omitempty"`
-	Permissions *fsPermissions `json:"permissions,omitempty"`
-	IsHidden    bool           `json:"is_hidden"`
-	// Beyond the contract: the content's SHA-256, the mode pushed, and
-	// where programs on the host read the entry.
-	SHA256    string `json:"sha256,omitempty"`
-	Mode      string `json:"mode,omitempty"`
-	MountPath string `json:"mount_path,omitempty"`
-}
-
-// fsPermissions says what can be done with an entry.
-type fsPermissions struct {
-	Readable   bool `json:"readable"`
-	Writable   bool `json:"writable"`
-	Executable bool `json:"executable"`
-}
-
-// fsInfo is info: what the depot knows of a path. A path with no entry is
-// not an error: the reply says exists false.
-func (s *tools) fsInfo(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var probs args.Problems
-	var p string
-	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
-		p = fsPathArg(o, "path")
-		o.Finish()
-	}
-	c.Path = p
-	if err := probs.Err(); err != nil {
-		return tool.Reply{}, err
-	}
-	e, err := c.Store().Stat(ctx, p)
-	if err != nil {
-		if !errors.Is(err, store.ErrNotExist) {
-			return tool.Reply{}, fsStoreError(err, p)
-		}
-		return tool.Reply{Data: fsInfoReply{Path: relPath(p), IsHidden: strings.HasPrefix(depotpath.Base(p), ".")}}, nil
-	}
-	name := depotpath.Base(p)
-	modified := fsTime(tool.EntryTime(e))
-	created := modified
-	if !e.Created.IsZero() {
-		created = fsTime(e.Created)
-	}
-	out := fsInfoReply{
-		Exists:   true,
-		Type:     e.Kind.String(),
-		Name:     name,
-		Path:     relPath(p),
-		Created:  created,
-		Modified: modified,
-		// The depot does not record reads: accessed is the last change.
-		Accessed: fsTime(fsChanged(e)),
-		Permissions: &fsPermissions{
-			Readable:   e.IsDir() || e.Present,
-			Writable:   true,
-			Executable: e.IsDir() || e.Mode&0o111 != 0,
-		},
-		IsHidden:  strings.HasPrefix(name, "."),
-		SHA256:    e.SHA256,
-		Mode:      args.FormatMode(e.Mode),
-		MountPath: s.opts.MountPath(p),
-	}
-	if !e.IsDir() {
-		out.Size = e.Size
-	}
-	return tool.Reply{Data: out}, nil
-}
-
-// fsChanged is the last change of e: its update time, else its mtime.
-func fsChanged(e store.Entry) time.Time {
-	if !e.Updated.IsZero() {
-		return e.Updated
-	}
-	return tool.EntryTime(e)
 }

@@ -3,30 +3,10 @@ package provider
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	"github.com/depotfs/depotfs/mcpserver/internal/args"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 )
-
-// providerFileExists is file_exists: whether a file or directory exists at
-// path. As its contract says, it does not fail: a path that cannot exist
-// (outside the depot, invalid) is false too. Only a malformed call (path
-// missing, not a string, unknown arguments) is an error.
-func (s *tools) providerFileExists(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	p, err := s.decodeStatArgs(raw)
-	c.Path = p.depot
-	switch {
-	case err != nil && !errors.Is(err, args.ErrInvalid):
-		// Only the path was refused (invalid or leaving the depot): no
-		// such path can exist.
-		return tool.Reply{Data: false}, nil
-	case err != nil:
-		return tool.Reply{}, err
-	}
-	_, err = c.Store().Stat(ctx, p.depot)
-	return tool.Reply{Data: err == nil}, nil
-}
 
 // fileStats is the reply of get_file_stats, as the contract defines it.
 type fileStats struct {

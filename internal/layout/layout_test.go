@@ -1,0 +1,96 @@
+// Package layout_test checks the import graph the design relies on, with
+// go list -deps: the binary wires the server and the mount; the mount and
+// the MCP server meet only through the store, never importing each other;
+// no tool package can import a store implementation; the security
+// packages cannot be imported from outside the module.
+package layout_test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/depotfs/depotfs"
+
+// graph returns every package of the module with the packages it imports,
+// directly or not (not its tests), from one go list.
+func graph(t *testing.T) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	g := map[string][]string{}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) > 0 {
+			g[f[0]] = f[1:]
+		}
+	}
+	if len(g) == 0 {
+		t.Fatal("go list found no packages")
+	}
+	return g
+}
+
+// within reports whether pkg is dir or below it.
+func within(pkg, dir string) bool {
+	return pkg == module+"/"+dir || strings.HasPrefix(pkg, module+"/"+dir+"/")
+}
+
+func TestImportGraph(t *testing.T) {
+	g := graph(t)
+	if !slices.Contains(g[module+"/cmd/depotfs"], module+"/mcpserver") {
+		t.Error("cmd/depotfs does not import mcpserver")
+	}
+	if !slices.Contains(g[module+"/vfs"], module+"/store") {
+		t.Error("vfs does not import store")
+	}
+	for pkg, ds := range g {
+		for _, d := range ds {
+			if within(pkg, "vfs") && within(d, "mcpserver") {
+				t.Errorf("%s imports %s: the mount and the MCP server meet only through the store", pkg, d)
+			}
+			if within(pkg, "mcpserver") && within(d, "vfs") {
+				t.Errorf("%s imports %s: the MCP server must not depend on the mount", pkg, d)
+			}
+		}
+	}
+}
+
+// TestToolPackagesNoStoreImplementation: tool bodies get the guarded store
+// of their call; no package under mcpserver may even import a store
+// implementation (the unguarded store reaches the server from cmd/depotfs,
+// as a store.Store).
+func TestToolPackagesNoStoreImplementation(t *testing.T) {
+	for pkg, ds := range graph(t) {
+		if !within(pkg, "mcpserver") {
+			continue
+		}
+		for _, d := range ds {
+			if within(d, "store") && d != module+"/store" && d != module+"/store/fetch" {
+				t.Errorf("%s imports %s, a store implementation", pkg, d)
+			}
+		}
+	}
+}
+
+// TestSecurityPackagesInternal: the security packages live under the
+// module's internal/, so no other module can import them, and no package
+// of the same name lives elsewhere in the module.
+func TestSecurityPackagesInternal(t *testing.T) {
+	security := []string{"auth", "auth/ca", "audit", "grant", "identity", "policy", "ratelimit"}
+	g := graph(t)
+	for _, name := range security {
+		if _, ok := g[module+"/internal/"+name]; !ok {
+			t.Errorf("internal/%s is missing", name)
+		}
+		for pkg := range g {
+			if strings.HasSuffix(pkg, "/"+name) && !within(pkg, "internal") {
+				t.Errorf("%s: a security package outside internal/ can be imported by any module", pkg)
+			}
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package fstools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"log/slog"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/mcpserver/internal/args"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
+	"github.com/depotfs/depotfs/store"
+)
+
+// fsCopyReply is the reply of copy and move.
+type fsCopyReply struct {
+	Success     bool   `json:"success"`
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
+	// BytesCopied (copy only) is the size of the files now readable at the
+	// destination; the depot shares their content with the source, so
+	// none of it was actually duplicated.
+	BytesCopied *int64 `json:"bytes_copied,omitempty"`
+	// Beyond the contract: entries written, and where programs on the
+	// host read the destination.
+	Entries   int      `json:"entries"`
+	MountPath string   `json:"mount_path,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"`
+}
+
+// fsTransferArgs are the arguments of copy and move.
+type fsTransferArgs struct {
+	from, to  string
+	overwrite bool
+	recursive bool // copy only
+}
+
+func decodeTransfer(raw json.RawMessage, isCopy bool) (fsTransferArgs, error) {
+	var probs args.Problems
+	a := fsTransferArgs{recursive: true}
+	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+		a.from = fsPathArg(o, "source")
+		a.to = fsPathArg(o, "destination")
+		a.overwrite = o.Bool("overwrite", false)
+		if isCopy {
+			a.recursive = o.Bool("recursive", true)
+		}
+		if a.from == depotpath.Root || a.to == depotpath.Root {
+			o.Problems().Addf("source", "the depot root cannot be copied, moved or replaced")
+		} else if a.from != "" && a.to != "" && depotpath.Within(a.to, a.from) {
+			o.Problems().Addf("destination", "%s lies inside the source %s (or is the source)", relPath(a.to), relPath(a.from))
+		}
+		o.Finish()
+	}
+	return a, probs.Err()
+}
+
+// fsCopy is copy: a file, or with recursive (the default) a directory
+// tree, in one atomic change. The copies share the source's content: the
+// depot writes no file bytes, whatever their size.
+func (s *tools) fsCopy(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
+	a, err := decodeTransfer(raw, true)
+	c.Path = a.from
+	if err != nil {
+		return tool.Reply{}, err
+	}
+	c.Attrs = append(c.Attrs, slog.String("destination", a.to))
+	if !a.recursive {
+		e, err := c.Store().Stat(ctx, a.from)
+		if err != nil {
+			return tool.Reply{}, fsStoreError(err, a.from)
+		}
+		if e.IsDir() {
+			return tool.Reply{}, &fsError{code: fsInvalid, msg: "The source is a directory; set recursive to copy it with everything in it: " + relPath(a.from), path: a.from, err: args.ErrInvalid}
+		}
+	}
+	ctx, cancel := s.opts.CommitContext(ctx)
+	defer cancel()
+	res, err := c.Store().Copy(ctx, store.CopyRequest{From: a.from, To: a.to, IfAbsent: !a.overwrite, Writer: c.Who().String()})
+	if err != nil {
+		return tool.Reply{}, s.transferError(err, a)
+	}
+	c.Status = res.Status.String()
+	c.Attrs = append(c.Attrs, slog.Int64("bytes", res.Bytes), slog.Int("entries", res.Entries))
+	return tool.Reply{Data: fsCopyReply{
+		Success: true, Source: relPath(a.from), Destination: relPath(a.to),
+		BytesCopied: &res.Bytes, Entries: res.Entries, MountPath: s.opts.MountPath(a.to),
+		Warnings: s.fsCommitted(ctx, c),
+	}}, nil
+}
+
+// transferError words a refused copy or move: the store names the path
+// concerned in its *fs.PathError.
+func (s *tools) transferError(err error, a fsTransferArgs) error {
+	p := a.to
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == a.from {
+		p = a.from
+	}
+	switch {
+	case errors.Is(err, store.ErrExist) && p == a.to:
+		return &fsError{code: fsExists, msg: "The destination already exists and overwrite is not enabled (a directory is never replaced): " + relPath(a.to), path: a.to, err: err}
+	case errors.Is(err, store.ErrConflict) && p == a.to:
+		return &fsError{code: fsExists, msg: "The destination is a directory, or lies below a file: " + relPath(a.to), path: a.to, err: err}
+	case errors.Is(err, fs.ErrInvalid):
+		return &fsError{code: fsInvalid, msg: "The destination lies inside the source, or is the source: " + relPath(a.to), path: a.to, err: args.ErrInvalid}
+	}
+	return fsStoreError(err, p)
+}

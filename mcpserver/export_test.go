@@ -28,3 +28,13 @@ func DeclaredTools(s *Server) map[string]ToolInfo {
 	}
 	return out
 }
+
+// ToolNames returns the names of the tools s serves, in the order listed,
+// duplicates included.
+func ToolNames(s *Server) []string {
+	names := make([]string, len(s.list))
+	for i, t := range s.list {
+		names[i] = t.Spec.Name
+	}
+	return names
+}

@@ -13,7 +13,7 @@ import (
 // Example, in the doc/examples directory of the tool's package (see
 // ExamplesFile). They are embedded in the binary; the package's tests run
 // every example against a real store and fail when a recorded reply no
-// longer matches (go test -run TestToolExamples -update rewrites them).
+// longer matches (go test -run TestTools -update rewrites them).
 
 // examplesDirs are the directories of each profile's examples, under this
 // package's source directory.

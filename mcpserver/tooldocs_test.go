@@ -88,63 +88,66 @@ func sameReply(t testing.TB, got, want json.RawMessage, ignore []string) bool {
 	return reflect.DeepEqual(g, w)
 }
 
-// TestToolExamples runs every documented example on a fresh depot and
-// compares the reply with the recorded one, so the examples of the tool
-// reference cannot rot. Every tool has at least one example. With -update
-// the recorded replies are rewritten from the actual ones.
-func TestToolExamples(t *testing.T) {
-	tools := listTools(t, allProfiles(t))
-	for name := range tools {
-		t.Run(name, func(t *testing.T) {
-			examples, err := mcpserver.ToolExamples(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(examples) == 0 {
-				t.Fatalf("no examples: add %s (title, setup, arguments; then go test -run TestToolExamples -update records the replies)", mcpserver.ExamplesFile(name))
-			}
-			changed := false
-			for i := range examples {
-				ex := &examples[i]
-				h := allProfiles(t)
-				for _, c := range ex.Setup {
-					res, err := callTool(h, c.Tool, c.Arguments)
-					if err != nil || res.IsError {
-						t.Fatalf("example %q: setup %s failed: %v %+v", ex.Title, c.Tool, err, res)
-					}
-				}
-				res, err := callTool(h, name, ex.Arguments)
-				if err != nil {
-					t.Fatalf("example %q: %v", ex.Title, err)
-				}
-				got := exampleReply(t, res)
-				if res.IsError == ex.IsError && sameReply(t, got, ex.Reply, ex.Ignore) {
-					continue
-				}
-				if *update {
-					ex.Reply, ex.IsError, changed = got, res.IsError, true
-					continue
-				}
-				t.Errorf("example %q replies (isError %v)\n%s\nbut %s records (isError %v)\n%s\nRun go test ./mcpserver -run TestToolExamples -update to record the new reply, after checking it is right.",
-					ex.Title, res.IsError, got, name, ex.IsError, ex.Reply)
-			}
-			if changed {
-				var b bytes.Buffer
-				enc := json.NewEncoder(&b)
-				enc.SetEscapeHTML(false)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(examples); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(mcpserver.ExamplesFile(name), b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-		})
+// runExamples runs every documented example of the tool name on a fresh
+// depot and compares the reply with the recorded one, so the examples of
+// the tool reference cannot rot. Every tool has at least one example. With
+// -update the recorded replies are rewritten from the actual ones.
+func runExamples(t *testing.T, name string) {
+	examples, err := mcpserver.ToolExamples(name)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(examples) == 0 {
+		t.Fatalf("no examples: add %s (title, setup, arguments; then go test -run TestTools -update records the replies)", mcpserver.ExamplesFile(name))
+	}
+	changed := false
+	for i := range examples {
+		ex := &examples[i]
+		h := allProfiles(t)
+		for _, c := range ex.Setup {
+			res, err := callTool(h, c.Tool, c.Arguments)
+			if err != nil || res.IsError {
+				t.Fatalf("example %q: setup %s failed: %v %+v", ex.Title, c.Tool, err, res)
+			}
+		}
+		res, err := callTool(h, name, ex.Arguments)
+		if err != nil {
+			t.Fatalf("example %q: %v", ex.Title, err)
+		}
+		got := exampleReply(t, res)
+		if res.IsError == ex.IsError && sameReply(t, got, ex.Reply, ex.Ignore) {
+			continue
+		}
+		if *update {
+			ex.Reply, ex.IsError, changed = got, res.IsError, true
+			continue
+		}
+		t.Errorf("example %q replies (isError %v)\n%s\nbut %s records (isError %v)\n%s\nRun go test ./mcpserver -run TestTools -update to record the new reply, after checking it is right.",
+			ex.Title, res.IsError, got, name, ex.IsError, ex.Reply)
+	}
+	if changed {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(examples); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(mcpserver.ExamplesFile(name), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestExamplesBelongToTools: every examples file documents a tool of the
+// package it lies in.
+func TestExamplesBelongToTools(t *testing.T) {
 	files, err := filepath.Glob("internal/*/doc/examples/*.json")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no examples files found")
 	}
 	for _, f := range files {
 		if name := strings.TrimSuffix(filepath.Base(f), ".json"); mcpserver.ExamplesFile(name) != f {

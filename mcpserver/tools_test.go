@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/depotfs/depotfs/mcpserver"
 )
 
 // wireTool is a tool definition as tools/list sends it.
@@ -51,47 +53,112 @@ func listTools(t *testing.T, h *harness) map[string]wireTool {
 	return out
 }
 
-func TestToolsList(t *testing.T) {
-	h := newHarness(t, nil)
+// allProfiles is a harness serving every profile.
+func allProfiles(t *testing.T) *harness {
+	t.Helper()
+	return newHarness(t, &mcpserver.Options{MountPoint: testMount, Tools: mcpserver.Profiles()})
+}
+
+// toolTable is every tool the server offers, with what the table test
+// checks of it: its profile, its annotations, its required arguments and
+// whether it declares an output schema. A new tool gets a row here.
+var toolTable = map[string]struct {
+	profile                           mcpserver.Profile
+	readOnly, destructive, idempotent bool
+	required                          []string
+	output                            bool
+}{
+	"guide_cache_file":       {mcpserver.ProfileGuide, false, true, true, []string{"content"}, true},
+	"guide_cache_files":      {mcpserver.ProfileGuide, false, true, true, []string{"files"}, true},
+	"guide_read_file":        {mcpserver.ProfileGuide, false, true, true, []string{"content"}, true},
+	"guide_list_directory":   {mcpserver.ProfileGuide, false, true, true, []string{"entries", "path"}, true},
+	"guide_pending_requests": {mcpserver.ProfileGuide, true, false, true, nil, true},
+	"guide_cache_stats":      {mcpserver.ProfileGuide, true, false, true, nil, true},
+	"read_file":              {mcpserver.ProfileProvider, true, false, true, []string{"file_path"}, false},
+	"read_file_binary":       {mcpserver.ProfileProvider, true, false, true, []string{"file_path"}, false},
+	"list_directory":         {mcpserver.ProfileProvider, true, false, true, []string{"directory_path"}, false},
+	"file_exists":            {mcpserver.ProfileProvider, true, false, true, []string{"path"}, false},
+	"get_file_stats":         {mcpserver.ProfileProvider, true, false, true, []string{"path"}, true},
+	"calculate_file_hash":    {mcpserver.ProfileProvider, true, false, true, []string{"file_path"}, false},
+	"find_files":             {mcpserver.ProfileProvider, true, false, true, []string{"directory_path", "patterns"}, false},
+	"list":                   {mcpserver.ProfileFS, true, false, true, []string{"path"}, true},
+	"read":                   {mcpserver.ProfileFS, true, false, true, []string{"path"}, true},
+	"write":                  {mcpserver.ProfileFS, false, true, false, []string{"content", "path"}, true},
+	"mkdir":                  {mcpserver.ProfileFS, false, false, true, []string{"path"}, true},
+	"delete":                 {mcpserver.ProfileFS, false, true, true, []string{"path"}, true},
+	"copy":                   {mcpserver.ProfileFS, false, true, true, []string{"destination", "source"}, true},
+	"move":                   {mcpserver.ProfileFS, false, true, true, []string{"destination", "source"}, true},
+	"info":                   {mcpserver.ProfileFS, true, false, true, []string{"path"}, true},
+	"search":                 {mcpserver.ProfileFS, true, false, true, []string{"pattern", "root_path"}, true},
+}
+
+// pathLike reports whether an argument name says it holds a path.
+func pathLike(name string) bool {
+	return strings.HasSuffix(name, "path") || name == "source" || name == "destination" || name == "filename"
+}
+
+// TestTools is the one table test over the whole tool list: every tool is
+// served once, in the table, with its profile and annotations; its
+// description is one an LLM can work from; its input schema is strict,
+// every argument described, every path argument declared with its access;
+// its schema and its decoder agree; and every documented example runs.
+func TestTools(t *testing.T) {
+	h := allProfiles(t)
+	names := mcpserver.ToolNames(h.srv)
+	declared := mcpserver.DeclaredTools(h.srv)
 	tools := listTools(t, h)
-	for name := range tools {
-		if !strings.HasPrefix(name, "guide_") {
-			delete(tools, name) // other profiles: see profile_test.go
+	for i, name := range names {
+		if slices.Contains(names[:i], name) {
+			t.Errorf("tool %s is listed twice", name)
+		}
+		if _, ok := toolTable[name]; !ok {
+			t.Errorf("tool %s is not in toolTable", name)
 		}
 	}
-	names := make([]string, 0, len(tools))
-	for name := range tools {
-		names = append(names, name)
+	if len(tools) != len(names) {
+		t.Errorf("tools/list shows %d tools, the server declares %d", len(tools), len(names))
 	}
-	slices.Sort(names)
-	if want := []string{"guide_cache_file", "guide_cache_files", "guide_cache_stats", "guide_list_directory", "guide_pending_requests", "guide_read_file"}; !slices.Equal(names, want) {
-		t.Fatalf("tools %q, want %q", names, want)
-	}
-	wantRequired := map[string][]string{
-		"guide_cache_file":     {"content"},
-		"guide_cache_files":    {"files"},
-		"guide_list_directory": {"entries", "path"},
-		"guide_read_file":      {"content"},
-	}
-	readOnly := map[string]bool{"guide_cache_stats": true, "guide_pending_requests": true}
-	for name, tool := range tools {
+	for name, want := range toolTable {
 		t.Run(name, func(t *testing.T) {
-			for _, want := range []string{"Arguments", "Example", "Security", "Errors", "Reply data"} {
-				if !strings.Contains(tool.Description, want) && !strings.Contains(tool.Description, strings.ToLower(want)) {
-					t.Errorf("description lacks a %q section", want)
+			tool, ok := tools[name]
+			if !ok {
+				t.Fatal("not served")
+			}
+			info := declared[name]
+			if info.Profile != want.profile {
+				t.Errorf("profile %q, want %q", info.Profile, want.profile)
+			}
+			a := tool.Annotations
+			if a.ReadOnlyHint == nil || *a.ReadOnlyHint != want.readOnly || a.DestructiveHint == nil || *a.DestructiveHint != want.destructive ||
+				a.IdempotentHint == nil || *a.IdempotentHint != want.idempotent {
+				t.Errorf("annotations readOnly %v destructive %v idempotent %v, want %v %v %v",
+					a.ReadOnlyHint, a.DestructiveHint, a.IdempotentHint, want.readOnly, want.destructive, want.idempotent)
+			}
+			if (len(tool.OutputSchema) > 0) != want.output {
+				t.Errorf("output schema %s, want one: %v", tool.OutputSchema, want.output)
+			}
+			lower := strings.ToLower(tool.Description)
+			for _, section := range []string{"arguments", "example", "errors", "security", "reply"} {
+				if !strings.Contains(lower, section) {
+					t.Errorf("description lacks a %q section", section)
 				}
 			}
-			if len(tool.Description) < 1500 || strings.Contains(tool.Description, "{{") {
+			minLen := 800
+			if want.profile == mcpserver.ProfileGuide {
+				minLen = 1500 // the envelope and its stats need more words
+			}
+			if len(tool.Description) < minLen || strings.Contains(tool.Description, "{{") {
 				t.Errorf("description of %d bytes, or with an unfilled placeholder", len(tool.Description))
 			}
+
 			var in inputSchema
 			if err := json.Unmarshal(tool.InputSchema, &in); err != nil {
 				t.Fatalf("input schema: %v", err)
 			}
 			compileSchema(t, name+"-input", tool.InputSchema)
 			slices.Sort(in.Required)
-			if in.Type != "object" || !slices.Equal(in.Required, wantRequired[name]) || in.AdditionalProperties == nil || *in.AdditionalProperties {
-				t.Errorf("input schema type %q required %q additionalProperties %v", in.Type, in.Required, in.AdditionalProperties)
+			if in.Type != "object" || !slices.Equal(in.Required, want.required) || in.AdditionalProperties == nil || *in.AdditionalProperties {
+				t.Errorf("input schema type %q required %q (want %q) additionalProperties %v", in.Type, in.Required, want.required, in.AdditionalProperties)
 			}
 			for prop, raw := range in.Properties {
 				if !strings.Contains(string(raw), `"type"`) || !strings.Contains(string(raw), `"description"`) {
@@ -100,64 +167,97 @@ func TestToolsList(t *testing.T) {
 				if !strings.Contains(tool.Description, prop) {
 					t.Errorf("description does not explain argument %s", prop)
 				}
+				if _, ok := info.Paths[prop]; pathLike(prop) && !ok {
+					t.Errorf("path argument %s is not declared", prop)
+				}
 			}
-			if len(tool.OutputSchema) == 0 {
-				t.Error("no output schema")
+			for prop, access := range info.Paths {
+				if !strings.Contains(string(tool.InputSchema), `"`+prop+`"`) {
+					t.Errorf("declared path argument %s is not in the schema", prop)
+				}
+				if want.readOnly && access != "r" {
+					t.Errorf("read-only tool declares %s %q", prop, access)
+				}
+				if !want.readOnly && want.profile == mcpserver.ProfileGuide && access != "w" {
+					t.Errorf("guide tool that writes declares %s %q", prop, access)
+				}
 			}
-			a := tool.Annotations
-			ro := readOnly[name]
-			if a.ReadOnlyHint == nil || *a.ReadOnlyHint != ro || a.DestructiveHint == nil || *a.DestructiveHint == ro || a.IdempotentHint == nil || !*a.IdempotentHint {
-				t.Errorf("annotations readOnly %v destructive %v idempotent %v; want read-only %v", *a.ReadOnlyHint, *a.DestructiveHint, *a.IdempotentHint, ro)
-			}
+
+			t.Run("schema agrees with decoder", func(t *testing.T) { schemaMatchesDecoder(t, h, name, in) })
+			t.Run("examples", func(t *testing.T) { runExamples(t, name) })
 		})
 	}
 }
 
-// TestSchemasMatchDecoders checks that every argument an input schema
-// declares is accepted by the tool's decoder, and that one it does not
-// declare is refused: the published schema and the code agree.
-func TestSchemasMatchDecoders(t *testing.T) {
-	h := newHarness(t, nil)
-	for name, tool := range listTools(t, h) {
-		if !strings.HasPrefix(name, "guide_") {
-			continue // other profiles reply in their own shapes: see profile_test.go
+// schemaMatchesDecoder checks that every argument the input schema declares
+// is accepted by the tool's decoder, and that one it does not declare is
+// refused, naming exactly the schema's arguments as accepted: the
+// published schema and the code agree. Every call has a wrong type for
+// every argument, so nothing is stored.
+func schemaMatchesDecoder(t *testing.T, h *harness, name string, in inputSchema) {
+	args := map[string]any{}
+	for prop := range in.Properties {
+		args[prop] = []any{}
+	}
+	if len(args) > 0 {
+		r := h.callRaw(name, args)
+		if !r.isError {
+			t.Fatalf("accepted arrays for every argument: %s", r.text)
 		}
-		var in inputSchema
-		if err := json.Unmarshal(tool.InputSchema, &in); err != nil {
-			t.Fatal(err)
-		}
-		args := map[string]any{}
-		for prop := range in.Properties {
-			args[prop] = []any{} // a wrong type for every argument: nothing is stored
-		}
-		if len(args) > 0 {
-			env := h.fail(name, args, "validation")
-			if strings.Contains(env.Error.Message, "unknown argument") {
-				t.Errorf("%s: a schema argument is unknown to the decoder: %s", name, env.Error.Message)
-			}
-		}
-		args["not_in_schema"] = 1
-		env := h.fail(name, args, "validation")
-		if !strings.Contains(env.Error.Message, `unknown argument(s) "not_in_schema"`) {
-			t.Errorf("%s: an argument outside the schema was not refused: %s", name, env.Error.Message)
-		}
-		if len(in.Properties) == 0 {
-			if !strings.Contains(env.Error.Message, "takes no arguments") {
-				t.Errorf("%s: takes no arguments, but the refusal says %q", name, env.Error.Message)
-			}
-			continue
-		}
-		accepted := env.Error.Message[strings.Index(env.Error.Message, "accepted: ")+len("accepted: "):]
-		accepted, _, _ = strings.Cut(accepted, ";")
-		got := strings.Split(accepted, ", ")
-		want := make([]string, 0, len(in.Properties))
-		for prop := range in.Properties {
-			want = append(want, prop)
-		}
-		slices.Sort(got)
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
-			t.Errorf("%s: decoder accepts %q, schema declares %q", name, got, want)
+		if msg := errorMessage(t, r); strings.Contains(msg, "unknown argument") {
+			t.Errorf("a schema argument is unknown to the decoder: %s", msg)
 		}
 	}
+	args["not_in_schema"] = 1
+	msg := errorMessage(t, h.callRaw(name, args))
+	if !strings.Contains(msg, `unknown argument(s) "not_in_schema"`) {
+		t.Fatalf("an argument outside the schema was not refused: %s", msg)
+	}
+	if len(in.Properties) == 0 {
+		if !strings.Contains(msg, "takes no arguments") {
+			t.Errorf("takes no arguments, but the refusal says %q", msg)
+		}
+		return
+	}
+	i := strings.Index(msg, "accepted: ")
+	if i < 0 {
+		t.Fatalf("the refusal does not list the accepted arguments: %s", msg)
+	}
+	accepted, _, _ := strings.Cut(msg[i+len("accepted: "):], ";")
+	got := strings.Split(accepted, ", ")
+	want := make([]string, 0, len(in.Properties))
+	for prop := range in.Properties {
+		want = append(want, prop)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("decoder accepts %q, schema declares %q", got, want)
+	}
+}
+
+// errorMessage returns the message of an error reply in any contract: the
+// envelope's error.message, the provider's error, the fs error.message.
+func errorMessage(t testing.TB, r rawReply) string {
+	t.Helper()
+	if !r.isError {
+		t.Fatalf("not an error: %s", r.text)
+	}
+	var v struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(r.text), &v); err != nil || len(v.Error) == 0 {
+		t.Fatalf("not an error object: %s", r.text)
+	}
+	var provider string
+	if json.Unmarshal(v.Error, &provider) == nil {
+		return provider
+	}
+	var obj struct {
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(v.Error, &obj); err != nil {
+		t.Fatalf("error object %s: %v", v.Error, err)
+	}
+	return obj.Message
 }

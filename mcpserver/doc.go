@@ -21,6 +21,19 @@
 // reads or writes there, and every call goes through the same wrapper,
 // which logs it.
 //
+// # Layout
+//
+// This package wires the server: [Options], [New] and [Server.Close], the
+// stdio and HTTP transports (transport.go), the list of tools served
+// (tools.go) and the instructions. The rest lives in internal packages,
+// one job each: internal/tool (the Tool type, the one spec builder, the
+// pipeline every call goes through, the guarded store), internal/args
+// (the strict argument decoder), internal/guide, internal/provider and
+// internal/fstools (the tools of each profile, with their documents and
+// examples in doc/), internal/resources (resources and subscriptions),
+// internal/pending (the pending-requests list) and internal/markdown (the
+// tool reference).
+//
 // # Resources
 //
 // Every depot file is also a resource, [ResourceURI] "depot:///" plus its
@@ -88,8 +101,9 @@
 // warnings, stats and, on failure, an error with a type, a message and an
 // instruction for the agent — as structured content and as the same JSON in
 // a text block, with isError set on failure. Go errors become error types in
-// one place (classify); an agent never sees host paths or internal detail,
-// which go to the log instead.
+// one place (internal/tool, Classify; the provider and fs profiles map them
+// into their contracts in their errmap.go); an agent never sees host paths
+// or internal detail, which go to the log instead.
 //
 // # Validation
 //

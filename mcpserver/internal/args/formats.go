@@ -36,7 +36,7 @@ const maxUploadID = 128
 
 // DepotPath reads a path argument and cleans it with depotpath.Clean. The
 // clean path is recorded with the problems, so the call checks it against
-// the caller's grants (call.authorizeArgs) whatever the tool does with it.
+// the caller's grants (the tool pipeline) whatever the tool does with it.
 func (o *Object) DepotPath(field string, required bool) (string, bool) {
 	s, ok := o.Str(field, required)
 	if !ok {

@@ -51,7 +51,7 @@ type Call struct {
 	session string
 
 	// args collects the argument problems and the clean paths the decoder
-	// produced (decode); authorizeArgs checks those paths.
+	// produced (Decode); authorizeArgs checks those paths.
 	args args.Problems
 	// store is the only way the tool body reaches the store: every
 	// operation is checked against perms first (store.go).

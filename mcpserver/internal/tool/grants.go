@@ -101,7 +101,7 @@ func (s *Runtime) MayWrite(who identity.Identity, p string) bool {
 
 // authorizeArgs checks every path the decoder produced against the
 // caller's grants, with the access the tool declares for its argument. It
-// runs once per call: before the first store access (guard) or, for a call
+// runs once per call: before the first store access (Store) or, for a call
 // that never reached the store, when the call ends, so every path argument
 // of every call is checked. The paths are all noted for the audit record
 // first, so a denied call's record lists them all.

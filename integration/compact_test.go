@@ -1,0 +1,63 @@
+package integration_test
+
+import (
+	"encoding/base64"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var compactRE = regexp.MustCompile(`(?s)before .*\((\d+) bytes\).*after .*\((\d+) bytes\)`)
+
+// TestCompact pushes 30 MiB as agents do (14 files of 1 MiB in single
+// calls, one of 16 MiB in 1 MiB chunks), refuses to compact while the
+// server runs, compacts once it is stopped, and reads every file back
+// through a new server.
+func TestCompact(t *testing.T) {
+	d := startDaemon(t, daemonConfig{transport: overHTTP})
+	want := map[string]string{}
+	for i := range 14 {
+		p := fmt.Sprintf("/small/%02d.bin", i)
+		data := pseudoRandom(1<<20, uint64(i))
+		d.mustCall("guide_cache_file", map[string]any{"path": p, "content": base64.StdEncoding.EncodeToString(data), "encoding": "base64"})
+		want[p] = sha256hex(data)
+	}
+	big := pseudoRandom(16<<20, 99)
+	pushChunked(d, "/big.bin", big, 1<<20, "big", -1)
+	want["/big.bin"] = sha256hex(big)
+
+	code, _, stderr := runDepotfs(t, "compact", "--db", d.db)
+	if code != 1 || !strings.Contains(stderr, "pid "+strconv.Itoa(d.cmd.Process.Pid)) || !strings.Contains(stderr, "offline") {
+		t.Errorf("compact while serving: exit %d\n%s", code, stderr)
+	}
+
+	d.stop()
+	code, stdout, stderr := runDepotfs(t, "compact", "--db", d.db)
+	m := compactRE.FindStringSubmatch(stdout)
+	if code != 0 || m == nil {
+		t.Fatalf("compact: exit %d\n%s%s", code, stdout, stderr)
+	}
+	before, _ := strconv.ParseInt(m[1], 10, 64)
+	after, _ := strconv.ParseInt(m[2], 10, 64)
+	fi, err := os.Stat(d.db)
+	if err != nil || fi.Size() != after {
+		t.Errorf("database %v bytes after compact, output says %d", fi.Size(), after)
+	}
+	t.Logf("30 MiB pushed: database %d bytes (%.1f MiB); after compact %d bytes (%.1f MiB)",
+		before, float64(before)/(1<<20), after, float64(after)/(1<<20))
+	if after >= before || after < 30<<20 {
+		t.Errorf("compact: %d bytes before, %d after", before, after)
+	}
+
+	d2 := startDaemon(t, daemonConfig{transport: overHTTP, db: d.db, mount: d.mount})
+	for p, sum := range want {
+		got, err := os.ReadFile(d2.path(p))
+		if err != nil || sha256hex(got) != sum {
+			t.Errorf("%s after compact: %v", p, err)
+		}
+	}
+	d2.mustCall("guide_cache_file", map[string]any{"path": "/after.txt", "content": "writes still work"})
+}

@@ -31,9 +31,12 @@ func commands() []command {
 		{"token", "bearer tokens for MCP clients without certificates", runToken},
 		{"audit", "verify and query the tamper-evident audit log", runAudit},
 		{"status", "show a running server's statistics and limits", runStatus},
+		{"compact", "shrink the database file offline to its live data", runCompact},
 		{"tools", "print the reference of the MCP tools as Markdown", runTools},
 		{"version", "print the version and the revision it was built from", runVersion},
 		{"flags", "print every command's flags, environment variables and defaults as Markdown", runFlags},
+		{"completion", "print a shell completion script: bash, zsh or fish", runCompletion},
+		{"help", "show a command's usage, flags and examples: depotfs help <command>", runHelp},
 	}
 }
 
@@ -47,7 +50,7 @@ func main() {
 // run dispatches to a subcommand and turns its error into an exit code:
 // 0 on success, 2 on a usage error, 1 otherwise.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		return 0
 	}
@@ -91,7 +94,8 @@ Commands:
 	}
 	fmt.Fprint(w, `
 Every flag can also be set as an environment variable DEPOTFS_<FLAG>, for
-example DEPOTFS_MOUNT=/mnt/depot. Run 'depotfs <command> -h' for its flags.
+example DEPOTFS_MOUNT=/mnt/depot. Run 'depotfs help <command>' for its flags
+and examples.
 `)
 }
 

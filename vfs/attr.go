@@ -15,15 +15,32 @@ import (
 // size their buffers by st_blksize read in the largest useful chunks.
 const blockSize = 1 << 20
 
+// versionBit marks the inode number of a file version (see Ino), keeping
+// those numbers apart from the store's inode numbers, which directories use.
+const versionBit = 1 << 63
+
+// Ino returns the inode number the mount shows for an entry. A directory
+// has the store's inode number (store.Entry.Ino) for its whole life. Each
+// version of a file has its own: the store revision that made it, with the
+// top bit set. So an update looks like an atomic rename-replace on a local
+// filesystem (tail -F, and anything else that compares inode numbers,
+// notices the new file), the number is unique in the mount, and it is the
+// same after a restart.
+func Ino(e store.Entry) uint64 {
+	if e.IsDir() {
+		return e.Ino
+	}
+	return versionBit | e.Revision
+}
+
 // stableAttr is the identity of the kernel inode for an entry. Directories
 // are one inode for their whole life (their content is asked for afresh).
-// Files get one inode per version: the generation is the entry's revision,
-// so every change to a file is a new kernel inode with an empty page cache.
+// Files get one inode per version (see Ino), with an empty page cache.
 func stableAttr(e store.Entry) fs.StableAttr {
 	if e.IsDir() {
 		return fs.StableAttr{Mode: syscall.S_IFDIR, Ino: e.Ino}
 	}
-	return fs.StableAttr{Mode: syscall.S_IFREG, Ino: e.Ino, Gen: e.Revision}
+	return fs.StableAttr{Mode: syscall.S_IFREG, Ino: Ino(e)}
 }
 
 // fillAttr reports an entry as the kernel should see it.
@@ -35,7 +52,7 @@ func stableAttr(e store.Entry) fs.StableAttr {
 // convention (btrfs, most FUSE filesystems) for "subdirectories not
 // counted", which keeps find and fts from trusting a wrong count.
 func (fsys *fsys) fillAttr(e store.Entry, out *fuse.Attr) {
-	out.Ino = e.Ino
+	out.Ino = Ino(e)
 	out.Mode = stableAttr(e).Mode | fsys.opts.perm(e)
 	out.Nlink = 1
 	out.Uid = fsys.opts.UID

@@ -66,17 +66,23 @@ func (d *dirNode) stat(ctx context.Context) (store.Entry, error) {
 	return e, err
 }
 
-// OpendirHandle reads the whole listing from the store once, so the kernel
-// pages through one consistent snapshot, and asks the kernel to cache it
-// (FOPEN_CACHE_DIR) until invalidation says the directory changed.
-func (d *dirNode) OpendirHandle(ctx context.Context, _ uint32) (fs.FileHandle, uint32, syscall.Errno) {
+// OpendirHandle opens the directory for listing and asks the kernel to
+// cache the listing (FOPEN_CACHE_DIR) until invalidation says the directory
+// changed. The listing is read from the store on the first READDIR: when
+// the kernel's cached listing is still good, it sends none.
+func (d *dirNode) OpendirHandle(context.Context, uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	return &dirHandle{dir: d}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+}
+
+// list reads the directory's listing from the store, as one consistent
+// snapshot.
+func (d *dirNode) list(ctx context.Context) ([]store.Entry, syscall.Errno) {
 	entries, err := d.fsys.st.ReadDir(ctx, d.path)
 	if err != nil {
 		if d.path == depotpath.Root && errors.Is(err, store.ErrNotExist) {
-			entries = nil
-		} else {
-			return nil, 0, d.fsys.errno("readdir", d.path, err)
+			return nil, 0
 		}
+		return nil, d.fsys.errno("readdir", d.path, err)
 	}
-	return &dirHandle{dir: d, entries: entries}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+	return entries, 0
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/vfs"
 )
 
 func TestReadDir(t *testing.T) {
@@ -61,8 +62,8 @@ func TestReadDir(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if ino := info.Sys().(*syscall.Stat_t).Ino; ino != want.Ino {
-						t.Errorf("%s: ino %d, want %d", name, ino, want.Ino)
+					if ino := info.Sys().(*syscall.Stat_t).Ino; ino != vfs.Ino(want) {
+						t.Errorf("%s: ino %d, want %d", name, ino, vfs.Ino(want))
 					}
 				}
 				if !slices.Equal(got, tt.want) {

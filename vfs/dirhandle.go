@@ -18,6 +18,7 @@ import (
 type dirHandle struct {
 	dir     *dirNode
 	entries []store.Entry
+	loaded  bool // entries has been read from the store
 	pos     int
 	// last is the entry most recently handed out, which READDIRPLUS looks
 	// up right away: serving that lookup from the snapshot saves a store
@@ -31,8 +32,24 @@ var (
 	_ = (fs.FileLookuper)((*dirHandle)(nil))
 )
 
+// load reads the listing on first use.
+func (h *dirHandle) load(ctx context.Context) syscall.Errno {
+	if h.loaded {
+		return 0
+	}
+	entries, errno := h.dir.list(ctx)
+	if errno != 0 {
+		return errno
+	}
+	h.entries, h.loaded = entries, true
+	return 0
+}
+
 // Readdirent returns the next directory entry, or nil at the end.
-func (h *dirHandle) Readdirent(context.Context) (*fuse.DirEntry, syscall.Errno) {
+func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	if errno := h.load(ctx); errno != 0 {
+		return nil, errno
+	}
 	de := fuse.DirEntry{Off: uint64(h.pos) + 1, Mode: syscall.S_IFDIR}
 	h.last = nil
 	switch {
@@ -45,7 +62,8 @@ func (h *dirHandle) Readdirent(context.Context) (*fuse.DirEntry, syscall.Errno) 
 		}
 	case h.pos-2 < len(h.entries):
 		e := &h.entries[h.pos-2]
-		de.Name, de.Ino, de.Mode = depotpath.Base(e.Path), e.Ino, stableAttr(*e).Mode
+		id := stableAttr(*e)
+		de.Name, de.Ino, de.Mode = depotpath.Base(e.Path), id.Ino, id.Mode
 		h.last = e
 	default:
 		return nil, 0
@@ -55,7 +73,10 @@ func (h *dirHandle) Readdirent(context.Context) (*fuse.DirEntry, syscall.Errno) 
 }
 
 // Seekdir moves to the position after offset off (rewinddir is offset 0).
-func (h *dirHandle) Seekdir(_ context.Context, off uint64) syscall.Errno {
+func (h *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	if errno := h.load(ctx); errno != 0 {
+		return errno
+	}
 	if off > uint64(len(h.entries))+2 {
 		return syscall.EINVAL
 	}

@@ -24,28 +24,40 @@
 //
 // # Caching and invalidation
 //
-// The kernel caches entries, attributes, directory listings and file pages
-// (entry and attribute timeouts default to one second; files are opened with
-// FOPEN_KEEP_CACHE and directories with FOPEN_CACHE_DIR). A goroutine owned by
-// the Server watches the store and, after each committed change, tells the
-// kernel exactly what to forget. [Server.WaitApplied] lets a writer wait until
-// its change has been turned into invalidations, so a reader that starts after
-// the writer's acknowledgement never sees stale bytes.
+// The kernel caches names, missing names, attributes, directory listings
+// and file pages for as long as nothing changes ([DefaultTimeout] is a day;
+// files are opened with FOPEN_KEEP_CACHE and FOPEN_NOFLUSH, directories with
+// FOPEN_CACHE_DIR, and READDIRPLUS gives ls -l names and attributes in one
+// pass). A goroutine owned by the Server watches the store and, after each
+// committed change, tells the kernel exactly what to forget: the name, the
+// inode's attributes and pages, the parent's listing and attributes (its
+// mtime moved). [Server.WaitApplied] lets a writer wait until its change has
+// been turned into invalidations, so a reader that starts after the
+// writer's acknowledgement never sees stale bytes. When the store reports
+// lost events (a resync), everything the kernel knows is invalidated,
+// including the names it remembers as missing.
 //
-// Each version of a file is its own kernel inode: the FUSE generation number
-// is the entry's store revision, and an update makes the kernel look the name
-// up again and get a fresh inode with an empty page cache. A process that
-// opened the old version keeps reading the old version, whole and consistent,
-// from its own snapshot and cache; nobody ever sees a mix of two versions. The
-// inode number shown by stat stays the same across versions.
+// Each version of a file is its own kernel inode with its own inode number
+// ([Ino]): an update looks like an atomic rename-replace on a local
+// filesystem, which tail -F follows. A process that opened the old version
+// keeps reading the old version, whole and consistent, from its own
+// snapshot and cache; nobody ever sees a mix of two versions. An open that
+// races an update (the kernel still held the old version's name) reads the
+// newer version whole, around the old inode's cache and size.
+//
+// # Passthrough
+//
+// With [Options.Passthrough], files of at least [PassthroughMinSize] are
+// served from a bounded, content-addressed cache of blob files: the kernel
+// reads them directly (FUSE passthrough), at the speed of a local file.
+// A blob is copied in from the store after each write (or on first open),
+// and deleted when the file that used it changes or goes, or to make room.
 //
 // # Caveats
 //
-// Attributes reported by stat may lag a store change by at most the
-// attribute timeout when a lookup races the change. Content does not: an
-// open whose snapshot is not the version the kernel looked up fails with
-// ESTALE inside the kernel, which looks the name up again and retries once
-// (a file that changes again within that retry gives the reader ESTALE).
+// inotify and fanotify see nothing: the kernel does not report changes made
+// by a FUSE server. Programs that must learn of changes should subscribe to
+// MCP resources, or poll (tail -F does).
 //
 // Unmount does not wait for other processes: if files are still open in the
 // mount, it aborts the FUSE connection and detaches the mount.

@@ -4,17 +4,20 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"sync"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/vfs/internal/blobcache"
 )
 
 // fileNode is one version of a regular file: the entry as it was when the
 // kernel looked it up. A newer version of the same path is a new fileNode
-// (see stableAttr), so a fileNode never changes and is safe for concurrent
+// (see stableAttr), so its entry never changes. It is safe for concurrent
 // use.
 type fileNode struct {
 	fs.Inode
@@ -22,6 +25,10 @@ type fileNode struct {
 
 	fsys  *fsys
 	entry store.Entry
+
+	mu       sync.Mutex
+	blob     *os.File // the blob file open handles share (passthrough); nil when none is open
+	blobRefs int      // open handles on blob
 }
 
 var (
@@ -41,28 +48,96 @@ const writeFlags = syscall.O_WRONLY | syscall.O_RDWR | syscall.O_TRUNC | syscall
 // Open takes a snapshot of the file's content. The kernel keeps its page
 // cache across opens (FOPEN_KEEP_CACHE): the inode is this version only, so
 // its cached pages can never be stale. Closing sends no FLUSH
-// (FOPEN_NOFLUSH): there is nothing to flush.
+// (FOPEN_NOFLUSH): there is nothing to flush. With passthrough on, a file
+// of at least PassthroughMinSize is served from its blob file, which the
+// kernel reads directly.
 //
 // If the store's content is no longer this version (the file changed after
-// the kernel looked it up), Open fails with ESTALE; the kernel then looks
-// the name up again, gets the new version's inode, and retries the open.
-// That is also how a placeholder's open ends once its content has been
-// fetched: the content is a new version, so the retried open reads it with
-// the attributes of that version.
+// the kernel looked it up), the reader gets the newer version, whole: it
+// is read around the page cache and the size of this inode
+// (FOPEN_DIRECT_IO), which belong to the older version. A reader therefore
+// sees one version or another, never an error and never a mix. A
+// placeholder is the exception: its open fails with ESTALE once the
+// content has been fetched, and the kernel looks the name up again and
+// retries, so the reader also gets the new version's attributes.
 func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if flags&writeFlags != 0 {
 		return nil, 0, syscall.EROFS
 	}
+	const cached = fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH
+	const direct = fuse.FOPEN_DIRECT_IO | fuse.FOPEN_NOFLUSH
 	p := f.entry.Path
+	// The store is asked even when the blob is cached: the open counts as
+	// a use of the content (eviction spares it), and says whether this
+	// version is still the file's.
 	c, err := f.fsys.content(ctx, p)
 	if err != nil {
 		return nil, 0, f.fsys.errno("open", p, err)
 	}
-	if c.SHA256() != f.entry.SHA256 || c.Size() != f.entry.Size {
+	current := c.SHA256() == f.entry.SHA256 && c.Size() == f.entry.Size
+	if !current && !f.entry.Present {
 		c.Close()
 		return nil, 0, syscall.ESTALE
 	}
-	return &fileHandle{fsys: f.fsys, path: p, content: c}, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH, 0
+	if pt := f.fsys.pt.Load(); pt != nil && wants(f.entry) {
+		h, err := f.openBlob(ctx, pt, c, current)
+		if h != nil {
+			c.Close()
+			return h, cached, 0
+		}
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, blobcache.ErrTooLarge) {
+			f.fsys.log.Warn("vfs: blob cache unavailable; reading from the store", "path", p, "err", err)
+		}
+		// The kernel refuses to mix passthrough and page-cache opens of
+		// one inode: a file that may be opened for passthrough is read
+		// around the page cache when it is not.
+		return &fileHandle{fsys: f.fsys, path: p, content: c}, direct, 0
+	}
+	if !current {
+		return &fileHandle{fsys: f.fsys, path: p, content: c}, direct, 0
+	}
+	return &fileHandle{fsys: f.fsys, path: p, content: c}, cached, 0
+}
+
+// openBlob returns a handle on this version's blob file for passthrough,
+// or nil when there is none to give. Every open of the inode shares one
+// blob file while any is open (the kernel allows one backing file per
+// inode); the first fills it from c when c is this version (current),
+// else takes it from the cache if it is still there.
+func (f *fileNode) openBlob(ctx context.Context, pt *blobs, c store.Content, current bool) (*blobHandle, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.blob == nil {
+		switch {
+		case current:
+			bf, err := pt.open(ctx, f.entry, c)
+			if err != nil {
+				return nil, err
+			}
+			f.blob = bf
+		default:
+			bf, ok := pt.cache.Get(f.entry.SHA256)
+			if !ok {
+				return nil, nil
+			}
+			f.blob = bf
+		}
+	}
+	f.blobRefs++
+	return &blobHandle{node: f}, nil
+}
+
+// releaseBlob drops one handle's share of the blob file.
+func (f *fileNode) releaseBlob() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.blobRefs--
+	if f.blobRefs > 0 {
+		return nil
+	}
+	err := f.blob.Close()
+	f.blob = nil
+	return err
 }
 
 // content returns the bytes of the file at path p as they are now. It is

@@ -3,6 +3,7 @@ package vfs
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -13,12 +14,14 @@ import (
 
 // fsys is what every node of one mount shares: the store and the resolved
 // options. It is immutable once Mount has built it, so nodes use it from any
-// goroutine without locking.
+// goroutine without locking, except pt, which Mount sets once it knows
+// whether the kernel takes passthrough.
 type fsys struct {
 	st      store.Store
 	opts    Options
 	log     *slog.Logger
 	started time.Time
+	pt      atomic.Pointer[blobs] // nil: passthrough off
 }
 
 // child returns the inode for entry e, named name in directory parent, and

@@ -50,7 +50,25 @@ func newStore(tb testing.TB, opts *bolt.Options) (*bolt.Store, string) {
 // testMount is a mounted store and its log.
 type testMount struct {
 	*vfs.Server
-	log *logBuffer
+	log     *logBuffer
+	blobDir string // the blob cache's directory; "" without passthrough
+}
+
+// cachedBlobs lists the blobs in the mount's blob cache.
+func cachedBlobs(tb testing.TB, m *testMount) []string {
+	tb.Helper()
+	if m.blobDir == "" {
+		return nil
+	}
+	des, err := os.ReadDir(m.blobDir)
+	if err != nil {
+		tb.Fatalf("blob cache: %v", err)
+	}
+	var out []string
+	for _, de := range des {
+		out = append(out, de.Name())
+	}
+	return out
 }
 
 // path returns the host path of a depot path in the mount.
@@ -70,6 +88,11 @@ func mountAt(tb testing.TB, dir string, st store.Store, opts *vfs.Options) *test
 	if opts != nil {
 		o = *opts
 	}
+	if !o.Passthrough && os.Getenv("DEPOTFS_PASSTHROUGH") != "false" {
+		// Every mount test runs with passthrough on, unless told not
+		// to: run them with DEPOTFS_PASSTHROUGH=false for the other way.
+		o.Passthrough, o.BlobCacheDir, o.BlobCacheBytes = true, filepath.Join(tb.TempDir(), "blobs"), 1<<30
+	}
 	logs := &logBuffer{}
 	o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	m, err := vfs.Mount(context.Background(), dir, st, &o)
@@ -84,7 +107,11 @@ func mountAt(tb testing.TB, dir string, st store.Store, opts *vfs.Options) *test
 			tb.Logf("mount log:\n%s", logs)
 		}
 	})
-	return &testMount{Server: m, log: logs}
+	tm := &testMount{Server: m, log: logs}
+	if m.Passthrough() {
+		tm.blobDir = o.BlobCacheDir
+	}
+	return tm
 }
 
 // put stores data at p and waits until the mount has applied the change.

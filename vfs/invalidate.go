@@ -102,17 +102,30 @@ func (inv *invalidator) wait(ctx context.Context, rev uint64) error {
 	}
 }
 
-// apply invalidates what one event changed.
+// apply invalidates what one event changed, and keeps the blob cache in
+// step: a blob cached for a path that changed is dropped (the store may
+// have deleted it), and a new version large enough for passthrough is
+// queued to be copied in.
 func (inv *invalidator) apply(ctx context.Context, ev store.Event) {
 	switch ev.Kind {
 	case store.EventResync:
-		inv.all(inv.root)
+		inv.all(ctx, inv.root, depotpath.Root)
 	case store.EventCreated:
 		inv.entry(ev, true)
 	case store.EventRemoved:
 		inv.removed(ctx, ev.Path)
 	case store.EventUpdated, store.EventEvicted:
 		inv.entry(ev, false)
+	}
+	if pt := inv.fsys.pt.Load(); pt != nil && ev.Kind != store.EventResync {
+		sum := ev.Entry.SHA256
+		if ev.Kind == store.EventRemoved {
+			sum = ""
+		}
+		pt.changed(ev.Path, sum)
+		if sum != "" {
+			pt.queue(ev.Entry)
+		}
 	}
 }
 
@@ -157,17 +170,32 @@ func (inv *invalidator) removed(ctx context.Context, p string) {
 	}
 }
 
-// all invalidates every inode the kernel knows below n, and n itself.
-func (inv *invalidator) all(n *fs.Inode) {
-	for name, ch := range n.Children() {
+// all invalidates every inode the kernel knows below n (the directory at
+// depot path p), and n itself, after events were lost. The kernel may also
+// remember names as missing (negative entries), which go-fuse does not
+// track: every name the store now has in a known directory is invalidated
+// too. That costs one ReadDir per known directory, only on a resync.
+func (inv *invalidator) all(ctx context.Context, n *fs.Inode, p string) {
+	known := n.Children()
+	for name, ch := range known {
+		cp := depotpath.Join(p, name)
 		if ch.IsDir() {
-			inv.all(ch)
+			inv.all(ctx, ch, cp)
 		} else {
-			inv.notifyContent(ch, name)
+			inv.notifyContent(ch, cp)
 		}
-		inv.notifyEntry(n, name, name)
+		inv.notifyEntry(n, name, cp)
 	}
-	inv.notifyContent(n, "")
+	entries, err := inv.fsys.st.ReadDir(ctx, p)
+	if err != nil && !errors.Is(err, store.ErrNotExist) && !errors.Is(err, store.ErrNotDir) {
+		inv.fsys.log.Warn("vfs: listing a directory after lost events failed; names it has may still look missing", "path", p, "err", err)
+	}
+	for _, e := range entries {
+		if name := depotpath.Base(e.Path); known[name] == nil {
+			inv.notifyEntry(n, name, e.Path)
+		}
+	}
+	inv.notifyContent(n, p)
 }
 
 // find walks the kernel-known inodes from the root towards p. It returns the

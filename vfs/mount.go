@@ -15,6 +15,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/vfs/internal/blobcache"
 )
 
 // ErrUnmounted reports a wait on a mount that has been unmounted.
@@ -33,9 +34,10 @@ type Server struct {
 	log    *slog.Logger
 	inv    *invalidator
 
-	stopWatch context.CancelFunc
-	watchDone chan struct{} // closed when the invalidation goroutine exits
-	served    chan struct{} // closed when the FUSE server has exited
+	stopWatch    context.CancelFunc
+	watchDone    chan struct{} // closed when the invalidation goroutine exits
+	prefetchDone chan struct{} // closed when the prefetcher exits; nil without passthrough
+	served       chan struct{} // closed when the FUSE server has exited
 
 	unmountOnce sync.Once
 	unmountErr  error
@@ -70,6 +72,13 @@ func Mount(ctx context.Context, dir string, st store.Store, opts *Options) (*Ser
 		return nil, fmt.Errorf("vfs: mount %s: watch store: %w", dir, err)
 	}
 
+	var pt *blobs
+	if o.Passthrough {
+		if pt, err = openBlobs(o); err != nil {
+			stopWatch()
+			return nil, fmt.Errorf("vfs: mount %s: %w", dir, err)
+		}
+	}
 	fsys := &fsys{st: st, opts: o, log: o.Logger, started: time.Now()}
 	root := &dirNode{fsys: fsys, path: depotpath.Root}
 	server, err := fuse.NewServer(fs.NewNodeFS(root, nodeOptions(o)), dir, mountOptions(o))
@@ -94,6 +103,18 @@ func Mount(ctx context.Context, dir string, st store.Store, opts *Options) (*Ser
 	if err := server.WaitMount(); err != nil {
 		return nil, errors.Join(fmt.Errorf("vfs: mount %s: %w", dir, err), m.Unmount())
 	}
+	if pt != nil {
+		if server.KernelSettings().Flags64()&fuse.CAP_PASSTHROUGH == 0 {
+			o.Logger.Info("vfs: passthrough off: the kernel does not offer FUSE passthrough")
+		} else {
+			fsys.pt.Store(pt)
+			m.prefetchDone = make(chan struct{})
+			go func() {
+				defer close(m.prefetchDone)
+				pt.runPrefetch(watchCtx, st)
+			}()
+		}
+	}
 	raiseReadahead(dir, maxRead>>10, o.Logger)
 	return m, nil
 }
@@ -106,6 +127,27 @@ func (m *Server) serve() {
 	close(m.served)
 }
 
+// Passthrough reports whether files are served through FUSE passthrough
+// (see Options.Passthrough).
+func (m *Server) Passthrough() bool { return m.inv.fsys.pt.Load() != nil }
+
+// openBlobs opens the blob cache for passthrough, or returns nil (and logs
+// why) when passthrough cannot work: it needs root.
+func openBlobs(o Options) (*blobs, error) {
+	if os.Geteuid() != 0 {
+		o.Logger.Info("vfs: passthrough off: it needs root")
+		return nil, nil
+	}
+	if o.BlobCacheDir == "" || o.BlobCacheBytes <= 0 {
+		return nil, fmt.Errorf("passthrough needs a blob cache directory and size (got %q, %d bytes)", o.BlobCacheDir, o.BlobCacheBytes)
+	}
+	c, err := blobcache.Open(o.BlobCacheDir, o.BlobCacheBytes, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	return newBlobs(c, o.Logger), nil
+}
+
 // Dir returns the absolute path the store is mounted at.
 func (m *Server) Dir() string { return m.dir }
 
@@ -113,14 +155,21 @@ func (m *Server) Dir() string { return m.dir }
 // (umount), and its server has exited.
 func (m *Server) Wait() { <-m.served }
 
-// WaitApplied returns once every store event with a revision up to rev has
-// been turned into kernel invalidations: a reader that starts afterwards
-// sees that revision or a later one. It returns early with ctx's error, with
-// ErrUnmounted once the mount is gone, or with an error wrapping
+// WaitApplied returns once every store event with a revision up to rev,
+// and every change committed before the call, has been turned into kernel
+// invalidations: a reader that starts afterwards sees that revision or a
+// later one. Waiting for what was committed before the call too covers the
+// other changes of rev's transaction (the files a write evicted get
+// revisions after the write's own). It returns early with ctx's error,
+// with ErrUnmounted once the mount is gone, or with an error wrapping
 // store.ErrClosed if the store stopped its event stream. rev should be the
 // revision of a committed change (store.Entry.Revision after a write).
 func (m *Server) WaitApplied(ctx context.Context, rev uint64) error {
-	return m.inv.wait(ctx, rev)
+	cur, err := m.inv.fsys.st.Revision(ctx)
+	if err != nil {
+		return fmt.Errorf("vfs: waiting for revision %d: %w", rev, err)
+	}
+	return m.inv.wait(ctx, max(rev, cur))
 }
 
 // Unmount stops applying store events, unmounts the filesystem and waits
@@ -132,6 +181,9 @@ func (m *Server) Unmount() error {
 	m.unmountOnce.Do(func() {
 		m.stopWatch()
 		<-m.watchDone
+		if m.prefetchDone != nil {
+			<-m.prefetchDone
+		}
 		m.unmountErr = m.unmount()
 	})
 	return m.unmountErr
@@ -186,12 +238,13 @@ func mountOptions(o Options) *fuse.MountOptions {
 // nodeOptions configure go-fuse's node layer. The timeouts are never nil:
 // nil would mean 0 s, a round trip per path component on every access.
 func nodeOptions(o Options) *fs.Options {
-	entry, attr := o.EntryTimeout, o.AttrTimeout
+	entry, attr, negative := o.EntryTimeout, o.AttrTimeout, o.NegativeTimeout
 	mo := mountOptions(o)
 	return &fs.Options{
 		MountOptions:    *mo,
 		EntryTimeout:    &entry,
 		AttrTimeout:     &attr,
+		NegativeTimeout: &negative,
 		NullPermissions: true, // a mode of 0 (umask 0777) means 0, not 0644
 		RootStableAttr:  &fs.StableAttr{Ino: store.RootIno},
 		Logger:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),

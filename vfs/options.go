@@ -15,10 +15,13 @@ const (
 	DefaultDirMode  iofs.FileMode = 0o555
 )
 
-// DefaultTimeout is the kernel's entry and attribute cache timeout when
-// Options leaves it zero. Never zero: with 0 s timeouts every path walk
-// becomes a round trip per component (see DESIGN.md, performance notes).
-const DefaultTimeout = time.Second
+// DefaultTimeout is how long the kernel may cache names (found and
+// missing), attributes and listings when Options leaves the timeouts zero.
+// It is effectively forever: depotfs sees every change to the store and
+// invalidates exactly what changed before the change is acknowledged
+// (Server.WaitApplied), so a timer would only make the kernel ask again for
+// what cannot have changed (see DESIGN.md, "The mount").
+const DefaultTimeout = 24 * time.Hour
 
 // Options configure a mount. The zero value (or a nil *Options) works: root
 // owns everything, files are 0444 and directories 0555, provenance xattrs are
@@ -52,9 +55,10 @@ type Options struct {
 	// which ls remembers for the whole filesystem.
 	NoXattrs bool
 
-	// EntryTimeout and AttrTimeout are how long the kernel may cache a name
-	// and an inode's attributes; 0 means DefaultTimeout.
-	EntryTimeout, AttrTimeout time.Duration
+	// EntryTimeout, AttrTimeout and NegativeTimeout are how long the
+	// kernel may cache a name, an inode's attributes and a name's absence;
+	// 0 means DefaultTimeout. Invalidation does not depend on them.
+	EntryTimeout, AttrTimeout, NegativeTimeout time.Duration
 
 	// Logger receives one line per unexpected error (and placeholder read);
 	// nil means slog.Default().
@@ -65,6 +69,18 @@ type Options struct {
 
 	// FsName is the source shown in /proc/mounts and df; "" means "depotfs".
 	FsName string
+
+	// Passthrough serves files of at least PassthroughMinSize through FUSE
+	// passthrough: each is copied once into a blob file under BlobCacheDir
+	// (at most BlobCacheBytes in all, least recently used deleted first) and
+	// the kernel reads that file directly, at the speed of a local file.
+	// It needs root and a kernel with FUSE passthrough (6.9 or later);
+	// without them the mount works as if it were off (Server.Passthrough
+	// says which). BlobCacheDir's blobs are deleted at mount: the store is
+	// the store of record.
+	Passthrough    bool
+	BlobCacheDir   string
+	BlobCacheBytes int64
 
 	// Fetcher, when set, is asked for the content of a file the store
 	// holds only as a placeholder (listed but not pushed, stale, or
@@ -100,6 +116,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.AttrTimeout <= 0 {
 		r.AttrTimeout = DefaultTimeout
+	}
+	if r.NegativeTimeout <= 0 {
+		r.NegativeTimeout = DefaultTimeout
 	}
 	if r.Logger == nil {
 		r.Logger = slog.Default()

@@ -79,8 +79,8 @@ func TestStat(t *testing.T) {
 				if fi.Mode() != want {
 					t.Errorf("%s: mode %v, want %v", p, fi.Mode(), want)
 				}
-				if sys.Ino != e.Ino {
-					t.Errorf("%s: ino %d, want store's %d", p, sys.Ino, e.Ino)
+				if sys.Ino != vfs.Ino(e) {
+					t.Errorf("%s: ino %d, want %d", p, sys.Ino, vfs.Ino(e))
 				}
 				if sys.Uid != tt.uid || sys.Gid != tt.gid {
 					t.Errorf("%s: owner %d:%d, want %d:%d", p, sys.Uid, sys.Gid, tt.uid, tt.gid)

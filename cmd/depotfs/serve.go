@@ -42,6 +42,9 @@ type serveConfig struct {
 	allowOther    bool
 	exec          bool
 	noXattrs      bool
+	passthrough   bool
+	blobCacheDir  string
+	blobCacheSize byteSize
 	uploadTimeout time.Duration
 	uploadTTL     time.Duration
 	fetchTimeout  time.Duration
@@ -77,6 +80,10 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.allowOther, "allow-other", true, "let users other than depotfs's own read the mount (allow_other; the kernel still enforces the modes shown)")
 	fs.BoolVar(&c.exec, "exec", false, "allow executing files from the mount (mounted noexec otherwise)")
 	fs.BoolVar(&c.noXattrs, "no-xattrs", false, "do not serve the user.depotfs.* provenance extended attributes")
+	fs.BoolVar(&c.passthrough, "passthrough", true, "serve files of 256 KiB or more through FUSE passthrough from a blob cache, at local-disk speed (needs root and Linux 6.9 or later; off by itself otherwise)")
+	fs.StringVar(&c.blobCacheDir, "blob-cache-dir", "", "`dir`ectory of the passthrough blob cache (emptied at start); empty: \"blobs\" beside the database")
+	c.blobCacheSize = defaultBlobCacheSize
+	fs.Var(&c.blobCacheSize, "blob-cache-size", "`size` limit on the passthrough blob cache, e.g. 1GiB; least recently used blobs are deleted first; 0 turns passthrough off")
 	fs.DurationVar(&c.uploadTimeout, "upload-timeout", time.Hour, "delete a chunked upload after this long without a new chunk")
 	fs.DurationVar(&c.uploadTTL, "upload-ttl", 24*time.Hour, "remove a filename-only upload (under /uploads) after this long, unless the call gave ttl_seconds or pin; 0: keep uploads")
 	fs.DurationVar(&c.fetchTimeout, "fetch-timeout", fetch.DefaultTimeout, "how long a program opening a file whose content is not stored waits for an agent to send it, before it gets an I/O error")
@@ -98,7 +105,18 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 const (
 	defaultMaxStoreSize byteSize = 10 << 30
 	defaultMaxFileSize  byteSize = 100 << 20
+	// defaultBlobCacheSize bounds the passthrough copies of stored files.
+	defaultBlobCacheSize byteSize = 1 << 30
 )
+
+// blobCacheDirOrDefault is --blob-cache-dir, or "blobs" beside the
+// database.
+func (c *serveConfig) blobCacheDirOrDefault() string {
+	if c.blobCacheDir != "" {
+		return c.blobCacheDir
+	}
+	return filepath.Join(filepath.Dir(c.db), "blobs")
+}
 
 // defaultDataDir is where the database lives unless --db says otherwise:
 // /var/lib/depotfs for root, the XDG state directory for anyone else.
@@ -329,6 +347,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 			UID: uint32(cfg.uid), GID: uint32(cfg.gid), Umask: umask,
 			AllowOther: cfg.allowOther, Exec: cfg.exec, NoXattrs: cfg.noXattrs, AllowNonEmpty: cfg.nonEmpty,
 			Logger: log, Debug: cfg.debugFUSE, Fetcher: broker,
+			Passthrough: cfg.passthrough && cfg.blobCacheSize > 0, BlobCacheDir: cfg.blobCacheDirOrDefault(), BlobCacheBytes: int64(cfg.blobCacheSize),
 		})
 		if err != nil {
 			broker.Close()

@@ -282,3 +282,17 @@ type Stats struct {
 // DedupSavedBytes is the storage deduplication saves: LogicalBytes minus
 // StoredBytes.
 func (s Stats) DedupSavedBytes() int64 { return s.LogicalBytes - s.StoredBytes }
+
+// Streamer is implemented by stores that can take a whole file from a
+// reader without holding it in memory, for uploads too large for one
+// PutRequest. PutStream reads r to its end and then stores its bytes as Put
+// would store req with Data set to them (req.Data is ignored): the same
+// conditions, limits, eviction and result, in one atomic change once all
+// the bytes have arrived. size, when not negative, is how many bytes r
+// announces; r yielding another number fails with ErrUpload. A declared
+// req.SHA256 that the bytes do not match fails with ErrHashMismatch. When
+// r fails, or ctx ends, before its end, nothing is stored. Callers use
+// PutChunk with stores that do not implement Streamer.
+type Streamer interface {
+	PutStream(ctx context.Context, req PutRequest, r io.Reader, size int64) (PutResult, error)
+}

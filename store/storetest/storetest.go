@@ -40,7 +40,7 @@ type Expirer interface {
 
 // RunAll runs the whole conformance suite: every subtest of Run, with
 // stores opened with a zero Config, and the subtests that need limits or
-// a controlled clock: Limits, Eviction, Expiry, Stats, DirTimes and PutBatch. Each subtest
+// a controlled clock: Limits, Eviction, Expiry, Stats, DirTimes, PutBatch and (for a store.Streamer) PutStream. Each subtest
 // opens its own store.
 func RunAll(t *testing.T, open Opener) {
 	Run(t, func(t *testing.T) store.Store { return open(t, Config{}) })
@@ -50,6 +50,7 @@ func RunAll(t *testing.T, open Opener) {
 	t.Run("Stats", func(t *testing.T) { testStats(t, open) })
 	t.Run("DirTimes", func(t *testing.T) { testDirTimes(t, open) })
 	t.Run("PutBatch", func(t *testing.T) { testPutBatch(t, open) })
+	t.Run("PutStream", func(t *testing.T) { testPutStream(t, open) })
 }
 
 // Run runs the part of the conformance suite that needs no configuration

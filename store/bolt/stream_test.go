@@ -1,0 +1,66 @@
+package bolt_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/bolt"
+	"github.com/depotfs/depotfs/store/storetest"
+)
+
+// brokenReader fails after n bytes, like a client that disconnects.
+type brokenReader struct{ n int }
+
+func (b *brokenReader) Read(p []byte) (int, error) {
+	if b.n == 0 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	m := min(len(p), b.n)
+	b.n -= m
+	return m, nil
+}
+
+// TestPutStreamLeavesNothing checks that a refused stream deletes the
+// chunks it staged: the file's blobs, chunks and orphans are as before.
+func TestPutStreamLeavesNothing(t *testing.T) {
+	s, _ := openTemp(t, &bolt.Options{ChunkSize: 4096})
+	ctx := context.Background()
+	mustPut(t, s, "/keep", []byte("kept"))
+	before, err := bolt.ReadStats(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("0123456789abcdef"), 3<<16) // 3 MiB: several staging transactions
+	for name, call := range map[string]func() error{
+		"disconnect": func() error {
+			_, err := s.PutStream(ctx, store.PutRequest{Path: "/f"}, &brokenReader{n: 2 << 20}, -1)
+			return err
+		},
+		"disconnect with a declared hash": func() error {
+			_, err := s.PutStream(ctx, store.PutRequest{Path: "/f", SHA256: storetest.Sum(data)}, &brokenReader{n: 2 << 20}, -1)
+			return err
+		},
+		"hash mismatch": func() error {
+			_, err := s.PutStream(ctx, store.PutRequest{Path: "/f", SHA256: storetest.Sum([]byte("x"))}, bytes.NewReader(data), -1)
+			return err
+		},
+	} {
+		if err := call(); err == nil || errors.Is(err, store.ErrClosed) {
+			t.Fatalf("%s: %v, want a refusal", name, err)
+		}
+		after, err := bolt.ReadStats(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after != before {
+			t.Errorf("%s left %+v, had %+v", name, after, before)
+		}
+		if err := bolt.Verify(s); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package storetest
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"reflect"
+	"testing"
+
+	"github.com/depotfs/depotfs/store"
+)
+
+// failingReader yields data, then fails with errBroken instead of io.EOF.
+type failingReader struct{ r io.Reader }
+
+var errBroken = errors.New("connection reset")
+
+func (f failingReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if err == io.EOF {
+		return n, errBroken
+	}
+	return n, err
+}
+
+// testPutStream checks store.Streamer, for the stores that implement it:
+// the bytes of a reader stored as Put stores them, with or without a
+// declared hash, and every kind of bad stream refused with nothing stored.
+func testPutStream(t *testing.T, open Opener) {
+	s := open(t, Config{MaxFileBytes: 8 << 20})
+	st, ok := s.(store.Streamer)
+	if !ok {
+		t.Skip("the store does not implement store.Streamer")
+	}
+	big := content(3<<20+12345, 7) // several chunks and transactions of any store
+	for _, tc := range []struct {
+		name     string
+		path     string
+		data     []byte
+		declared bool
+		size     int64
+	}{
+		{"Declared", "/s/declared", big, true, int64(len(big))},
+		{"Undeclared", "/s/undeclared", content(2<<20+1, 8), false, -1},
+		{"Existing", "/s/again", big, true, -1},
+		{"ExistingUndeclared", "/s/again2", big, false, int64(len(big))},
+		{"Empty", "/s/empty", nil, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := store.PutRequest{Path: tc.path, Mode: 0o600, Pinned: true}
+			if tc.declared {
+				req.SHA256 = Sum(tc.data)
+			}
+			res, err := st.PutStream(t.Context(), req, bytes.NewReader(tc.data), tc.size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != store.StatusCreated || res.Entry.SHA256 != Sum(tc.data) || res.Entry.Size != int64(len(tc.data)) || !res.Entry.Pinned {
+				t.Errorf("result %+v", res)
+			}
+			if got := read(t, s, tc.path); !bytes.Equal(got, tc.data) {
+				t.Errorf("read %d bytes back, want the %d streamed", len(got), len(tc.data))
+			}
+		})
+	}
+	checkStats(t, s)
+
+	refused := []struct {
+		name string
+		req  store.PutRequest
+		r    io.Reader
+		size int64
+		is   error
+	}{
+		{"HashMismatch", store.PutRequest{Path: "/s/bad", SHA256: Sum([]byte("other"))}, bytes.NewReader(big), -1, store.ErrHashMismatch},
+		{"HashMismatchOfStoredContent", store.PutRequest{Path: "/s/bad", SHA256: Sum(big)}, bytes.NewReader(content(len(big), 9)), -1, store.ErrHashMismatch},
+		{"Short", store.PutRequest{Path: "/s/bad"}, bytes.NewReader(big[:1000]), 1001, store.ErrUpload},
+		{"Long", store.PutRequest{Path: "/s/bad"}, bytes.NewReader(big), 1000, store.ErrUpload},
+		{"OverFileLimit", store.PutRequest{Path: "/s/bad"}, bytes.NewReader(content(8<<20+1, 3)), -1, store.ErrLimit},
+		{"AnnouncedOverFileLimit", store.PutRequest{Path: "/s/bad"}, bytes.NewReader(nil), 8<<20 + 1, store.ErrLimit},
+		{"ReaderFails", store.PutRequest{Path: "/s/bad"}, failingReader{bytes.NewReader(content(3<<20, 4))}, -1, errBroken},
+		{"ReaderFailsDeclared", store.PutRequest{Path: "/s/bad", SHA256: Sum(content(3<<20, 5))}, failingReader{bytes.NewReader(content(3<<20, 5))}, -1, errBroken},
+		{"UnderAFile", store.PutRequest{Path: "/s/declared/below"}, bytes.NewReader([]byte("x")), -1, store.ErrConflict},
+	}
+	for _, tc := range refused {
+		t.Run("Refused"+tc.name, func(t *testing.T) {
+			before, rev, stats0 := tree(t, s, "/"), revision(t, s), stats(t, s)
+			_, err := st.PutStream(t.Context(), tc.req, tc.r, tc.size)
+			if !errors.Is(err, tc.is) {
+				t.Fatalf("PutStream: %v, want %v", err, tc.is)
+			}
+			if after := tree(t, s, "/"); !reflect.DeepEqual(before, after) {
+				t.Errorf("a refused stream changed the tree")
+			}
+			if got := revision(t, s); got != rev {
+				t.Errorf("a refused stream moved the revision from %d to %d", rev, got)
+			}
+			if got := stats(t, s); !sameContentStats(stats0, got) {
+				t.Errorf("a refused stream changed the stats: %+v, then %+v", stats0, got)
+			}
+		})
+	}
+}

@@ -23,7 +23,14 @@ type rawClient struct {
 // newRawClient opens an MCP session on the daemon's endpoint.
 func newRawClient(t testing.TB, url string) *rawClient {
 	t.Helper()
-	c := &rawClient{t: t, url: url, hc: &http.Client{Timeout: 2 * time.Minute}}
+	return newRawClientWith(t, url, &http.Client{Timeout: 2 * time.Minute})
+}
+
+// newRawClientWith is newRawClient over hc (a transport adding a token,
+// say).
+func newRawClientWith(t testing.TB, url string, hc *http.Client) *rawClient {
+	t.Helper()
+	c := &rawClient{t: t, url: url, hc: hc}
 	status, body, hdr := c.post([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
 	if status != http.StatusOK {
 		t.Fatalf("initialize: status %d: %s", status, body)

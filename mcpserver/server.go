@@ -121,6 +121,10 @@ type Options struct {
 	// MaxContentBytes plus 1 MiB, room for base64 and JSON escapes.
 	MaxRequestBytes int64
 
+	// HTTP bounds what HTTP clients can hold: stalled bodies, bytes in
+	// flight, sessions; zero fields take the defaults (see HTTPLimits).
+	HTTP HTTPLimits
+
 	// LocalGrants narrows the identities that are not authenticated by a
 	// credential: the local OS user on stdio, and an HTTP client when no
 	// authentication is configured (loopback only, as depotfs serve
@@ -231,6 +235,7 @@ func (o *Options) withDefaults() Options {
 	if opts.MaxRequestBytes <= 0 {
 		opts.MaxRequestBytes = 2*opts.MaxContentBytes + 1<<20
 	}
+	opts.HTTP = opts.HTTP.withDefaults()
 	if opts.CommitTimeout <= 0 {
 		opts.CommitTimeout = DefaultCommitTimeout
 	}
@@ -284,6 +289,11 @@ type Server struct {
 	mcp  *server.MCPServer
 	http http.Handler
 
+	streamable *server.StreamableHTTPServer
+	sessions   *sessions
+	inflight   *budget
+	refusals   refusalBursts
+
 	// done ends with Close: notification streams end, the watcher stops,
 	// long polls of guide_pending_requests return at once.
 	done    context.Context
@@ -307,6 +317,9 @@ func New(st store.Store, opts *Options) *Server {
 	s.watched = make(chan struct{})
 	go func() {
 		defer close(s.watched)
+		if check := s.opts.HTTP.Recheck; check != nil {
+			go s.recheck(s.done, check, func([]string) {})
+		}
 		s.res.Watch(s.done)
 	}()
 	return s
@@ -374,6 +387,7 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.close()
 		s.stopNotify()
+		_ = s.streamable.Shutdown(context.Background()) // stops its session sweeper
 	})
 	if s.watched != nil {
 		<-s.watched

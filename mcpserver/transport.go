@@ -46,15 +46,26 @@ var stdioActive atomic.Bool
 func (s *Server) Handler() http.Handler { return s.http }
 
 func (s *Server) newHandler() http.Handler {
-	h := server.NewStreamableHTTPServer(s.mcp, server.WithStreamableHTTPLogger(s.log))
-	limit := s.opts.MaxRequestBytes
+	lim := s.opts.HTTP
+	s.sessions = newSessions(lim.MaxSessions, lim.SessionIdleTimeout)
+	s.inflight = &budget{size: lim.MaxInflightBytes}
+	h := server.NewStreamableHTTPServer(s.mcp, server.WithStreamableHTTPLogger(s.log),
+		server.WithSessionIdManager(s.sessions), server.WithSessionIdleTTL(lim.SessionIdleTimeout))
+	s.streamable = h
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, limit)
+		release, ok := s.limitBody(w, r)
+		if !ok {
+			return
 		}
+		defer release()
 		ctx := r.Context()
 		if _, ok := identity.FromContext(ctx); !ok {
 			ctx = identity.NewContext(ctx, s.local(identity.HTTP(r)))
+		}
+		r = r.WithContext(ctx)
+		sid := r.Header.Get("Mcp-Session-Id")
+		if lim.Recheck != nil {
+			s.sessions.seen(sid, r)
 		}
 		if isStream(r) {
 			if s.done.Err() != nil {
@@ -65,8 +76,10 @@ func (s *Server) newHandler() http.Handler {
 			ctx, cancel = context.WithCancel(ctx)
 			defer cancel()
 			defer context.AfterFunc(s.done, cancel)()
+			defer s.sessions.open(&stream{req: r, session: sid, cancel: cancel})()
+			r = r.WithContext(ctx)
 		}
-		h.ServeHTTP(w, r.WithContext(ctx))
+		h.ServeHTTP(w, r)
 	})
 }
 

@@ -62,6 +62,7 @@ type serveConfig struct {
 	envStarted    map[string]string   // --env-file's settings at start
 	profiles      []mcpserver.Profile // --tools parsed by validate
 	auth          authConfig
+	http          httpConfig
 	enforce       enforceConfig
 }
 
@@ -98,6 +99,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.tools, "tools", "guide,provider", "comma-separated tool `profiles` to serve: guide (the push tools, always on), provider (read-only file-provider tools for scanners), fs (filesystem tools: list, read, write, mkdir, delete, copy, move, info, search)")
 	fs.StringVar(&c.envFile, "env-file", "", "read DEPOTFS_<FLAG>=value settings from this `file` (systemd EnvironmentFile syntax); the command line and the environment win over it; SIGHUP re-reads its log level and grants")
 	c.auth.flags(fs)
+	c.http.flags(fs)
 	c.enforce.flags(fs)
 }
 
@@ -213,6 +215,9 @@ func (c *serveConfig) noteSet(fs *flag.FlagSet) {
 func (c *serveConfig) validate() error {
 	if c.stdio && c.listenSet {
 		return errors.New("--stdio and --listen are exclusive: choose one transport")
+	}
+	if err := c.http.validate(); err != nil {
+		return err
 	}
 	if c.uid < 0 || c.gid < 0 {
 		return errors.New("--uid and --gid must not be negative")
@@ -333,7 +338,12 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	opts := &mcpserver.Options{Logger: log, Version: version(), Tools: cfg.profiles,
 		ResourcePageSize: cfg.resourcePage, MaxResourceBytes: cfg.maxResource,
 		Policy: cfg.enforce.host, Audit: alog, Rate: cfg.enforce.rate(),
-		MaxFileBytes: int64(cfg.maxFileSize), UploadTTL: uploadTTL}
+		MaxFileBytes: int64(cfg.maxFileSize), UploadTTL: uploadTTL, HTTP: cfg.http.limits()}
+	if ha.authn != nil {
+		// Open streams and sessions are authenticated again every second,
+		// so a revocation ends them.
+		opts.HTTP.Recheck = func(r *http.Request) error { _, err := ha.authn.Authenticate(r); return err }
+	}
 	if cfg.auth.grants.set {
 		opts.LocalGrants = cfg.auth.grants.grants
 	}
@@ -405,6 +415,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	ln = mcpserver.LimitListener(ln, cfg.http.maxConnsPerAddr, log)
 	scheme := "http"
 	if ha.tls != nil {
 		scheme = "https"
@@ -415,7 +426,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	// The listener accepts connections from here on (the kernel queues
 	// them until Serve runs), so systemd may start what depends on it.
 	ready(scheme + "://" + ln.Addr().String() + "/mcp")
-	return serveHTTP(ctx, ln, cfg.shutdown, handler, log)
+	return serveHTTP(ctx, ln, cfg.shutdown, handler, &cfg.http, log)
 }
 
 // notify sends states to systemd, logging a failure: a service manager
@@ -429,12 +440,13 @@ func notify(log *slog.Logger, n *sdnotify.Notifier, states ...string) {
 // serveHTTP serves MCP on ln until ctx is done (the server's Close, run when
 // ctx ends, has already ended its notification streams), then stops
 // accepting connections and waits up to grace for in-flight calls.
-func serveHTTP(ctx context.Context, ln net.Listener, grace time.Duration, h http.Handler, log *slog.Logger) error {
+func serveHTTP(ctx context.Context, ln net.Listener, grace time.Duration, h http.Handler, hc *httpConfig, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	hs := &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: hc.readHeaderTimeout,
+		IdleTimeout:       hc.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)

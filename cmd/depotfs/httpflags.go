@@ -1,0 +1,54 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"time"
+
+	"github.com/depotfs/depotfs/mcpserver"
+)
+
+// httpConfig bounds what HTTP clients can hold: time on a connection,
+// connections per address, bytes in flight and sessions.
+type httpConfig struct {
+	readHeaderTimeout time.Duration
+	bodyIdleTimeout   time.Duration
+	idleTimeout       time.Duration
+	maxConnsPerAddr   int
+	maxInflight       byteSize
+	inflightWait      time.Duration
+	sessionIdle       time.Duration
+	maxSessions       int
+}
+
+func (c *httpConfig) flags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.readHeaderTimeout, "http-read-header-timeout", 10*time.Second, "close an HTTP connection whose request headers take longer than this")
+	fs.DurationVar(&c.bodyIdleTimeout, "http-body-idle-timeout", mcpserver.DefaultBodyIdleTimeout, "close an HTTP connection whose request body stops arriving for this long")
+	fs.DurationVar(&c.idleTimeout, "http-idle-timeout", time.Minute, "close a kept-alive HTTP connection idle between requests for this long")
+	fs.IntVar(&c.maxConnsPerAddr, "max-conns-per-addr", 64, "open HTTP connections allowed from one IP address; more are closed at once (0: no limit)")
+	c.maxInflight = mcpserver.DefaultMaxInflightBytes
+	fs.Var(&c.maxInflight, "max-inflight-bytes", "memory `size` allowed for request bodies being decoded at once (each charged 6× its size); further requests wait for room before their bodies are read")
+	fs.DurationVar(&c.inflightWait, "inflight-wait", mcpserver.DefaultInflightWait, "how long a request waits for room under --max-inflight-bytes before it is answered 503 (retryable)")
+	fs.DurationVar(&c.sessionIdle, "session-idle-timeout", mcpserver.DefaultSessionIdleTimeout, "drop an MCP session unused for this long; its id is then answered 404 and the client starts a new one")
+	fs.IntVar(&c.maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "live MCP sessions allowed; a new one beyond is answered 503")
+}
+
+func (c *httpConfig) validate() error {
+	for _, d := range []time.Duration{c.readHeaderTimeout, c.bodyIdleTimeout, c.idleTimeout, c.inflightWait, c.sessionIdle} {
+		if d <= 0 {
+			return errors.New("--http-*-timeout, --inflight-wait and --session-idle-timeout must be positive durations")
+		}
+	}
+	if c.maxConnsPerAddr < 0 || c.maxSessions < 1 || c.maxInflight < 1<<20 {
+		return errors.New("--max-conns-per-addr must not be negative, --max-sessions at least 1, --max-inflight-bytes at least 1MiB")
+	}
+	return nil
+}
+
+// limits returns the mcpserver side of the configuration.
+func (c *httpConfig) limits() mcpserver.HTTPLimits {
+	return mcpserver.HTTPLimits{
+		BodyIdleTimeout: c.bodyIdleTimeout, MaxInflightBytes: int64(c.maxInflight), InflightWait: c.inflightWait,
+		SessionIdleTimeout: c.sessionIdle, MaxSessions: c.maxSessions,
+	}
+}

@@ -1,0 +1,314 @@
+package integration_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// hostOf returns host:port of an MCP URL.
+func hostOf(t testing.TB, u string) string {
+	t.Helper()
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pu.Host
+}
+
+// stallingBody yields n bytes of a JSON string and then blocks until
+// ctx ends: a client that declared a body and stopped sending it.
+type stallingBody struct {
+	ctx  context.Context
+	sent bool
+}
+
+func (b *stallingBody) Read(p []byte) (int, error) {
+	if !b.sent {
+		b.sent = true
+		return copy(p, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"guide_cache_file","arguments":{"path":"/x","content":"`), nil
+	}
+	<-b.ctx.Done()
+	return 0, b.ctx.Err()
+}
+
+// TestOversizedBodyRefused is issue 11 point 4: a declared Content-Length
+// over the limit is answered 413 before the body is read, with a JSON-RPC
+// error naming the limit, and a burst of refusals is audited once.
+func TestOversizedBodyRefused(t *testing.T) {
+	d := startDaemon(t, daemonConfig{transport: overHTTP})
+	rc := newRawClient(t, d.url)
+	const declared = 100 << 20
+	for i := range 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		start := time.Now()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, d.url, &stallingBody{ctx: ctx})
+		req.ContentLength = declared
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", rc.session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			t.Fatalf("request %d: %v (after %v; the server read the body instead of refusing it)", i, err, time.Since(start))
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		var r rpcReply
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || json.Unmarshal(body, &r) != nil || r.Error == nil || !strings.Contains(r.Error.Message, "over the limit of") {
+			t.Fatalf("request %d: status %d %s; want 413 with a JSON-RPC error naming the limit", i, resp.StatusCode, body)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("request %d refused after %v; want before the body is read", i, took)
+		}
+	}
+	d.stop()
+	n := 0
+	for _, r := range auditRecords(t, d.auditLog()) {
+		if strings.Contains(r.Reason, "over the limit of") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d audit records for a burst of 5 oversized bodies; want 1", n)
+	}
+}
+
+// TestStalledConnections is issue 11 point 7: a connection that says
+// nothing, and one that stops sending its body, are closed within the
+// timeouts; a client cannot open more than --max-conns-per-addr.
+func TestStalledConnections(t *testing.T) {
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{
+		"--http-read-header-timeout", "2s", "--http-body-idle-timeout", "2s", "--max-conns-per-addr", "8"}})
+	addr := hostOf(t, d.url)
+	// closedWithin reports how long the server kept c open.
+	closedWithin := func(c net.Conn, limit time.Duration) time.Duration {
+		start := time.Now()
+		c.SetReadDeadline(time.Now().Add(limit))
+		_, err := io.Copy(io.Discard, c)
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("connection still open after %v", limit)
+		}
+		return time.Since(start)
+	}
+	silent, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	if took := closedWithin(silent, 20*time.Second); took > 5*time.Second {
+		t.Errorf("a silent connection lived %v; want about 2s", took)
+	}
+	stalled, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	fmt.Fprintf(stalled, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\":", addr)
+	if took := closedWithin(stalled, 20*time.Second); took > 5*time.Second {
+		t.Errorf("a stalled body lived %v; want about 2s", took)
+	}
+
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 8 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	extra, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	if took := closedWithin(extra, 10*time.Second); took > time.Second {
+		t.Errorf("the 9th connection from one address lived %v; want it closed at once", took)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = nil
+	// Once those are gone, new connections work again.
+	waitFor(t, 10*time.Second, "a call after the connections closed", func() bool {
+		_, err := d.tryCall("guide_cache_stats", map[string]any{})
+		return err == nil
+	})
+}
+
+// TestInflightBytesBounded is issue 11 point 8: requests wait for room in
+// --max-inflight-bytes before their bodies are read, and one that waits
+// too long gets a retryable 503; concurrent calls within the budget all
+// succeed.
+func TestInflightBytesBounded(t *testing.T) {
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--max-inflight-bytes", "16MiB", "--inflight-wait", "1s"}})
+	rc := newRawClient(t, d.url)
+	// A 4 MiB body (charged 24 MiB, the whole budget) that stalls holds
+	// the budget; the next large request waits and is refused.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, d.url, &stallingBody{ctx: ctx})
+		req.ContentLength = 4 << 20
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", rc.session)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	time.Sleep(300 * time.Millisecond) // let the stalled request take the budget first
+	content := strings.Repeat("a", 2<<20)
+	start := time.Now()
+	st, r := rc.call(7, "guide_cache_file", fmt.Sprintf(`{"path":"/big.txt","content":%q}`, content))
+	if st != http.StatusServiceUnavailable || r.Error == nil || !strings.Contains(string(r.raw), `"retryable":true`) {
+		t.Fatalf("a large call while the budget is held: status %d %.300s; want 503 retryable", st, r.raw)
+	}
+	if took := time.Since(start); took < 900*time.Millisecond {
+		t.Errorf("refused after %v; want after --inflight-wait (1s)", took)
+	}
+	// Small calls never wait.
+	d.mustCall("guide_cache_stats", map[string]any{})
+	cancel()
+	// With the default wait, 8 concurrent 2 MiB calls all succeed: they
+	// take turns in the same 16 MiB.
+	d = startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--max-inflight-bytes", "16MiB"}})
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := newRawClient(t, d.url)
+			c.hc.Timeout = 2 * time.Minute
+			st, r := c.call(i, "guide_cache_file", fmt.Sprintf(`{"path":"/c/%d.txt","content":%q}`, i, content))
+			if st != http.StatusOK || r.Result == nil || r.Result.IsError {
+				errs <- fmt.Sprintf("call %d: status %d %.200s", i, st, r.raw)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+// TestBatchRefused is issue 11 point 15: a JSON-RPC batch is answered
+// -32600 (invalid request), not -32700 (parse error).
+func TestBatchRefused(t *testing.T) {
+	d := startDaemon(t, daemonConfig{transport: overHTTP})
+	rc := newRawClient(t, d.url)
+	st, b, _ := rc.post([]byte(` [{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`))
+	var r rpcReply
+	if err := json.Unmarshal(b, &r); err != nil || r.Error == nil || r.Error.Code != -32600 {
+		t.Fatalf("batch: status %d %s; want JSON-RPC error -32600", st, b)
+	}
+}
+
+// TestSessionIdleTimeout is issue 11 point 6: a session unused for
+// --session-idle-timeout is dropped and its id answered 404; live sessions
+// are capped by --max-sessions.
+func TestSessionIdleTimeout(t *testing.T) {
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--session-idle-timeout", "2s", "--max-sessions", "3"}})
+	rc := newRawClient(t, d.url)
+	if st, _ := rc.call(1, "guide_cache_stats", "{}"); st != http.StatusOK {
+		t.Fatalf("a call on a fresh session: status %d", st)
+	}
+	waitFor(t, 15*time.Second, "the idle session to be dropped", func() bool {
+		st, _, _ := rc.post([]byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`))
+		if st == http.StatusNotFound {
+			return true
+		}
+		time.Sleep(2500 * time.Millisecond) // stay idle past the timeout
+		return false
+	})
+	// The cap: the idle sessions were all dropped (the daemon's own
+	// client's too); three new ones fit, the next is refused.
+	for range 3 {
+		newRawClient(t, d.url)
+	}
+	c := &rawClient{t: t, url: d.url, hc: http.DefaultClient}
+	st, b, _ := c.post([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
+	if st != http.StatusServiceUnavailable || !strings.Contains(string(b), "max-sessions") {
+		t.Fatalf("a session beyond --max-sessions: status %d %s; want 503 naming the limit", st, b)
+	}
+}
+
+// TestRevocationEndsStreams is issue 11 point 1: after "depotfs token
+// revoke", the revoked agent's open notification stream ends within a
+// couple of seconds, and the audit log records it.
+func TestRevocationEndsStreams(t *testing.T) {
+	dir := t.TempDir()
+	tokens := dir + "/tokens.json"
+	tok, id := issueToken(t, tokens, "watcher", "*:/:rw")
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--tokens", tokens}, client: clientAuth{bearer: tok}})
+	rc := newRawClientWith(t, d.url, &http.Client{Transport: bearerTransport{tok}})
+
+	req, _ := http.NewRequest(http.MethodGet, d.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", rc.session)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: status %d", resp.StatusCode)
+	}
+	ended := make(chan time.Time, 1)
+	go func() {
+		br := bufio.NewReader(resp.Body)
+		for {
+			if _, err := br.ReadString('\n'); err != nil {
+				ended <- time.Now()
+				return
+			}
+		}
+	}()
+	revoked := time.Now()
+	depotfsCommand(t, "token", "revoke", "--tokens", tokens, id)
+	select {
+	case at := <-ended:
+		if took := at.Sub(revoked); took > 3*time.Second {
+			t.Errorf("the stream ended %v after the revocation; want within 2s or so", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the revoked token's stream was still open 10s after the revocation")
+	}
+	d.stop()
+	found := false
+	for _, r := range auditRecords(t, d.auditLog()) {
+		if r.Stage == "revoked" && r.TokenID == id && strings.Contains(r.Reason, "notification stream") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no audit record of the ended stream")
+	}
+}
+
+// bearerTransport adds a bearer token to every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}

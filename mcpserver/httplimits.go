@@ -1,0 +1,483 @@
+package mcpserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/depotfs/depotfs/internal/audit"
+	"github.com/depotfs/depotfs/internal/identity"
+)
+
+// Defaults of HTTPLimits.
+const (
+	DefaultBodyIdleTimeout    = 30 * time.Second
+	DefaultMaxInflightBytes   = 256 << 20
+	DefaultInflightWait       = 30 * time.Second
+	DefaultSessionIdleTimeout = 30 * time.Minute
+	DefaultMaxSessions        = 1000
+)
+
+// callMemoryFactor is what a call's body costs in memory while it is
+// decoded, in multiples of its size: mcp-go's copy of the body, the
+// arguments it unmarshals, the decoder's copy and the decoded content.
+// Measured with 16 MiB calls (see DESIGN.md, "Bounded HTTP").
+const callMemoryFactor = 6
+
+// smallBody is the body size below which a request is not charged against
+// MaxInflightBytes: pings, listings and small calls never wait behind
+// large ones.
+const smallBody = 1 << 20
+
+// HTTPLimits bound what HTTP clients can hold in the server. Zero fields
+// take the Default* values.
+type HTTPLimits struct {
+	// BodyIdleTimeout ends a request whose body stops arriving for this
+	// long (the connection is closed).
+	BodyIdleTimeout time.Duration
+	// MaxInflightBytes bounds the estimated memory of the request bodies
+	// being decoded at once: a request is charged callMemoryFactor times
+	// its size (its Content-Length, or MaxRequestBytes when it declares
+	// none) before its body is read, and waits until there is room.
+	MaxInflightBytes int64
+	// InflightWait is how long a request waits for room before it is
+	// answered 503 with a retryable JSON-RPC error.
+	InflightWait time.Duration
+	// SessionIdleTimeout drops a session unused for this long; its id is
+	// then answered 404, as the protocol asks, and the client starts a new
+	// session.
+	SessionIdleTimeout time.Duration
+	// MaxSessions bounds the live sessions; a new session beyond it is
+	// refused with 503.
+	MaxSessions int
+	// Recheck, when set, authenticates a request again; open streams and
+	// sessions are rechecked every second with the request that opened
+	// them, so a revoked credential loses them within a second or two.
+	Recheck func(*http.Request) error
+}
+
+func (l HTTPLimits) withDefaults() HTTPLimits {
+	if l.BodyIdleTimeout <= 0 {
+		l.BodyIdleTimeout = DefaultBodyIdleTimeout
+	}
+	if l.MaxInflightBytes <= 0 {
+		l.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	if l.InflightWait <= 0 {
+		l.InflightWait = DefaultInflightWait
+	}
+	if l.SessionIdleTimeout <= 0 {
+		l.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	if l.MaxSessions <= 0 {
+		l.MaxSessions = DefaultMaxSessions
+	}
+	return l
+}
+
+// JSON-RPC error codes of refusals by the HTTP limits.
+const (
+	// codeServerBusy: retry later (the body was not read).
+	codeServerBusy = -32000
+	// codeTooLarge: the body is over the limit; do not retry as is.
+	codeTooLarge = -32001
+)
+
+// rpcRefusal is the JSON-RPC error body of a request refused before
+// mcp-go saw it.
+type rpcRefusal struct {
+	JSONRPC string `json:"jsonrpc"`
+	ID      any    `json:"id"`
+	Error   struct {
+		Code    int            `json:"code"`
+		Message string         `json:"message"`
+		Data    map[string]any `json:"data,omitempty"`
+	} `json:"error"`
+}
+
+func writeRefusal(w http.ResponseWriter, status, code int, msg string, data map[string]any) {
+	var r rpcRefusal
+	r.JSONRPC, r.Error.Code, r.Error.Message, r.Error.Data = "2.0", code, msg, data
+	b, _ := json.Marshal(r)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// limitBody applies the body limits to a POST before mcp-go reads it. It
+// returns false when it has answered the request itself; otherwise r's
+// body is bounded, watched for stalls and charged, and release must be
+// called when the request is done.
+func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	release = func() {}
+	if r.Method != http.MethodPost || r.Body == nil {
+		return release, true
+	}
+	limit := s.opts.MaxRequestBytes
+	if r.ContentLength > limit {
+		s.refuseTooLarge(w, r, r.ContentLength, limit)
+		return release, false
+	}
+	size := r.ContentLength
+	if size < 0 {
+		size = limit
+	}
+	if size >= smallBody {
+		cost := size * callMemoryFactor
+		if err := s.inflight.acquire(r.Context(), cost, s.opts.HTTP.InflightWait); err != nil {
+			s.log.Warn("http request refused: bytes in flight at the limit", "remote", r.RemoteAddr, "size", size, "limit", s.opts.HTTP.MaxInflightBytes, "err", err)
+			w.Header().Set("Retry-After", "1")
+			writeRefusal(w, http.StatusServiceUnavailable, codeServerBusy,
+				fmt.Sprintf("depotfs is busy: the calls in flight hold the memory allowed for request bodies (--max-inflight-bytes %d); retry this request shortly", s.opts.HTTP.MaxInflightBytes),
+				map[string]any{"retryable": true, "max_inflight_bytes": s.opts.HTTP.MaxInflightBytes})
+			return release, false
+		}
+		release = func() { s.inflight.release(cost) }
+	}
+	body := &watchedBody{rc: r.Body, ctl: http.NewResponseController(w), idle: s.opts.HTTP.BodyIdleTimeout, left: limit}
+	var br *bufio.Reader
+	if r.ContentLength < 0 {
+		// No declared length: read it here, so one over the limit is
+		// answered 413 (a declared length cannot be exceeded).
+		whole, err := io.ReadAll(body)
+		if errors.Is(err, errBodyTooLarge) {
+			s.refuseTooLarge(w, r, -1, limit)
+			release()
+			return func() {}, false
+		}
+		if err != nil {
+			release()
+			writeRefusal(w, http.StatusBadRequest, mcp.PARSE_ERROR, "request body could not be read: "+err.Error(), nil)
+			return func() {}, false
+		}
+		br = bufio.NewReaderSize(bytes.NewReader(whole), 512)
+	} else {
+		br = bufio.NewReaderSize(body, 512)
+	}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{br, body}
+	// The first byte says whether it is a batch, which the protocol no
+	// longer allows: answer -32600 instead of mcp-go's parse error.
+	if first, _ := firstByte(br); first == '[' {
+		release()
+		writeRefusal(w, http.StatusBadRequest, mcp.INVALID_REQUEST, "JSON-RPC batches are not supported: send one request per HTTP POST", nil)
+		return func() {}, false
+	}
+	if r.Header.Get("Mcp-Session-Id") == "" && s.sessions.full() {
+		if head, _ := br.Peek(br.Buffered()); isInitialize(head) {
+			release()
+			w.Header().Set("Retry-After", "10")
+			writeRefusal(w, http.StatusServiceUnavailable, codeServerBusy,
+				fmt.Sprintf("depotfs has %d live sessions, its limit (--max-sessions); retry later, or end unused sessions with DELETE", s.opts.HTTP.MaxSessions),
+				map[string]any{"retryable": true, "max_sessions": s.opts.HTTP.MaxSessions})
+			return func() {}, false
+		}
+	}
+	return release, true
+}
+
+// firstByte returns the first byte of the body that is not JSON white
+// space, or 0 at its end.
+func firstByte(br *bufio.Reader) (byte, error) {
+	for {
+		b, err := br.ReadByte()
+		if err != nil {
+			return 0, err
+		}
+		switch b {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return b, br.UnreadByte()
+	}
+}
+
+// isInitialize reports whether the start of a body is an initialize
+// request (the method is looked for in the first bytes only).
+func isInitialize(head []byte) bool {
+	var probe struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(head, &probe) == nil {
+		return probe.Method == string(mcp.MethodInitialize)
+	}
+	return bytes.Contains(head, []byte(`"method":"initialize"`)) || bytes.Contains(head, []byte(`"method": "initialize"`))
+}
+
+// errBodyTooLarge is what a watchedBody returns past its limit.
+var errBodyTooLarge = errors.New("request body over the limit")
+
+// watchedBody bounds a request body and ends it when it stalls: before
+// every read it moves the connection's read deadline idle ahead.
+type watchedBody struct {
+	rc   io.ReadCloser
+	ctl  *http.ResponseController
+	idle time.Duration
+	left int64 // bytes still allowed
+	over bool
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	if b.over {
+		return 0, errBodyTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	_ = b.ctl.SetReadDeadline(time.Now().Add(b.idle))
+	n, err := b.rc.Read(p)
+	if int64(n) > b.left {
+		b.over = true
+		return 0, errBodyTooLarge
+	}
+	b.left -= int64(n)
+	switch {
+	case errors.Is(err, io.EOF):
+		// Whole: the response (a stream, maybe) is not bound by it.
+		_ = b.ctl.SetReadDeadline(time.Time{})
+	case err != nil:
+		// Stalled or broken: the deadline stays past, so the server's
+		// attempt to read the rest fails at once and the connection
+		// closes after the reply.
+		_ = b.ctl.SetReadDeadline(time.Now())
+	}
+	return n, err
+}
+
+func (b *watchedBody) Close() error { return b.rc.Close() }
+
+// refuseTooLarge answers 413 with a JSON-RPC error naming the limit, and
+// audits the refusal once per burst from one address.
+func (s *Server) refuseTooLarge(w http.ResponseWriter, r *http.Request, size, limit int64) {
+	w.Header().Set("Connection", "close")
+	msg := fmt.Sprintf("request body is over the limit of %d bytes", limit)
+	if size >= 0 {
+		msg = fmt.Sprintf("request body of %d bytes is over the limit of %d bytes", size, limit)
+	}
+	writeRefusal(w, http.StatusRequestEntityTooLarge, codeTooLarge,
+		msg+": send large files in chunks (guide_read_file with upload_id) or through guide_begin_upload",
+		map[string]any{"limit": limit})
+	s.refusals.note(r, func(n int) {
+		who, _ := identity.FromContext(r.Context())
+		rec := &audit.Record{Event: audit.EventAuth, Stage: "request", Transport: "http", Remote: r.RemoteAddr,
+			Identity: who.String(), Decision: audit.Deny,
+			Reason: fmt.Sprintf("%s (%d refusal(s) from this address in this burst)", msg, n)}
+		if s.opts.Audit != nil {
+			if err := s.opts.Audit.Append(rec); err != nil {
+				s.log.Error("audit record of a refused request not written", "remote", r.RemoteAddr, "err", err)
+			}
+		}
+		s.log.Warn("http request refused: body over the limit", "remote", r.RemoteAddr, "size", size, "limit", limit, "refusals", n)
+	})
+}
+
+// burstWindow is how long refusals from one address count as one burst.
+const burstWindow = 10 * time.Second
+
+// refusalBursts records one refusal per address per burst: the first of a
+// burst is reported at once, later ones are counted into the next report.
+type refusalBursts struct {
+	mu   sync.Mutex
+	last map[string]*burst
+}
+
+type burst struct {
+	start time.Time
+	count int
+}
+
+// maxBurstAddrs bounds the addresses remembered.
+const maxBurstAddrs = 4096
+
+func (b *refusalBursts) note(r *http.Request, report func(n int)) {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	now := time.Now()
+	b.mu.Lock()
+	if b.last == nil {
+		b.last = map[string]*burst{}
+	}
+	bu := b.last[host]
+	if bu != nil && now.Sub(bu.start) < burstWindow {
+		bu.count++
+		b.mu.Unlock()
+		return
+	}
+	n := 1
+	if bu != nil {
+		n += bu.count - 1
+	}
+	if len(b.last) >= maxBurstAddrs {
+		for k, v := range b.last {
+			if now.Sub(v.start) >= burstWindow {
+				delete(b.last, k)
+			}
+		}
+	}
+	b.last[host] = &burst{start: now, count: 1}
+	b.mu.Unlock()
+	report(n)
+}
+
+// budget is a weighted semaphore of bytes with FIFO waiters.
+type budget struct {
+	mu      sync.Mutex
+	size    int64
+	used    int64
+	waiters []*waiter
+}
+
+type waiter struct {
+	n     int64
+	ready chan struct{}
+}
+
+// acquire takes n bytes, waiting up to wait for room; a request larger
+// than the whole budget waits for the budget to be empty and then takes
+// it all.
+func (b *budget) acquire(ctx context.Context, n int64, wait time.Duration) error {
+	n = min(n, b.size)
+	b.mu.Lock()
+	if len(b.waiters) == 0 && b.used+n <= b.size {
+		b.used += n
+		b.mu.Unlock()
+		return nil
+	}
+	w := &waiter{n: n, ready: make(chan struct{})}
+	b.waiters = append(b.waiters, w)
+	b.mu.Unlock()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+		return b.cancel(w, ctx.Err())
+	case <-t.C:
+		return b.cancel(w, fmt.Errorf("waited %v for %d bytes", wait, n))
+	}
+}
+
+// cancel removes w, unless it was granted meanwhile.
+func (b *budget) cancel(w *waiter, err error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-w.ready:
+		b.used -= w.n
+		b.wake()
+		return err
+	default:
+	}
+	for i, x := range b.waiters {
+		if x == w {
+			b.waiters = append(b.waiters[:i], b.waiters[i+1:]...)
+			break
+		}
+	}
+	b.wake()
+	return err
+}
+
+func (b *budget) release(n int64) {
+	n = min(n, b.size)
+	b.mu.Lock()
+	b.used -= n
+	b.wake()
+	b.mu.Unlock()
+}
+
+// wake grants waiters in order while they fit. mu is held.
+func (b *budget) wake() {
+	for len(b.waiters) > 0 && b.used+b.waiters[0].n <= b.size {
+		w := b.waiters[0]
+		b.waiters = b.waiters[1:]
+		b.used += w.n
+		close(w.ready)
+	}
+}
+
+// LimitListener returns ln refusing (closing at once) a connection from an
+// address that already has perAddr open; perAddr <= 0 means no limit.
+// Refusals are logged once per burst per address. The result is safe for
+// concurrent use.
+func LimitListener(ln net.Listener, perAddr int, log interface{ Warn(string, ...any) }) net.Listener {
+	if perAddr <= 0 {
+		return ln
+	}
+	return &limitListener{Listener: ln, per: perAddr, open: map[string]int{}, log: log}
+}
+
+type limitListener struct {
+	net.Listener
+	per    int
+	log    interface{ Warn(string, ...any) }
+	mu     sync.Mutex
+	open   map[string]int
+	warned map[string]time.Time
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+		if err != nil {
+			host = c.RemoteAddr().String()
+		}
+		l.mu.Lock()
+		if l.open[host] >= l.per {
+			warn := time.Since(l.warned[host]) > burstWindow
+			if warn {
+				if l.warned == nil || len(l.warned) > maxBurstAddrs {
+					l.warned = map[string]time.Time{}
+				}
+				l.warned[host] = time.Now()
+			}
+			l.mu.Unlock()
+			c.Close()
+			if warn {
+				l.log.Warn("connection refused: too many from one address", "addr", host, "limit", l.per)
+			}
+			continue
+		}
+		l.open[host]++
+		l.mu.Unlock()
+		return &countedConn{Conn: c, done: func() {
+			l.mu.Lock()
+			if l.open[host]--; l.open[host] <= 0 {
+				delete(l.open, host)
+			}
+			l.mu.Unlock()
+		}}, nil
+	}
+}
+
+type countedConn struct {
+	net.Conn
+	once sync.Once
+	done func()
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(c.done)
+	return c.Conn.Close()
+}

@@ -1,0 +1,399 @@
+// Command mountbench measures the depotfs mount against tmpfs in the same
+// run and prints the time ratios: find, ls -lR and cat of every file over a
+// tree of small files (first pass on a fresh mount, and a repeated pass at
+// least two seconds later), and cold and warm dd of a 256 MiB file, with
+// FUSE passthrough on and off. It needs root (tmpfs and FUSE mounts) and a
+// depotfs binary; bench/mount.sh builds one and runs it.
+//
+// The small files (64 to 2048 bytes, in 100 directories) are written into
+// the database directly, before depotfs starts; the 256 MiB file is pushed
+// over MCP to the running server, as an agent would.
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/bolt"
+)
+
+func main() {
+	bin := flag.String("depotfs", "depotfs", "depotfs `binary` to run")
+	sizes := flag.String("files", "20000,100000", "comma-separated numbers of small files")
+	bigMiB := flag.Int("big", 256, "size in MiB of the file read with dd")
+	pause := flag.Duration("pause", 2*time.Second, "pause before a repeated pass")
+	work := flag.String("dir", "", "work `dir`ectory (default: a new one under /tmp)")
+	flag.Parse()
+	log.SetFlags(0)
+	if os.Geteuid() != 0 {
+		log.Fatal("mountbench needs root (tmpfs and FUSE mounts)")
+	}
+	dir := *work
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "mountbench-"); err != nil {
+			log.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+	}
+	b := &bench{bin: *bin, dir: dir, pause: *pause}
+	fmt.Printf("mountbench: %s, kernel %s, %d CPUs; ratio = depotfs time / tmpfs time (throughput ratio for dd: depotfs / tmpfs)\n\n",
+		time.Now().UTC().Format(time.RFC3339), kernel(), numCPU())
+	fmt.Printf("| files | passthrough | work | tmpfs first | depotfs first | ratio | tmpfs repeated | depotfs repeated | ratio |\n")
+	fmt.Printf("|---|---|---|---|---|---|---|---|---|\n")
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			log.Fatalf("-files: %v", err)
+		}
+		if err := b.tree(n); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := b.big(*bigMiB); err != nil {
+		log.Fatal(err)
+	}
+}
+
+type bench struct {
+	bin   string
+	dir   string
+	pause time.Duration
+}
+
+// file is one small file of the tree.
+func file(i, n int) (string, []byte) {
+	r := rand.New(rand.NewPCG(uint64(i), 42))
+	data := make([]byte, 64+r.IntN(2048-64+1))
+	for j := range data {
+		data[j] = 'a' + byte(r.IntN(26))
+	}
+	return fmt.Sprintf("/d%03d/f%06d.txt", i%100, i), data
+}
+
+// tree measures find, ls -lR and cat over n small files.
+func (b *bench) tree(n int) error {
+	root := filepath.Join(b.dir, fmt.Sprintf("tree%d", n))
+	tmp := filepath.Join(root, "tmpfs")
+	if err := mountTmpfs(tmp); err != nil {
+		return err
+	}
+	defer syscall.Unmount(tmp, 0)
+	db := filepath.Join(root, "depot.db")
+	st, err := bolt.Open(db, nil)
+	if err != nil {
+		return err
+	}
+	batch := make([]store.PutRequest, 0, 1000)
+	for i := range n {
+		p, data := file(i, n)
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(tmp, p)), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(tmp, p), data, 0o444); err != nil {
+			return err
+		}
+		batch = append(batch, store.PutRequest{Path: p, Data: data})
+		if len(batch) == cap(batch) || i == n-1 {
+			if _, err := st.PutBatch(context.Background(), batch); err != nil {
+				return err
+			}
+			batch = batch[:0]
+		}
+	}
+	if err := st.Close(); err != nil {
+		return err
+	}
+	works := []struct{ name, cmd string }{
+		{"find -type f", "find %s -type f >/dev/null"},
+		{"ls -lR", "ls -lR %s >/dev/null"},
+		{"cat every file", "find %s -type f -exec cat {} + >/dev/null"},
+	}
+	for _, pt := range []bool{true, false} {
+		var rss string
+		for _, w := range works {
+			tFirst, tRepeat, err := b.twice(fmt.Sprintf(w.cmd, tmp))
+			if err != nil {
+				return err
+			}
+			d, err := b.start(root, db, pt)
+			if err != nil {
+				return err
+			}
+			dFirst, dRepeat, err := b.twice(fmt.Sprintf(w.cmd, d.mount))
+			rss = d.rss()
+			d.stop()
+			if err != nil {
+				return err
+			}
+			fmt.Printf("| %d | %s | %s | %s | %s | **%.2f×** | %s | %s | **%.2f×** |\n", n, onOff(pt), w.name,
+				secs(tFirst), secs(dFirst), ratio(dFirst, tFirst), secs(tRepeat), secs(dRepeat), ratio(dRepeat, tRepeat))
+		}
+		fmt.Printf("| %d | %s | server RSS after cat of every file | | %s | | | | |\n", n, onOff(pt), rss)
+	}
+	return nil
+}
+
+// twice runs cmd, pauses, and runs it again.
+func (b *bench) twice(cmd string) (first, repeated time.Duration, err error) {
+	if first, err = run(cmd); err != nil {
+		return 0, 0, err
+	}
+	time.Sleep(b.pause)
+	repeated, err = run(cmd)
+	return first, repeated, err
+}
+
+// big measures dd of one large file, pushed over MCP to a running server.
+func (b *bench) big(mib int) error {
+	root := filepath.Join(b.dir, "big")
+	tmp := filepath.Join(root, "tmpfs")
+	if err := mountTmpfs(tmp); err != nil {
+		return err
+	}
+	defer syscall.Unmount(tmp, 0)
+	data := make([]byte, mib<<20)
+	r := rand.New(rand.NewPCG(7, 7))
+	for i := 0; i < len(data); i += 8 {
+		v := r.Uint64()
+		for j := range 8 {
+			data[i+j] = byte(v >> (8 * j))
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "big"), data, 0o444); err != nil {
+		return err
+	}
+	dd := "dd if=%s of=/dev/null bs=1M status=none"
+	tCold, tWarm, err := b.twice(fmt.Sprintf(dd, filepath.Join(tmp, "big")))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\n| dd bs=1M of %d MiB | passthrough | tmpfs | depotfs | ratio (throughput) |\n|---|---|---|---|---|\n", mib)
+	fmt.Printf("| cold (tmpfs: first read) | | %s | | |\n", rate(len(data), tCold))
+	fmt.Printf("| warm | | %s | | |\n", rate(len(data), tWarm))
+	for _, pt := range []bool{true, false} {
+		db := filepath.Join(root, fmt.Sprintf("depot-%s.db", onOff(pt)))
+		d, err := b.start(root, db, pt)
+		if err != nil {
+			return err
+		}
+		if err := d.push("/big", data); err != nil {
+			d.stop()
+			return err
+		}
+		// Let the server copy the pushed file into its blob cache, as
+		// it does after every write (passthrough only).
+		time.Sleep(b.pause)
+		path := filepath.Join(d.mount, "big")
+		cold, warm, err := b.twice(fmt.Sprintf(dd, path))
+		d.stop()
+		if err != nil {
+			return err
+		}
+		// A restart empties the blob cache: the first open fills it.
+		d, err = b.start(root, db, pt)
+		if err != nil {
+			return err
+		}
+		restart, err := run(fmt.Sprintf(dd, path))
+		d.stop()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| cold, pushed to the running server | %s | %s | %s | **%.2f×** |\n", onOff(pt), rate(len(data), tCold), rate(len(data), cold), ratio(tCold, cold))
+		fmt.Printf("| warm | %s | %s | %s | **%.2f×** |\n", onOff(pt), rate(len(data), tWarm), rate(len(data), warm), ratio(tWarm, warm))
+		fmt.Printf("| cold, first read after a restart | %s | %s | %s | **%.2f×** |\n", onOff(pt), rate(len(data), tCold), rate(len(data), restart), ratio(tCold, restart))
+	}
+	return nil
+}
+
+// daemon is one running depotfs serve.
+type daemon struct {
+	cmd   *exec.Cmd
+	mount string
+	mcp   *client.Client
+}
+
+var readyRE = regexp.MustCompile(`mcp=(https?://\S+/mcp)`)
+
+// start runs depotfs serve on db and waits for its mount and MCP endpoint.
+func (b *bench) start(root, db string, passthrough bool) (*daemon, error) {
+	mnt := filepath.Join(root, "mnt")
+	cmd := exec.Command(b.bin, "serve", "--db", db, "--mount", mnt, "--listen", "127.0.0.1:0",
+		"--passthrough="+strconv.FormatBool(passthrough), "--blob-cache-dir", filepath.Join(root, "blobs"),
+		"--max-store-size", "8GiB", "--max-file-size", "1GiB", "--blob-cache-size", "2GiB")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	d := &daemon{cmd: cmd, mount: mnt}
+	lines := bufio.NewScanner(stderr)
+	var url string
+	for lines.Scan() {
+		if m := readyRE.FindStringSubmatch(lines.Text()); m != nil {
+			url = m[1]
+			break
+		}
+	}
+	go io.Copy(io.Discard, stderr)
+	if url == "" {
+		d.stop()
+		return nil, errors.New("depotfs exited before it was ready")
+	}
+	c, err := client.NewStreamableHttpClient(url)
+	if err == nil {
+		init := mcp.InitializeRequest{}
+		init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+		init.Params.ClientInfo = mcp.Implementation{Name: "mountbench", Version: "1"}
+		_, err = c.Initialize(context.Background(), init)
+	}
+	if err != nil {
+		d.stop()
+		return nil, fmt.Errorf("mcp: %w", err)
+	}
+	d.mcp = c
+	return d, nil
+}
+
+// push uploads data to p in 4 MiB chunks over MCP.
+func (d *daemon) push(p string, data []byte) error {
+	const chunk = 4 << 20
+	count := (len(data) + chunk - 1) / chunk
+	sum := sha256.Sum256(data)
+	for i := range count {
+		part := data[i*chunk : min((i+1)*chunk, len(data))]
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "guide_read_file"
+		req.Params.Arguments = map[string]any{
+			"path": p, "upload_id": "mountbench", "chunk_index": i, "chunk_count": count,
+			"content": base64.StdEncoding.EncodeToString(part), "encoding": "base64",
+			"sha256": hex.EncodeToString(sum[:]),
+		}
+		res, err := d.mcp.CallTool(context.Background(), req)
+		if err != nil {
+			return fmt.Errorf("push chunk %d: %w", i, err)
+		}
+		if res.IsError {
+			return fmt.Errorf("push chunk %d: %+v", i, res.Content)
+		}
+	}
+	return nil
+}
+
+// rss returns the server's resident and peak memory.
+func (d *daemon) rss() string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid))
+	if err != nil {
+		return "?"
+	}
+	var cur, peak string
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 2 && f[0] == "VmRSS:" {
+			cur = kib(f[1])
+		}
+		if len(f) >= 2 && f[0] == "VmHWM:" {
+			peak = kib(f[1])
+		}
+	}
+	return fmt.Sprintf("%s (peak %s)", cur, peak)
+}
+
+func kib(s string) string {
+	v, _ := strconv.Atoi(s)
+	return fmt.Sprintf("%.0f MB", float64(v)/1024)
+}
+
+// stop ends the server with SIGTERM (it unmounts) and waits for it.
+func (d *daemon) stop() {
+	if d.mcp != nil {
+		d.mcp.Close()
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { d.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		d.cmd.Process.Kill()
+		<-done
+	}
+	syscall.Unmount(d.mount, syscall.MNT_DETACH)
+}
+
+func mountTmpfs(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=2g"); err != nil {
+		return fmt.Errorf("mount tmpfs: %w", err)
+	}
+	return nil
+}
+
+// run runs a shell command and returns how long it took.
+func run(cmd string) (time.Duration, error) {
+	start := time.Now()
+	out, err := exec.Command("sh", "-c", cmd).CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w\n%s", cmd, err, out)
+	}
+	return time.Since(start), nil
+}
+
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
+func secs(d time.Duration) string      { return fmt.Sprintf("%.3f s", d.Seconds()) }
+func rate(n int, d time.Duration) string {
+	return fmt.Sprintf("%.0f MiB/s", float64(n)/(1<<20)/d.Seconds())
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func kernel() string {
+	var u syscall.Utsname
+	if syscall.Uname(&u) != nil {
+		return "?"
+	}
+	var b []byte
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		b = append(b, byte(c))
+	}
+	return string(b)
+}
+
+func numCPU() int {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	return strings.Count(string(b), "processor\t:")
+}

@@ -218,6 +218,13 @@ func mountOptions(o Options) *fuse.MountOptions {
 		flags |= syscall.MS_NOEXEC
 		opts = append(opts, "noexec")
 	}
+	// go-fuse logs through this its request trace (--debug-fuse) and,
+	// unasked, a line for every read whose splice fell back to a copy:
+	// noise at INFO, so only the asked-for trace is logged there.
+	level := slog.LevelDebug
+	if o.Debug {
+		level = slog.LevelInfo
+	}
 	return &fuse.MountOptions{
 		AllowOther:       o.AllowOther,
 		Options:          opts,
@@ -231,7 +238,7 @@ func mountOptions(o Options) *fuse.MountOptions {
 		// Getxattr's EOPNOTSUPP lets ls stop asking.
 		DisableXAttrs: o.NoXattrs,
 		Debug:         o.Debug,
-		Logger:        slog.NewLogLogger(o.Logger.Handler(), slog.LevelInfo),
+		Logger:        slog.NewLogLogger(o.Logger.Handler(), level),
 	}
 }
 

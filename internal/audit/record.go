@@ -81,6 +81,9 @@ type Record struct {
 	// Content describes the bytes a call carried, never the bytes.
 	Content *Content `json:"content,omitempty"`
 	Status  string   `json:"status,omitempty"` // what the call did: created, updated, partial...
+	// Cancelled: the caller went away (or cancelled the request) before
+	// the call finished; Status and Error say how far it got.
+	Cancelled bool `json:"cancelled,omitempty"`
 	// Error is the envelope's error type of a failed call.
 	Error      string  `json:"error,omitempty"`
 	DurationMS float64 `json:"duration_ms"`

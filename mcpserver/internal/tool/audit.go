@@ -26,7 +26,7 @@ var _ Auditor = (*audit.Log)(nil)
 func (s *Runtime) NewCall(ctx context.Context, name, group string) *Call {
 	who, _ := identity.FromContext(ctx)
 	c := &Call{
-		rt: s, def: def{name: name, group: group}, tool: name, who: who,
+		ctx: ctx, rt: s, def: def{name: name, group: group}, tool: name, who: who,
 		perms: s.policy.For(who), key: statsKey(who),
 		start: s.env.Now(), now: s.env.Now, reqID: newRequestID(),
 	}
@@ -36,6 +36,10 @@ func (s *Runtime) NewCall(ctx context.Context, name, group string) *Call {
 	c.store = &Store{rt: s, c: c}
 	return c
 }
+
+// Cancelled reports whether the caller went away before the call
+// finished.
+func (c *Call) Cancelled() bool { return c.ctx != nil && c.ctx.Err() != nil }
 
 // Note adds p to the paths the audit record of c lists, once.
 func (c *Call) Note(p string) { c.note(p) }
@@ -116,6 +120,7 @@ func (s *Runtime) callRecord(c *Call, f *Failure, err error, refused bool, now t
 	if f != nil {
 		r.Error = string(f.Type)
 	}
+	r.Cancelled = c.Cancelled()
 	var denied *policy.Denied
 	switch {
 	case errors.As(err, &denied):

@@ -37,6 +37,7 @@ type Call struct {
 	// Attrs are further tool-specific log attributes.
 	Attrs []slog.Attr
 
+	ctx     context.Context // the call's, to record a cancellation
 	rt      *Runtime
 	def     def
 	tool    string
@@ -200,6 +201,9 @@ func (s *Runtime) logCall(c *Call, f *Failure, err error) {
 		attrs = append(attrs, slog.Int64("size", c.Size), slog.String("sha256", c.SHA256))
 	}
 	attrs = append(attrs, c.Attrs...)
+	if c.Cancelled() {
+		attrs = append(attrs, slog.Bool("cancelled", true))
+	}
 	level, msg := slog.LevelInfo, "mcp call"
 	if f == nil {
 		attrs = append(attrs, slog.String("outcome", "ok"))

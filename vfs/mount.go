@@ -81,7 +81,7 @@ func Mount(ctx context.Context, dir string, st store.Store, opts *Options) (*Ser
 	}
 	fsys := &fsys{st: st, opts: o, log: o.Logger, started: time.Now()}
 	root := &dirNode{fsys: fsys, path: depotpath.Root}
-	server, err := fuse.NewServer(fs.NewNodeFS(root, nodeOptions(o)), dir, mountOptions(o))
+	server, err := fuse.NewServer(observe(fs.NewNodeFS(root, nodeOptions(o)), o.Observer), dir, mountOptions(o))
 	if err != nil {
 		stopWatch()
 		return nil, fmt.Errorf("vfs: mount %s: %w", dir, err)

@@ -67,6 +67,10 @@ type Options struct {
 	// Debug logs every FUSE request and reply at Info level on Logger.
 	Debug bool
 
+	// Observer, when set, hears how long each FUSE request took (depotfs
+	// feeds its metrics); nil observes nothing and costs nothing.
+	Observer OpObserver
+
 	// FsName is the source shown in /proc/mounts and df; "" means "depotfs".
 	FsName string
 

@@ -253,6 +253,10 @@ func firstLine(s string) string {
 	return strings.ReplaceAll(s, "`", "")
 }
 
-func zshQuote(s string) string  { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-func zshEscape(s string) string { return strings.NewReplacer("[", `\[`, "]", `\]`, ":", `\:`).Replace(s) }
-func fishQuote(s string) string { return "'" + strings.NewReplacer(`\`, `\\`, "'", `\'`).Replace(s) + "'" }
+func zshQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+func zshEscape(s string) string {
+	return strings.NewReplacer("[", `\[`, "]", `\]`, ":", `\:`).Replace(s)
+}
+func fishQuote(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, "'", `\'`).Replace(s) + "'"
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/audit"
 	"github.com/depotfs/depotfs/internal/auth"
+	"github.com/depotfs/depotfs/internal/metrics"
 	"github.com/depotfs/depotfs/internal/sdnotify"
 	"github.com/depotfs/depotfs/mcpserver"
 	"github.com/depotfs/depotfs/store/bolt"
@@ -32,6 +33,7 @@ type serveConfig struct {
 	db            string
 	mount         string
 	listen        string
+	metricsListen string
 	listenSet     bool // --listen given explicitly (flag or environment)
 	stdio         bool
 	noMount       bool
@@ -70,7 +72,8 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	dataDir := defaultDataDir()
 	fs.StringVar(&c.db, "db", filepath.Join(dataDir, "depot.db"), "bbolt database `file` holding the depot (its directory is created if missing)")
 	fs.StringVar(&c.mount, "mount", defaultMountDir(), "`dir`ectory where the read-only FUSE mount appears (created if missing)")
-	fs.StringVar(&c.listen, "listen", "127.0.0.1:7411", "`address` for MCP over streamable HTTP, endpoint path /mcp")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:7411", "`address` for MCP over streamable HTTP, endpoint path /mcp; it also serves /metrics (behind the same authentication) and /healthz (without)")
+	fs.StringVar(&c.metricsListen, "metrics-listen", "", "`address` that serves only /metrics and /healthz, without authentication: loopback unless --insecure; empty: none")
 	fs.BoolVar(&c.stdio, "stdio", false, "serve MCP on stdin/stdout instead of HTTP (for a client that launches depotfs); logs go to stderr")
 	fs.BoolVar(&c.noMount, "no-mount", false, "run the MCP server and the store without the FUSE mount")
 	fs.BoolVar(&c.nonEmpty, "allow-non-empty-mount", false, "mount over a --mount directory that has entries, hiding them while mounted (refused otherwise)")
@@ -252,7 +255,26 @@ func (c *serveConfig) validate() error {
 			return err
 		}
 	}
+	if c.metricsListen != "" {
+		if err := checkMetricsListen(c.metricsListen, c.insecure); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// checkMetricsListen refuses a non-loopback --metrics-listen without
+// --insecure: it has no authentication.
+func checkMetricsListen(addr string, insecure bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--metrics-listen %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() || insecure {
+		return nil
+	}
+	return fmt.Errorf("--metrics-listen %q is not a loopback address and has no authentication: "+
+		"listen on 127.0.0.1, scrape /metrics on --listen with its credentials, or pass --insecure if that is really intended", addr)
 }
 
 func parseUmask(s string) (fs.FileMode, error) {
@@ -347,16 +369,26 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	if cfg.auth.grants.set {
 		opts.LocalGrants = cfg.auth.grants.grants
 	}
+	// Metrics read the store and the broker at each scrape, and hear every
+	// call through the audit log and every FUSE request through vfs.
+	mopts := metrics.Options{Store: st}
+	var broker *fetch.Broker
 	if !cfg.noMount {
 		// The broker asks agents for files a program opens without their
 		// content; it is closed before the unmount, so waiting programs
 		// get an I/O error instead of holding the unmount up.
-		broker := fetch.New(st, &fetch.Options{Timeout: cfg.fetchTimeout, Logger: log})
+		broker = fetch.New(st, &fetch.Options{Timeout: cfg.fetchTimeout, Logger: log})
+		mopts.Fetch = broker
+	}
+	met := metrics.New(mopts)
+	opts.Audit = meteredAudit{Auditor: alog, m: met}
+	mountDir := ""
+	if !cfg.noMount {
 		umask, _ := parseUmask(cfg.umask)
 		m, err := vfs.Mount(ctx, cfg.mount, st, &vfs.Options{
 			UID: uint32(cfg.uid), GID: uint32(cfg.gid), Umask: umask,
 			AllowOther: cfg.allowOther, Exec: cfg.exec, NoXattrs: cfg.noXattrs, AllowNonEmpty: cfg.nonEmpty,
-			Logger: log, Debug: cfg.debugFUSE, Fetcher: broker,
+			Logger: log, Debug: cfg.debugFUSE, Fetcher: broker, Observer: met,
 			Passthrough: cfg.passthrough && cfg.blobCacheSize > 0, BlobCacheDir: cfg.blobCacheDirOrDefault(), BlobCacheBytes: int64(cfg.blobCacheSize),
 		})
 		if err != nil {
@@ -374,7 +406,9 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		opts.MountPoint = m.Dir()
 		opts.Applied = m.WaitApplied
 		opts.Requests = broker
+		mountDir = m.Dir()
 	}
+	checker := healthChecks(st, mountDir, log)
 	srv := mcpserver.New(st, opts)
 	// A signal ends guide_pending_requests long polls and notification
 	// streams at once, so they do not hold the transports' shutdown up.
@@ -391,8 +425,26 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		notify(log, notifier, sdnotify.Ready, "STATUS=serving MCP on "+desc)
 		go rl.run(bgCtx, hup)
 		if every, ok := sdnotify.WatchdogInterval(); ok && notifier != nil {
-			go notifier.RunWatchdog(bgCtx, every, nil, func(err error) { log.Warn("systemd watchdog not notified", "err", err) })
+			go notifier.RunWatchdog(bgCtx, every, checker.Check, func(err error) { log.Warn("systemd watchdog not notified", "err", err) })
 		}
+	}
+	if cfg.metricsListen != "" {
+		mln, err := net.Listen("tcp", cfg.metricsListen)
+		if err != nil {
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", met.Handler())
+		mux.Handle("/healthz", checker.Handler())
+		log.Info("serving metrics and health", "metrics", "http://"+mln.Addr().String()+"/metrics", "healthz", "http://"+mln.Addr().String()+"/healthz")
+		errc := make(chan error, 1)
+		go func() { errc <- serveHTTP(bgCtx, mln, time.Second, mux, &cfg.http, log) }()
+		defer func() {
+			stopBackground()
+			if merr := <-errc; merr != nil && err == nil {
+				err = fmt.Errorf("--metrics-listen: %w", merr)
+			}
+		}()
 	}
 	if cfg.stdio {
 		log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg), "mcp", "stdio", "tools", cfg.tools, limitAttrs(cfg))
@@ -406,11 +458,15 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	// Refused handshakes and requests go to the audit log, then the log
 	// (in that order: once the log line is out, the record is written).
 	sink := sinks{srv, logSink{log}}
-	handler := srv.Handler()
+	handler, metricsHandler := observeHTTP(met, srv.Handler()), met.Handler()
 	if ha.authn != nil {
 		ha.authn.Sink = sink
-		handler = ha.authn.Middleware(handler)
+		handler, metricsHandler = ha.authn.Middleware(handler), ha.authn.Middleware(metricsHandler)
 	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", handler)
+	mux.Handle("/metrics", metricsHandler)
+	mux.Handle("/healthz", checker.Handler())
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -426,7 +482,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	// The listener accepts connections from here on (the kernel queues
 	// them until Serve runs), so systemd may start what depends on it.
 	ready(scheme + "://" + ln.Addr().String() + "/mcp")
-	return serveHTTP(ctx, ln, cfg.shutdown, handler, &cfg.http, log)
+	return serveHTTP(ctx, ln, cfg.shutdown, mux, &cfg.http, log)
 }
 
 // notify sends states to systemd, logging a failure: a service manager
@@ -437,12 +493,10 @@ func notify(log *slog.Logger, n *sdnotify.Notifier, states ...string) {
 	}
 }
 
-// serveHTTP serves MCP on ln until ctx is done (the server's Close, run when
+// serveHTTP serves mux on ln until ctx is done (the server's Close, run when
 // ctx ends, has already ended its notification streams), then stops
 // accepting connections and waits up to grace for in-flight calls.
-func serveHTTP(ctx context.Context, ln net.Listener, grace time.Duration, h http.Handler, hc *httpConfig, log *slog.Logger) error {
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
+func serveHTTP(ctx context.Context, ln net.Listener, grace time.Duration, mux http.Handler, hc *httpConfig, log *slog.Logger) error {
 	hs := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: hc.readHeaderTimeout,

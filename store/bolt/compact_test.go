@@ -65,3 +65,18 @@ func TestCompact(t *testing.T) {
 		t.Errorf("a write that grows the compacted file: %v", err)
 	}
 }
+
+func TestPing(t *testing.T) {
+	s, _ := openTemp(t, nil)
+	rev, _ := s.Revision(context.Background())
+	if err := s.Ping(context.Background()); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	if after, _ := s.Revision(context.Background()); after != rev {
+		t.Errorf("Ping moved the revision from %d to %d", rev, after)
+	}
+	s.Close()
+	if err := s.Ping(context.Background()); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("Ping of a closed store: %v, want ErrClosed", err)
+	}
+}

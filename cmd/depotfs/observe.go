@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"golang.org/x/sys/unix"
+
+	"github.com/depotfs/depotfs/internal/audit"
+	"github.com/depotfs/depotfs/internal/health"
+	"github.com/depotfs/depotfs/internal/metrics"
+	"github.com/depotfs/depotfs/mcpserver"
+	"github.com/depotfs/depotfs/store/bolt"
+)
+
+// meteredAudit feeds every audit record, the one account of each call and
+// refused authentication that mcpserver keeps, to the metrics as well.
+type meteredAudit struct {
+	mcpserver.Auditor
+	m *metrics.Metrics
+}
+
+var _ mcpserver.Auditor = meteredAudit{}
+
+func (a meteredAudit) Append(r *audit.Record) error {
+	err := a.Auditor.Append(r)
+	switch r.Event {
+	case audit.EventAuth:
+		a.m.AuthFailure(r.Stage)
+	case audit.EventCall:
+		outcome, refused := metrics.OutcomeOK, ""
+		if r.Error != "" {
+			outcome = r.Error
+		}
+		if r.Decision == audit.Deny {
+			refused = metrics.RefusedDenied
+			if r.Error == string(mcpserver.ErrorRateLimited) {
+				refused = metrics.RefusedRateLimited
+			}
+		}
+		var in int64
+		if r.Content != nil && r.Error == "" && r.Decision == audit.Allow && r.Status != "" {
+			in = r.Content.Size
+		}
+		a.m.Call(r.Tool, outcome, refused, time.Duration(r.DurationMS*float64(time.Millisecond)), in)
+	}
+	return err
+}
+
+// observeHTTP counts notification streams while they are open, sessions
+// started (initialize answered with a session id) and sessions deleted.
+func observeHTTP(m *metrics.Metrics, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodGet:
+			defer m.StreamOpened(metrics.StreamGET)()
+		case r.Method == http.MethodPost && r.Header.Get(mcp.HeaderMethod) == string(mcp.MethodSubscriptionsListen):
+			defer m.StreamOpened(metrics.StreamListen)()
+		}
+		hadSession := r.Header.Get(mcp.HeaderSessionID) != ""
+		if r.Method == http.MethodDelete && hadSession {
+			sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+			h.ServeHTTP(sw, r)
+			if sw.status < 300 {
+				m.SessionDeleted()
+			}
+			return
+		}
+		h.ServeHTTP(w, r)
+		if !hadSession && w.Header().Get(mcp.HeaderSessionID) != "" {
+			m.SessionStarted()
+		}
+	})
+}
+
+// statusWriter remembers the status of a reply.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// healthChecks are what /healthz and the systemd watchdog check: the
+// store commits, and the mount (when there is one) answers statfs. The
+// reasons are fixed phrases, safe for anyone who can reach /healthz; the
+// errors behind them go to the log.
+func healthChecks(st *bolt.Store, mountDir string, log *slog.Logger) *health.Checker {
+	checks := []health.Check{{Name: "store", Run: func(ctx context.Context) error {
+		if err := st.Ping(ctx); err != nil {
+			log.Warn("health: the store cannot commit", "err", err)
+			return errors.New("cannot commit")
+		}
+		return nil
+	}}}
+	if mountDir != "" {
+		checks = append(checks, health.Check{Name: "mount", Run: func(context.Context) error {
+			var sfs unix.Statfs_t
+			err := unix.Statfs(mountDir, &sfs)
+			switch {
+			case err == nil && sfs.Type != fuseSuperMagic:
+				log.Warn("health: the mount point shows another filesystem", "mount", mountDir, "type", fmt.Sprintf("%#x", sfs.Type))
+				return errors.New("not mounted")
+			case errors.Is(err, syscall.ENOTCONN), errors.Is(err, syscall.ECONNABORTED):
+				log.Warn("health: the mount is gone", "mount", mountDir, "err", err)
+				return errors.New("gone (the FUSE connection is closed)")
+			case err != nil:
+				log.Warn("health: the mount does not answer", "mount", mountDir, "err", err)
+				return errors.New("does not answer statfs")
+			}
+			return nil
+		}})
+	}
+	return health.New(0, checks...)
+}
+
+// fuseSuperMagic is FUSE's f_type in statfs.
+const fuseSuperMagic = 0x65735546

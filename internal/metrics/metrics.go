@@ -1,0 +1,181 @@
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/fetch"
+)
+
+const namespace = "depotfs"
+
+// StoreSource is the store as metrics reads it, at every scrape.
+type StoreSource interface {
+	Stats(ctx context.Context) (store.Stats, error)
+}
+
+// FetchSource is the fetch broker as metrics reads it, at every scrape.
+type FetchSource interface {
+	Stats() fetch.Stats
+}
+
+// Options say where the scrape-time figures come from; a nil source
+// leaves its metrics out.
+type Options struct {
+	Store StoreSource
+	Fetch FetchSource
+	// ScrapeTimeout bounds reading the store at a scrape; 0 means 5s.
+	ScrapeTimeout time.Duration
+}
+
+// Metrics is depotfs's collectors and their registry. Its methods are
+// safe for concurrent use.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	calls        *prometheus.CounterVec
+	callSeconds  *prometheus.HistogramVec
+	refused      *prometheus.CounterVec
+	bytesIn      prometheus.Counter
+	authFailures *prometheus.CounterVec
+
+	sessionsStarted prometheus.Counter
+	sessionsEnded   prometheus.Counter
+	streams         *prometheus.GaugeVec
+
+	fuseOps     *prometheus.CounterVec
+	fuseSeconds *prometheus.HistogramVec
+}
+
+// New registers every collector, with the Go runtime's and the process's,
+// in a registry of its own.
+func New(o Options) *Metrics {
+	if o.ScrapeTimeout <= 0 {
+		o.ScrapeTimeout = 5 * time.Second
+	}
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Subsystem: "mcp", Name: "calls_total",
+			Help: "MCP tool calls and resource reads, by tool and outcome (ok, or the envelope's error type).",
+		}, []string{"tool", "outcome"}),
+		callSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Subsystem: "mcp", Name: "call_duration_seconds",
+			Help:    "Time from a call's arrival to its reply, by tool.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"tool"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Subsystem: "mcp", Name: "calls_refused_total",
+			Help: "Calls refused before their body ran: denied by grants or policy, or rate limited.",
+		}, []string{"tool", "reason"}),
+		bytesIn: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Subsystem: "mcp", Name: "content_bytes_in_total",
+			Help: "Content bytes that calls committed to the store.",
+		}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Subsystem: "auth", Name: "failures_total",
+			Help: "Refused authentications, by stage (handshake or request).",
+		}, []string{"stage"}),
+		sessionsStarted: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Subsystem: "mcp", Name: "sessions_started_total",
+			Help: "MCP sessions the HTTP transport started (initialize answered with a session id).",
+		}),
+		sessionsEnded: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Subsystem: "mcp", Name: "sessions_deleted_total",
+			Help: "MCP sessions their client ended with DELETE.",
+		}),
+		streams: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Subsystem: "mcp", Name: "streams_open",
+			Help: "Notification streams open now: a session's GET stream, or a subscriptions/listen request.",
+		}, []string{"kind"}),
+		fuseOps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Subsystem: "fuse", Name: "operations_total",
+			Help: "FUSE requests served by the mount, by operation.",
+		}, []string{"op"}),
+		fuseSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Subsystem: "fuse", Name: "operation_duration_seconds",
+			Help:    "Time depotfs took to answer a FUSE request, by operation (a read of a placeholder includes its wait for the content).",
+			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .05, .25, 1, 5, 30},
+		}, []string{"op"}),
+	}
+	m.reg.MustRegister(m.calls, m.callSeconds, m.refused, m.bytesIn, m.authFailures,
+		m.sessionsStarted, m.sessionsEnded, m.streams, m.fuseOps, m.fuseSeconds,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if o.Store != nil {
+		m.reg.MustRegister(&storeCollector{src: o.Store, timeout: o.ScrapeTimeout})
+	}
+	if o.Fetch != nil {
+		m.reg.MustRegister(&fetchCollector{src: o.Fetch})
+	}
+	for _, k := range []string{StreamGET, StreamListen} {
+		m.streams.WithLabelValues(k) // present at 0 from the start
+	}
+	return m
+}
+
+// Handler serves the registry in the Prometheus text format (or
+// OpenMetrics, when the scraper asks for it).
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, EnableOpenMetrics: true})
+}
+
+// Registry returns the registry, for a test or another exporter.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Outcome of a call that succeeded; a failed call's outcome is its
+// envelope error type (validation, security, not_found, ...).
+const OutcomeOK = "ok"
+
+// Reasons a call is refused.
+const (
+	RefusedDenied      = "denied"
+	RefusedRateLimited = "rate_limited"
+)
+
+// Call records one finished call: its tool, outcome, duration, why it was
+// refused ("" if it was not) and the content bytes it committed.
+func (m *Metrics) Call(tool, outcome, refused string, d time.Duration, bytesIn int64) {
+	m.calls.WithLabelValues(tool, outcome).Inc()
+	m.callSeconds.WithLabelValues(tool).Observe(d.Seconds())
+	if refused != "" {
+		m.refused.WithLabelValues(tool, refused).Inc()
+	}
+	if bytesIn > 0 {
+		m.bytesIn.Add(float64(bytesIn))
+	}
+}
+
+// AuthFailure records a refused authentication at stage.
+func (m *Metrics) AuthFailure(stage string) { m.authFailures.WithLabelValues(stage).Inc() }
+
+// Kinds of notification stream.
+const (
+	StreamGET    = "get"
+	StreamListen = "listen"
+)
+
+// StreamOpened counts a notification stream of kind as open until the
+// returned function is called.
+func (m *Metrics) StreamOpened(kind string) (closed func()) {
+	g := m.streams.WithLabelValues(kind)
+	g.Inc()
+	return g.Dec
+}
+
+// SessionStarted records a new MCP session.
+func (m *Metrics) SessionStarted() { m.sessionsStarted.Inc() }
+
+// SessionDeleted records a session its client ended.
+func (m *Metrics) SessionDeleted() { m.sessionsEnded.Inc() }
+
+// ObserveOp records one FUSE operation; it implements vfs.OpObserver.
+func (m *Metrics) ObserveOp(op string, d time.Duration) {
+	m.fuseOps.WithLabelValues(op).Inc()
+	m.fuseSeconds.WithLabelValues(op).Observe(d.Seconds())
+}

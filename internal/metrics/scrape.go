@@ -1,0 +1,97 @@
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func desc(sub, name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(namespace, sub, name), help, labels, nil)
+}
+
+var (
+	storeFiles        = desc("store", "files", "Files with their content present.")
+	storePlaceholders = desc("store", "placeholders", "Files without content (listed, stale or evicted), read on demand.")
+	storeDirs         = desc("store", "directories", "Directories, not counting the root.")
+	storeStored       = desc("store", "stored_bytes", "Content held, each distinct content once (what counts against --max-store-size).")
+	storeLogical      = desc("store", "logical_bytes", "Sum of the sizes of present files, as if nothing were shared.")
+	storeBlobs        = desc("store", "blobs", "Distinct contents stored.")
+	storeUploads      = desc("store", "uploads_in_progress", "Chunked uploads in progress.")
+	storeUploadBytes  = desc("store", "upload_bytes", "Bytes received by chunked uploads in progress.")
+	storeEvictions    = desc("store", "evictions_total", "Files made placeholders to make room, since the store was created.")
+	storeEvictedBytes = desc("store", "evicted_bytes_total", "Stored bytes freed by eviction, since the store was created.")
+	storeExpiries     = desc("store", "expiries_total", "Entries removed because they expired, since the store was created.")
+	storeHits         = desc("store", "opens_total", "Opens of files, by whether the content was present (hit) or not (miss).", "result")
+	storeMaxBytes     = desc("store", "max_bytes", "The configured limit on stored bytes; 0: none.")
+	storeUp           = desc("store", "stats_up", "1 when the store's statistics could be read at this scrape.")
+
+	fetchPending   = desc("fetch", "pending_requests", "Requests for content open now.")
+	fetchWaiting   = desc("fetch", "waiting_readers", "Programs blocked now on a placeholder's content.")
+	fetchRequested = desc("fetch", "requests_total", "Requests for content published to agents.")
+	fetchOutcomes  = desc("fetch", "outcomes_total", "How requests and waits ended: fetched, timed_out, abandoned (the reader gave up), withdrawn (no reader left).", "outcome")
+)
+
+// storeCollector reads the store's statistics at each scrape.
+type storeCollector struct {
+	src     StoreSource
+	timeout time.Duration
+}
+
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{storeFiles, storePlaceholders, storeDirs, storeStored, storeLogical, storeBlobs,
+		storeUploads, storeUploadBytes, storeEvictions, storeEvictedBytes, storeExpiries, storeHits, storeMaxBytes, storeUp} {
+		ch <- d
+	}
+}
+
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	s, err := c.src.Stats(ctx)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(storeUp, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(storeUp, prometheus.GaugeValue, 1)
+	gauge := func(d *prometheus.Desc, v int64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
+	}
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge(storeFiles, s.Files)
+	gauge(storePlaceholders, s.Placeholders)
+	gauge(storeDirs, s.Dirs)
+	gauge(storeStored, s.StoredBytes)
+	gauge(storeLogical, s.LogicalBytes)
+	gauge(storeBlobs, s.Blobs)
+	gauge(storeUploads, s.Uploads)
+	gauge(storeUploadBytes, s.UploadBytes)
+	gauge(storeMaxBytes, s.MaxStoreBytes)
+	counter(storeEvictions, s.Evictions)
+	counter(storeEvictedBytes, s.EvictedBytes)
+	counter(storeExpiries, s.Expiries)
+	counter(storeHits, s.Hits, "hit")
+	counter(storeHits, s.Misses, "miss")
+}
+
+// fetchCollector reads the fetch broker's counts at each scrape.
+type fetchCollector struct{ src FetchSource }
+
+func (c *fetchCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{fetchPending, fetchWaiting, fetchRequested, fetchOutcomes} {
+		ch <- d
+	}
+}
+
+func (c *fetchCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.src.Stats()
+	ch <- prometheus.MustNewConstMetric(fetchPending, prometheus.GaugeValue, float64(s.Pending))
+	ch <- prometheus.MustNewConstMetric(fetchWaiting, prometheus.GaugeValue, float64(s.Waiting))
+	ch <- prometheus.MustNewConstMetric(fetchRequested, prometheus.CounterValue, float64(s.Requested))
+	for outcome, v := range map[string]uint64{"fetched": s.Fetched, "timed_out": s.TimedOut, "abandoned": s.Abandoned, "withdrawn": s.Withdrawn} {
+		ch <- prometheus.MustNewConstMetric(fetchOutcomes, prometheus.CounterValue, float64(v), outcome)
+	}
+}

@@ -241,7 +241,7 @@ func TestEnforcement(t *testing.T) {
 // the rule.
 func TestHiddenTools(t *testing.T) {
 	e := newEnforced(t, nil, []string{"/projects"}, nil)
-	guide := []string{"guide_cache_file", "guide_cache_files", "guide_cache_stats", "guide_list_directory", "guide_pending_requests", "guide_read_file"}
+	guide := []string{"guide_begin_upload", "guide_cache_file", "guide_cache_files", "guide_cache_stats", "guide_list_directory", "guide_pending_requests", "guide_read_file"}
 	provider := []string{"calculate_file_hash", "file_exists", "find_files", "get_file_stats", "list_directory", "read_file", "read_file_binary"}
 	all := slices.Sorted(slices.Values(append(slices.Clone(guide), provider...)))
 	tests := []struct {

@@ -15,6 +15,7 @@ import (
 	"github.com/depotfs/depotfs/internal/grant"
 	"github.com/depotfs/depotfs/internal/policy"
 	"github.com/depotfs/depotfs/internal/ratelimit"
+	"github.com/depotfs/depotfs/mcpserver/internal/guide"
 	"github.com/depotfs/depotfs/mcpserver/internal/pending"
 	"github.com/depotfs/depotfs/mcpserver/internal/resources"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
@@ -32,8 +33,10 @@ const (
 	// guide_cache_files call: its entries, and their decoded content in
 	// all (the size of one call's content, so the request fits the default
 	// request limit).
-	DefaultMaxBatchFiles  = 1000
-	DefaultMaxBatchBytes  = DefaultMaxContentBytes
+	DefaultMaxBatchFiles = 1000
+	DefaultMaxBatchBytes = DefaultMaxContentBytes
+	// DefaultUploadURLTTL is how long an upload_url works by default.
+	DefaultUploadURLTTL   = 15 * time.Minute
 	DefaultMaxListEntries = 100000
 	DefaultCommitTimeout  = time.Minute
 
@@ -102,6 +105,10 @@ type Options struct {
 	// MaxBatchBytes limits the decoded content of one guide_cache_files
 	// call, all entries together; default MaxContentBytes.
 	MaxBatchBytes int64
+
+	// UploadURLTTL is how long an upload_url of guide_begin_upload works;
+	// default DefaultUploadURLTTL.
+	UploadURLTTL time.Duration
 
 	// MaxListEntries limits the entries of one guide_list_directory call,
 	// counting nested ones, and the entries one listing of the provider and
@@ -220,6 +227,9 @@ func (o *Options) withDefaults() Options {
 	if opts.MaxListEntries <= 0 {
 		opts.MaxListEntries = DefaultMaxListEntries
 	}
+	if opts.UploadURLTTL <= 0 {
+		opts.UploadURLTTL = DefaultUploadURLTTL
+	}
 	if opts.MaxBatchFiles <= 0 {
 		opts.MaxBatchFiles = DefaultMaxBatchFiles
 	}
@@ -285,9 +295,12 @@ type Server struct {
 	log  *slog.Logger
 	env  *tool.Env     // what tool bodies know of the server
 	rt   *tool.Runtime // the tool pipeline; the only holder of the store
-	res  *resources.Resources
-	mcp  *server.MCPServer
-	http http.Handler
+	// uploads are the raw uploads guide_begin_upload begins and the
+	// HTTP handler's PUTs complete.
+	uploads *guide.Uploads
+	res     *resources.Resources
+	mcp     *server.MCPServer
+	http    http.Handler
 
 	streamable *server.StreamableHTTPServer
 	sessions   *sessions
@@ -340,13 +353,14 @@ func newServer(st store.Store, opts *Options) *Server {
 		MountPoint: o.MountPoint, Uploads: uploads,
 		MaxContentBytes: o.MaxContentBytes, MaxFileBytes: o.MaxFileBytes, MaxReadBytes: o.MaxReadBytes,
 		MaxChunks: o.MaxChunks, MaxListEntries: o.MaxListEntries,
-		MaxBatchFiles: o.MaxBatchFiles, MaxBatchBytes: o.MaxBatchBytes,
+		MaxBatchFiles: o.MaxBatchFiles, MaxBatchBytes: o.MaxBatchBytes, UploadURLTTL: o.UploadURLTTL,
 		UploadTTL: o.UploadTTL, CommitTimeout: o.CommitTimeout, Applied: o.Applied,
 		Log: o.Logger, Now: o.Now,
 	}
 	s.rt = tool.NewRuntime(st, s.env, o.Policy, o.Audit, o.Rate)
 	requests := pending.New(o.Requests, s.done, s.env.MountPath)
 	s.res = resources.New(s.rt, s.env, requests, o.ResourcePageSize, o.MaxResourceBytes, o.MaxSubscriptions)
+	s.uploads = guide.NewUploads(s.rt)
 	s.list = s.toolList(requests)
 
 	hooks := &server.Hooks{}
@@ -405,6 +419,8 @@ func (s *Server) MCP() *server.MCPServer { return s.mcp }
 const instructions = `depotfs keeps files that you push and makes them readable by programs on the server's host at a real path (the mount), without any file ever being written to the server's disk by hand.
 
 - guide_cache_file: store a file's content at a depot path, or give only a filename and get back a path under /uploads. The reply's mount_path is the absolute host path to hand to a program that only accepts paths.
+- guide_cache_files: store many files in one call, all or nothing; much faster than one call per file.
+- guide_begin_upload: get a URL to send a large file's raw bytes with one HTTP PUT (curl -T FILE URL), no JSON or base64; the PUT's response is guide_cache_file's reply.
 - guide_read_file: answer a request for a file's content; large files go in chunks (upload_id, chunk_index, chunk_count, sha256).
 - guide_list_directory: describe a directory you have (names, types, sizes, mtimes, nested entries) so the server knows the tree before the content arrives.
 - guide_pending_requests: see which files programs on the host are waiting for (files you listed but did not send, or whose content was evicted), optionally waiting for new requests; answer each with guide_cache_file or guide_read_file at its path. Clients that subscribe to the resource depotfs://pending-requests are notified when the list changes.

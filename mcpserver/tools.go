@@ -15,7 +15,7 @@ import (
 // one list of what the server offers. Each profile's package builds its
 // tools (see package tool for how a tool is declared).
 func (s *Server) toolList(p *pending.List) []tool.Tool {
-	list := guide.Tools(s.env, p)
+	list := guide.Tools(s.env, p, s.uploads)
 	if s.serves(ProfileProvider) {
 		list = append(list, provider.Tools(s.env)...)
 	}

@@ -70,6 +70,7 @@ var toolTable = map[string]struct {
 }{
 	"guide_cache_file":       {mcpserver.ProfileGuide, false, true, true, []string{"content"}, true},
 	"guide_cache_files":      {mcpserver.ProfileGuide, false, true, true, []string{"files"}, true},
+	"guide_begin_upload":     {mcpserver.ProfileGuide, false, true, true, nil, true},
 	"guide_read_file":        {mcpserver.ProfileGuide, false, true, true, []string{"content"}, true},
 	"guide_list_directory":   {mcpserver.ProfileGuide, false, true, true, []string{"entries", "path"}, true},
 	"guide_pending_requests": {mcpserver.ProfileGuide, true, false, true, nil, true},

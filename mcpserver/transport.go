@@ -7,12 +7,15 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/depotfs/depotfs/internal/identity"
+	"github.com/depotfs/depotfs/mcpserver/internal/guide"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 )
 
 // ErrStdioBusy is returned by ServeStdio while another ServeStdio is running
@@ -26,8 +29,12 @@ var ErrStdioBusy = errors.New("mcpserver: another stdio transport is running in 
 var stdioActive atomic.Bool
 
 // Handler returns the streamable HTTP transport as an http.Handler; depotfs
-// mounts it at /mcp. Every request gets a body limit of
-// Options.MaxRequestBytes and the caller's identity: the one already in the
+// mounts it at /mcp, and at /upload/ for the PUTs of raw uploads that
+// guide_begin_upload begins (their bodies are limited by the store's file
+// size limit as they stream, not held in memory). Every other request gets
+// a body limit of Options.MaxRequestBytes (a body announced larger is
+// refused with a JSON-RPC error saying how to send more) and the caller's
+// identity: the one already in the
 // request's context, put there by an authenticating middleware in front
 // (internal/auth.Authenticator), or else the unauthenticated identity of
 // its remote address (identity.HTTP, narrowed by Options.LocalGrants). A
@@ -53,15 +60,22 @@ func (s *Server) newHandler() http.Handler {
 		server.WithSessionIdManager(s.sessions), server.WithSessionIdleTTL(lim.SessionIdleTimeout))
 	s.streamable = h
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		if _, ok := identity.FromContext(ctx); !ok {
+			ctx = identity.NewContext(ctx, s.local(identity.HTTP(r)))
+		}
+		ctx = tool.WithBaseURL(ctx, baseURL(r))
+		if strings.HasPrefix(r.URL.Path, guide.UploadPath) {
+			// A raw upload's body is as large as the file: the store
+			// limits it while it streams.
+			s.uploads.ServeHTTP(w, r.WithContext(ctx))
+			return
+		}
 		release, ok := s.limitBody(w, r)
 		if !ok {
 			return
 		}
 		defer release()
-		ctx := r.Context()
-		if _, ok := identity.FromContext(ctx); !ok {
-			ctx = identity.NewContext(ctx, s.local(identity.HTTP(r)))
-		}
 		r = r.WithContext(ctx)
 		sid := r.Header.Get("Mcp-Session-Id")
 		if lim.Recheck != nil {
@@ -81,6 +95,15 @@ func (s *Server) newHandler() http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// baseURL is the scheme and host r reached the server at, for URLs on the
+// same listener.
+func baseURL(r *http.Request) string {
+	if r.TLS != nil {
+		return "https://" + r.Host
+	}
+	return "http://" + r.Host
 }
 
 // isStream reports whether r opens a notification stream: a session's GET

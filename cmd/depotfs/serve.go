@@ -52,6 +52,7 @@ type serveConfig struct {
 	fetchTimeout  time.Duration
 	maxStoreSize  byteSize
 	maxFileSize   byteSize
+	uploadURLTTL  time.Duration
 	fileSizeSet   bool // --max-file-size was given (flag or environment)
 	shutdown      time.Duration
 	logLevel      slog.Level
@@ -89,6 +90,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	c.blobCacheSize = defaultBlobCacheSize
 	fs.Var(&c.blobCacheSize, "blob-cache-size", "`size` limit on the passthrough blob cache, e.g. 1GiB; least recently used blobs are deleted first; 0 turns passthrough off")
 	fs.DurationVar(&c.uploadTimeout, "upload-timeout", time.Hour, "delete a chunked upload after this long without a new chunk")
+	fs.DurationVar(&c.uploadURLTTL, "upload-url-ttl", mcpserver.DefaultUploadURLTTL, "how long an upload_url of guide_begin_upload (a raw HTTP PUT of a large file) works")
 	fs.DurationVar(&c.uploadTTL, "upload-ttl", 24*time.Hour, "remove a filename-only upload (under /uploads) after this long, unless the call gave ttl_seconds or pin; 0: keep uploads")
 	fs.DurationVar(&c.fetchTimeout, "fetch-timeout", fetch.DefaultTimeout, "how long a program opening a file whose content is not stored waits for an agent to send it, before it gets an I/O error")
 	c.maxStoreSize, c.maxFileSize = defaultMaxStoreSize, defaultMaxFileSize
@@ -239,6 +241,9 @@ func (c *serveConfig) validate() error {
 	if c.fetchTimeout <= 0 {
 		return fmt.Errorf("--fetch-timeout %v: want a positive duration such as 30s", c.fetchTimeout)
 	}
+	if c.uploadURLTTL <= 0 {
+		return fmt.Errorf("--upload-url-ttl %v: want a positive duration such as 15m", c.uploadURLTTL)
+	}
 	if c.uploadTTL < 0 {
 		return fmt.Errorf("--upload-ttl %v: want a positive duration, or 0 to keep uploads", c.uploadTTL)
 	}
@@ -360,7 +365,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	opts := &mcpserver.Options{Logger: log, Version: version(), Tools: cfg.profiles,
 		ResourcePageSize: cfg.resourcePage, MaxResourceBytes: cfg.maxResource,
 		Policy: cfg.enforce.host, Audit: alog, Rate: cfg.enforce.rate(),
-		MaxFileBytes: int64(cfg.maxFileSize), UploadTTL: uploadTTL, HTTP: cfg.http.limits()}
+		MaxFileBytes: int64(cfg.maxFileSize), UploadTTL: uploadTTL, UploadURLTTL: cfg.uploadURLTTL, HTTP: cfg.http.limits()}
 	if ha.authn != nil {
 		// Open streams and sessions are authenticated again every second,
 		// so a revocation ends them.
@@ -465,6 +470,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", handler)
+	mux.Handle("/upload/", handler) // raw uploads begun by guide_begin_upload
 	mux.Handle("/metrics", metricsHandler)
 	mux.Handle("/healthz", checker.Handler())
 	ln, err := net.Listen("tcp", cfg.listen)

@@ -33,6 +33,20 @@ const maxTTLSeconds = 100 * 365 * 24 * 60 * 60
 // decodeFile reads the file arguments from o. Content is limited to max
 // decoded bytes.
 func decodeFile(o *args.Object, max int64) fileArgs {
+	a := decodeTarget(o)
+	var ok bool
+	a.encoding, ok = o.Encoding("encoding")
+	if ok {
+		a.data, _ = o.Content("content", a.encoding, max)
+	} else {
+		o.Value("content", "string", true) // still report a missing or mistyped content
+	}
+	a.decodeMeta(o)
+	return a
+}
+
+// decodeTarget reads where a file goes: path, or filename.
+func decodeTarget(o *args.Object) fileArgs {
 	var a fileArgs
 	hasPath, hasName := o.Has("path"), o.Has("filename")
 	switch {
@@ -58,13 +72,12 @@ func decodeFile(o *args.Object, max int64) fileArgs {
 			o.Problems().Addf("path", "required string argument is missing (or give filename instead)")
 		}
 	}
-	var ok bool
-	a.encoding, ok = o.Encoding("encoding")
-	if ok {
-		a.data, _ = o.Content("content", a.encoding, max)
-	} else {
-		o.Value("content", "string", true) // still report a missing or mistyped content
-	}
+	return a
+}
+
+// decodeMeta reads a file's metadata: sha256, mtime, mode, ttl_seconds
+// and pin.
+func (a *fileArgs) decodeMeta(o *args.Object) {
 	a.sha256, _ = o.SHA256("sha256", false)
 	a.mtime, _ = o.MTime("mtime")
 	a.mode, _ = o.Mode("mode")
@@ -76,7 +89,6 @@ func decodeFile(o *args.Object, max int64) fileArgs {
 	if o.Has("pin") {
 		a.pin = o.Bool("pin", false)
 	}
-	return a
 }
 
 // expires returns when the file expires if stored at now: after its

@@ -72,18 +72,25 @@ func (s *tools) putFile(ctx context.Context, c *tool.Call, a *fileArgs, source s
 	if err != nil {
 		return tool.Reply{}, &tool.StoreError{Op: "put", Path: a.path, Err: err}
 	}
+	return s.stored(ctx, c, res, a.filename, int64(len(a.data))), nil
+}
+
+// stored is the reply of a completed whole-file write of received bytes,
+// sent once the mount shows it: guide_cache_file's, guide_read_file's and
+// a raw upload's.
+func (s *tools) stored(ctx context.Context, c *tool.Call, res store.PutResult, filename string, received int64) tool.Reply {
 	c.Status = res.Status.String()
 	warnings := append(s.opts.MountWarnings(), s.opts.WaitApplied(ctx, c, res.Entry.Revision)...)
 	warnings = append(warnings, evictionWarnings(res.Evicted)...)
-	data := s.fileData(res, a.filename)
+	data := s.fileData(res, filename)
 	stats := s.writeStats(ctx, c, res)
-	stats["bytes_received"] = len(a.data)
+	stats["bytes_received"] = received
 	return tool.Reply{
 		Data:     data,
 		Message:  s.storedMessage(data),
 		Warnings: warnings,
 		Stats:    stats,
-	}, nil
+	}
 }
 
 // writeStats are the envelope stats of a completed write: what the write

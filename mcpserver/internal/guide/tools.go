@@ -1,6 +1,7 @@
 // Package guide holds the guide_* tools, one file per tool named after it:
 // the tools that push content into the depot (guide_cache_file,
-// guide_cache_files, guide_read_file, guide_list_directory), report on it
+// guide_cache_files, guide_begin_upload and its HTTP PUT, guide_read_file,
+// guide_list_directory), report on it
 // (guide_cache_stats) and show what programs wait for
 // (guide_pending_requests). They reply with the JSON envelope of package
 // tool.
@@ -35,15 +36,19 @@ type tools struct {
 	opts    *tool.Env
 	docs    *tool.Docs
 	pending *pending.List
+	uploads *Uploads
 }
 
-// Tools returns the guide tools, in the order they are listed, over env
-// and the pending-requests list p.
-func Tools(env *tool.Env, p *pending.List) []tool.Tool {
-	s := &tools{opts: env, pending: p}
+// Tools returns the guide tools, in the order they are listed, over env,
+// the pending-requests list p and the raw uploads u (which the tools
+// begin and u serves).
+func Tools(env *tool.Env, p *pending.List, u *Uploads) []tool.Tool {
+	s := &tools{opts: env, pending: p, uploads: u}
+	u.tools = s
 	s.docs = tool.NewDocs(docs, "doc", "data", map[string]string{"file": "file.json"}, env,
 		"{{max_ttl}}", strconv.Itoa(maxTTLSeconds),
 		"{{max_batch_files}}", strconv.Itoa(env.MaxBatchFiles),
+		"{{upload_url_ttl}}", strconv.Itoa(int(env.UploadURLTTL.Seconds())),
 		"{{max_batch_bytes}}", strconv.FormatInt(env.MaxBatchBytes, 10),
 		"{{upload_ttl}}", uploadTTLDoc(env),
 		"{{max_wait}}", strconv.Itoa(pending.MaxWaitSeconds),
@@ -53,6 +58,7 @@ func Tools(env *tool.Env, p *pending.List) []tool.Tool {
 	return s.docs.Tools(
 		s.cacheFileTool(),
 		s.cacheFilesTool(),
+		s.beginUploadTool(),
 		s.listDirectoryTool(),
 		s.readFileTool(),
 		s.pendingRequestsTool(),

@@ -67,6 +67,10 @@ func Classify(err error) Failure {
 		return Failure{Type: ErrorRateLimited, Message: rate.Error(), RetryAfter: rate.Retry,
 			Instruction: fmt.Sprintf("Wait %d second(s) (retry_after), then repeat the call unchanged; it is safe to repeat. Send calls at a steadier pace, or fewer bytes per second, to stay within the limit. Nothing was stored.", rate.Retry)}
 	}
+	var ref *Refusal
+	if errors.As(err, &ref) {
+		return failure(ref.Type, ref.Message, ref.Instruction)
+	}
 	var unaudited *auditError
 	if errors.As(err, &unaudited) {
 		return failure(ErrorSystem, "depotfs cannot write its audit log, so it refuses calls",

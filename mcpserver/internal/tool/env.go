@@ -33,6 +33,8 @@ type Env struct {
 	// entries, and their decoded content in all.
 	MaxBatchFiles int
 	MaxBatchBytes int64
+	// UploadURLTTL is how long an upload_url of guide_begin_upload works.
+	UploadURLTTL time.Duration
 	// UploadTTL is how long a filename-only upload is kept by default;
 	// negative: never expires.
 	UploadTTL time.Duration

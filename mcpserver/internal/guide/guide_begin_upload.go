@@ -1,0 +1,269 @@
+package guide
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/depotfs/depotfs/internal/identity"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
+	"github.com/depotfs/depotfs/store"
+)
+
+const toolBeginUpload = "guide_begin_upload"
+
+// UploadPath is where the HTTP listener serves raw uploads: a PUT to
+// UploadPath + token.
+const UploadPath = "/upload/"
+
+// maxPendingUploads bounds the raw uploads outstanding (begun, not yet
+// sent or expired) at once.
+const maxPendingUploads = 1024
+
+func (s *tools) beginUploadTool() tool.Tool {
+	return tool.Tool{
+		Spec:    s.docs.Spec(toolBeginUpload, "Begin a raw upload of a large file", writes),
+		Profile: tool.ProfileGuide,
+		Paths:   []tool.PathArg{tool.Write("path"), tool.Write("filename")},
+		Shape:   tool.EnvelopeShape{},
+		Run:     s.beginUpload,
+	}
+}
+
+// beginData is guide_begin_upload's reply data.
+type beginData struct {
+	UploadURL        string `json:"upload_url"`
+	Method           string `json:"method"`
+	Path             string `json:"path,omitempty"`
+	Filename         string `json:"filename,omitempty"`
+	Expires          string `json:"expires"`
+	ExpiresInSeconds int    `json:"expires_in_seconds"`
+	MaxBytes         int64  `json:"max_bytes,omitempty"`
+}
+
+// rawUpload is a begun raw upload waiting for its PUT.
+type rawUpload struct {
+	who     identity.Identity
+	file    fileArgs // without data
+	size    int64    // announced; -1: not announced
+	expires time.Time
+}
+
+// Uploads holds the raw uploads begun and not yet sent. It is safe for
+// concurrent use.
+type Uploads struct {
+	rt    *tool.Runtime
+	tools *tools // set by Tools
+	mu    sync.Mutex
+	begun map[string]*rawUpload // by token
+}
+
+// NewUploads returns the raw uploads of the tools served through rt; pass
+// it to Tools, and serve it at UploadPath on the HTTP listener.
+func NewUploads(rt *tool.Runtime) *Uploads {
+	return &Uploads{rt: rt, begun: map[string]*rawUpload{}}
+}
+
+// beginUpload checks where a raw upload goes and returns the URL to PUT
+// its bytes to.
+func (s *tools) beginUpload(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
+	up := &rawUpload{size: -1, who: c.Who()}
+	if o := c.Decode(raw); o != nil {
+		up.file = decodeTarget(o)
+		if o.Has("size") {
+			if n, ok := o.Int("size", false, 0, 1<<53); ok {
+				up.size = n
+			}
+		}
+		up.file.decodeMeta(o)
+		o.Finish()
+		if up.file.filename != "" && up.file.sha256 == "" && c.Args().OK() {
+			c.Args().Addf("sha256", "is required with filename: the file's path under %s is made from its hash", s.opts.Uploads)
+		}
+	}
+	c.Path = up.file.path
+	if err := c.Args().Err(); err != nil {
+		return tool.Reply{}, err
+	}
+	if up.file.filename != "" {
+		if err := up.file.place(s.opts.Uploads, up.file.sha256); err != nil {
+			return tool.Reply{}, err
+		}
+		c.Path = up.file.path
+	}
+	if up.size >= 0 {
+		if err := checkFileSize(up.file.path, up.size, s.opts.MaxFileBytes); err != nil {
+			return tool.Reply{}, err
+		}
+	}
+	base := tool.BaseURL(ctx)
+	if base == "" {
+		return tool.Reply{}, &tool.Refusal{Type: tool.ErrorLimit,
+			Message:     "a raw upload needs depotfs's HTTP listener, and this session has none (it runs over stdio)",
+			Instruction: "Send the file with guide_read_file in chunks (upload_id, chunk_index, chunk_count), or ask the user to run depotfs push. Nothing was stored."}
+	}
+	if err := c.Store().CheckWrite(up.file.path); err != nil {
+		return tool.Reply{}, err
+	}
+	now := s.opts.Now()
+	up.expires = now.Add(s.opts.UploadURLTTL)
+	token, err := s.uploads.add(up, now)
+	if err != nil {
+		return tool.Reply{}, err
+	}
+	c.Status = "begun"
+	d := &beginData{
+		UploadURL: base + UploadPath + token, Method: http.MethodPut,
+		Path: up.file.path, Filename: up.file.filename,
+		Expires:          up.expires.UTC().Format(time.RFC3339),
+		ExpiresInSeconds: max(int(s.opts.UploadURLTTL.Seconds()), 1),
+		MaxBytes:         s.opts.MaxFileBytes,
+	}
+	return tool.Reply{
+		Data: d,
+		Message: fmt.Sprintf("Send the bytes of %s with one HTTP PUT to upload_url within %d seconds (for example: curl -T FILE %s); its response is guide_cache_file's reply. The URL works once.",
+			up.file.path, d.ExpiresInSeconds, d.UploadURL),
+	}, nil
+}
+
+// add registers up and returns its token, refusing when too many uploads
+// are outstanding.
+func (u *Uploads) add(up *rawUpload, now time.Time) (string, error) {
+	b := make([]byte, 32)
+	rand.Read(b) // crypto/rand.Read never fails
+	token := hex.EncodeToString(b)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for t, p := range u.begun {
+		if !now.Before(p.expires) {
+			delete(u.begun, t)
+		}
+	}
+	if len(u.begun) >= maxPendingUploads {
+		return "", &tool.Refusal{Type: tool.ErrorLimit,
+			Message:     fmt.Sprintf("%d raw uploads are begun and not yet sent, the most depotfs keeps", maxPendingUploads),
+			Instruction: "Send the uploads you began (or let them expire) before beginning more. Nothing was stored."}
+	}
+	u.begun[token] = up
+	return token, nil
+}
+
+// take removes and returns the upload of token for who: a token works once,
+// before it expires, for the identity that began the upload.
+func (u *Uploads) take(token string, who identity.Identity, now time.Time) (*rawUpload, error) {
+	u.mu.Lock()
+	up, ok := u.begun[token]
+	delete(u.begun, token)
+	u.mu.Unlock()
+	again := "Call guide_begin_upload again for a new upload_url, then send the bytes to it once. Nothing was stored."
+	switch {
+	case !ok:
+		return nil, &tool.Refusal{Type: tool.ErrorNotFound, Message: "this upload URL is unknown or was already used", Instruction: again}
+	case !now.Before(up.expires):
+		return nil, &tool.Refusal{Type: tool.ErrorNotFound, Message: "this upload URL expired at " + up.expires.UTC().Format(time.RFC3339), Instruction: again}
+	case !sameCaller(up.who, who):
+		return nil, &tool.Refusal{Type: tool.ErrorSecurity, Message: "this upload URL was issued to another identity (" + up.who.String() + ")",
+			Instruction: "Send the PUT with the credentials (client certificate or bearer token) of the caller that began the upload. Nothing was stored; the URL is now used."}
+	}
+	return up, nil
+}
+
+// sameCaller reports whether the identity of a PUT is the one that began
+// the upload: the same authenticated subject, or for unauthenticated local
+// callers (whose subject is a connection's address) the same transport.
+func sameCaller(began, put identity.Identity) bool {
+	if began.Authenticated() || put.Authenticated() {
+		return began.Method == put.Method && began.Subject == put.Subject && began.Transport == put.Transport
+	}
+	return began.Transport == put.Transport && began.Method == put.Method
+}
+
+// ServeHTTP takes the PUT of a raw upload at UploadPath + token: the bytes
+// stream into the store, and once they are committed and the mount shows
+// them the response is guide_cache_file's reply (the JSON envelope). Every
+// PUT, refused or not, is counted, audited and logged as a call of
+// guide_begin_upload.
+func (u *Uploads) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPut {
+		w.Header().Set("Allow", http.MethodPut)
+		http.Error(w, "send the file's bytes with PUT", http.StatusMethodNotAllowed)
+		return
+	}
+	token := strings.TrimPrefix(r.URL.Path, UploadPath)
+	res, ok := u.rt.Upload(r.Context(), toolBeginUpload, tool.ProfileGuide, func(c *tool.Call) (tool.Reply, error) {
+		return u.put(r, c, token)
+	})
+	status := http.StatusOK
+	if !ok {
+		status = statusOf(res)
+	}
+	body, _ := res.StructuredContent.(json.RawMessage)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
+}
+
+// put streams the request's body into the store for the upload of token.
+func (u *Uploads) put(r *http.Request, c *tool.Call, token string) (tool.Reply, error) {
+	s := u.tools
+	up, err := u.take(token, c.Who(), s.opts.Now())
+	if err != nil {
+		return tool.Reply{}, err
+	}
+	a := &up.file
+	c.Path = a.path
+	size := up.size
+	if r.ContentLength >= 0 {
+		if size >= 0 && size != r.ContentLength {
+			return tool.Reply{}, fmt.Errorf("%w: the request carries %d bytes, the upload announced %d", store.ErrUpload, r.ContentLength, size)
+		}
+		size = r.ContentLength
+	}
+	if size >= 0 {
+		if err := checkFileSize(a.path, size, s.opts.MaxFileBytes); err != nil {
+			return tool.Reply{}, err
+		}
+	}
+	req := store.PutRequest{
+		Path: a.path, SHA256: a.sha256, Mode: a.mode, MTime: a.mtime, Encoding: "raw",
+		Source: toolBeginUpload, Writer: c.Who().String(), Expires: a.expires(time.Now(), s.opts.UploadTTL), Pinned: a.pin,
+	}
+	res, err := c.Store().PutStream(r.Context(), req, r.Body, size)
+	if err != nil {
+		return tool.Reply{}, &tool.StoreError{Op: "put", Path: a.path, Err: err}
+	}
+	c.Size, c.SHA256 = res.Entry.Size, res.Entry.SHA256
+	ctx, cancel := s.opts.CommitContext(r.Context())
+	defer cancel()
+	return s.stored(ctx, c, res, a.filename, res.Entry.Size), nil
+}
+
+// statusOf is the HTTP status of a refused PUT, from its envelope's error.
+func statusOf(res *mcp.CallToolResult) int {
+	raw, _ := res.StructuredContent.(json.RawMessage)
+	var env tool.Envelope
+	if json.Unmarshal(raw, &env) != nil || env.Error == nil {
+		return http.StatusInternalServerError
+	}
+	switch env.Error.Type {
+	case tool.ErrorValidation, tool.ErrorConflict:
+		return http.StatusBadRequest
+	case tool.ErrorSecurity:
+		return http.StatusForbidden
+	case tool.ErrorNotFound:
+		return http.StatusNotFound
+	case tool.ErrorLimit:
+		return http.StatusRequestEntityTooLarge
+	case tool.ErrorRateLimited:
+		return http.StatusTooManyRequests
+	}
+	return http.StatusInternalServerError
+}

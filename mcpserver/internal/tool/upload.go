@@ -1,0 +1,132 @@
+package tool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/depotfs/depotfs/internal/grant"
+	"github.com/depotfs/depotfs/store"
+)
+
+// ErrNoStream reports a raw upload to a store that cannot take a stream
+// (it does not implement store.Streamer) without the size and sha256 that
+// a chunked upload needs.
+var ErrNoStream = errors.New("this depot's store takes a raw upload only with its size and sha256 declared")
+
+// PutStream is store.Streamer.PutStream for a caller allowed to write
+// req.Path; size bytes (when known) count against the byte rate limit. A
+// store that is not a store.Streamer gets the bytes as a chunked upload of
+// upload id req's path and hash, which needs size and req.SHA256.
+func (g *Store) PutStream(ctx context.Context, req store.PutRequest, r io.Reader, size int64) (store.PutResult, error) {
+	if err := g.admit(grant.Write, int(max(size, 0)), req.Path); err != nil {
+		return store.PutResult{}, err
+	}
+	var res store.PutResult
+	var err error
+	if st, ok := g.rt.st.(store.Streamer); ok {
+		res, err = st.PutStream(ctx, req, r, size)
+	} else {
+		res, err = g.putChunked(ctx, req, r, size)
+	}
+	if err == nil {
+		g.c.committed = true
+	}
+	return res, err
+}
+
+// putChunked sends r to a store without streams as a chunked upload.
+func (g *Store) putChunked(ctx context.Context, req store.PutRequest, r io.Reader, size int64) (store.PutResult, error) {
+	if size < 0 || req.SHA256 == "" {
+		return store.PutResult{}, ErrNoStream
+	}
+	part := max(g.rt.env.MaxContentBytes, 1)
+	count := int(max((size+part-1)/part, 1))
+	id := "raw:" + req.SHA256 + ":" + req.Path
+	buf := make([]byte, part)
+	for i := range count {
+		n, err := io.ReadFull(r, buf[:min(part, size-int64(i)*part)])
+		if err != nil {
+			return store.PutResult{}, fmt.Errorf("%w: reading chunk %d: %w", store.ErrUpload, i, err)
+		}
+		p, err := g.rt.st.PutChunk(ctx, store.Chunk{UploadID: id, Index: i, Count: count, Data: buf[:n], TotalSize: size, File: req})
+		if err != nil {
+			return store.PutResult{}, err
+		}
+		if p.Complete {
+			return p.Result, nil
+		}
+	}
+	return store.PutResult{}, fmt.Errorf("%w: the upload did not complete", store.ErrUpload)
+}
+
+// CheckWrite refuses, before anything is sent, a write to p the caller may
+// not make: the check PutStream will make again when the bytes arrive.
+func (g *Store) CheckWrite(p string) error { return g.admit(grant.Write, 0, p) }
+
+// Refusal is a failure a tool body describes itself, with its type, its
+// message and what the agent should do, for failures no sentinel error
+// covers (an expired upload token). It is a plain value.
+type Refusal struct {
+	Type        ErrorType
+	Message     string
+	Instruction string
+}
+
+func (r *Refusal) Error() string { return r.Message }
+
+// Upload runs fn as a request that is not a tool call but belongs to the
+// tool name of profile p, such as the HTTP PUT of a raw upload begun by
+// guide_begin_upload: a Call of that tool for the identity in ctx,
+// admitted by the rate limit and the grants for the tool, counted, audited
+// and logged like a tool call. It returns the reply in the envelope shape
+// and whether the call succeeded.
+func (s *Runtime) Upload(ctx context.Context, name string, p Profile, fn func(c *Call) (Reply, error)) (*mcp.CallToolResult, bool) {
+	c := s.NewCall(ctx, name, string(p))
+	c.profile = p
+	out, err := s.admit(c)
+	if err == nil {
+		out, err = func() (out Reply, err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					s.log.Error("upload panicked", "tool", c.tool, "panic", r, "stack", string(debug.Stack()))
+					err = fmt.Errorf("panic in %s: %v", c.tool, r)
+				}
+			}()
+			return fn(c)
+		}()
+	}
+	if auditErr := s.Finish(c, err); auditErr != nil {
+		err = &auditError{err: auditErr}
+	}
+	shape := EnvelopeShape{}
+	if err == nil {
+		res, encErr := shape.Success(c, out)
+		if encErr == nil {
+			return res, true
+		}
+		s.log.Error("upload reply not encodable", "tool", c.tool, "err", encErr)
+		err = encErr
+	}
+	return shape.Failure(c, err), false
+}
+
+type baseKey struct{}
+
+// WithBaseURL returns ctx carrying the base URL ("https://host:port") at
+// which the request that ctx belongs to reached the server, so a tool can
+// hand out URLs on the same listener.
+func WithBaseURL(ctx context.Context, base string) context.Context {
+	return context.WithValue(ctx, baseKey{}, base)
+}
+
+// BaseURL returns the base URL WithBaseURL put in ctx, or "" for a request
+// that did not come over HTTP.
+func BaseURL(ctx context.Context) string {
+	b, _ := ctx.Value(baseKey{}).(string)
+	return b
+}

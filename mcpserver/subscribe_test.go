@@ -273,14 +273,25 @@ func TestResourceSubscribeRefused(t *testing.T) {
 	h := newHarness(t, &mcpserver.Options{MountPoint: testMount, MaxSubscriptions: 2})
 	url := httptestServer(t, h.srv)
 
-	// A stateless (2026-07-28) request has no session to subscribe.
-	header := http.Header{}
-	header.Set(mcp.HeaderProtocolVersion, statelessEra)
-	header.Set(mcp.HeaderMethod, string(mcp.MethodResourcesSubscribe))
-	msg := rpc(t, url, header, `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"depot:///a",`+
-		`"_meta":{"io.modelcontextprotocol/protocolVersion":"`+statelessEra+`","io.modelcontextprotocol/clientCapabilities":{}}}}`)
-	if !strings.Contains(msg, "needs a protocol session") || !strings.Contains(msg, "subscriptions/listen") {
-		t.Errorf("stateless resources/subscribe: %q", msg)
+	// 2026-07-28 removed resources/subscribe: 404 with method not found,
+	// as its transport requires of a removed method.
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"depot:///a",`+
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"`+statelessEra+`","io.modelcontextprotocol/clientCapabilities":{}}}}`))
+	req.Header.Set(mcp.HeaderProtocolVersion, statelessEra)
+	req.Header.Set(mcp.HeaderMethod, string(mcp.MethodResourcesSubscribe))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply struct {
+		Error *struct{ Code int } `json:"error"`
+	}
+	err = json.NewDecoder(res.Body).Decode(&reply)
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotFound || err != nil || reply.Error == nil || reply.Error.Code != mcp.METHOD_NOT_FOUND {
+		t.Errorf("stateless resources/subscribe: HTTP %d, %+v (%v); want 404 and -32601", res.StatusCode, reply.Error, err)
 	}
 
 	s := newSubscriber(t, h.srv, "inprocess", sessionEra)
@@ -301,7 +312,7 @@ func TestResourceSubscribeRefused(t *testing.T) {
 	}
 
 	l := newSubscriber(t, h.srv, "inprocess", statelessEra)
-	err := l.c.Listen(testerCtx, mcp.SubscriptionFilter{ResourceSubscriptions: []string{"depot:///x?y"}})
+	err = l.c.Listen(testerCtx, mcp.SubscriptionFilter{ResourceSubscriptions: []string{"depot:///x?y"}})
 	if err == nil || !strings.Contains(err.Error(), "query or fragment") {
 		t.Errorf("listen with a bad URI: %v", err)
 	}

@@ -59,6 +59,7 @@ func (s *Server) newHandler() http.Handler {
 	h := server.NewStreamableHTTPServer(s.mcp, server.WithStreamableHTTPLogger(s.log),
 		server.WithSessionIdManager(s.sessions), server.WithSessionIdleTTL(lim.SessionIdleTimeout))
 	s.streamable = h
+	edge := protocolEdge(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		if _, ok := identity.FromContext(ctx); !ok {
@@ -93,7 +94,7 @@ func (s *Server) newHandler() http.Handler {
 			defer s.sessions.open(&stream{req: r, session: sid, cancel: cancel})()
 			r = r.WithContext(ctx)
 		}
-		h.ServeHTTP(w, r)
+		edge.ServeHTTP(w, r)
 	})
 }
 

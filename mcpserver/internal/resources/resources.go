@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -20,12 +19,6 @@ import (
 	"github.com/depotfs/depotfs/mcpserver/internal/pending"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 )
-
-// errNoSession reports a resources/subscribe that has no protocol session
-// to deliver notifications to.
-var errNoSession = errors.New("resources/subscribe needs a protocol session: on protocol versions up to " +
-	mcp.LATEST_LEGACY_PROTOCOL_VERSION + " initialize first and send the Mcp-Session-Id header the server returned; from " +
-	mcp.ProtocolVersion20260728 + " on, name the resources in subscriptions/listen instead")
 
 // Resources serves the depot's files and the pending-requests list as
 // resources. It is safe for concurrent use once New returns.
@@ -121,7 +114,9 @@ func (s *Resources) checkRequest(ctx context.Context, _ any, message any) error 
 		}
 	case mcp.MethodResourcesSubscribe:
 		if session := server.ClientSessionFromContext(ctx); session == nil || session.SessionID() == "" {
-			return errNoSession
+			// 2026-07-28 removed resources/subscribe: mcp-go answers
+			// 404 with method not found, as the transport requires.
+			return nil
 		}
 		if req.Params.URI == nil {
 			return nil

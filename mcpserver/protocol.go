@@ -1,0 +1,100 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// peekBytes is how much of a POST body protocolEdge reads to recognise a
+// notification; notifications are small, and a longer body (a tool call
+// with content) is passed on untouched without being read twice.
+const peekBytes = 64 << 10
+
+// protocolEdge answers, in front of mcp-go's streamable HTTP transport,
+// two cases mcp-go v1.2.1 gets wrong:
+//
+//   - A GET without Mcp-Session-Id on a revision with sessions would open
+//     a stream bound to no session that never ends; it gets 400 at once.
+//     (On 2026-07-28, which has no GET, mcp-go already answers 405.)
+//   - mcp-go applies 2026-07-28's validation of a request's _meta to
+//     notifications too, and answers a notification without
+//     _meta.protocolVersion with 400 and a null id, which the official Go
+//     SDK treats as fatal for its connection (it sends
+//     notifications/cancelled without _meta, as the specification allows:
+//     _meta is required on requests). Such a notification gets the
+//     Mcp-Protocol-Version header's version in its _meta before mcp-go
+//     sees it; anything else passes unchanged.
+func protocolEdge(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		version := r.Header.Get(mcp.HeaderProtocolVersion)
+		switch {
+		case r.Method == http.MethodGet && !mcp.IsModernProtocol(version) && r.Header.Get(mcp.HeaderSessionID) == "":
+			http.Error(w, "Bad Request: a GET stream needs the Mcp-Session-Id header of an initialized session "+
+				"(on protocol version "+mcp.ProtocolVersion20260728+", use subscriptions/listen instead)", http.StatusBadRequest)
+			return
+		case r.Method == http.MethodPost && mcp.IsModernProtocol(version) && r.Body != nil:
+			head, err := io.ReadAll(io.LimitReader(r.Body, peekBytes+1))
+			if err != nil {
+				// The body limit or the connection failed: let mcp-go
+				// meet the same error and answer as it always does.
+				r.Body = readCloser{io.MultiReader(bytes.NewReader(head), errReader{err}), r.Body}
+				break
+			}
+			if len(head) <= peekBytes {
+				if fixed, ok := withMetaVersion(head, version); ok {
+					head = fixed
+					r.ContentLength = int64(len(head))
+				}
+			}
+			r.Body = readCloser{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// withMetaVersion returns body with params._meta's protocol version set to
+// version, if body is a single notification without one.
+func withMetaVersion(body []byte, version string) ([]byte, bool) {
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(body, &msg) != nil {
+		return nil, false
+	}
+	var method string
+	if _, hasID := msg["id"]; hasID || json.Unmarshal(msg["method"], &method) != nil || !strings.HasPrefix(method, "notifications/") {
+		return nil, false
+	}
+	params := map[string]json.RawMessage{}
+	if raw, ok := msg["params"]; ok && json.Unmarshal(raw, &params) != nil {
+		return nil, false
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := params["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
+		return nil, false
+	}
+	if _, ok := meta[mcp.MetaKeyProtocolVersion]; ok {
+		return nil, false
+	}
+	meta[mcp.MetaKeyProtocolVersion], _ = json.Marshal(version)
+	params["_meta"], _ = json.Marshal(meta)
+	msg["params"], _ = json.Marshal(params)
+	out, err := json.Marshal(msg)
+	return out, err == nil
+}
+
+// readCloser reads from one reader and closes another.
+type readCloser struct {
+	io.Reader
+	c io.Closer
+}
+
+func (r readCloser) Close() error { return r.c.Close() }
+
+// errReader fails every read with err.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }

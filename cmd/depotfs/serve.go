@@ -67,6 +67,7 @@ type serveConfig struct {
 	auth          authConfig
 	http          httpConfig
 	enforce       enforceConfig
+	store         storeConfig
 }
 
 func (c *serveConfig) flags(fs *flag.FlagSet) {
@@ -106,6 +107,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	c.auth.flags(fs)
 	c.http.flags(fs)
 	c.enforce.flags(fs)
+	c.store.flags(fs)
 }
 
 // Default size limits.
@@ -233,6 +235,9 @@ func (c *serveConfig) validate() error {
 	if c.resourcePage <= 0 || c.maxResource <= 0 {
 		return errors.New("--resource-page-size and --max-resource-bytes must be positive")
 	}
+	if err := c.store.validate(); err != nil {
+		return err
+	}
 	profiles, err := mcpserver.ParseProfiles(c.tools)
 	if err != nil {
 		return fmt.Errorf("--tools %q: %w", c.tools, err)
@@ -317,23 +322,13 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		}
 		notifier.Close()
 	}()
-	if err := os.MkdirAll(filepath.Dir(cfg.db), 0o700); err != nil {
-		return fmt.Errorf("database directory: %w", err)
-	}
-	st, err := bolt.Open(cfg.db, &bolt.Options{
-		UploadTimeout: cfg.uploadTimeout, Logger: log,
-		MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize),
-	})
+	st, closeStore, err := openStore(ctx, cfg, log)
 	if err != nil {
-		var locked *bolt.LockedError
-		if errors.As(err, &locked) {
-			return lockedAdvice(locked, err)
-		}
-		return fmt.Errorf("open database: %w", err)
+		return err
 	}
 	defer func() {
-		if cerr := st.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close database: %w", cerr)
+		if cerr := closeStore(); cerr != nil && err == nil {
+			err = fmt.Errorf("close store: %w", cerr)
 		}
 	}()
 

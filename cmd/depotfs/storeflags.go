@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/bolt"
+	natsstore "github.com/depotfs/depotfs/store/nats"
+	"github.com/nats-io/nats.go"
+)
+
+// storeConfig chooses the store: the embedded bbolt file (--db) or a depot
+// shared by several hosts on a NATS JetStream cluster.
+type storeConfig struct {
+	url                    string
+	creds                  string
+	tlsCA, tlsCert, tlsKey string
+	prefix                 string
+	servers                []string // --store's servers, once validated
+}
+
+func (c *storeConfig) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.url, "store", "bolt", "where the depot lives: `bolt` (the --db file) or nats://host:port[,host:port...] (a NATS JetStream cluster shared by several hosts, see docs/several-hosts.md)")
+	fs.StringVar(&c.creds, "nats-creds", "", "NATS credentials `file` (JWT and nkey seed) for --store nats://")
+	fs.StringVar(&c.tlsCA, "nats-tls-ca", "", "CA certificate `file` that signed the NATS servers' certificates; with it the connection uses TLS")
+	fs.StringVar(&c.tlsCert, "nats-tls-cert", "", "client certificate `file` for NATS servers that require one (with --nats-tls-key)")
+	fs.StringVar(&c.tlsKey, "nats-tls-key", "", "private key `file` of --nats-tls-cert")
+	fs.StringVar(&c.prefix, "nats-prefix", natsstore.DefaultPrefix, "`prefix` of the depot's bucket and stream names, so several depots can share one NATS cluster (letters, digits, - and _)")
+}
+
+// validate checks the flags without connecting anywhere.
+func (c *storeConfig) validate() error {
+	if c.url == "bolt" {
+		if c.creds != "" || c.tlsCA != "" || c.tlsCert != "" || c.tlsKey != "" {
+			return errors.New("--nats-creds and --nats-tls-* apply only with --store nats://")
+		}
+		return nil
+	}
+	rest, ok := strings.CutPrefix(c.url, "nats://")
+	if !ok || rest == "" {
+		return fmt.Errorf("--store %q: want bolt or nats://host:port[,host:port...]", c.url)
+	}
+	c.servers = nil
+	for _, hp := range strings.Split(rest, ",") {
+		u, err := url.Parse("nats://" + hp)
+		if err != nil || u.Host == "" || u.Port() == "" || u.Path != "" || u.User != nil {
+			return fmt.Errorf("--store %q: %q is not host:port", c.url, hp)
+		}
+		c.servers = append(c.servers, "nats://"+u.Host)
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return errors.New("--nats-tls-cert and --nats-tls-key go together")
+	}
+	for _, f := range []string{c.creds, c.tlsCA, c.tlsCert, c.tlsKey} {
+		if f == "" {
+			continue
+		}
+		if _, err := os.Stat(f); err != nil {
+			return fmt.Errorf("NATS credentials: %w", err)
+		}
+	}
+	return nil
+}
+
+// openStore opens the configured store; close releases it (and the NATS
+// connection).
+func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st store.Store, close func() error, err error) {
+	if cfg.store.url == "bolt" {
+		if err := os.MkdirAll(filepath.Dir(cfg.db), 0o700); err != nil {
+			return nil, nil, fmt.Errorf("database directory: %w", err)
+		}
+		b, err := bolt.Open(cfg.db, &bolt.Options{
+			UploadTimeout: cfg.uploadTimeout, Logger: log,
+			MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize),
+		})
+		if err != nil {
+			var locked *bolt.LockedError
+			if errors.As(err, &locked) {
+				return nil, nil, lockedAdvice(locked, err)
+			}
+			return nil, nil, fmt.Errorf("open database: %w", err)
+		}
+		return b, b.Close, nil
+	}
+	c := cfg.store
+	opts := []nats.Option{
+		nats.Name("depotfs"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(100 * time.Millisecond),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("NATS connection lost", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) }),
+	}
+	if c.creds != "" {
+		opts = append(opts, nats.UserCredentials(c.creds))
+	}
+	if c.tlsCA != "" {
+		opts = append(opts, nats.RootCAs(c.tlsCA))
+	}
+	if c.tlsCert != "" {
+		opts = append(opts, nats.ClientCert(c.tlsCert, c.tlsKey))
+	}
+	nc, err := nats.Connect(strings.Join(c.servers, ","), opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to NATS %s: %w", c.url, err)
+	}
+	s, err := natsstore.Open(ctx, nc, &natsstore.Options{
+		Prefix: c.prefix, UploadTimeout: cfg.uploadTimeout, Logger: log,
+		MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize),
+	})
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("open NATS store: %w", err)
+	}
+	return s, func() error {
+		err := s.Close()
+		nc.Close()
+		return err
+	}, nil
+}

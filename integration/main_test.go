@@ -7,12 +7,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/depotfs/depotfs/store/nats/natstest"
 )
 
 // depotfsBin is the binary under test, built once by TestMain.
 var depotfsBin string
 
 func TestMain(m *testing.M) {
+	// The several-hosts tests run NATS servers as copies of this binary.
+	natstest.Main()
 	os.Exit(runMain(m))
 }
 

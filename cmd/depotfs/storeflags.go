@@ -29,7 +29,7 @@ type storeConfig struct {
 }
 
 func (c *storeConfig) flags(fs *flag.FlagSet) {
-	fs.StringVar(&c.url, "store", "bolt", "where the depot lives: `bolt` (the --db file) or nats://host:port[,host:port...] (a NATS JetStream cluster shared by several hosts, see docs/several-hosts.md)")
+	fs.StringVar(&c.url, "store", "bolt", "where the depot lives: `bolt` (the --db file) or nats://host:port[,host:port...] (each may repeat nats://; a NATS JetStream cluster shared by several hosts, see docs/several-hosts.md)")
 	fs.StringVar(&c.creds, "nats-creds", "", "NATS credentials `file` (JWT and nkey seed) for --store nats://")
 	fs.StringVar(&c.tlsCA, "nats-tls-ca", "", "CA certificate `file` that signed the NATS servers' certificates; with it the connection uses TLS")
 	fs.StringVar(&c.tlsCert, "nats-tls-cert", "", "client certificate `file` for NATS servers that require one (with --nats-tls-key)")
@@ -51,6 +51,7 @@ func (c *storeConfig) validate() error {
 	}
 	c.servers = nil
 	for _, hp := range strings.Split(rest, ",") {
+		hp = strings.TrimPrefix(hp, "nats://")
 		u, err := url.Parse("nats://" + hp)
 		if err != nil || u.Host == "" || u.Port() == "" || u.Path != "" || u.User != nil {
 			return fmt.Errorf("--store %q: %q is not host:port", c.url, hp)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -125,12 +126,36 @@ func (w *chunkWriter) wait() error {
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
-			return fmt.Errorf("storing chunk %s: %w", f.Msg().Subject, err)
+			// A chunk is stored again by its subject, so sending it
+			// again is always safe.
+			if !transient(err) && !ambiguous(err) {
+				return fmt.Errorf("storing chunk %s: %w", f.Msg().Subject, err)
+			}
+			if err := w.resend(f.Msg()); err != nil {
+				return err
+			}
 		case <-w.ctx.Done():
 			return fmt.Errorf("storing chunks: %w", w.ctx.Err())
 		}
 	}
 	w.acks = w.acks[:0]
+	return nil
+}
+
+// resend publishes m again until the servers acknowledge it.
+func (w *chunkWriter) resend(m *nats.Msg) error {
+	err := retry(w.ctx, func() error {
+		ctx, cancel := context.WithTimeout(w.ctx, requestTimeout)
+		defer cancel()
+		_, err := w.c.js.PublishMsg(ctx, m)
+		if err != nil && ambiguous(err) && w.ctx.Err() == nil {
+			return fmt.Errorf("%w: %w", nats.ErrNoResponders, err)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("storing chunk %s: %w", m.Subject, err)
+	}
 	return nil
 }
 
@@ -157,15 +182,12 @@ func (c *chunkStore) read(ctx context.Context, subject string) ([]byte, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	m, err := c.stream.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, fmt.Errorf("%s: %w", subject, errChunkMissing)
-	}
+	b, err := c.readUncached(ctx, subject)
 	if err != nil {
-		return nil, fmt.Errorf("reading chunk %s: %w", subject, err)
+		return nil, err
 	}
-	c.cache.add(subject, m.Data)
-	return m.Data, nil
+	c.cache.add(subject, b)
+	return b, nil
 }
 
 // readUncached returns the chunk at subject without caching it (upload
@@ -173,7 +195,17 @@ func (c *chunkStore) read(ctx context.Context, subject string) ([]byte, error) {
 func (c *chunkStore) readUncached(ctx context.Context, subject string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	m, err := c.stream.GetLastMsgForSubject(ctx, subject)
+	var m *jetstream.RawStreamMsg
+	err := retry(ctx, func() error {
+		rctx, rcancel := context.WithTimeout(ctx, requestTimeout)
+		defer rcancel()
+		var err error
+		m, err = c.stream.GetLastMsgForSubject(rctx, subject)
+		if err != nil && ambiguous(err) && ctx.Err() == nil {
+			return fmt.Errorf("%w: %w", nats.ErrNoResponders, err)
+		}
+		return err
+	})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, fmt.Errorf("%s: %w", subject, errChunkMissing)
 	}

@@ -93,6 +93,7 @@ type Store struct {
 	view      view
 	uses      uses
 	uploads   uploadLocks
+	consMu    sync.Mutex
 	cons      jetstream.ConsumeContext
 
 	wmu       sync.Mutex // one transaction at a time on this host
@@ -152,7 +153,9 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	js, err := jetstream.New(nc)
+	// An acknowledgement lost with a server is waited for no longer than
+	// one request: the chunk is then sent again (see chunkWriter.wait).
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(requestTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("nats: open: %w", err)
 	}
@@ -171,8 +174,9 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 		s.stop()
 		return nil, fmt.Errorf("nats: open %s: %w", o.Prefix, err)
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.sweeper()
+	go s.watchdog()
 	return s, nil
 }
 
@@ -227,20 +231,81 @@ func (s *Store) setup(ctx context.Context) error {
 	// for watchers (see view.apply).
 	s.view.hub.init(s.opts.History, s.done)
 	s.view.openSeq = last
-	cons, err := tree.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{"$KV." + s.bucket + ".>"},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
-	if err != nil {
-		return fmt.Errorf("tree bucket: consumer: %w", err)
-	}
-	if s.cons, err = cons.Consume(s.view.deliver); err != nil {
-		return fmt.Errorf("tree bucket: consumer: %w", err)
+	if err := s.follow(ctx, 1); err != nil {
+		return err
 	}
 	if err := s.view.waitFor(ctx, last); err != nil {
 		return fmt.Errorf("reading the tree: %w", err)
 	}
 	return nil
+}
+
+// follow (re)starts the ordered consumer that feeds the view, from stream
+// sequence from.
+func (s *Store) follow(ctx context.Context, from uint64) error {
+	cons, err := s.tree.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{"$KV." + s.bucket + ".>"},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    from,
+	})
+	if err != nil {
+		return fmt.Errorf("tree bucket: consumer: %w", err)
+	}
+	gen := s.view.restart()
+	cc, err := cons.Consume(func(m jetstream.Msg) { s.view.deliver(gen, m) }, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		s.log.Warn("nats: following the tree bucket", "err", err)
+	}))
+	if err != nil {
+		return fmt.Errorf("tree bucket: consumer: %w", err)
+	}
+	s.consMu.Lock()
+	s.cons = cc
+	s.consMu.Unlock()
+	return nil
+}
+
+// watchdog restarts the consumer when the view stays behind the stream:
+// the ordered consumer recovers from a lost server by itself, but not
+// always before a writer waiting for its own change gives up.
+func (s *Store) watchdog() {
+	defer s.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var stuckAt uint64
+	stuckFor := 0
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		info, err := s.tree.Info(ctx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		s.view.mu.RLock()
+		rev := s.view.st.rev
+		s.view.mu.RUnlock()
+		if rev >= info.State.LastSeq || rev != stuckAt {
+			stuckAt, stuckFor = rev, 0
+			continue
+		}
+		if stuckFor++; stuckFor < 2 {
+			continue
+		}
+		s.log.Warn("nats: this host fell behind the tree bucket; following it again", "applied", rev, "last", info.State.LastSeq)
+		s.consMu.Lock()
+		s.cons.Stop()
+		s.consMu.Unlock()
+		ctx, cancel = context.WithTimeout(context.Background(), s.opts.Timeout)
+		if err := s.follow(ctx, rev+1); err != nil {
+			s.log.Warn("nats: following the tree bucket again", "err", err)
+		}
+		cancel()
+		stuckFor = 0
+	}
 }
 
 // subject is the tree bucket subject of a key.
@@ -252,9 +317,11 @@ func (s *Store) stop() {
 	s.closed.Store(true)
 	close(s.done)
 	s.goMu.Unlock()
+	s.consMu.Lock()
 	if s.cons != nil {
 		s.cons.Stop()
 	}
+	s.consMu.Unlock()
 	s.wg.Wait()
 }
 

@@ -28,6 +28,7 @@ type txn struct {
 	st   *state
 	base uint64
 	now  time.Time
+	id   string // set by messages
 
 	entries map[string]*record // path → new record; nil: removed
 	order   []string           // paths in the order of their last change
@@ -75,6 +76,10 @@ func (e needContent) Error() string { return "content " + e.sum + " must be uplo
 
 // errConflict reports a batch refused because the stream moved on.
 var errConflict = errors.New("the tree changed on another host")
+
+// errRetry reports a batch that was not committed and may be sent again
+// at once.
+var errRetry = errors.New("the batch was not committed")
 
 func (t *txn) get(p string) *record {
 	if p == depotpath.Root {
@@ -353,6 +358,8 @@ func (s *Store) update(ctx context.Context, fn func(t *txn) error, upload func(c
 			}
 			uploaded[need.sum] = gen
 			continue
+		case errors.Is(err, errRetry):
+			continue
 		case errors.Is(err, errConflict):
 			if err := s.view.waitAfter(ctx, t.base); err != nil {
 				return err
@@ -399,6 +406,16 @@ func (s *Store) attempt(ctx context.Context, fn func(t *txn) error, uploaded map
 	// not be deleted as unused.
 	maps.Copy(keep, t.used)
 	seq, err := s.publish(ctx, t.base, msgs)
+	if errors.Is(err, errAmbiguous) {
+		ok, serr := s.settle(ctx, t)
+		switch {
+		case serr != nil:
+			return t, errors.Join(err, serr)
+		case ok:
+			return t, nil
+		}
+		return t, errRetry // not committed: run again
+	}
 	if err != nil {
 		return t, err
 	}
@@ -413,6 +430,9 @@ const (
 	hdrCommit = "Depot-Commit"
 	// hdrEvicted marks an entry change that is an eviction.
 	hdrEvicted = "Depot-Evicted"
+	// hdrTxn on a batch's last message identifies the transaction, so a
+	// host whose commit went unconfirmed can tell whether it happened.
+	hdrTxn = "Depot-Txn"
 	// hdrTouch marks a directory record whose times alone moved.
 	hdrTouch = "Depot-Touch"
 	// kvOperation is the KV header for deletions.
@@ -552,6 +572,10 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 	for _, m := range msgs {
 		m.Header.Set(hdrCommit, commit)
 	}
+	if len(msgs) > 0 {
+		t.id = nuid.Next()
+		msgs[len(msgs)-1].Header.Set(hdrTxn, t.id)
+	}
 	return msgs, nil
 }
 
@@ -571,29 +595,45 @@ const (
 	errCodeWrongLastSeqConstant = 10164
 )
 
+// errAmbiguous reports a batch the servers did not answer in time: it
+// may have been committed.
+var errAmbiguous = errors.New("the servers did not confirm the commit in time")
+
 // publish commits msgs as one atomic batch on top of stream sequence base
 // and returns the sequence of the last message. Every message is stored
-// and replicated when the server acknowledges the commit, or none is.
+// and replicated when the server acknowledges the commit, or none is. A
+// batch refused because no server answered (a leader election) is sent
+// again; one whose answer did not come in time fails with errAmbiguous.
 func (s *Store) publish(ctx context.Context, base uint64, msgs []*nats.Msg) (uint64, error) {
-	msgs[0].Header.Set("Nats-Expected-Last-Sequence", strconv.FormatUint(base, 10))
-	last := msgs[len(msgs)-1]
-	if len(msgs) > 1 {
-		id := nuid.Next()
-		for i, m := range msgs {
-			m.Header.Set("Nats-Batch-Id", id)
-			m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
-		}
-		last.Header.Set("Nats-Batch-Commit", "1")
-		for _, m := range msgs[:len(msgs)-1] {
-			if err := s.nc.PublishMsg(m); err != nil {
-				return 0, fmt.Errorf("publishing to the tree bucket: %w", err)
-			}
-		}
-	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	resp, err := s.nc.RequestMsgWithContext(ctx, last)
-	if err != nil {
+	msgs[0].Header.Set("Nats-Expected-Last-Sequence", strconv.FormatUint(base, 10))
+	last := msgs[len(msgs)-1]
+	var resp *nats.Msg
+	err := retry(ctx, func() error {
+		if len(msgs) > 1 {
+			id := nuid.Next()
+			for i, m := range msgs {
+				m.Header.Set("Nats-Batch-Id", id)
+				m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+			}
+			last.Header.Set("Nats-Batch-Commit", "1")
+			for _, m := range msgs[:len(msgs)-1] {
+				if err := s.nc.PublishMsg(m); err != nil {
+					return err
+				}
+			}
+		}
+		rctx, rcancel := context.WithTimeout(ctx, requestTimeout)
+		defer rcancel()
+		var err error
+		resp, err = s.nc.RequestMsgWithContext(rctx, last)
+		return err
+	})
+	switch {
+	case err != nil && (ambiguous(err) || transient(err)):
+		return 0, fmt.Errorf("%w: %w", errAmbiguous, err)
+	case err != nil:
 		return 0, fmt.Errorf("committing to the tree bucket: %w", err)
 	}
 	var ack pubAck
@@ -610,4 +650,39 @@ func (s *Store) publish(ctx context.Context, base uint64, msgs []*nats.Msg) (uin
 		return 0, fmt.Errorf("corrupt store: the batch ends at sequence %d, expected %d", ack.Seq, want)
 	}
 	return ack.Seq, nil
+}
+
+// requestTimeout bounds one attempt of a request; a cluster electing a
+// leader answers the next one.
+const requestTimeout = 2 * time.Second
+
+// settle finds out whether the transaction whose commit was ambiguous
+// was committed, once the cluster answers again: the stream's last
+// sequence tells whether anything was, and the transaction's id among
+// the applied messages whether it was this one.
+func (s *Store) settle(ctx context.Context, t *txn) (bool, error) {
+	var last uint64
+	err := retry(ctx, func() error {
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		info, err := s.tree.Info(rctx)
+		if err != nil {
+			if ambiguous(err) {
+				return fmt.Errorf("%w: %w", nats.ErrNoResponders, err)
+			}
+			return err
+		}
+		last = info.State.LastSeq
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("checking an unconfirmed commit: %w", err)
+	}
+	if last <= t.base {
+		return false, nil
+	}
+	if err := s.view.waitFor(ctx, last); err != nil {
+		return false, err
+	}
+	return s.view.committed(t.id), nil
 }

@@ -18,6 +18,8 @@ type view struct {
 	mu sync.RWMutex
 	st *state
 
+	pmu     sync.Mutex      // serializes deliveries
+	gen     uint64          // the current consumer's generation
 	pending []jetstream.Msg // messages of a batch not yet complete
 	hub     hub
 	uses    *uses
@@ -27,18 +29,44 @@ type view struct {
 	// applied.
 	openSeq, from uint64
 	opened        bool
+	// txns are the ids of the last transactions applied (hdrTxn), oldest
+	// first in txnOrder.
+	txns     map[string]bool
+	txnOrder []string
 	// applyErr is the first message the view could not apply; the view
 	// stops there rather than show a state that is not the bucket's.
 	applyErr error
 }
 
+// restart forgets a batch partly delivered by a consumer that is being
+// replaced; the new one delivers it again from the first sequence not
+// applied.
+func (v *view) restart() uint64 {
+	v.pmu.Lock()
+	defer v.pmu.Unlock()
+	v.pending = nil
+	v.gen++
+	return v.gen
+}
+
 // deliver is the consumer's callback: it collects a batch and applies it
 // once its last message (hdrCommit) arrived.
-func (v *view) deliver(m jetstream.Msg) {
+func (v *view) deliver(gen uint64, m jetstream.Msg) {
+	v.pmu.Lock()
+	defer v.pmu.Unlock()
+	if gen != v.gen {
+		return // from a consumer that was replaced
+	}
 	meta, err := m.Metadata()
 	if err != nil {
 		v.fail(fmt.Errorf("message metadata: %w", err))
 		return
+	}
+	v.mu.RLock()
+	applied := v.st.rev
+	v.mu.RUnlock()
+	if meta.Sequence.Stream <= applied {
+		return // delivered again by a restarted consumer
 	}
 	v.pending = append(v.pending, m)
 	commit := meta.Sequence.Stream
@@ -95,6 +123,9 @@ func (v *view) apply(msgs []jetstream.Msg, rev uint64) {
 		}
 		if sum != "" {
 			touched = append(touched, sum)
+		}
+		if id := m.Headers().Get(hdrTxn); id != "" {
+			v.remember(id)
 		}
 	}
 	st.rev = max(st.rev, rev)
@@ -259,4 +290,27 @@ func (v *view) waitUntil(ctx context.Context, done func(uint64) bool) error {
 			return fmt.Errorf("this host has not seen the tree bucket move past revision %d within %v", rev, applyTimeout)
 		}
 	}
+}
+
+// maxTxns bounds the transaction ids a view remembers.
+const maxTxns = 4096
+
+// remember records an applied transaction id; v.mu must be held.
+func (v *view) remember(id string) {
+	if v.txns == nil {
+		v.txns = make(map[string]bool)
+	}
+	v.txns[id] = true
+	v.txnOrder = append(v.txnOrder, id)
+	if len(v.txnOrder) > maxTxns {
+		delete(v.txns, v.txnOrder[0])
+		v.txnOrder = v.txnOrder[1:]
+	}
+}
+
+// committed reports whether the transaction id was applied recently.
+func (v *view) committed(id string) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.txns[id]
 }

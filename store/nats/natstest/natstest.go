@@ -121,14 +121,32 @@ func freePort(t testing.TB) int {
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
-	for i := range n {
-		c.Nodes = append(c.Nodes, &Node{
-			Name: fmt.Sprintf("n%d", i+1), Port: freePort(t), ClusterPort: freePort(t),
-			Dir: filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i+1)),
-		})
-	}
-	for i := range c.Nodes {
-		c.start(i)
+	dir := t.TempDir()
+	// A port picked free may be taken before the server binds it: then
+	// the whole cluster starts again on new ports.
+	for attempt := 1; ; attempt++ {
+		c.Nodes = nil
+		for i := range n {
+			c.Nodes = append(c.Nodes, &Node{
+				Name: fmt.Sprintf("n%d", i+1), Port: freePort(t), ClusterPort: freePort(t),
+				Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)),
+			})
+		}
+		var err error
+		for i := range c.Nodes {
+			if err = c.start(i); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			break
+		}
+		for i := range c.Nodes {
+			c.Kill(i)
+		}
+		if attempt == 3 {
+			t.Fatal(err)
+		}
 	}
 	t.Cleanup(func() {
 		for i := range c.Nodes {
@@ -148,25 +166,24 @@ func (c *Cluster) Routes() []int {
 	return rs
 }
 
-func (c *Cluster) start(i int) {
-	c.t.Helper()
+func (c *Cluster) start(i int) error {
 	nd := c.Nodes[i]
 	file := filepath.Join(filepath.Dir(nd.Dir), nd.Name+".conf")
 	if err := os.WriteFile(file, []byte(Config(nd, c.Routes())), 0o600); err != nil {
-		c.t.Fatal(err)
+		return err
 	}
 	if _, err := server.ProcessConfigFile(file); err != nil {
-		c.t.Fatalf("node %s config: %v", nd.Name, err)
+		return fmt.Errorf("node %s config: %w", nd.Name, err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envNode+"="+file)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		c.t.Fatal(err)
+		return err
 	}
 	if err := cmd.Start(); err != nil {
-		c.t.Fatalf("node %s: %v", nd.Name, err)
+		return fmt.Errorf("node %s: %w", nd.Name, err)
 	}
 	ready := make(chan bool, 1)
 	go func() {
@@ -184,11 +201,12 @@ func (c *Cluster) start(i int) {
 	select {
 	case ok := <-ready:
 		if !ok {
-			c.t.Fatalf("node %s did not start", nd.Name)
+			return fmt.Errorf("node %s did not start", nd.Name)
 		}
 	case <-time.After(30 * time.Second):
-		c.t.Fatalf("node %s did not start within 30s", nd.Name)
+		return fmt.Errorf("node %s did not start within 30s", nd.Name)
 	}
+	return nil
 }
 
 // WaitReady waits until JetStream answers on every running node.
@@ -243,7 +261,9 @@ func (c *Cluster) Kill(i int) {
 // Restart starts node i again on its store directory.
 func (c *Cluster) Restart(i int) {
 	c.t.Helper()
-	c.start(i)
+	if err := c.start(i); err != nil {
+		c.t.Fatal(err)
+	}
 	c.WaitReady()
 }
 

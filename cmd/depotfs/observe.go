@@ -16,7 +16,6 @@ import (
 	"github.com/depotfs/depotfs/internal/health"
 	"github.com/depotfs/depotfs/internal/metrics"
 	"github.com/depotfs/depotfs/mcpserver"
-	"github.com/depotfs/depotfs/store/bolt"
 )
 
 // meteredAudit feeds every audit record, the one account of each call and
@@ -93,11 +92,17 @@ func (s *statusWriter) WriteHeader(code int) {
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
+// pinger is a store that can tell whether it can commit now; both stores
+// are.
+type pinger interface {
+	Ping(ctx context.Context) error
+}
+
 // healthChecks are what /healthz and the systemd watchdog check: the
 // store commits, and the mount (when there is one) answers statfs. The
 // reasons are fixed phrases, safe for anyone who can reach /healthz; the
 // errors behind them go to the log.
-func healthChecks(st *bolt.Store, mountDir string, log *slog.Logger) *health.Checker {
+func healthChecks(st pinger, mountDir string, log *slog.Logger) *health.Checker {
 	checks := []health.Check{{Name: "store", Run: func(ctx context.Context) error {
 		if err := st.Ping(ctx); err != nil {
 			log.Warn("health: the store cannot commit", "err", err)

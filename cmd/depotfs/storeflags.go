@@ -72,9 +72,15 @@ func (c *storeConfig) validate() error {
 	return nil
 }
 
+// depot is what serve needs of a store: both stores are one.
+type depot interface {
+	store.Store
+	pinger
+}
+
 // openStore opens the configured store; close releases it (and the NATS
 // connection).
-func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st store.Store, close func() error, err error) {
+func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot, close func() error, err error) {
 	if cfg.store.url == "bolt" {
 		if err := os.MkdirAll(filepath.Dir(cfg.db), 0o700); err != nil {
 			return nil, nil, fmt.Errorf("database directory: %w", err)

@@ -431,3 +431,19 @@ func (s *Store) checkSize(size int64) error {
 	}
 	return nil
 }
+
+// Ping asks the tree bucket's stream leader for the stream's state and
+// returns its error: nil means the cluster can take commits now (it has a
+// leader that answers). depotfs serve's /healthz and systemd watchdog call
+// it. It is safe for concurrent use.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	if _, err := s.tree.Info(ctx); err != nil {
+		return fmt.Errorf("nats: ping: %w", err)
+	}
+	return nil
+}

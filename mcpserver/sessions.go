@@ -30,8 +30,7 @@ type sessions struct {
 }
 
 type session struct {
-	req     *http.Request // the latest request, for rechecks
-	streams int
+	req *http.Request // the latest request, for rechecks
 }
 
 // stream is an open notification stream.

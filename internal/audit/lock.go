@@ -36,7 +36,8 @@ func lock(path string) (*os.File, error) {
 		}
 		return nil, fmt.Errorf("audit log lock: %w", err)
 	}
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	if err != nil {

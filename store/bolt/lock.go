@@ -64,7 +64,8 @@ func openLocked(path string, opts *bbolt.Options) (*bbolt.DB, *os.File, error) {
 		}
 		return nil, nil, err
 	}
-	if err := lf.Truncate(0); err == nil {
+	err = lf.Truncate(0)
+	if err == nil {
 		_, err = lf.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	if err != nil {

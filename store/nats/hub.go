@@ -36,12 +36,6 @@ func (h *hub) init(capacity int, done chan struct{}) {
 	h.done = done
 }
 
-func (h *hub) current() uint64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.last
-}
-
 // publish appends evs and moves the revision to rev.
 func (h *hub) publish(evs []store.Event, rev uint64) {
 	h.mu.Lock()

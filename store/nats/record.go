@@ -43,7 +43,6 @@ func blobKey(sum string) string    { return "b." + sum }
 func gcKey(sum, gen string) string { return "g." + sum + "." + gen }
 func uploadKey(id string) string   { return "u." + hashHex(id) }
 func kindOfKey(k string) byte      { return k[0] }
-func isEntryKey(k string) bool     { return len(k) > 2 && k[0] == 'e' && k[1] == '.' }
 func gcParts(k string) (sum, gen string) {
 	if len(k) < 2+64+1 {
 		return "", ""

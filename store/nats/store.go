@@ -333,6 +333,7 @@ func (s *Store) Close() error {
 		s.stop()
 		// Wait for a transaction in flight.
 		s.wmu.Lock()
+		//lint:ignore SA2001 taking the lock was the wait
 		s.wmu.Unlock()
 	})
 	return nil

@@ -42,13 +42,6 @@ func (u *uses) order(sum string) uint64 {
 	return u.last[sum]
 }
 
-// forget drops a content that is no longer stored.
-func (u *uses) forget(sum string) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	delete(u.last, sum)
-}
-
 // openBlobs counts this host's open Contents per content, so the sweeper
 // never deletes chunks a local reader still needs.
 type openBlobs struct {

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"time"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
@@ -136,15 +135,6 @@ func (a *fileArgs) place(uploads, sum string) error {
 	}
 	a.path = p
 	return nil
-}
-
-// mountPath returns where a depot path appears on this host, or "" when
-// depotfs is not mounted.
-func (s *tools) mountPath(p string) string {
-	if s.opts.MountPoint == "" {
-		return ""
-	}
-	return filepath.Join(s.opts.MountPoint, filepath.FromSlash(p))
 }
 
 // fileData is the reply data of a completed write.

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/depotfs/depotfs/internal/clip"
 	"github.com/depotfs/depotfs/internal/depotpath"
 )
 
@@ -59,28 +60,29 @@ func unreserved(c byte) bool {
 // ("depot://host/x"), a query or fragment (escape "?" and "#" as %3F and
 // %23), and a path depotpath.Clean refuses. It is safe for concurrent use.
 func ParseURI(uri string) (string, error) {
+	shown := clip.String(uri) // the client's: bounded in messages
 	for _, r := range uri {
 		if r >= 0x80 || !unreserved(byte(r)) && !strings.ContainsRune(":/?#[]@!$&'()*+,;=%", r) {
-			return "", fmt.Errorf("%w: %q has the character %q, which must be percent-encoded (as UTF-8 bytes: %%XX)", ErrURI, uri, r)
+			return "", fmt.Errorf("%w: %q has the character %q, which must be percent-encoded (as UTF-8 bytes: %%XX)", ErrURI, shown, r)
 		}
 	}
 	u, err := url.Parse(uri)
 	if err != nil {
-		return "", fmt.Errorf("%w: %q is not a valid URI (percent-encode spaces, %%, non-ASCII and other special characters)", ErrURI, uri)
+		return "", fmt.Errorf("%w: %q is not a valid URI (percent-encode spaces, %%, non-ASCII and other special characters)", ErrURI, shown)
 	}
 	switch {
 	case u.Scheme != Scheme:
-		return "", fmt.Errorf("%w: %q does not start with %s:///", ErrURI, uri, Scheme)
+		return "", fmt.Errorf("%w: %q does not start with %s:///", ErrURI, shown, Scheme)
 	case u.Opaque != "" || u.Host != "" || u.User != nil:
-		return "", fmt.Errorf("%w: %q has a host or no path; write %s:/// (three slashes) and the depot path", ErrURI, uri, Scheme)
+		return "", fmt.Errorf("%w: %q has a host or no path; write %s:/// (three slashes) and the depot path", ErrURI, shown, Scheme)
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.HasSuffix(uri, "#"):
-		return "", fmt.Errorf("%w: %q has a query or fragment; percent-encode ? and # in paths as %%3F and %%23", ErrURI, uri)
+		return "", fmt.Errorf("%w: %q has a query or fragment; percent-encode ? and # in paths as %%3F and %%23", ErrURI, shown)
 	case u.Path == "":
-		return "", fmt.Errorf("%w: %q names no path; the root is %s:///", ErrURI, uri, Scheme)
+		return "", fmt.Errorf("%w: %q names no path; the root is %s:///", ErrURI, shown, Scheme)
 	}
 	p, err := depotpath.Clean(u.Path)
 	if err != nil {
-		return "", fmt.Errorf("resource URI %q: %w", uri, err)
+		return "", fmt.Errorf("resource URI %q: %w", shown, err)
 	}
 	return p, nil
 }

@@ -233,7 +233,12 @@ func mountOptions(o Options) *fuse.MountOptions {
 		FsName:           o.FsName,
 		Name:             "depotfs",
 		MaxWrite:         maxRead,
-		MaxReadAhead:     maxRead,
+		// READDIRPLUS only where it pays: the kernel asks for names
+		// with attributes on a directory's first READDIR and when the
+		// names it listed are being looked up (ls -l), plain names
+		// otherwise (find).
+		ExtraCapabilities: fuse.CAP_READDIRPLUS_AUTO,
+		MaxReadAhead:      maxRead,
 		// Not IgnoreSecurityLabels: it answers ENODATA for ACLs, where
 		// Getxattr's EOPNOTSUPP lets ls stop asking.
 		DisableXAttrs: o.NoXattrs,

@@ -41,7 +41,7 @@ import (
 func main() {
 	bin := flag.String("depotfs", "depotfs", "depotfs `binary` to run")
 	sizes := flag.String("files", "20000,100000", "comma-separated numbers of small files")
-	bigMiB := flag.Int("big", 256, "size in MiB of the file read with dd")
+	bigMiB := flag.Int("big", 256, "size in MiB of the file read with dd; 0 skips dd")
 	pause := flag.Duration("pause", 2*time.Second, "pause before a repeated pass")
 	work := flag.String("dir", "", "work `dir`ectory (default: a new one under /tmp)")
 	flag.Parse()
@@ -71,8 +71,10 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	if err := b.big(*bigMiB); err != nil {
-		log.Fatal(err)
+	if *bigMiB > 0 {
+		if err := b.big(*bigMiB); err != nil {
+			log.Fatal(err)
+		}
 	}
 }
 
@@ -304,23 +306,21 @@ func (d *daemon) push(p string, data []byte) error {
 	return nil
 }
 
-// rss returns the server's resident and peak memory.
+// rss returns the server's resident memory: anonymous (its heap and
+// stacks) and file-backed (pages of the database it has mapped, which the
+// kernel can drop), and the peak of the total.
 func (d *daemon) rss() string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid))
 	if err != nil {
 		return "?"
 	}
-	var cur, peak string
+	v := map[string]string{}
 	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) >= 2 && f[0] == "VmRSS:" {
-			cur = kib(f[1])
-		}
-		if len(f) >= 2 && f[0] == "VmHWM:" {
-			peak = kib(f[1])
+		if f := strings.Fields(l); len(f) >= 2 {
+			v[strings.TrimSuffix(f[0], ":")] = kib(f[1])
 		}
 	}
-	return fmt.Sprintf("%s (peak %s)", cur, peak)
+	return fmt.Sprintf("%s (anonymous %s, database pages %s; peak %s)", v["VmRSS"], v["RssAnon"], v["RssFile"], v["VmHWM"])
 }
 
 func kib(s string) string {

@@ -59,7 +59,9 @@ const writeFlags = syscall.O_WRONLY | syscall.O_RDWR | syscall.O_TRUNC | syscall
 // sees one version or another, never an error and never a mix. A
 // placeholder is the exception: its open fails with ESTALE once the
 // content has been fetched, and the kernel looks the name up again and
-// retries, so the reader also gets the new version's attributes.
+// retries, so the reader also gets the new version's attributes. An open
+// with O_NONBLOCK never waits for a placeholder's content: it fails at
+// once with EAGAIN.
 func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if flags&writeFlags != 0 {
 		return nil, 0, syscall.EROFS
@@ -70,7 +72,17 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	// The store is asked even when the blob is cached: the open counts as
 	// a use of the content (eviction spares it), and says whether this
 	// version is still the file's.
-	c, err := f.fsys.content(ctx, p)
+	var c store.Content
+	var err error
+	if flags&syscall.O_NONBLOCK != 0 {
+		// Never wait for an agent: a placeholder fails at once.
+		c, err = f.fsys.st.Open(ctx, p)
+		if errors.Is(err, store.ErrNotPresent) {
+			return nil, 0, syscall.EAGAIN
+		}
+	} else {
+		c, err = f.fsys.content(ctx, p)
+	}
 	if err != nil {
 		return nil, 0, f.fsys.errno("open", p, err)
 	}

@@ -18,10 +18,22 @@ const (
 	XattrSHA256   = "user.depotfs.sha256"
 	XattrSource   = "user.depotfs.source"
 	XattrEncoding = "user.depotfs.encoding"
+	// XattrState is "stored" for a file whose content depotfs holds and
+	// "placeholder" for one it does not (listed but not sent, stale, or
+	// evicted: opening it waits for an agent to send it). A scanner can
+	// skip placeholders by this attribute, or by opening with O_NONBLOCK,
+	// which fails at once with EAGAIN for a placeholder.
+	XattrState = "user.depotfs.state"
+)
+
+// The values of XattrState.
+const (
+	StateStored      = "stored"
+	StatePlaceholder = "placeholder"
 )
 
 // xattrNames lists the provenance attributes in the order listxattr gives.
-var xattrNames = []string{XattrSHA256, XattrSource, XattrEncoding}
+var xattrNames = []string{XattrSHA256, XattrSource, XattrEncoding, XattrState}
 
 var (
 	_ = (fs.NodeGetxattrer)((*fileNode)(nil))
@@ -39,6 +51,14 @@ func xattrValue(e store.Entry, name string) string {
 		return e.Source
 	case XattrEncoding:
 		return e.Encoding
+	case XattrState:
+		switch {
+		case e.IsDir():
+			return ""
+		case e.Present:
+			return StateStored
+		}
+		return StatePlaceholder
 	}
 	return ""
 }

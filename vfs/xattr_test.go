@@ -60,7 +60,7 @@ func TestXattrs(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := strings.Split(strings.TrimSuffix(string(buf[:n]), "\x00"), "\x00")
-	if want := []string{vfs.XattrSHA256, vfs.XattrSource, vfs.XattrEncoding}; !slices.Equal(names, want) {
+	if want := []string{vfs.XattrSHA256, vfs.XattrSource, vfs.XattrEncoding, vfs.XattrState}; !slices.Equal(names, want) {
 		t.Errorf("listxattr = %q, want %q", names, want)
 	}
 	n, err = syscall.Listxattr(m.path("/"), buf)

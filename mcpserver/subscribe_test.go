@@ -240,35 +240,6 @@ func TestResourceSubscriptionPlaceholder(t *testing.T) {
 	}
 }
 
-// rpc posts one JSON-RPC request to an HTTP endpoint and returns the error
-// message of the reply ("" on success).
-func rpc(t testing.TB, url string, header http.Header, body string) string {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header = header.Clone()
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	var reply struct {
-		Error *struct{ Message string } `json:"error"`
-	}
-	if err := json.Unmarshal(raw, &reply); err != nil {
-		t.Fatalf("reply %q: %v", raw, err)
-	}
-	if reply.Error == nil {
-		return ""
-	}
-	return reply.Error.Message
-}
-
 func TestResourceSubscribeRefused(t *testing.T) {
 	h := newHarness(t, &mcpserver.Options{MountPoint: testMount, MaxSubscriptions: 2})
 	url := httptestServer(t, h.srv)

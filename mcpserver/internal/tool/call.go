@@ -87,12 +87,6 @@ func (c *Call) Name() string { return c.tool }
 // Who returns the caller's identity.
 func (c *Call) Who() identity.Identity { return c.who }
 
-// Committed reports whether the store accepted a write of this call.
-func (c *Call) Committed() bool { return c.committed }
-
-// Env returns what the server tells tool bodies: its limits and hooks.
-func (c *Call) Env() *Env { return c.rt.env }
-
 // MayWrite reports whether the caller may write the depot path p through
 // any of its tools, within the server's policy: the question "may this
 // caller answer a request for p" that code outside one tool's own writes

@@ -45,6 +45,3 @@ func NewRuntime(st store.Store, env *Env, p *policy.Host, audit Auditor, rate ra
 		defs: map[string]def{},
 	}
 }
-
-// RateLimits returns the rate limits in force.
-func (s *Runtime) RateLimits() ratelimit.Limits { return s.limiter.Limits() }

@@ -85,14 +85,14 @@ func (d *Docs) Tools(list ...Tool) []Tool {
 
 // Spec builds a tool's definition from its documents.
 func (d *Docs) Spec(name, title string, h Hints) mcp.Tool {
-	input := d.Doc(name + ".input.json")
+	input := d.doc(name + ".input.json")
 	if !json.Valid([]byte(input)) {
 		panic(fmt.Sprintf("mcpserver: %s input schema is not valid JSON", name))
 	}
 	t := mcp.Tool{
 		Name:           name,
 		Title:          title,
-		Description:    d.Doc(name + ".md"),
+		Description:    d.doc(name + ".md"),
 		RawInputSchema: json.RawMessage(input),
 		Annotations: mcp.ToolAnnotation{
 			Title:           title,
@@ -135,13 +135,13 @@ func (d *Docs) outputSchema(name string) json.RawMessage {
 
 // decode parses a JSON document into v.
 func (d *Docs) decode(doc string, v any) {
-	if err := json.Unmarshal([]byte(d.Doc(doc)), v); err != nil {
+	if err := json.Unmarshal([]byte(d.doc(doc)), v); err != nil {
 		panic(fmt.Sprintf("mcpserver: tool document %s: %v", doc, err))
 	}
 }
 
-// Doc returns a document with its placeholders filled in.
-func (d *Docs) Doc(name string) string {
+// doc returns a document with its placeholders filled in.
+func (d *Docs) doc(name string) string {
 	b, err := fs.ReadFile(d.fsys, path.Join(d.dir, name))
 	if err != nil {
 		panic(fmt.Sprintf("mcpserver: tool document %s: %v", name, err))

@@ -2,6 +2,8 @@ package mcpserver_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -124,6 +126,10 @@ func TestTools(t *testing.T) {
 			tool, ok := tools[name]
 			if !ok {
 				t.Fatal("not served")
+			}
+			// A tool lives in its profile's package, in a file named after it.
+			if pkg := filepath.Dir(filepath.Dir(filepath.Dir(mcpserver.ExamplesFile(name)))); !fileExists(filepath.Join(pkg, name+".go")) {
+				t.Errorf("no %s/%s.go: a tool's body is in a file named after it", pkg, name)
 			}
 			info := declared[name]
 			if info.Profile != want.profile {
@@ -261,4 +267,10 @@ func errorMessage(t testing.TB, r rawReply) string {
 		t.Fatalf("error object %s: %v", v.Error, err)
 	}
 	return obj.Message
+}
+
+// fileExists reports whether the file name exists.
+func fileExists(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
 }

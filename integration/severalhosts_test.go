@@ -238,3 +238,50 @@ func (d *daemon) ls(t testing.TB, depotDir string) []string {
 	}
 	return names
 }
+
+// TestSeveralHostsFetch: programs on C and A block on a listed file whose
+// content no host has; the agent connected to B sees one request with
+// every waiter, sends the content through B, and every program reads it.
+func TestSeveralHostsFetch(t *testing.T) {
+	h := startHosts(t, 3)
+	a, b, c := h.all[0], h.all[1], h.all[2]
+	data := pseudoRandom(70000, 41)
+	mtime := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	listFile(b, "/remote", "data.bin", len(data), mtime)
+	for _, d := range []*daemon{a, c} {
+		waitFor(t, 10*time.Second, "the placeholder on "+d.mount, func() bool {
+			_, err := os.Stat(d.path("/remote/data.bin"))
+			return err == nil
+		})
+	}
+	catsC := startCats(t, c.path("/remote/data.bin"), 3)
+	catsA := startCats(t, a.path("/remote/data.bin"), 2)
+	var reqs []pendingRequest
+	waitFor(t, 30*time.Second, "one request with five waiters on B", func() bool {
+		var err error
+		reqs, _, err = b.pendingRequests(0, "")
+		return err == nil && len(reqs) == 1 && reqs[0].Waiters == 5
+	})
+	if reqs[0].Path != "/remote/data.bin" || reqs[0].Size != float64(len(data)) {
+		t.Fatalf("request on B: %+v", reqs[0])
+	}
+	select {
+	case o := <-catsC:
+		t.Fatalf("cat on C finished before the content was sent: %v", o.err)
+	default:
+	}
+	pushBytes(b, "/remote/data.bin", data, nil)
+	for i := range 5 {
+		cats := catsC
+		if i >= 3 {
+			cats = catsA
+		}
+		if o := <-cats; o.err != nil || !bytes.Equal(o.out, data) {
+			t.Fatalf("cat printed %d bytes (%v), want the %d pushed through B", len(o.out), o.err, len(data))
+		}
+	}
+	waitFor(t, 30*time.Second, "the request gone on B", func() bool {
+		reqs, _, err := b.pendingRequests(0, "")
+		return err == nil && len(reqs) == 0
+	})
+}

@@ -322,7 +322,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		}
 		notifier.Close()
 	}()
-	st, closeStore, err := openStore(ctx, cfg, log)
+	st, exchange, closeStore, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -377,7 +377,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		// The broker asks agents for files a program opens without their
 		// content; it is closed before the unmount, so waiting programs
 		// get an I/O error instead of holding the unmount up.
-		broker = fetch.New(st, &fetch.Options{Timeout: cfg.fetchTimeout, Logger: log})
+		broker = fetch.New(st, &fetch.Options{Timeout: cfg.fetchTimeout, Logger: log, Exchange: exchange})
 		mopts.Fetch = broker
 	}
 	met := metrics.New(mopts)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/bolt"
+	"github.com/depotfs/depotfs/store/fetch"
 	natsstore "github.com/depotfs/depotfs/store/nats"
 	"github.com/nats-io/nats.go"
 )
@@ -79,11 +80,12 @@ type depot interface {
 }
 
 // openStore opens the configured store; close releases it (and the NATS
-// connection).
-func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot, close func() error, err error) {
+// connection). exchange, for a NATS store, shares demand-fetch requests
+// with the other hosts.
+func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot, exchange fetch.Exchange, close func() error, err error) {
 	if cfg.store.url == "bolt" {
 		if err := os.MkdirAll(filepath.Dir(cfg.db), 0o700); err != nil {
-			return nil, nil, fmt.Errorf("database directory: %w", err)
+			return nil, nil, nil, fmt.Errorf("database directory: %w", err)
 		}
 		b, err := bolt.Open(cfg.db, &bolt.Options{
 			UploadTimeout: cfg.uploadTimeout, Logger: log,
@@ -92,11 +94,11 @@ func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot
 		if err != nil {
 			var locked *bolt.LockedError
 			if errors.As(err, &locked) {
-				return nil, nil, lockedAdvice(locked, err)
+				return nil, nil, nil, lockedAdvice(locked, err)
 			}
-			return nil, nil, fmt.Errorf("open database: %w", err)
+			return nil, nil, nil, fmt.Errorf("open database: %w", err)
 		}
-		return b, b.Close, nil
+		return b, nil, b.Close, nil
 	}
 	c := cfg.store
 	opts := []nats.Option{
@@ -121,7 +123,7 @@ func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot
 	}
 	nc, err := nats.Connect(strings.Join(c.servers, ","), opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to NATS %s: %w", c.url, err)
+		return nil, nil, nil, fmt.Errorf("connect to NATS %s: %w", c.url, err)
 	}
 	s, err := natsstore.Open(ctx, nc, &natsstore.Options{
 		Prefix: c.prefix, UploadTimeout: cfg.uploadTimeout, Logger: log,
@@ -129,9 +131,15 @@ func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot
 	})
 	if err != nil {
 		nc.Close()
-		return nil, nil, fmt.Errorf("open NATS store: %w", err)
+		return nil, nil, nil, fmt.Errorf("open NATS store: %w", err)
 	}
-	return s, func() error {
+	ex, err := s.Requests(ctx)
+	if err != nil {
+		s.Close()
+		nc.Close()
+		return nil, nil, nil, err
+	}
+	return s, ex, func() error {
 		err := s.Close()
 		nc.Close()
 		return err

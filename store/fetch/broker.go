@@ -35,6 +35,10 @@ type Options struct {
 	// Logger receives a line per request published, answered or timed out;
 	// nil means slog.Default().
 	Logger *slog.Logger
+
+	// Exchange, when set, shares requests with the brokers of other hosts
+	// of the same depot (see Exchange).
+	Exchange Exchange
 }
 
 // Request is one file whose content readers are waiting for. It is a plain
@@ -99,6 +103,14 @@ type Broker struct {
 	nextLis   uint64
 	stats     Stats // counters only; Pending and Waiting are computed
 	closed    bool
+
+	// With an Exchange: the other hosts' requests merged by path, and the
+	// local IDs given to the paths only they want.
+	ex        Exchange
+	remote    map[string]Request
+	remoteIDs map[string]uint64
+	kick      chan struct{} // wakes the publisher after a local change
+	stopEx    context.CancelFunc
 }
 
 // request is a Request and what its waiters and watch share. Waiters is
@@ -123,14 +135,27 @@ func New(st store.Store, opts *Options) *Broker {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Broker{
+	b := &Broker{
 		st:        st,
 		timeout:   o.Timeout,
 		log:       o.Logger,
 		reqs:      map[string]*request{},
 		changed:   make(chan struct{}),
 		listeners: map[uint64]func(){},
+		ex:        o.Exchange,
+		remote:    map[string]Request{},
+		remoteIDs: map[string]uint64{},
+		kick:      make(chan struct{}, 1),
+		stopEx:    func() {},
 	}
+	if b.ex != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		b.stopEx = cancel
+		b.wg.Add(2)
+		go b.publisher(ctx)
+		go b.follow(ctx)
+	}
+	return b
 }
 
 // Timeout returns how long a Fetch waits for content.
@@ -314,6 +339,10 @@ func (b *Broker) watch(ctx context.Context, r *request, rev uint64) {
 
 // changedLocked signals a change of the pending set. b.mu must be held.
 func (b *Broker) changedLocked() {
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
 	close(b.changed)
 	b.changed = make(chan struct{})
 }
@@ -355,9 +384,22 @@ func (b *Broker) Notify(fn func()) (stop func()) {
 func (b *Broker) Pending() Snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	reqs := make([]Request, 0, len(b.reqs))
-	for _, r := range b.reqs {
-		reqs = append(reqs, r.Request)
+	reqs := make([]Request, 0, len(b.reqs)+len(b.remote))
+	for p, r := range b.reqs {
+		req := r.Request
+		if o, ok := b.remote[p]; ok {
+			req.Waiters += o.Waiters
+			if o.Since.Before(req.Since) {
+				req.Since = o.Since
+			}
+		}
+		reqs = append(reqs, req)
+	}
+	for p, o := range b.remote {
+		if _, ok := b.reqs[p]; !ok {
+			o.ID = b.remoteIDs[p]
+			reqs = append(reqs, o)
+		}
 	}
 	slices.SortFunc(reqs, func(x, y Request) int { return cmp.Compare(x.ID, y.ID) })
 	return Snapshot{Requests: reqs, LastID: b.lastID, Changed: b.changed}
@@ -386,6 +428,7 @@ func (b *Broker) Close() error {
 		return nil
 	}
 	b.closed = true
+	b.stopEx()
 	reqs := make([]*request, 0, len(b.reqs))
 	for p, r := range b.reqs {
 		delete(b.reqs, p)

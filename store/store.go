@@ -295,4 +295,14 @@ func (s Stats) DedupSavedBytes() int64 { return s.LogicalBytes - s.StoredBytes }
 // PutChunk with stores that do not implement Streamer.
 type Streamer interface {
 	PutStream(ctx context.Context, req PutRequest, r io.Reader, size int64) (PutResult, error)
+
+	// PutStreams stores the files next yields in one atomic change, as
+	// PutBatch stores its requests (in order, all or none, a refused file
+	// failing the call with a *BatchError naming it), once all have
+	// arrived. Each file's bytes are read from its reader, to its end,
+	// before next is called again; next returns io.EOF after the last
+	// file. Any other error from next or from a reader stores nothing.
+	// Memory stays bounded whatever the number and size of the files (an
+	// archive unpacked as it arrives).
+	PutStreams(ctx context.Context, next func() (PutRequest, io.Reader, error)) ([]PutResult, error)
 }

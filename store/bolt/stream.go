@@ -21,71 +21,197 @@ var _ store.Streamer = (*Store)(nil)
 // they arrive; a last transaction makes them the file, as Put does. So
 // memory stays bounded whatever the size, and with req.SHA256 declared
 // every byte is written once: the chunks are written under the declared
-// hash, which the last transaction checks first. Without it they are
-// written under a random key and copied under their hash at the end.
-// Content the store already has is only hashed, never written again.
+// hash and checked at the end. Without it they are written under a random
+// key and copied under their hash at the end. Content the store already
+// has is only hashed, never written again.
 //
 // Until the last transaction the chunks carry an orphan mark, so a crash
 // leaves nothing behind (the next Open sweeps them), and a failure deletes
 // them at once. It is safe for concurrent use; concurrent streams that
 // declare the same hash take turns.
 func (s *Store) PutStream(ctx context.Context, req store.PutRequest, r io.Reader, size int64) (store.PutResult, error) {
-	if err := checkPath("put", req.Path); err != nil {
+	if err := s.checkStream(req, size); err != nil {
 		return store.PutResult{}, err
 	}
-	if req.Path == depotpath.Root {
-		return store.PutResult{}, pathErr("put", req.Path, fmt.Errorf("%w: the root is a directory", store.ErrConflict))
+	in, err := s.streamIn(ctx, r, size, req.SHA256)
+	if err != nil {
+		return store.PutResult{}, pathErr("put", req.Path, err)
 	}
-	if size >= 0 {
-		if err := s.checkSize(size); err != nil {
-			return store.PutResult{}, pathErr("put", req.Path, err)
-		}
-	}
-	var key hash
-	if req.SHA256 != "" {
-		h, err := parseHash(req.SHA256)
-		if err != nil {
-			return store.PutResult{}, pathErr("put", req.Path, fmt.Errorf("%w: %w", store.ErrUpload, err))
-		}
-		key = h
-		if err := s.uploads.lock(ctx, "\x00stream:"+req.SHA256); err != nil {
-			return store.PutResult{}, pathErr("put", req.Path, err)
-		}
-		defer s.uploads.unlock("\x00stream:" + req.SHA256)
-	} else {
-		rand.Read(key[:])
-	}
-	res, err := s.putStream(ctx, req, r, size, key)
+	defer s.release(in)
+	var res store.PutResult
+	err = s.update(ctx, func(w *wtx) error {
+		var err error
+		res, err = w.putFile(req, in.sum, in.size, staged)
+		return err
+	})
 	if err != nil {
 		return store.PutResult{}, pathErr("put", req.Path, err)
 	}
 	return res, nil
 }
 
-// putStream is PutStream with the key the chunks are staged under: the
-// declared hash, or a random one.
-func (s *Store) putStream(ctx context.Context, req store.PutRequest, r io.Reader, size int64, key hash) (store.PutResult, error) {
-	declared := req.SHA256 != ""
+// PutStreams stores the files next yields in one atomic change (see
+// store.Streamer): each file's bytes are streamed into blob chunks as
+// PutStream streams them, and one last transaction makes them all files,
+// as PutBatch does. It is safe for concurrent use.
+func (s *Store) PutStreams(ctx context.Context, next func() (store.PutRequest, io.Reader, error)) ([]store.PutResult, error) {
+	var reqs []store.PutRequest
+	var ins []*streamed
+	defer func() {
+		for _, in := range ins {
+			s.release(in)
+		}
+	}()
+	for {
+		req, r, err := next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := s.checkStream(req, -1); err != nil {
+			return nil, &store.BatchError{Index: len(reqs), Path: req.Path, Err: err}
+		}
+		in, err := s.streamIn(ctx, r, -1, req.SHA256)
+		if err != nil {
+			return nil, &store.BatchError{Index: len(reqs), Path: req.Path, Err: pathErr("put", req.Path, err)}
+		}
+		reqs, ins = append(reqs, req), append(ins, in)
+	}
+	if len(reqs) == 0 {
+		return nil, s.check(ctx)
+	}
+	res := make([]store.PutResult, len(reqs))
+	failed := 0
+	err := s.update(ctx, func(w *wtx) error {
+		for i, req := range reqs {
+			var err error
+			if res[i], err = w.putFile(req, ins[i].sum, ins[i].size, staged); err != nil {
+				failed = i
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, &store.BatchError{Index: failed, Path: reqs[failed].Path, Err: pathErr("put", reqs[failed].Path, err)}
+	}
+	return res, nil
+}
+
+// staged is putFile's write for content streamIn staged: its blob record
+// exists, so putFile never calls it.
+func staged(h hash) error {
+	return fmt.Errorf("corrupt store: staged content %x has no blob record", h)
+}
+
+// checkStream validates a streamed write's path and announced size.
+func (s *Store) checkStream(req store.PutRequest, size int64) error {
+	if err := checkPath("put", req.Path); err != nil {
+		return err
+	}
+	if req.Path == depotpath.Root {
+		return pathErr("put", req.Path, fmt.Errorf("%w: the root is a directory", store.ErrConflict))
+	}
+	if size >= 0 {
+		if err := s.checkSize(size); err != nil {
+			return pathErr("put", req.Path, err)
+		}
+	}
+	if req.SHA256 != "" {
+		if _, err := parseHash(req.SHA256); err != nil {
+			return pathErr("put", req.Path, fmt.Errorf("%w: %w", store.ErrUpload, err))
+		}
+	}
+	return nil
+}
+
+// streamed is content streamIn staged: its hash and size; its blob, which
+// has a record (with no references yet, marked orphan), stays pinned until
+// release.
+type streamed struct {
+	sum  string
+	size int64
+	h    hash
+}
+
+// release unpins in's blob; an unreferenced one is swept.
+func (s *Store) release(in *streamed) { s.unpin(in.h) }
+
+// streamIn reads r into the chunks of the blob of its content and returns
+// it pinned, with a blob record. With declared set, the chunks are
+// written under that hash (other streams declaring it wait) and checked
+// at the end; else under a random key, copied under their hash once it is
+// known. Only content checked against its hash ever gets a blob record,
+// and a stream never writes the chunks of a blob that has one.
+func (s *Store) streamIn(ctx context.Context, r io.Reader, size int64, declared string) (*streamed, error) {
+	var key hash
+	if declared != "" {
+		h, err := parseHash(declared)
+		if err != nil {
+			return nil, err
+		}
+		key = h
+		if err := s.uploads.lock(ctx, streamLock(declared)); err != nil {
+			return nil, err
+		}
+		defer s.uploads.unlock(streamLock(declared))
+	} else {
+		rand.Read(key[:])
+	}
 	exists, err := s.pinBlob(key)
 	if err != nil {
-		return store.PutResult{}, err
+		return nil, err
 	}
-	defer s.unpin(key) // sweeps what is left staged under key
+	ok := false
+	defer func() {
+		if !ok || declared == "" {
+			s.unpin(key) // sweeps what is left staged under key
+		}
+	}()
+	sum, n, count, err := s.readChunks(ctx, r, size, key, !exists)
+	if err != nil {
+		return nil, err
+	}
+	if declared != "" {
+		if sum != declared {
+			return nil, fmt.Errorf("%w: declared %s, content has %s", store.ErrHashMismatch, declared, sum)
+		}
+		if err := s.recordStaged(ctx, key, n); err != nil {
+			return nil, err
+		}
+		ok = true
+		return &streamed{sum: sum, size: n, h: key}, nil
+	}
+	h, err := s.copyStaged(ctx, key, sum, n, count)
+	if err != nil {
+		return nil, err
+	}
+	ok = true
+	return &streamed{sum: sum, size: n, h: h}, nil
+}
+
+// streamLock names the lock of the streams that write the chunks of sum.
+func streamLock(sum string) string { return "\x00stream:" + sum }
+
+// readChunks reads r to its end, hashing it and, while write holds and no
+// record of blob key appears, staging it as the chunks of key in
+// transactions of about batchBytes. It returns the hash, the size and the
+// number of chunks.
+func (s *Store) readChunks(ctx context.Context, r io.Reader, size int64, key hash, write bool) (string, int64, int64, error) {
 	d := sha256.New()
-	var n int64
-	var next int64 // chunk index to write next
+	var n, next int64
 	buf := make([]byte, s.opts.ChunkSize)
-	write := !exists
 	for done := false; !done; {
-		// One transaction's worth of chunks.
-		var chunks [][]byte
+		var chunks [][]byte // one transaction's worth
 		for batch := 0; batch < batchBytes && !done; {
 			m, err := fill(r, buf)
 			switch {
 			case errors.Is(err, io.EOF):
 				done = true
 			case err != nil:
-				return store.PutResult{}, fmt.Errorf("reading the content: %w", err)
+				return "", 0, 0, fmt.Errorf("reading the content: %w", err)
 			}
 			if m == 0 {
 				break
@@ -93,10 +219,10 @@ func (s *Store) putStream(ctx context.Context, req store.PutRequest, r io.Reader
 			d.Write(buf[:m])
 			n += int64(m)
 			if err := s.checkSize(n); err != nil {
-				return store.PutResult{}, err
+				return "", 0, 0, err
 			}
 			if size >= 0 && n > size {
-				return store.PutResult{}, fmt.Errorf("%w: more than the %d bytes announced", store.ErrUpload, size)
+				return "", 0, 0, fmt.Errorf("%w: more than the %d bytes announced", store.ErrUpload, size)
 			}
 			if write {
 				chunks = append(chunks, append([]byte(nil), buf[:m]...))
@@ -108,33 +234,32 @@ func (s *Store) putStream(ctx context.Context, req store.PutRequest, r io.Reader
 		}
 		appeared, err := s.stageChunks(ctx, key, next, chunks)
 		if err != nil {
-			return store.PutResult{}, err
+			return "", 0, 0, err
 		}
 		next += int64(len(chunks))
 		write = !appeared
 	}
 	if size >= 0 && n != size {
-		return store.PutResult{}, fmt.Errorf("%w: %d bytes arrived, %d were announced", store.ErrUpload, n, size)
+		return "", 0, 0, fmt.Errorf("%w: %d bytes arrived, %d were announced", store.ErrUpload, n, size)
 	}
-	sum := hex.EncodeToString(d.Sum(nil))
-	if declared && sum != req.SHA256 {
-		return store.PutResult{}, fmt.Errorf("%w: declared %s, content has %s", store.ErrHashMismatch, req.SHA256, sum)
-	}
-	if !declared {
-		return s.commitStaged(ctx, req, sum, n, key, next)
-	}
-	var res store.PutResult
-	err = s.update(ctx, func(w *wtx) error {
-		var err error
-		res, err = w.putFile(req, sum, n, func(hash) error {
-			if !write {
-				return fmt.Errorf("content %s vanished while pinned", sum)
-			}
-			return nil // staged above
-		})
-		return err
+	return hex.EncodeToString(d.Sum(nil)), n, next, nil
+}
+
+// recordStaged gives blob h, whose size bytes are staged, a record with no
+// references (and the orphan mark), unless it has one: from then on no
+// stream writes its chunks, and the file that takes the first reference
+// clears the mark.
+func (s *Store) recordStaged(ctx context.Context, h hash, size int64) error {
+	return s.update(ctx, func(w *wtx) error {
+		_, ok, err := getBlob(w.blobs, h)
+		if ok || err != nil {
+			return err
+		}
+		if err := w.orphan.Put(h[:], []byte{1}); err != nil {
+			return err
+		}
+		return w.blobs.Put(h[:], blobRecord{Size: size, ChunkSize: w.chunkSize}.encode())
 	})
-	return res, err
 }
 
 // stageChunks writes chunks as the chunks first, first+1, ... of blob key,
@@ -162,24 +287,23 @@ func (s *Store) stageChunks(ctx context.Context, key hash, first int64, chunks [
 	return appeared, err
 }
 
-// commitStaged makes the count chunks staged under the random key the
-// content sum (of size bytes) of req.Path: copied under sum in bounded
-// transactions unless the store has that content, then written as Put
-// writes a file.
-func (s *Store) commitStaged(ctx context.Context, req store.PutRequest, sum string, size int64, key hash, count int64) (store.PutResult, error) {
+// copyStaged copies the count chunks staged under the random key, whose
+// content is sum (size bytes), under sum, in bounded transactions, unless
+// the store has that content; it returns the blob's hash, pinned and with
+// a record.
+func (s *Store) copyStaged(ctx context.Context, key hash, sum string, size, count int64) (hash, error) {
 	h, err := parseHash(sum)
 	if err != nil {
-		return store.PutResult{}, err
+		return h, err
 	}
-	if err := s.uploads.lock(ctx, "\x00stream:"+sum); err != nil {
-		return store.PutResult{}, err
+	if err := s.uploads.lock(ctx, streamLock(sum)); err != nil {
+		return h, err
 	}
-	defer s.uploads.unlock("\x00stream:" + sum)
+	defer s.uploads.unlock(streamLock(sum))
 	exists, err := s.pinBlob(h)
 	if err != nil {
-		return store.PutResult{}, err
+		return h, err
 	}
-	defer s.unpin(h)
 	per := int64(max(1, batchBytes/s.opts.ChunkSize))
 	for i := int64(0); i < count && !exists; i += per {
 		var chunks [][]byte
@@ -194,20 +318,19 @@ func (s *Store) commitStaged(ctx context.Context, req store.PutRequest, sum stri
 			}
 			return nil
 		})
-		if err != nil {
-			return store.PutResult{}, dbErr(err)
+		if err == nil {
+			exists, err = s.stageChunks(ctx, h, i, chunks)
 		}
-		if exists, err = s.stageChunks(ctx, h, i, chunks); err != nil {
-			return store.PutResult{}, err
+		if err != nil {
+			s.unpin(h)
+			return h, dbErr(err)
 		}
 	}
-	var res store.PutResult
-	err = s.update(ctx, func(w *wtx) error {
-		var err error
-		res, err = w.putFile(req, sum, size, func(hash) error { return nil }) // staged above
-		return err
-	})
-	return res, err
+	if err := s.recordStaged(ctx, h, size); err != nil {
+		s.unpin(h)
+		return h, err
+	}
+	return h, nil
 }
 
 // pinBlob pins h, as an open Content does, and reports whether the store

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 
@@ -62,5 +63,40 @@ func TestPutStreamLeavesNothing(t *testing.T) {
 		if err := bolt.Verify(s); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestPutStreamsLeavesNothing checks that PutStreams failing at its last
+// file deletes what the files before it staged.
+func TestPutStreamsLeavesNothing(t *testing.T) {
+	s, _ := openTemp(t, &bolt.Options{ChunkSize: 4096})
+	mustPut(t, s, "/keep", []byte("kept"))
+	before, err := bolt.ReadStats(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	_, err = s.PutStreams(context.Background(), func() (store.PutRequest, io.Reader, error) {
+		i++
+		switch {
+		case i == 5:
+			return store.PutRequest{Path: "/t/last"}, &brokenReader{n: 100 << 10}, nil
+		case i > 5:
+			return store.PutRequest{}, nil, io.EOF
+		}
+		return store.PutRequest{Path: fmt.Sprintf("/t/f%d", i)}, bytes.NewReader(bytes.Repeat([]byte{byte(i)}, i*300<<10)), nil
+	})
+	if err == nil {
+		t.Fatal("PutStreams with a broken reader succeeded")
+	}
+	after, err := bolt.ReadStats(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after != before {
+		t.Errorf("left %+v, had %+v", after, before)
+	}
+	if err := bolt.Verify(s); err != nil {
+		t.Error(err)
 	}
 }

@@ -51,6 +51,7 @@ func RunAll(t *testing.T, open Opener) {
 	t.Run("DirTimes", func(t *testing.T) { testDirTimes(t, open) })
 	t.Run("PutBatch", func(t *testing.T) { testPutBatch(t, open) })
 	t.Run("PutStream", func(t *testing.T) { testPutStream(t, open) })
+	t.Run("PutStreams", func(t *testing.T) { testPutStreams(t, open) })
 }
 
 // Run runs the part of the conformance suite that needs no configuration

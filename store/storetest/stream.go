@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"testing"
@@ -99,5 +100,120 @@ func testPutStream(t *testing.T, open Opener) {
 				t.Errorf("a refused stream changed the stats: %+v, then %+v", stats0, got)
 			}
 		})
+	}
+}
+
+// streamFiles returns a next function for PutStreams that yields files
+// /t/f0, /t/f1, ... with the given contents, then io.EOF; wrap, when not
+// nil, turns the reader of file i into another.
+func streamFiles(contents [][]byte, wrap func(i int, r io.Reader) io.Reader) func() (store.PutRequest, io.Reader, error) {
+	i := 0
+	return func() (store.PutRequest, io.Reader, error) {
+		if i == len(contents) {
+			return store.PutRequest{}, nil, io.EOF
+		}
+		var r io.Reader = bytes.NewReader(contents[i])
+		if wrap != nil {
+			r = wrap(i, r)
+		}
+		req := store.PutRequest{Path: fmt.Sprintf("/t/d%d/f%d", i%3, i)}
+		i++
+		return req, r, nil
+	}
+}
+
+// testPutStreams checks store.Streamer.PutStreams: many files, one atomic
+// change; any failure stores nothing.
+func testPutStreams(t *testing.T, open Opener) {
+	s := open(t, Config{})
+	st, ok := s.(store.Streamer)
+	if !ok {
+		t.Skip("the store does not implement store.Streamer")
+	}
+	var contents [][]byte
+	for i := range 40 {
+		contents = append(contents, content(i*5000, byte(i)))
+	}
+	contents = append(contents, content(2<<20, 1), content(5000, 1)) // a large file; content seen before
+	res, err := st.PutStreams(t.Context(), streamFiles(contents, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != len(contents) {
+		t.Fatalf("%d results for %d files", len(res), len(contents))
+	}
+	for i, c := range contents {
+		p := fmt.Sprintf("/t/d%d/f%d", i%3, i)
+		if res[i].Entry.Path != p || res[i].Entry.SHA256 != Sum(c) || !bytes.Equal(read(t, s, p), c) {
+			t.Errorf("file %d: %+v", i, res[i].Entry)
+		}
+	}
+	checkStats(t, s)
+
+	put(t, s, "/u/file", []byte("a file"))
+	for _, tc := range []struct {
+		name string
+		next func() (store.PutRequest, io.Reader, error)
+		is   error
+	}{
+		{"ReaderFails", streamFiles(contents, func(i int, r io.Reader) io.Reader {
+			if i == 20 {
+				return failingReader{r}
+			}
+			return r
+		}), errBroken},
+		{"NextFails", func() func() (store.PutRequest, io.Reader, error) {
+			n := streamFiles(contents[:5], nil)
+			return func() (store.PutRequest, io.Reader, error) {
+				req, r, err := n()
+				if errors.Is(err, io.EOF) {
+					return req, r, errBroken
+				}
+				return req, r, err
+			}
+		}(), errBroken},
+		{"Conflict", func() func() (store.PutRequest, io.Reader, error) {
+			n := streamFiles(contents[:5], nil)
+			i := 0
+			return func() (store.PutRequest, io.Reader, error) {
+				req, r, err := n()
+				if i++; i == 4 {
+					req.Path = "/u/file/below"
+				}
+				return req, r, err
+			}
+		}(), store.ErrConflict},
+	} {
+		t.Run("Refused"+tc.name, func(t *testing.T) {
+			before, rev, stats0 := tree(t, s, "/"), revision(t, s), stats(t, s)
+			_, err := st.PutStreams(t.Context(), tc.next)
+			if !errors.Is(err, tc.is) {
+				t.Fatalf("PutStreams: %v, want %v", err, tc.is)
+			}
+			if after := tree(t, s, "/"); !reflect.DeepEqual(before, after) {
+				t.Errorf("a refused PutStreams changed the tree")
+			}
+			if got := revision(t, s); got != rev {
+				t.Errorf("a refused PutStreams moved the revision from %d to %d", rev, got)
+			}
+			if got := stats(t, s); !sameContentStats(stats0, got) {
+				t.Errorf("a refused PutStreams changed the stats: %+v, then %+v", stats0, got)
+			}
+		})
+	}
+	var be *store.BatchError
+	_, err = st.PutStreams(t.Context(), func() func() (store.PutRequest, io.Reader, error) {
+		n := streamFiles(contents[:5], nil)
+		i := 0
+		return func() (store.PutRequest, io.Reader, error) {
+			req, r, err := n()
+			if i++; i == 4 {
+				req.Path = "/u/file/below"
+			}
+			return req, r, err
+		}
+	}())
+	if !errors.As(err, &be) || be.Index != 3 || be.Path != "/u/file/below" {
+		t.Errorf("PutStreams with a conflict at file 3: %v, want a *store.BatchError naming it", err)
 	}
 }

@@ -1,0 +1,82 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/depotfs/depotfs/internal/metrics"
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/fetch"
+)
+
+type storeStats struct {
+	s   store.Stats
+	err error
+}
+
+func (f storeStats) Stats(context.Context) (store.Stats, error) { return f.s, f.err }
+
+type fetchStats fetch.Stats
+
+func (f fetchStats) Stats() fetch.Stats { return fetch.Stats(f) }
+
+func TestMetrics(t *testing.T) {
+	m := metrics.New(metrics.Options{
+		Store: storeStats{s: store.Stats{Files: 3, Placeholders: 1, StoredBytes: 42, Evictions: 2, Hits: 5, Misses: 1}},
+		Fetch: fetchStats{Pending: 1, Requested: 4, Fetched: 3},
+	})
+	m.Call("guide_cache_file", metrics.OutcomeOK, "", 3*time.Millisecond, 100)
+	m.Call("guide_cache_file", "security", metrics.RefusedDenied, time.Millisecond, 0)
+	m.ObserveOp("read", 20*time.Microsecond)
+	done := m.StreamOpened(metrics.StreamListen)
+
+	expected := `
+# HELP depotfs_mcp_calls_total MCP tool calls and resource reads, by tool and outcome (ok, or the envelope's error type).
+# TYPE depotfs_mcp_calls_total counter
+depotfs_mcp_calls_total{outcome="ok",tool="guide_cache_file"} 1
+depotfs_mcp_calls_total{outcome="security",tool="guide_cache_file"} 1
+# HELP depotfs_mcp_content_bytes_in_total Content bytes that calls committed to the store.
+# TYPE depotfs_mcp_content_bytes_in_total counter
+depotfs_mcp_content_bytes_in_total 100
+# HELP depotfs_store_files Files with their content present.
+# TYPE depotfs_store_files gauge
+depotfs_store_files 3
+# HELP depotfs_fetch_requests_total Requests for content published to agents.
+# TYPE depotfs_fetch_requests_total counter
+depotfs_fetch_requests_total 4
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(expected),
+		"depotfs_mcp_calls_total", "depotfs_mcp_content_bytes_in_total", "depotfs_store_files", "depotfs_fetch_requests_total"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(m.Registry(), "depotfs_fuse_operation_duration_seconds"); err != nil || n != 1 {
+		t.Errorf("FUSE histogram series: %d, %v", n, err)
+	}
+	done()
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(`
+# HELP depotfs_mcp_streams_open Notification streams open now: a session's GET stream, or a subscriptions/listen request.
+# TYPE depotfs_mcp_streams_open gauge
+depotfs_mcp_streams_open{kind="get"} 0
+depotfs_mcp_streams_open{kind="listen"} 0
+`), "depotfs_mcp_streams_open"); err != nil {
+		t.Error(err)
+	}
+	problems, err := testutil.GatherAndLint(m.Registry())
+	if err != nil || len(problems) > 0 {
+		t.Errorf("promlint: %v %v", problems, err)
+	}
+
+	failing := metrics.New(metrics.Options{Store: storeStats{err: errors.New("closed")}})
+	if err := testutil.GatherAndCompare(failing.Registry(), strings.NewReader(`
+# HELP depotfs_store_stats_up 1 when the store's statistics could be read at this scrape.
+# TYPE depotfs_store_stats_up gauge
+depotfs_store_stats_up 0
+`), "depotfs_store_stats_up", "depotfs_store_files"); err != nil {
+		t.Error(err)
+	}
+}

@@ -71,9 +71,9 @@
 // resource get notifications/resources/updated when the list changes,
 // whether they subscribed with resources/subscribe (protocol 2025-11-25
 // and before) or subscriptions/listen (2026-07-28). Answering is an
-// ordinary write of the path. Requests are filtered by mayWrite, the hook
-// the permission model will replace. [Server.Close] ends long polls, for
-// shutdown.
+// ordinary write of the path. A caller sees only the requests for paths
+// its grants, within the server's policy, let it write. [Server.Close]
+// ends long polls, for shutdown.
 //
 // # Expiry, pins and limits
 //

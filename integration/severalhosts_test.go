@@ -27,7 +27,10 @@ var depotSeq atomic.Int64
 // startHosts starts a 3-node NATS cluster (nats-server processes with
 // JetStream, sync_interval: always) and n depotfs daemons on it, each with
 // its own mount and audit log.
-func startHosts(t *testing.T, n int) *hosts {
+func startHosts(t *testing.T, n int) *hosts { return startHostsB(t, n) }
+
+// startHostsB is startHosts for tests and benchmarks.
+func startHostsB(t testing.TB, n int) *hosts {
 	t.Helper()
 	h := &hosts{cluster: natstest.Start(t, 3), prefix: fmt.Sprintf("it%d", depotSeq.Add(1))}
 	for range n {
@@ -36,7 +39,7 @@ func startHosts(t *testing.T, n int) *hosts {
 	return h
 }
 
-func (h *hosts) start(t *testing.T) *daemon {
+func (h *hosts) start(t testing.TB) *daemon {
 	t.Helper()
 	return startDaemon(t, daemonConfig{transport: overHTTP, args: []string{
 		"--store", h.cluster.URL(),

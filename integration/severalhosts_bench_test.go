@@ -1,0 +1,101 @@
+package integration_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+)
+
+// BenchmarkSeveralHosts pushes small files through host A of a depot on a
+// 3-node NATS cluster and reads them cold (never read before) through the
+// mount of host B, and does the same with one depotfs on the embedded
+// bolt store (push and read on the one host) in the same run; it reports
+// milliseconds per file for each and the ratios nats/bolt. Pushes are
+// guide_cache_file calls from 4 concurrent clients, like agents.
+//
+//	go test ./integration -run '^$' -bench SeveralHosts -benchtime 1x
+func BenchmarkSeveralHosts(b *testing.B) {
+	const files, size, clients = 300, 4 << 10, 4
+	for range b.N {
+		b.StopTimer()
+		single := startDaemon(b, daemonConfig{transport: overHTTP})
+		h := startHostsB(b, 2)
+		b.StartTimer()
+		boltPush := pushFiles(b, single, files, size, clients)
+		boltRead := readFiles(b, single, files, size)
+		natsPush := pushFiles(b, h.all[0], files, size, clients)
+		waitContentB(b, h.all[1], files-1, size)
+		natsRead := readFiles(b, h.all[1], files, size)
+		per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / files }
+		b.ReportMetric(per(boltPush), "bolt-push-ms/file")
+		b.ReportMetric(per(natsPush), "nats-push-ms/file")
+		b.ReportMetric(float64(natsPush)/float64(boltPush), "push-nats/bolt")
+		b.ReportMetric(per(boltRead), "bolt-coldread-ms/file")
+		b.ReportMetric(per(natsRead), "nats-coldread-ms/file")
+		b.ReportMetric(float64(natsRead)/float64(boltRead), "coldread-nats/bolt")
+	}
+}
+
+func benchContent(i, size int) []byte { return pseudoRandom(size, uint64(i)+1000) }
+
+// pushFiles pushes files small files through d from clients goroutines and
+// returns how long that took.
+func pushFiles(b *testing.B, d *daemon, files, size, clients int) time.Duration {
+	b.Helper()
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var failed sync.Once
+	start := time.Now()
+	for range clients {
+		wg.Go(func() {
+			for i := range work {
+				env, err := d.tryCall("guide_cache_file", map[string]any{"path": fmt.Sprintf("/bench/f%05d", i), "content": string(benchText(i, size))})
+				if err != nil || !env.Success {
+					failed.Do(func() { b.Errorf("push %d: %v %+v", i, err, env.Error) })
+				}
+			}
+		})
+	}
+	for i := range files {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return time.Since(start)
+}
+
+// benchText is printable content for file i.
+func benchText(i, size int) []byte {
+	b := benchContent(i, size)
+	for j := range b {
+		b[j] = 'a' + b[j]%26
+	}
+	return b
+}
+
+// readFiles reads every file through d's mount once and returns how long
+// that took.
+func readFiles(b *testing.B, d *daemon, files, size int) time.Duration {
+	b.Helper()
+	start := time.Now()
+	for i := range files {
+		got, err := os.ReadFile(d.path(fmt.Sprintf("/bench/f%05d", i)))
+		if err != nil || !bytes.Equal(got, benchText(i, size)) {
+			b.Fatalf("reading file %d through %s: %d bytes, %v", i, d.mount, len(got), err)
+		}
+	}
+	return time.Since(start)
+}
+
+// waitContentB waits until the last pushed file's entry is on d (hosts
+// apply changes in order, so then every one is).
+func waitContentB(b *testing.B, d *daemon, last, size int) {
+	b.Helper()
+	waitFor(b, 30*time.Second, "the last file on B", func() bool {
+		fi, err := os.Stat(d.path(fmt.Sprintf("/bench/f%05d", last)))
+		return err == nil && fi.Size() == int64(size)
+	})
+}

@@ -123,7 +123,7 @@ func TestBearerTokens(t *testing.T) {
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--tokens", tokens}, client: clientAuth{bearer: tok}})
 
 	d.mustCall("guide_cache_file", map[string]any{"path": "/ci/build.log", "content": "ok"})
-	if w := d.callerOf("/ci/build.log"); w != "http:depotfs://local/agent/ci" {
+	if w := d.callerOf("/ci/build.log"); w != "http:depotfs://local/token/ci" {
 		t.Errorf("writer %q, want the token's identity", w)
 	}
 
@@ -158,7 +158,7 @@ func TestTokensOverTLS(t *testing.T) {
 	tok, _ := issueToken(t, p.tokens, "runner", "*:/:rw")
 	d := startDaemon(t, daemonConfig{transport: overHTTP, pki: p, client: clientAuth{caFile: p.caFile(), bearer: tok}})
 	d.mustCall("guide_cache_file", map[string]any{"path": "/runner.txt", "content": "r"})
-	if w := d.callerOf("/runner.txt"); w != "http:depotfs://local/agent/runner" {
+	if w := d.callerOf("/runner.txt"); w != "http:depotfs://local/token/runner" {
 		t.Errorf("writer %q", w)
 	}
 	if len(d.logLines("depotfs ready", "auth=mtls+tokens")) != 1 {

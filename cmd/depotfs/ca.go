@@ -218,6 +218,9 @@ func runCARevoke(_ context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "serial %s was already revoked; wrote %s\n", serial.Text(16), crl)
 	}
 	fmt.Fprintln(stdout, "A server reading this CRL (serve --crl) refuses the certificate from its next request; copy the file to servers that read another path.")
+	if next, err := crlNextUpdate(crl); err == nil {
+		fmt.Fprintf(stdout, "The CRL is valid until %s: re-sign it before then with 'depotfs ca crl' (servers refuse every certificate once it has expired; serve warns a week ahead).\n", next.UTC().Format(time.RFC3339))
+	}
 	return nil
 }
 

@@ -305,6 +305,9 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	if err != nil {
 		return err
 	}
+	if ha.crl != nil {
+		go watchCRLExpiry(ctx, ha.crl.NextUpdate, cfg.auth.crl, log)
+	}
 	// systemd (Type=notify) hears READY=1 only once the mount and the
 	// listener are up, and STOPPING=1 as soon as shutdown begins.
 	notifier, err := sdnotify.FromEnv()

@@ -39,7 +39,7 @@ func tokensFlag(fs *flag.FlagSet) *string {
 func runTokenIssue(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("token issue", flag.ContinueOnError)
 	path := tokensFlag(fs)
-	name := fs.String("name", "", "the agent's `name` (required); its identity is depotfs://local/agent/<name>")
+	name := fs.String("name", "", "the agent's `name` (required); its identity is depotfs://local/token/<name>")
 	var grants grantsFlag
 	fs.Var(&grants, "grant", "a grant `TOOL:PREFIX:ACCESS` (repeatable; ACCESS r, w or rw), e.g. guide:/projects/a:rw")
 	nDays := fs.Int("days", 30, "`days` the token stays valid; 0 for no expiry")

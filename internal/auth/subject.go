@@ -9,9 +9,22 @@ import (
 // Scheme is the URI scheme of depotfs identities.
 const Scheme = "depotfs"
 
-// LocalDomain is the domain of identities that belong to this host alone,
-// such as bearer tokens': depotfs://local/agent/<name>.
+// LocalDomain is the domain of identities that belong to this host alone:
+// certificates issued without --domain (depotfs://local/agent/<name>) and
+// bearer tokens (depotfs://local/token/<name>).
 const LocalDomain = "local"
+
+// TokenURI returns the identity of the bearer token named name,
+// depotfs://local/token/<name>: a namespace of its own, so a token and a
+// certificate issued for the same name (certificates are
+// depotfs://<domain>/agent/<name>, local by default) are different
+// callers in grants, replies and the audit log.
+func TokenURI(name string) (*url.URL, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	return &url.URL{Scheme: Scheme, Host: LocalDomain, Path: "/token/" + name}, nil
+}
 
 // AgentURI returns the identity URI of agent name in domain,
 // depotfs://<domain>/agent/<name>, after checking both: a domain is a

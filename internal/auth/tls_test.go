@@ -241,7 +241,7 @@ func TestBearerTokens(t *testing.T) {
 		wantBody   string
 		reason     string
 	}{
-		{"token", anon, tok, 200, "depotfs://local/agent/ci token 2", ""},
+		{"token", anon, tok, 200, "depotfs://local/token/ci token 2", ""},
 		{"certificate without token", withCert, "", 200, "depotfs://example.org/agent/builder cert 2", ""},
 		{"nothing", anon, "", 401, `Bearer realm="depotfs"`, "no_credentials"},
 		{"bad token", anon, "dfs1_" + rec.ID + "_" + strings.Repeat("0", 64), 401, `Bearer realm="depotfs", error="invalid_token"`, "token_unknown"},

@@ -60,7 +60,7 @@ type TokenRecord struct {
 // alongside other IssueToken and RevokeToken calls on the same file, in
 // this or other processes.
 func IssueToken(path, name string, grants []grant.Grant, expires, now time.Time) (string, TokenRecord, error) {
-	u, err := AgentURI(LocalDomain, name)
+	u, err := TokenURI(name)
 	if err != nil {
 		return "", TokenRecord{}, fmt.Errorf("issue token: %w", err)
 	}
@@ -177,11 +177,14 @@ func checkRecord(r TokenRecord) error {
 	if len(r.SHA256) != 2*sha256.Size || !isHex(r.SHA256) {
 		return fmt.Errorf("id %s: sha256 %q: want %d hex digits", r.ID, r.SHA256, 2*sha256.Size)
 	}
-	u, err := AgentURI(LocalDomain, r.Name)
+	u, err := TokenURI(r.Name)
 	if err != nil {
 		return fmt.Errorf("id %s: %w", r.ID, err)
 	}
-	if r.Identity != u.String() {
+	// Files written before tokens had a namespace of their own record the
+	// agent form; Authenticate gives either the token form.
+	old, _ := AgentURI(LocalDomain, r.Name)
+	if r.Identity != u.String() && r.Identity != old.String() {
 		return fmt.Errorf("id %s: identity %q, want %q", r.ID, r.Identity, u)
 	}
 	for _, s := range r.Grants {

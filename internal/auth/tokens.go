@@ -71,7 +71,7 @@ func OpenTokens(path string, opts *TokensOptions) (*Tokens, error) {
 }
 
 // Authenticate returns the identity of a bearer token: Method token,
-// Subject depotfs://local/agent/<name>, Display the name, TokenID its id,
+// Subject depotfs://local/token/<name> (TokenURI), Display the name, TokenID its id,
 // and its grants. It refuses a token not in depotfs's form
 // (ErrTokenMalformed), not in the file or with another secret
 // (ErrTokenUnknown; the hashes are compared in constant time), revoked
@@ -102,7 +102,7 @@ func (t *Tokens) Authenticate(tok string) (identity.Identity, error) {
 	}
 	return identity.Identity{
 		Transport: "http",
-		Subject:   rec.Identity,
+		Subject:   tokenSubject(rec.Name),
 		Method:    identity.MethodToken,
 		Display:   rec.Name,
 		TokenID:   rec.ID,
@@ -166,4 +166,14 @@ func (t *Tokens) reload(now time.Time) {
 	}
 	t.byID, t.err = byID, nil
 	t.log.Info("tokens loaded", "tokens", t.file.path, "count", len(byID))
+}
+
+// tokenSubject is the identity of the token named name: TokenURI, also for
+// records written when tokens shared the agent namespace.
+func tokenSubject(name string) string {
+	u, err := TokenURI(name)
+	if err != nil {
+		return "" // checkRecord refused such a record when the file was read
+	}
+	return u.String()
 }

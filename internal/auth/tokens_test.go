@@ -39,7 +39,7 @@ func TestTokens(t *testing.T) {
 	}
 
 	id, err := tokens.Authenticate(tokA)
-	if err != nil || id.Method != identity.MethodToken || id.Subject != "depotfs://local/agent/ci" || id.TokenID != recA.ID ||
+	if err != nil || id.Method != identity.MethodToken || id.Subject != "depotfs://local/token/ci" || id.TokenID != recA.ID ||
 		id.Display != "ci" || id.Full || !slices.Equal(id.Grants, gs) {
 		t.Fatalf("Authenticate = %+v, %v", id, err)
 	}

@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"os"
 	"os/user"
@@ -36,7 +37,7 @@ type Identity struct {
 	// Subject is the caller as the transport knows it: an OS user name, a
 	// remote address, or for an authenticated caller its identity URI (the
 	// certificate's URI SAN "depotfs://<domain>/agent/<name>", or the
-	// token's "depotfs://local/agent/<name>").
+	// token's "depotfs://local/token/<name>").
 	Subject string
 
 	// Method says how Subject was established.
@@ -110,12 +111,18 @@ func Stdio() Identity {
 	return Identity{Transport: "stdio", Subject: osUser(), Method: MethodOS, Display: osUser(), Full: true}
 }
 
-// HTTP returns the identity of an unauthenticated client that sent r: its
-// remote address, with full grants. An address is not a credential: depotfs
-// uses this identity only for loopback HTTP when no authentication method
-// is configured, where anyone who can connect is a local user.
+// HTTP returns the identity of an unauthenticated client that sent r: the
+// host of its remote address (the port changes with every connection and
+// is in Remote), with full grants, so replies, counts and the audit log
+// name it the same way. An address is not a credential: depotfs uses this
+// identity only for loopback HTTP when no authentication method is
+// configured, where anyone who can connect is a local user.
 func HTTP(r *http.Request) Identity {
-	return Identity{Transport: "http", Subject: r.RemoteAddr, Remote: r.RemoteAddr, Full: true}
+	host := r.RemoteAddr
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return Identity{Transport: "http", Subject: host, Remote: r.RemoteAddr, Full: true}
 }
 
 // osUser returns the current user's name, falling back to $USER and then to

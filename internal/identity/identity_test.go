@@ -27,7 +27,7 @@ func TestTransports(t *testing.T) {
 	}
 	r := httptest.NewRequest("POST", "/mcp", nil)
 	r.RemoteAddr = "192.0.2.7:4242"
-	if got := identity.HTTP(r); got.String() != "http:192.0.2.7:4242" || got.Remote != r.RemoteAddr || !got.Full || got.Authenticated() {
+	if got := identity.HTTP(r); got.String() != "http:192.0.2.7" || got.Remote != r.RemoteAddr || !got.Full || got.Authenticated() {
 		t.Errorf("HTTP() = %+v", got)
 	}
 	if identity.Unknown.Full || len(identity.Unknown.Grants) > 0 {

@@ -139,6 +139,29 @@ func (s Set) CheckTool(tool, group string) error {
 	return &Denied{Tool: tool, Rule: fmt.Sprintf("no grant covers tool %s (group %s) on a path the server allows; grants: %s", tool, group, s)}
 }
 
+// CheckToolUse is CheckTool for a tool that needs each of accesses on some
+// path (its path arguments' accesses): a read-only caller cannot use a
+// tool that writes, so it is hidden from that caller's tools/list and
+// refused on tools/call with a *Denied naming the missing access.
+func (s Set) CheckToolUse(tool, group string, accesses []grant.Access) error {
+	if err := s.CheckTool(tool, group); err != nil {
+		return err
+	}
+	for _, a := range accesses {
+		ok := false
+		for _, g := range s.effective() {
+			if g.CoversTool(tool, group) && g.Access&a == a && s.host.reaches(g.Prefix) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return &Denied{Tool: tool, Access: a, Rule: fmt.Sprintf("no grant allows %s through tool %s on any path the server allows; grants: %s", AccessWords(a), tool, s)}
+		}
+	}
+	return nil
+}
+
 // reaches reports whether some path within prefix is allowed and not
 // denied by the host.
 func (h *Host) reaches(prefix string) bool {

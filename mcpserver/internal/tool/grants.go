@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -51,8 +52,19 @@ func (s *Runtime) VisibleTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool
 	perms := s.policy.For(who)
 	out := make([]mcp.Tool, 0, len(tools))
 	for _, t := range tools {
-		if def, ok := s.defs[t.Name]; ok && perms.CoversTool(def.name, def.group) {
+		if def, ok := s.defs[t.Name]; ok && perms.CheckToolUse(def.name, def.group, def.accesses()) == nil {
 			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// accesses lists the accesses the tool's path arguments need, each once.
+func (d def) accesses() []grant.Access {
+	var out []grant.Access
+	for _, a := range d.paths {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
 		}
 	}
 	return out
@@ -75,7 +87,7 @@ func (s *Runtime) OnCallError(ctx context.Context, _ any, method mcp.MCPMethod, 
 	var reason error
 	switch {
 	case known && errors.Is(err, server.ErrToolNotFound):
-		reason = c.perms.CheckTool(d.name, d.group)
+		reason = c.perms.CheckToolUse(d.name, d.group, d.accesses())
 		if reason == nil {
 			reason = fmt.Errorf("%w: tool %s refused by the MCP layer", args.ErrInvalid, name)
 		}

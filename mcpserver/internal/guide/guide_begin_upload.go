@@ -53,6 +53,7 @@ type beginData struct {
 type rawUpload struct {
 	who     identity.Identity
 	file    fileArgs // without data
+	format  string   // formatFile, or the archive format unpacked into file.path
 	size    int64    // announced; -1: not announced
 	expires time.Time
 }
@@ -83,8 +84,12 @@ func (s *tools) beginUpload(ctx context.Context, c *tool.Call, raw json.RawMessa
 				up.size = n
 			}
 		}
+		up.format = o.Choice("format", formatFile, false, formatFile, formatTar, formatTarGz, formatZip)
 		up.file.decodeMeta(o)
 		o.Finish()
+		if up.format != formatFile && up.file.filename != "" {
+			c.Args().Addf("filename", "an archive is unpacked into a directory: give its path instead")
+		}
 		if up.file.filename != "" && up.file.sha256 == "" && c.Args().OK() {
 			c.Args().Addf("sha256", "is required with filename: the file's path under %s is made from its hash", s.opts.Uploads)
 		}
@@ -99,7 +104,7 @@ func (s *tools) beginUpload(ctx context.Context, c *tool.Call, raw json.RawMessa
 		}
 		c.Path = up.file.path
 	}
-	if up.size >= 0 {
+	if up.size >= 0 && up.format == formatFile {
 		if err := checkFileSize(up.file.path, up.size, s.opts.MaxFileBytes); err != nil {
 			return tool.Reply{}, err
 		}
@@ -226,6 +231,9 @@ func (u *Uploads) put(r *http.Request, c *tool.Call, token string) (tool.Reply, 
 			return tool.Reply{}, fmt.Errorf("%w: the request carries %d bytes, the upload announced %d", store.ErrUpload, r.ContentLength, size)
 		}
 		size = r.ContentLength
+	}
+	if up.format != formatFile {
+		return u.unpack(r.Context(), c, up, r.Body, size)
 	}
 	if size >= 0 {
 		if err := checkFileSize(a.path, size, s.opts.MaxFileBytes); err != nil {

@@ -80,10 +80,21 @@ func (s *tools) cacheFiles(ctx context.Context, c *tool.Call, raw json.RawMessag
 		}
 		return tool.Reply{}, &tool.StoreError{Op: "put", Path: c.Path, Err: err}
 	}
+	names := make([]string, len(files))
+	for i := range files {
+		names[i] = files[i].filename
+	}
+	return s.batchReply(ctx, c, res, names), nil
+}
+
+// batchReply is the reply of files stored in one change (filenames[i] is
+// file i's filename, "" for a path), sent once the mount shows them all:
+// guide_cache_files' and an archive upload's.
+func (s *tools) batchReply(ctx context.Context, c *tool.Call, res []store.PutResult, filenames []string) tool.Reply {
 	d := &batchData{Files: make([]*fileData, len(res))}
 	var ev store.Evictions
 	for i, r := range res {
-		d.Files[i] = s.fileData(r, files[i].filename)
+		d.Files[i] = s.fileData(r, filenames[i])
 		d.Revision = max(d.Revision, r.Entry.Revision)
 		t := &d.Totals
 		t.Files++
@@ -120,7 +131,7 @@ func (s *tools) cacheFiles(ctx context.Context, c *tool.Call, raw json.RawMessag
 			"evicted_files":  ev.Count,
 			"evicted_bytes":  ev.Bytes,
 		},
-	}, nil
+	}
 }
 
 // decodeBatch decodes the entries of files, each exactly as

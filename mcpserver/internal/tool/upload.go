@@ -39,6 +39,37 @@ func (g *Store) PutStream(ctx context.Context, req store.PutRequest, r io.Reader
 	return res, err
 }
 
+// PutStreams is store.Streamer.PutStreams for a caller allowed to write
+// below dir and at every file next yields (each is checked before its
+// bytes are read); size bytes (when known) count against the byte rate
+// limit. It needs a store that is a store.Streamer.
+func (g *Store) PutStreams(ctx context.Context, dir string, size int64, next func() (store.PutRequest, io.Reader, error)) ([]store.PutResult, error) {
+	if err := g.admit(grant.Write, int(max(size, 0)), dir); err != nil {
+		return nil, err
+	}
+	st, ok := g.rt.st.(store.Streamer)
+	if !ok {
+		return nil, ErrNoArchive
+	}
+	res, err := st.PutStreams(ctx, func() (store.PutRequest, io.Reader, error) {
+		req, r, err := next()
+		if err == nil {
+			if err := g.admit(grant.Write, 0, req.Path); err != nil {
+				return req, nil, err
+			}
+		}
+		return req, r, err
+	})
+	if err == nil {
+		g.c.committed = true
+	}
+	return res, err
+}
+
+// ErrNoArchive reports an archive upload to a store that cannot take
+// streams (it does not implement store.Streamer).
+var ErrNoArchive = errors.New("this depot's store cannot unpack archives; send the files with guide_cache_files")
+
 // putChunked sends r to a store without streams as a chunked upload.
 func (g *Store) putChunked(ctx context.Context, req store.PutRequest, r io.Reader, size int64) (store.PutResult, error) {
 	if size < 0 || req.SHA256 == "" {

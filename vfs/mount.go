@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,6 +30,7 @@ const maxRead = 1 << 20
 // Mount. (Go does not allow a type and a function both named Mount.) Its
 // methods are safe for concurrent use.
 type Server struct {
+	open   *atomic.Int64 // files open in the mount (countedFS)
 	dir    string
 	server *fuse.Server
 	log    *slog.Logger
@@ -81,12 +83,15 @@ func Mount(ctx context.Context, dir string, st store.Store, opts *Options) (*Ser
 	}
 	fsys := &fsys{st: st, opts: o, log: o.Logger, started: time.Now()}
 	root := &dirNode{fsys: fsys, path: depotpath.Root}
-	server, err := fuse.NewServer(observe(fs.NewNodeFS(root, nodeOptions(o)), o.Observer), dir, mountOptions(o))
+	open := new(atomic.Int64)
+	raw := &countedFS{RawFileSystem: fs.NewNodeFS(root, nodeOptions(o)), open: open}
+	server, err := fuse.NewServer(observe(raw, o.Observer), dir, mountOptions(o))
 	if err != nil {
 		stopWatch()
 		return nil, fmt.Errorf("vfs: mount %s: %w", dir, err)
 	}
 	m := &Server{
+		open:      open,
 		dir:       dir,
 		server:    server,
 		log:       o.Logger,

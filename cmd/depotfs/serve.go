@@ -400,6 +400,15 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		}
 		defer func() {
 			broker.Close()
+			if ctx.Err() != nil && m.OpenFiles() > 0 {
+				// A signal: programs reading files get to finish them.
+				log.Info("shutting down: waiting for files open in the mount to be closed", "open", m.OpenFiles(), "timeout", cfg.shutdown)
+				wctx, cancel := context.WithTimeout(context.Background(), cfg.shutdown)
+				if werr := m.WaitClosed(wctx); werr != nil {
+					log.Warn("unmounting with files still open: their readers get an error", "err", werr)
+				}
+				cancel()
+			}
 			if uerr := m.Unmount(); uerr != nil {
 				log.Error("unmount failed", "mount", cfg.mount, "err", uerr)
 			} else {

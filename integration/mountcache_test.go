@@ -160,9 +160,9 @@ func TestNoErrorsReadingAHotFile(t *testing.T) {
 			estale.Load(), failed.Load(), firstErr.Load(), torn.Load())
 	}
 	// The updates are asked for at 200/s; how many the store commits
-	// depends on the disk's fsync latency. Below 50/s the test proves
-	// little.
-	if rate := float64(acked.Load()) / elapsed.Seconds(); rate < 50 {
-		t.Errorf("only %.0f updates/s were pushed; the test needs at least 50", rate)
+	// depends on the disk's fsync latency and the machine's load (180/s
+	// on 2 busy cores). Below 100/s the test proves little.
+	if rate := float64(acked.Load()) / elapsed.Seconds(); rate < 100 {
+		t.Errorf("only %.0f updates/s were pushed; the test needs at least 100", rate)
 	}
 }

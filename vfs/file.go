@@ -16,15 +16,15 @@ import (
 )
 
 // fileNode is one version of a regular file: the entry as it was when the
-// kernel looked it up. A newer version of the same path is a new fileNode
+// kernel looked it up (see fileVersion). A newer version of the same path is a new fileNode
 // (see stableAttr), so its entry never changes. It is safe for concurrent
 // use.
 type fileNode struct {
 	fs.Inode
 	readOnly
 
-	fsys  *fsys
-	entry store.Entry
+	fsys    *fsys
+	version fileVersion
 
 	mu       sync.Mutex
 	blob     *os.File // the blob file open handles share (passthrough); nil when none is open
@@ -38,7 +38,7 @@ var (
 
 // Getattr reports the attributes of this version of the file.
 func (f *fileNode) Getattr(_ context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	f.fsys.fillAttr(f.entry, &out.Attr)
+	f.fsys.fillAttr(f.version.entry(), &out.Attr)
 	return 0
 }
 
@@ -68,7 +68,7 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	}
 	const cached = fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH
 	const direct = fuse.FOPEN_DIRECT_IO | fuse.FOPEN_NOFLUSH
-	p := f.entry.Path
+	p := f.version.path
 	// The store is asked even when the blob is cached: the open counts as
 	// a use of the content (eviction spares it), and says whether this
 	// version is still the file's.
@@ -86,12 +86,12 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	if err != nil {
 		return nil, 0, f.fsys.errno("open", p, err)
 	}
-	current := c.SHA256() == f.entry.SHA256 && c.Size() == f.entry.Size
-	if !current && !f.entry.Present {
+	current := c.SHA256() == f.version.sha256() && c.Size() == f.version.size
+	if !current && !f.version.present {
 		c.Close()
 		return nil, 0, syscall.ESTALE
 	}
-	if pt := f.fsys.pt.Load(); pt != nil && wants(f.entry) {
+	if pt := f.fsys.pt.Load(); pt != nil && wants(f.version.entry()) {
 		h, err := f.openBlob(ctx, pt, c, current)
 		if h != nil {
 			c.Close()
@@ -122,13 +122,13 @@ func (f *fileNode) openBlob(ctx context.Context, pt *blobs, c store.Content, cur
 	if f.blob == nil {
 		switch {
 		case current:
-			bf, err := pt.open(ctx, f.entry, c)
+			bf, err := pt.open(ctx, f.version.entry(), c)
 			if err != nil {
 				return nil, err
 			}
 			f.blob = bf
 		default:
-			bf, ok := pt.cache.Get(f.entry.SHA256)
+			bf, ok := pt.cache.Get(f.version.sha256())
 			if !ok {
 				return nil, nil
 			}

@@ -39,7 +39,7 @@ func (fsys *fsys) child(ctx context.Context, parent *fs.Inode, name string, e st
 	if e.IsDir() {
 		node = &dirNode{fsys: fsys, path: e.Path}
 	} else {
-		node = &fileNode{fsys: fsys, entry: e}
+		node = &fileNode{fsys: fsys, version: newFileVersion(e)}
 	}
 	return parent.NewInode(ctx, node, id)
 }

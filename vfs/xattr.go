@@ -109,12 +109,12 @@ func listxattr(e store.Entry, dest []byte) (uint32, syscall.Errno) {
 
 // Getxattr returns a provenance attribute of this version of the file.
 func (f *fileNode) Getxattr(_ context.Context, name string, dest []byte) (uint32, syscall.Errno) {
-	return getxattr(f.entry, name, dest)
+	return getxattr(f.version.entry(), name, dest)
 }
 
 // Listxattr lists the provenance attributes of this version of the file.
 func (f *fileNode) Listxattr(_ context.Context, dest []byte) (uint32, syscall.Errno) {
-	return listxattr(f.entry, dest)
+	return listxattr(f.version.entry(), dest)
 }
 
 // Getxattr returns a provenance attribute of the directory.

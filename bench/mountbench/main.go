@@ -58,7 +58,8 @@ func main() {
 		defer os.RemoveAll(dir)
 	}
 	b := &bench{bin: *bin, dir: dir, pause: *pause}
-	fmt.Printf("mountbench: %s, kernel %s, %d CPUs; ratio = depotfs time / tmpfs time (throughput ratio for dd: depotfs / tmpfs)\n\n",
+	fmt.Printf("mountbench: %s, kernel %s, %d CPUs; ratio = depotfs time / tmpfs time (throughput ratio for dd: depotfs / tmpfs).\n"+
+		"tmpfs: best of 3 runs (its first pass is like any other); depotfs first pass: one run on a fresh mount; repeated: best of 3 runs, each 2 s after the previous.\n\n",
 		time.Now().UTC().Format(time.RFC3339), kernel(), numCPU())
 	fmt.Printf("| files | passthrough | work | tmpfs first | depotfs first | ratio | tmpfs repeated | depotfs repeated | ratio |\n")
 	fmt.Printf("|---|---|---|---|---|---|---|---|---|\n")
@@ -135,10 +136,11 @@ func (b *bench) tree(n int) error {
 	for _, pt := range []bool{true, false} {
 		var rss string
 		for _, w := range works {
-			tFirst, tRepeat, err := b.twice(fmt.Sprintf(w.cmd, tmp))
+			tBest, err := b.best(fmt.Sprintf(w.cmd, tmp))
 			if err != nil {
 				return err
 			}
+			tFirst, tRepeat := tBest, tBest
 			d, err := b.start(root, db, pt)
 			if err != nil {
 				return err
@@ -157,14 +159,34 @@ func (b *bench) tree(n int) error {
 	return nil
 }
 
-// twice runs cmd, pauses, and runs it again.
+// twice runs cmd once (the first pass), then, after a pause each time,
+// three more times: the repeated pass is the fastest of those (the machine
+// may be shared; the best run is the one least disturbed).
 func (b *bench) twice(cmd string) (first, repeated time.Duration, err error) {
 	if first, err = run(cmd); err != nil {
 		return 0, 0, err
 	}
-	time.Sleep(b.pause)
-	repeated, err = run(cmd)
-	return first, repeated, err
+	for range 3 {
+		time.Sleep(b.pause)
+		d, err := run(cmd)
+		if err != nil {
+			return 0, 0, err
+		}
+		if repeated == 0 || d < repeated {
+			repeated = d
+		}
+	}
+	return first, repeated, nil
+}
+
+// best runs cmd three times, a pause apart, and returns the fastest run:
+// for tmpfs, whose first pass is no different from the others.
+func (b *bench) best(cmd string) (time.Duration, error) {
+	_, d, err := b.twice(cmd)
+	if err != nil {
+		return 0, err
+	}
+	return d, nil
 }
 
 // big measures dd of one large file, pushed over MCP to a running server.
@@ -187,13 +209,13 @@ func (b *bench) big(mib int) error {
 		return err
 	}
 	dd := "dd if=%s of=/dev/null bs=1M status=none"
-	tCold, tWarm, err := b.twice(fmt.Sprintf(dd, filepath.Join(tmp, "big")))
+	tBest, err := b.best(fmt.Sprintf(dd, filepath.Join(tmp, "big")))
 	if err != nil {
 		return err
 	}
+	tCold, tWarm := tBest, tBest
 	fmt.Printf("\n| dd bs=1M of %d MiB | passthrough | tmpfs | depotfs | ratio (throughput) |\n|---|---|---|---|---|\n", mib)
-	fmt.Printf("| cold (tmpfs: first read) | | %s | | |\n", rate(len(data), tCold))
-	fmt.Printf("| warm | | %s | | |\n", rate(len(data), tWarm))
+	fmt.Printf("| tmpfs, best of 3 | | %s | | |\n", rate(len(data), tBest))
 	for _, pt := range []bool{true, false} {
 		db := filepath.Join(root, fmt.Sprintf("depot-%s.db", onOff(pt)))
 		d, err := b.start(root, db, pt)

@@ -1,0 +1,68 @@
+package vfs
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	iofs "io/fs"
+	"time"
+
+	"github.com/depotfs/depotfs/store"
+)
+
+// fileVersion is what a fileNode keeps of its entry: the fields that
+// attributes, extended attributes and opens need, in less than half the
+// space of a store.Entry (the kernel may know hundreds of thousands of
+// files, and go-fuse keeps a node for each).
+type fileVersion struct {
+	path, source, encoding string
+	sum                    [sha256.Size]byte // zero when unknown (a placeholder)
+
+	size             int64
+	rev              uint64
+	mtimeS, ctimeS   int64 // Unix seconds; see stamp
+	mtimeNs, ctimeNs int32
+	mode             iofs.FileMode
+	present          bool
+}
+
+func newFileVersion(e store.Entry) fileVersion {
+	v := fileVersion{path: e.Path, source: e.Source, encoding: e.Encoding,
+		size: e.Size, rev: e.Revision, mode: e.Mode, present: e.Present}
+	if len(e.SHA256) == 2*sha256.Size {
+		hex.Decode(v.sum[:], []byte(e.SHA256))
+	}
+	v.mtimeS, v.mtimeNs = stamp(e.MTime)
+	v.ctimeS, v.ctimeNs = stamp(e.Updated)
+	return v
+}
+
+// entry returns the version as a store.Entry, with the fields it keeps.
+func (v *fileVersion) entry() store.Entry {
+	return store.Entry{Path: v.path, Kind: store.KindFile, SHA256: v.sha256(), Source: v.source, Encoding: v.encoding,
+		Size: v.size, Revision: v.rev, Mode: v.mode, Present: v.present,
+		MTime: unstamp(v.mtimeS, v.mtimeNs), Updated: unstamp(v.ctimeS, v.ctimeNs)}
+}
+
+// sha256 returns the content hash as the store spells it: lowercase hex,
+// "" when unknown.
+func (v *fileVersion) sha256() string {
+	if v.sum == ([sha256.Size]byte{}) {
+		return ""
+	}
+	return hex.EncodeToString(v.sum[:])
+}
+
+// stamp and unstamp store a time in 12 bytes; the zero time is (0, -1).
+func stamp(t time.Time) (int64, int32) {
+	if t.IsZero() {
+		return 0, -1
+	}
+	return t.Unix(), int32(t.Nanosecond())
+}
+
+func unstamp(s int64, ns int32) time.Time {
+	if ns < 0 {
+		return time.Time{}
+	}
+	return time.Unix(s, int64(ns)).UTC()
+}

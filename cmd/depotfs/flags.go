@@ -58,8 +58,9 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 }
 
 // parseFlagsArgs is parseFlags for a command that takes exactly n
-// positional arguments, which may come before, between or after the flags
-// ("token revoke ID --tokens F" as well as "token revoke --tokens F ID").
+// positional arguments (any number when n is negative), which may come
+// before, between or after the flags ("token revoke ID --tokens F" as well
+// as "token revoke --tokens F ID").
 func parseFlagsArgs(fs *flag.FlagSet, args []string, stderr io.Writer, n int, what string) ([]string, error) {
 	var pos, rest []string
 	for i := 0; i < len(args); i++ {
@@ -82,7 +83,7 @@ func parseFlagsArgs(fs *flag.FlagSet, args []string, stderr io.Writer, n int, wh
 	if err := parseFlags(fs, rest, stderr); err != nil {
 		return nil, err
 	}
-	if len(pos) != n {
+	if n >= 0 && len(pos) != n {
 		return nil, usageError{fmt.Errorf("want %s, got %d arguments %q", what, len(pos), pos)}
 	}
 	return pos, nil

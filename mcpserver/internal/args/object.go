@@ -229,6 +229,9 @@ func JSONType(raw json.RawMessage) string {
 // U+FFFD; a path or name that arrives that way is refused instead, because
 // the replacement would store a different name than the agent meant.
 func DecodeString(raw json.RawMessage) (string, error) {
+	if s, ok := plainString(raw); ok {
+		return s, nil
+	}
 	if !utf8.Valid(raw) {
 		return "", fmt.Errorf("%w: not valid UTF-8 (JSON text must be UTF-8)", ErrInvalid)
 	}
@@ -240,6 +243,23 @@ func DecodeString(raw json.RawMessage) (string, error) {
 		return "", fmt.Errorf("%w: not a valid JSON string: %v", ErrInvalid, err)
 	}
 	return s, nil
+}
+
+// plainString returns the text of a raw JSON string that has no escapes
+// (base64 content, most names), with one pass over it instead of the three
+// of the general path (UTF-8, surrogates, encoding/json); ok is false for
+// any other string, which the general path then decodes or refuses.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	body := raw[1 : len(raw)-1]
+	for _, c := range body {
+		if c == '\\' || c == '"' || c < 0x20 || c >= utf8.RuneSelf {
+			return "", false
+		}
+	}
+	return string(body), true
 }
 
 // checkSurrogates reports a \u escape in a raw JSON string that is half of a

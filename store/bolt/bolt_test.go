@@ -89,6 +89,16 @@ func TestConformance(t *testing.T) {
 	storetest.RunAll(t, opener(bolt.Options{}))
 }
 
+// TestSharedConformance runs the two-host part of the suite with one
+// store as both hosts: bolt allows one process per file.
+func TestSharedConformance(t *testing.T) {
+	open := opener(bolt.Options{})
+	storetest.RunShared(t, func(t *testing.T, cfg storetest.Config) (store.Store, store.Store) {
+		s := open(t, cfg)
+		return s, s
+	})
+}
+
 // TestConformanceSmallChunks runs the suite with blobs of many chunks, so
 // reads cross chunk boundaries.
 func TestConformanceSmallChunks(t *testing.T) {

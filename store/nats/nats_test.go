@@ -18,8 +18,14 @@ var depots atomic.Int64
 
 func openIn(t *testing.T, c *natstest.Cluster, cfg storetest.Config) store.Store {
 	t.Helper()
+	return openPrefix(t, c, cfg, fmt.Sprintf("t%d", depots.Add(1)))
+}
+
+// openPrefix opens the depot named prefix in c as one more host.
+func openPrefix(t *testing.T, c *natstest.Cluster, cfg storetest.Config, prefix string) store.Store {
+	t.Helper()
 	s, err := nats.Open(t.Context(), c.Connect(t), &nats.Options{
-		Prefix:        fmt.Sprintf("t%d", depots.Add(1)),
+		Prefix:        prefix,
 		MaxStoreBytes: cfg.MaxStoreBytes,
 		MaxFileBytes:  cfg.MaxFileBytes,
 		Now:           cfg.Now,
@@ -33,7 +39,16 @@ func openIn(t *testing.T, c *natstest.Cluster, cfg storetest.Config) store.Store
 
 func TestStoreConformance(t *testing.T) {
 	c := natstest.Start(t, 3)
-	storetest.RunAll(t, func(t *testing.T, cfg storetest.Config) store.Store { return openIn(t, c, cfg) })
+	t.Run("One", func(t *testing.T) {
+		storetest.RunAll(t, func(t *testing.T, cfg storetest.Config) store.Store { return openIn(t, c, cfg) })
+	})
+	// Two hosts: two stores on one depot, each with its own connection.
+	t.Run("Shared", func(t *testing.T) {
+		storetest.RunShared(t, func(t *testing.T, cfg storetest.Config) (store.Store, store.Store) {
+			prefix := fmt.Sprintf("t%d", depots.Add(1))
+			return openPrefix(t, c, cfg, prefix), openPrefix(t, c, cfg, prefix)
+		})
+	})
 }
 
 func TestMain(m *testing.M) {

@@ -21,6 +21,9 @@ type view struct {
 	pmu     sync.Mutex      // serializes deliveries
 	gen     uint64          // the current consumer's generation
 	pending []jetstream.Msg // messages of a batch not yet complete
+	// pendingCommit is the sequence that completes the pending batch,
+	// pendingLast the sequence of its last message so far.
+	pendingCommit, pendingLast uint64
 	hub     hub
 	uses    *uses
 	// openSeq is the stream's last sequence when the store opened: the
@@ -44,7 +47,7 @@ type view struct {
 func (v *view) restart() uint64 {
 	v.pmu.Lock()
 	defer v.pmu.Unlock()
-	v.pending = nil
+	v.pending, v.pendingCommit = nil, 0
 	v.gen++
 	return v.gen
 }
@@ -68,7 +71,6 @@ func (v *view) deliver(gen uint64, m jetstream.Msg) {
 	if meta.Sequence.Stream <= applied {
 		return // delivered again by a restarted consumer
 	}
-	v.pending = append(v.pending, m)
 	commit := meta.Sequence.Stream
 	if c := m.Headers().Get(hdrCommit); c != "" {
 		if n, err := strconv.ParseUint(c, 10, 64); err == nil {
@@ -76,14 +78,25 @@ func (v *view) deliver(gen uint64, m jetstream.Msg) {
 		}
 	}
 	// A batch whose last messages were superseded since (history 1) ends
-	// early; a message at or after its commit, or the end of the stream,
-	// completes it.
-	if meta.Sequence.Stream < commit && meta.NumPending > 0 {
-		return
+	// early: a message after its commit sequence completes it.
+	if len(v.pending) > 0 && meta.Sequence.Stream > v.pendingCommit {
+		v.flush()
 	}
-	msgs := v.pending
-	v.pending = nil
-	v.apply(msgs, meta.Sequence.Stream)
+	v.pending = append(v.pending, m)
+	v.pendingCommit = max(v.pendingCommit, commit)
+	v.pendingLast = meta.Sequence.Stream
+	// The servers store a batch whole but may deliver its first messages
+	// before the last is stored: wait for the commit sequence.
+	if meta.Sequence.Stream >= v.pendingCommit {
+		v.flush()
+	}
+}
+
+// flush applies the pending batch.
+func (v *view) flush() {
+	msgs, last := v.pending, v.pendingLast
+	v.pending, v.pendingCommit = nil, 0
+	v.apply(msgs, last)
 }
 
 func (v *view) fail(err error) {

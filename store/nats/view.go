@@ -24,8 +24,8 @@ type view struct {
 	// pendingCommit is the sequence that completes the pending batch,
 	// pendingLast the sequence of its last message so far.
 	pendingCommit, pendingLast uint64
-	hub     hub
-	uses    *uses
+	hub                        hub
+	uses                       *uses
 	// openSeq is the stream's last sequence when the store opened: the
 	// events of messages up to it are not kept for watchers; from is the
 	// last entry revision among them, and opened is set once they are

@@ -39,6 +39,7 @@ const (
 	ErrorNotFound    = tool.ErrorNotFound
 	ErrorConflict    = tool.ErrorConflict
 	ErrorLimit       = tool.ErrorLimit
+	ErrorDiskFull    = tool.ErrorDiskFull
 	ErrorRateLimited = tool.ErrorRateLimited
 	ErrorSystem      = tool.ErrorSystem
 )

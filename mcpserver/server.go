@@ -128,6 +128,15 @@ type Options struct {
 	// MaxContentBytes plus 1 MiB, room for base64 and JSON escapes.
 	MaxRequestBytes int64
 
+	// DiskFree, when set, returns the bytes free on the disk holding the
+	// database and the audit log (the smaller, if they differ); a write
+	// that would leave less than DiskReserve is refused before it starts
+	// with a disk_full error naming both, so the audit log and the store
+	// can still commit and reads keep working. It is called from many
+	// goroutines at once.
+	DiskFree    func() (int64, error)
+	DiskReserve int64
+
 	// HTTP bounds what HTTP clients can hold: stalled bodies, bytes in
 	// flight, sessions; zero fields take the defaults (see HTTPLimits).
 	HTTP HTTPLimits
@@ -355,6 +364,7 @@ func newServer(st store.Store, opts *Options) *Server {
 		MaxChunks: o.MaxChunks, MaxListEntries: o.MaxListEntries,
 		MaxBatchFiles: o.MaxBatchFiles, MaxBatchBytes: o.MaxBatchBytes, UploadURLTTL: o.UploadURLTTL,
 		UploadTTL: o.UploadTTL, CommitTimeout: o.CommitTimeout, Applied: o.Applied,
+		DiskFree: o.DiskFree, DiskReserve: o.DiskReserve,
 		Log: o.Logger, Now: o.Now,
 	}
 	s.rt = tool.NewRuntime(st, s.env, o.Policy, o.Audit, o.Rate)

@@ -52,6 +52,7 @@ type serveConfig struct {
 	fetchTimeout  time.Duration
 	maxStoreSize  byteSize
 	maxFileSize   byteSize
+	diskReserve   byteSize
 	uploadURLTTL  time.Duration
 	fileSizeSet   bool // --max-file-size was given (flag or environment)
 	shutdown      time.Duration
@@ -95,6 +96,8 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.uploadTTL, "upload-ttl", 24*time.Hour, "remove a filename-only upload (under /uploads) after this long, unless the call gave ttl_seconds or pin; 0: keep uploads")
 	fs.DurationVar(&c.fetchTimeout, "fetch-timeout", fetch.DefaultTimeout, "how long a program opening a file whose content is not stored waits for an agent to send it, before it gets an I/O error")
 	c.maxStoreSize, c.maxFileSize = defaultMaxStoreSize, defaultMaxFileSize
+	c.diskReserve = defaultDiskReserve
+	fs.Var(&c.diskReserve, "disk-reserve", "free `size` kept on the disks of the database and the audit log: a write that would leave less is refused with a disk_full error (reads keep working, and the audit log and database can still commit); 0: no check")
 	fs.Var(&c.maxStoreSize, "max-store-size", "`size` limit on all stored content (identical content counted once), e.g. 512MiB or 10GB; when a write would exceed it, the least recently used unpinned files are evicted; 0: no limit")
 	fs.Var(&c.maxFileSize, "max-file-size", "`size` limit on one file, e.g. 100MiB; larger files are refused; 0: no limit; when not given, the default follows --max-store-size if that is smaller")
 	fs.DurationVar(&c.shutdown, "shutdown-timeout", 30*time.Second, "how long a signal waits for in-flight calls before stopping anyway")
@@ -363,7 +366,8 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	opts := &mcpserver.Options{Logger: log, Version: version(), Tools: cfg.profiles,
 		ResourcePageSize: cfg.resourcePage, MaxResourceBytes: cfg.maxResource,
 		Policy: cfg.enforce.host, Audit: alog, Rate: cfg.enforce.rate(),
-		MaxFileBytes: int64(cfg.maxFileSize), UploadTTL: uploadTTL, UploadURLTTL: cfg.uploadURLTTL, HTTP: cfg.http.limits()}
+		MaxFileBytes: int64(cfg.maxFileSize), UploadTTL: uploadTTL, UploadURLTTL: cfg.uploadURLTTL, HTTP: cfg.http.limits(),
+		DiskFree: diskFree(cfg.db, cfg.enforce.auditLog), DiskReserve: int64(cfg.diskReserve)}
 	if ha.authn != nil {
 		// Open streams and sessions are authenticated again every second,
 		// so a revocation ends them.

@@ -67,6 +67,11 @@ func Classify(err error) Failure {
 		return Failure{Type: ErrorRateLimited, Message: rate.Error(), RetryAfter: rate.Retry,
 			Instruction: fmt.Sprintf("Wait %d second(s) (retry_after), then repeat the call unchanged; it is safe to repeat. Send calls at a steadier pace, or fewer bytes per second, to stay within the limit. Nothing was stored.", rate.Retry)}
 	}
+	var full *DiskFullError
+	if errors.As(err, &full) {
+		return failure(ErrorDiskFull, full.Error(),
+			"The server's disk is nearly full: this write was refused before anything was stored, and reads still work. Ask the operator to free space (or raise it), then send the call again unchanged.")
+	}
 	var ref *Refusal
 	if errors.As(err, &ref) {
 		return failure(ref.Type, ref.Message, ref.Instruction)

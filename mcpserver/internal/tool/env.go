@@ -42,6 +42,11 @@ type Env struct {
 	CommitTimeout time.Duration
 	// Applied, when set, waits until the mount shows a store revision.
 	Applied func(ctx context.Context, rev uint64) error
+	// DiskFree, when set, returns the bytes free on the disk holding the
+	// database and the audit log; a write that would leave less than
+	// DiskReserve is refused with ErrorDiskFull.
+	DiskFree    func() (int64, error)
+	DiskReserve int64
 	// Log receives tool bodies' warnings.
 	Log *slog.Logger
 	// Now is the clock of rate limits and call times.

@@ -58,6 +58,11 @@ func (g *Store) admit(access grant.Access, n int, paths ...string) error {
 			return &auditError{err: err}
 		}
 	}
+	if access&grant.Write != 0 {
+		if err := g.checkDisk(n); err != nil {
+			return err
+		}
+	}
 	if n > 0 {
 		if ok, wait := g.rt.limiter.Bytes(g.c.key, g.rt.env.Now(), n); !ok {
 			return &RateError{what: "bytes", Retry: ratelimit.RetryAfter(wait), limits: g.rt.limiter.Limits(), n: n}

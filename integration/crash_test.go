@@ -22,7 +22,15 @@ const crashWriters = 16
 // process is recovered.
 func TestCrashRecovery(t *testing.T) {
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
-	content := func(i int) []byte { return pseudoRandom(4096+i*7919%300000, uint64(i)) }
+	// Mostly small files, so that many writes are in flight at once and
+	// share commits; every 16th is up to 300 KB, so that the kill also
+	// lands in the middle of larger bodies.
+	content := func(i int) []byte {
+		if i%16 == 15 {
+			return pseudoRandom(4096+i*7919%300000, uint64(i))
+		}
+		return pseudoRandom(64+i*7919%4096, uint64(i))
+	}
 
 	var (
 		mu    sync.Mutex

@@ -647,7 +647,7 @@ func TestRateLimitedEveryContract(t *testing.T) {
 	clock := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 	h := newHarness(t, &mcpserver.Options{
 		MountPoint: testMount, Tools: mcpserver.Profiles(), Now: clock,
-		Rate: ratelimit.Limits{Calls: 0.5, CallBurst: 1, Bytes: -1},
+		Rate: ratelimit.Limits{Calls: 0.5, CallBurst: 1, Bytes: -1}, RateLocal: true,
 	})
 	h.fsOK("list", m{"path": "."}, nil)
 	env := h.fail("guide_cache_stats", m{}, "rate_limited")

@@ -160,8 +160,12 @@ type Options struct {
 	Audit Auditor
 
 	// Rate limits calls and content bytes per identity; zero fields take
-	// the Default* values, a negative rate means unlimited.
+	// the Default* values, a negative rate means unlimited. The limits
+	// apply to authenticated identities, and to callers without a
+	// credential (stdio, loopback HTTP) only with RateLocal.
 	Rate ratelimit.Limits
+	// RateLocal applies Rate to callers without a credential too.
+	RateLocal bool
 
 	// Now is the clock of rate limits and call times; nil means time.Now.
 	// Tests set it to drive the rate limiter without sleeping.
@@ -363,7 +367,7 @@ func newServer(st store.Store, opts *Options) *Server {
 		MaxContentBytes: o.MaxContentBytes, MaxFileBytes: o.MaxFileBytes, MaxReadBytes: o.MaxReadBytes,
 		MaxChunks: o.MaxChunks, MaxListEntries: o.MaxListEntries,
 		MaxBatchFiles: o.MaxBatchFiles, MaxBatchBytes: o.MaxBatchBytes, UploadURLTTL: o.UploadURLTTL,
-		UploadTTL: o.UploadTTL, CommitTimeout: o.CommitTimeout, Applied: o.Applied,
+		UploadTTL: o.UploadTTL, RateLocal: o.RateLocal, CommitTimeout: o.CommitTimeout, Applied: o.Applied,
 		DiskFree: o.DiskFree, DiskReserve: o.DiskReserve,
 		Log: o.Logger, Now: o.Now,
 	}

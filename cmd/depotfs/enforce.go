@@ -25,6 +25,7 @@ type enforceConfig struct {
 	rateCallBurst  int
 	rateBytes      byteSize
 	rateByteBurst  byteSize
+	rateLocal      bool
 
 	host *policy.Host // set by resolve
 }
@@ -41,6 +42,7 @@ func (c *enforceConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.rateCallBurst, "rate-call-burst", mcpserver.DefaultRateCallBurst, "tool calls per identity allowed at once")
 	c.rateByteBurst = mcpserver.DefaultRateByteBurst
 	fs.Var(&c.rateBytes, "rate-bytes", "content `size` per second per identity, sustained (0: unlimited, the default)")
+	fs.BoolVar(&c.rateLocal, "rate-local", false, "apply the rate limits to callers without a credential too (stdio, loopback HTTP when no authentication is configured); by default only authenticated identities are limited")
 	fs.Var(&c.rateByteBurst, "rate-byte-burst", "content `size` per identity allowed at once (at least the largest content of one call)")
 }
 

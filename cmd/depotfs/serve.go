@@ -365,7 +365,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	}
 	opts := &mcpserver.Options{Logger: log, Version: version(), Tools: cfg.profiles,
 		ResourcePageSize: cfg.resourcePage, MaxResourceBytes: cfg.maxResource,
-		Policy: cfg.enforce.host, Audit: alog, Rate: cfg.enforce.rate(),
+		Policy: cfg.enforce.host, Audit: alog, Rate: cfg.enforce.rate(), RateLocal: cfg.enforce.rateLocal,
 		MaxFileBytes: int64(cfg.maxFileSize), UploadTTL: uploadTTL, UploadURLTTL: cfg.uploadURLTTL, HTTP: cfg.http.limits(),
 		DiskFree: diskFree(cfg.db, cfg.enforce.auditLog), DiskReserve: int64(cfg.diskReserve)}
 	if ha.authn != nil {

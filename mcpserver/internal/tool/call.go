@@ -137,12 +137,20 @@ func (s *Runtime) Handler(t Tool) server.ToolHandlerFunc {
 	}
 }
 
+// rateLimited reports whether the rate limits apply to c's caller: an
+// authenticated identity, or any caller with Env.RateLocal. A local caller
+// without a credential is the user who runs depotfs; a bulk push of theirs
+// is never refused unless the operator says so.
+func (c *Call) rateLimited() bool { return c.who.Authenticated() || c.rt.env.RateLocal }
+
 // admit refuses a call before it runs: over the caller's call rate, or
 // with a tool its grants do not cover (which mcp-go's tool filter normally
 // refuses already).
 func (s *Runtime) admit(c *Call) (Reply, error) {
-	if ok, wait := s.limiter.Call(c.key, c.start); !ok {
-		return Reply{}, &RateError{what: "calls", Retry: ratelimit.RetryAfter(wait), limits: s.limiter.Limits()}
+	if c.rateLimited() {
+		if ok, wait := s.limiter.Call(c.key, c.start); !ok {
+			return Reply{}, &RateError{what: "calls", Retry: ratelimit.RetryAfter(wait), limits: s.limiter.Limits()}
+		}
 	}
 	return Reply{}, c.perms.CheckTool(c.def.name, c.def.group)
 }

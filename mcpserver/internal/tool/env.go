@@ -38,6 +38,10 @@ type Env struct {
 	// UploadTTL is how long a filename-only upload is kept by default;
 	// negative: never expires.
 	UploadTTL time.Duration
+	// RateLocal applies the rate limits to callers without a credential
+	// (stdio, loopback HTTP when no authentication is configured); by
+	// default only authenticated identities are limited.
+	RateLocal bool
 	// CommitTimeout bounds the write phase of a validated call.
 	CommitTimeout time.Duration
 	// Applied, when set, waits until the mount shows a store revision.

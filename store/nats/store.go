@@ -97,6 +97,8 @@ type Store struct {
 	cons      jetstream.ConsumeContext
 
 	wmu       sync.Mutex // one transaction at a time on this host
+	qmu       sync.Mutex // guards queue
+	queue     []*job     // calls waiting to be committed (see attempt)
 	closed    atomic.Bool
 	done      chan struct{}
 	closeOnce sync.Once

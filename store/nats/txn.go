@@ -332,11 +332,10 @@ func (t *txn) pruneParents(p string) error {
 // to be uploaded (needContent); upload does it, outside the host's write
 // lock. Content uploaded but left unused is deleted again.
 func (s *Store) update(ctx context.Context, fn func(t *txn) error, upload func(ctx context.Context, sum string) (string, error)) error {
-	uploaded := map[string]string{}
-	used := map[string]bool{}
+	j := &job{fn: fn, uploaded: map[string]string{}, keep: map[string]bool{}}
 	defer func() {
-		for sum, gen := range uploaded {
-			if !used[sum] {
+		for sum, gen := range j.uploaded {
+			if !j.keep[sum] {
 				s.chunks.drop(context.WithoutCancel(ctx), sum, gen)
 			}
 		}
@@ -345,7 +344,7 @@ func (s *Store) update(ctx context.Context, fn func(t *txn) error, upload func(c
 		if err := s.check(ctx); err != nil {
 			return err
 		}
-		t, err := s.attempt(ctx, fn, uploaded, used)
+		t, err := s.attempt(ctx, j)
 		var need needContent
 		switch {
 		case errors.As(err, &need):
@@ -356,7 +355,7 @@ func (s *Store) update(ctx context.Context, fn func(t *txn) error, upload func(c
 			if err != nil {
 				return err
 			}
-			uploaded[need.sum] = gen
+			j.uploaded[need.sum] = gen
 			continue
 		case errors.Is(err, errRetry):
 			continue
@@ -373,12 +372,72 @@ func (s *Store) update(ctx context.Context, fn func(t *txn) error, upload func(c
 	}
 }
 
-// attempt runs fn once and commits what it changed.
-func (s *Store) attempt(ctx context.Context, fn func(t *txn) error, uploaded map[string]string, keep map[string]bool) (*txn, error) {
+// job is one call's transaction function waiting to be committed, alone or
+// with others queued on the same host at the same time (group commit).
+type job struct {
+	fn       func(t *txn) error
+	uploaded map[string]string // content the call uploaded: sha256 → gen
+	keep     map[string]bool   // uploaded content a batch that may be committed references
+	alone    bool              // commit without others (its group's batch was too large)
+
+	t    *txn
+	err  error
+	done chan struct{}
+}
+
+// maxGroup bounds the calls one batch commits together.
+const maxGroup = 64
+
+// attempt runs j's function once and commits what it changed, together
+// with the functions other calls queued meanwhile: the first caller to get
+// the host's write lock runs every queued function on one state and
+// commits them as one batch, so concurrent writes on a host share one
+// round trip and one fsync. A function that fails is rolled back alone.
+func (s *Store) attempt(ctx context.Context, j *job) (*txn, error) {
+	j.done = make(chan struct{})
+	s.qmu.Lock()
+	s.queue = append(s.queue, j)
+	s.qmu.Unlock()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	select {
+	case <-j.done: // committed (or refused) by another caller's group
+		return j.t, j.err
+	default:
+	}
+	s.qmu.Lock()
+	jobs := []*job{j}
+	var rest []*job
+	for _, q := range s.queue {
+		switch {
+		case q == j:
+		case !j.alone && !q.alone && len(jobs) < maxGroup:
+			jobs = append(jobs, q)
+		default:
+			rest = append(rest, q)
+		}
+	}
+	s.queue = rest
+	s.qmu.Unlock()
+	// The group outlives a caller that gives up: the others wait on it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.Timeout+applyTimeout)
+	defer cancel()
+	s.commitGroup(ctx, jobs)
+	return j.t, j.err
+}
+
+// commitGroup runs and commits jobs; each job gets its outcome.
+func (s *Store) commitGroup(ctx context.Context, jobs []*job) {
+	var in []*job
+	finish := func(j *job, t *txn, err error) {
+		j.t, j.err = t, err
+		close(j.done)
+	}
 	if s.closed.Load() {
-		return nil, store.ErrClosed
+		for _, j := range jobs {
+			finish(j, nil, store.ErrClosed)
+		}
+		return
 	}
 	s.view.mu.RLock()
 	st := s.view.st
@@ -387,39 +446,110 @@ func (s *Store) attempt(ctx context.Context, fn func(t *txn) error, uploaded map
 		entries: map[string]*record{}, evicted: map[string]bool{},
 		blobs: map[string]*blobRecord{}, uploads: map[string]*uploadRecord{},
 		c: st.counters, stored: st.stored,
-		uploaded: uploaded, used: map[string]bool{},
+		uploaded: map[string]string{}, used: map[string]bool{},
 	}
-	err := fn(t)
+	for _, j := range jobs {
+		for sum, gen := range j.uploaded {
+			if _, ok := t.uploaded[sum]; !ok {
+				t.uploaded[sum] = gen
+			}
+		}
+	}
+	for _, j := range jobs {
+		sp := t.save()
+		if err := j.fn(t); err != nil {
+			t.restore(sp)
+			finish(j, t, err)
+			continue
+		}
+		in = append(in, j)
+	}
 	var msgs []*nats.Msg
-	if err == nil {
+	var err error
+	if len(in) > 0 {
 		msgs, err = t.messages()
 	}
 	s.view.mu.RUnlock()
-	if err != nil {
-		return t, err
+	if err != nil && len(in) > 1 {
+		// Together too large for one batch: each again on its own.
+		for _, j := range in {
+			j.alone = true
+			finish(j, t, errRetry)
+		}
+		return
 	}
-	if len(msgs) == 0 {
-		return t, nil
+	if err == nil && len(msgs) > 0 {
+		// From here the batch may be committed even if the call fails (a
+		// timeout after the server stored it): content it references
+		// must not be deleted as unused.
+		for _, j := range in {
+			for sum, gen := range j.uploaded {
+				if t.used[sum] && t.uploaded[sum] == gen {
+					j.keep[sum] = true
+				}
+			}
+		}
+		err = s.commit(ctx, t, msgs)
 	}
-	// From here the batch may be committed even if the call fails (a
-	// timeout after the server stored it): content it references must
-	// not be deleted as unused.
-	maps.Copy(keep, t.used)
+	for _, j := range in {
+		finish(j, t, err)
+	}
+}
+
+// commit publishes a transaction's batch and waits until this host
+// applied it.
+func (s *Store) commit(ctx context.Context, t *txn, msgs []*nats.Msg) error {
 	seq, err := s.publish(ctx, t.base, msgs)
 	if errors.Is(err, errAmbiguous) {
 		ok, serr := s.settle(ctx, t)
 		switch {
 		case serr != nil:
-			return t, errors.Join(err, serr)
+			return errors.Join(err, serr)
 		case ok:
-			return t, nil
+			return nil
 		}
-		return t, errRetry // not committed: run again
+		return errRetry // not committed: run again
 	}
 	if err != nil {
-		return t, err
+		return err
 	}
-	return t, s.view.waitFor(ctx, seq)
+	return s.view.waitFor(ctx, seq)
+}
+
+// savepoint is a transaction's changes at one moment, to roll back the
+// function of one call in a group.
+type savepoint struct {
+	entries map[string]*record
+	order   []string
+	evicted map[string]bool
+	blobs   map[string]*blobRecord
+	bOrder  []string
+	uploads map[string]*uploadRecord
+	uOrder  []string
+	gcDone  []string
+	c       counters
+	stored  int64
+	used    map[string]bool
+	touched []string
+	dirs    map[string]bool
+}
+
+// save returns the changes so far; records are never changed in place
+// before messages, so copying the maps is enough.
+func (t *txn) save() savepoint {
+	return savepoint{
+		entries: maps.Clone(t.entries), order: slices.Clone(t.order), evicted: maps.Clone(t.evicted),
+		blobs: maps.Clone(t.blobs), bOrder: slices.Clone(t.bOrder),
+		uploads: maps.Clone(t.uploads), uOrder: slices.Clone(t.uOrder), gcDone: slices.Clone(t.gcDone),
+		c: t.c, stored: t.stored, used: maps.Clone(t.used), touched: slices.Clone(t.touched), dirs: maps.Clone(t.dirs),
+	}
+}
+
+func (t *txn) restore(sp savepoint) {
+	t.entries, t.order, t.evicted = sp.entries, sp.order, sp.evicted
+	t.blobs, t.bOrder = sp.blobs, sp.bOrder
+	t.uploads, t.uOrder, t.gcDone = sp.uploads, sp.uOrder, sp.gcDone
+	t.c, t.stored, t.used, t.touched, t.dirs = sp.c, sp.stored, sp.used, sp.touched, sp.dirs
 }
 
 // Message headers the store adds to the tree bucket's messages.

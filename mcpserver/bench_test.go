@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -31,4 +33,24 @@ func BenchmarkChunkPush(b *testing.B) {
 		}
 		n++
 	}
+}
+
+// BenchmarkSmallFiles pushes 1 KiB files with guide_cache_file over
+// streamable HTTP, 8 calls in flight, as bench/ingest does: each call's
+// cost beside the shared commits.
+func BenchmarkSmallFiles(b *testing.B) {
+	h := newHarnessOver(b, nil, "http")
+	content := strings.Repeat("x", 1024)
+	var next atomic.Int64
+	b.SetParallelism(4) // 8 goroutines on 2 cores
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1)
+			env := h.call("guide_cache_file", m{"path": fmt.Sprintf("/bench/d%d/f%d.txt", i%100, i), "content": content})
+			if !env.Success {
+				b.Errorf("call %d: %+v", i, env.Error)
+				return
+			}
+		}
+	})
 }

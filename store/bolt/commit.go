@@ -8,7 +8,8 @@ import (
 	bbolt "go.etcd.io/bbolt"
 )
 
-// Group commit. Every write waits for Store.wmu; the writer that gets it
+// Group commit. Every write queues itself and waits for Store.wmu or for
+// its write to be done, whichever comes first; the writer that gets wmu
 // takes all the writes queued meanwhile (up to maxBatch) and runs them, in
 // queue order, in one bbolt transaction: one commit, one fsync for all of
 // them. Each is acknowledged only after that commit returns. While it
@@ -25,14 +26,34 @@ import (
 // maxBatch bounds the writes in one transaction.
 const maxBatch = 256
 
-// commit is one write waiting for a transaction. Its fields other than ctx
-// and fn are written and read only under Store.wmu.
+// commit is one write waiting for a transaction. settled and err are
+// written only under Store.wmu; done is closed once they are final, so the
+// writer waits for it, not for the lock: the writers of one batch all wake
+// at once when it commits, instead of taking the lock in turn just to find
+// their write done.
 type commit struct {
-	ctx  context.Context
-	fn   func(*wtx) error
-	err  error
-	done bool
+	ctx     context.Context
+	fn      func(*wtx) error
+	err     error
+	settled bool
+	done    chan struct{}
 }
+
+// settle makes err the outcome of c and wakes its writer.
+func (c *commit) settle(err error) {
+	c.err, c.settled = err, true
+	close(c.done)
+}
+
+// writeLock is Store.wmu: a mutex a writer can wait for in a select, beside
+// its commit's done channel.
+type writeLock chan struct{}
+
+// Lock takes the lock.
+func (l writeLock) Lock() { l <- struct{}{} }
+
+// Unlock releases it.
+func (l writeLock) Unlock() { <-l }
 
 // commitQueue holds the writes waiting for Store.wmu.
 type commitQueue struct {
@@ -67,8 +88,8 @@ func (s *Store) commitLocked(batch []*commit) {
 		failed, err := s.tryCommit(batch)
 		if failed < 0 {
 			for _, c := range batch {
-				if !c.done {
-					c.err, c.done = err, true
+				if !c.settled {
+					c.settle(err)
 				}
 			}
 			return
@@ -80,7 +101,7 @@ func (s *Store) commitLocked(batch []*commit) {
 // settle settles every write of batch with err.
 func settle(batch []*commit, err error) {
 	for _, c := range batch {
-		c.err, c.done = err, true
+		c.settle(err)
 	}
 }
 
@@ -88,7 +109,7 @@ func settle(batch []*commit, err error) {
 func pending(batch []*commit) []*commit {
 	out := batch[:0]
 	for _, c := range batch {
-		if !c.done {
+		if !c.settled {
 			out = append(out, c)
 		}
 	}
@@ -115,15 +136,15 @@ func (s *Store) tryCommit(batch []*commit) (int, error) {
 			return err
 		}
 		for i, c := range batch {
-			if c.done {
+			if c.settled {
 				continue
 			}
 			if err := c.ctx.Err(); err != nil {
-				c.err, c.done = err, true
+				c.settle(err)
 				continue
 			}
 			if err := c.fn(w); err != nil {
-				c.err, c.done = err, true
+				c.settle(err)
 				failed = i
 				return errRetry
 			}

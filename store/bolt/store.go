@@ -92,7 +92,7 @@ type Store struct {
 
 	// wmu serializes write transactions with the publication of their
 	// events, so the event history is in revision order.
-	wmu   sync.Mutex
+	wmu   writeLock   // a channel of capacity 1; see commit.go
 	queue commitQueue // writes waiting for wmu (group commit)
 
 	gc      gc
@@ -158,6 +158,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		opts: o,
 		log:  o.Logger,
 		done: make(chan struct{}),
+		wmu:  make(writeLock, 1),
 	}
 	s.gc.open = make(map[hash]int)
 	s.uploads.busy = make(map[string]chan struct{})

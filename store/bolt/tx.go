@@ -93,24 +93,29 @@ func (s *Store) update(ctx context.Context, fn func(w *wtx) error) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	c := &commit{ctx: ctx, fn: fn}
+	c := &commit{ctx: ctx, fn: fn, done: make(chan struct{})}
 	s.queue.add(c)
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	for !c.done {
-		if s.closed.Load() {
-			settle(s.queue.take(), store.ErrClosed)
-		} else {
-			s.commitLocked(s.queue.take())
+	for {
+		select {
+		case <-c.done:
+			return c.err
+		case s.wmu <- struct{}{}:
 		}
+		if !c.settled {
+			if s.closed.Load() {
+				settle(s.queue.take(), store.ErrClosed)
+			} else {
+				s.commitLocked(s.queue.take())
+			}
+		}
+		s.wmu.Unlock()
 	}
-	return c.err
 }
 
 // updateLocked is update for a caller holding s.wmu, in a transaction of its
 // own.
 func (s *Store) updateLocked(ctx context.Context, fn func(w *wtx) error) error {
-	c := &commit{ctx: ctx, fn: fn}
+	c := &commit{ctx: ctx, fn: fn, done: make(chan struct{})}
 	s.commitLocked([]*commit{c})
 	return c.err
 }

@@ -1,6 +1,7 @@
 package bolt_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -198,5 +199,25 @@ func BenchmarkPutConcurrent(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkPutStream streams 64 MiB with a declared hash into the store, as
+// a raw HTTP upload does.
+func BenchmarkPutStream(b *testing.B) {
+	const size = 64 << 20
+	s, _ := openTemp(b, nil)
+	data := make([]byte, size)
+	rand.Read(data)
+	ctx := context.Background()
+	b.SetBytes(size)
+	i := uint64(0)
+	for b.Loop() {
+		binary.BigEndian.PutUint64(data, i)
+		req := store.PutRequest{Path: fmt.Sprintf("/bench/f%d", i%4), SHA256: storetest.Sum(data)}
+		if _, err := s.PutStream(ctx, req, bytes.NewReader(data), size); err != nil {
+			b.Fatal(err)
+		}
+		i++
 	}
 }

@@ -193,14 +193,20 @@ func (c *chunkStore) read(ctx context.Context, subject string) ([]byte, error) {
 // readUncached returns the chunk at subject without caching it (upload
 // chunks are read once).
 func (c *chunkStore) readUncached(ctx context.Context, subject string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	return lastMsg(ctx, c.stream, subject, c.timeout)
+}
+
+// lastMsg returns the data of the last message on subject in st, waiting
+// out a leader election.
+func lastMsg(ctx context.Context, st jetstream.Stream, subject string, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var m *jetstream.RawStreamMsg
 	err := retry(ctx, func() error {
 		rctx, rcancel := context.WithTimeout(ctx, requestTimeout)
 		defer rcancel()
 		var err error
-		m, err = c.stream.GetLastMsgForSubject(rctx, subject)
+		m, err = st.GetLastMsgForSubject(rctx, subject)
 		if err != nil && ambiguous(err) && ctx.Err() == nil {
 			return fmt.Errorf("%w: %w", nats.ErrNoResponders, err)
 		}
@@ -210,9 +216,26 @@ func (c *chunkStore) readUncached(ctx context.Context, subject string) ([]byte, 
 		return nil, fmt.Errorf("%s: %w", subject, errChunkMissing)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading chunk %s: %w", subject, err)
+		return nil, fmt.Errorf("reading %s: %w", subject, err)
 	}
 	return m.Data, nil
+}
+
+// inlineCacheKey is the cache key of content stored inline.
+func inlineCacheKey(sum string) string { return "inline." + sum }
+
+// inlineData returns content stored inline in the tree bucket, from the
+// cache (where every host puts it as it applies the tree) or the bucket.
+func (s *Store) inlineData(ctx context.Context, sum string) ([]byte, error) {
+	if b, ok := s.chunks.cache.get(inlineCacheKey(sum)); ok {
+		return b, nil
+	}
+	b, err := lastMsg(ctx, s.tree, s.subject(dataKey(sum)), s.opts.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	s.chunks.cache.add(inlineCacheKey(sum), b)
+	return b, nil
 }
 
 // drop deletes the subjects under prefix (a content generation or an

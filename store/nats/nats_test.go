@@ -21,15 +21,29 @@ func openIn(t *testing.T, c *natstest.Cluster, cfg storetest.Config) store.Store
 	return openPrefix(t, c, cfg, fmt.Sprintf("t%d", depots.Add(1)))
 }
 
+// TestStoreConformanceSmallChunks runs the suite with no inline content
+// and 64-byte chunks, so content goes through the chunk stream and reads
+// cross chunk boundaries.
+func TestStoreConformanceSmallChunks(t *testing.T) {
+	t.Parallel()
+	c := natstest.Start(t, 3)
+	storetest.RunAll(t, func(t *testing.T, cfg storetest.Config) store.Store {
+		return openWith(t, c, cfg, fmt.Sprintf("t%d", depots.Add(1)), nats.Options{InlineBytes: -1, MaxChunkSize: 64})
+	})
+}
+
 // openPrefix opens the depot named prefix in c as one more host.
 func openPrefix(t *testing.T, c *natstest.Cluster, cfg storetest.Config, prefix string) store.Store {
 	t.Helper()
-	s, err := nats.Open(t.Context(), c.Connect(t), &nats.Options{
-		Prefix:        prefix,
-		MaxStoreBytes: cfg.MaxStoreBytes,
-		MaxFileBytes:  cfg.MaxFileBytes,
-		Now:           cfg.Now,
-	})
+	return openWith(t, c, cfg, prefix, nats.Options{})
+}
+
+// openWith is openPrefix with base's other options.
+func openWith(t *testing.T, c *natstest.Cluster, cfg storetest.Config, prefix string, base nats.Options) store.Store {
+	t.Helper()
+	o := base
+	o.Prefix, o.MaxStoreBytes, o.MaxFileBytes, o.Now = prefix, cfg.MaxStoreBytes, cfg.MaxFileBytes, cfg.Now
+	s, err := nats.Open(t.Context(), c.Connect(t), &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +52,7 @@ func openPrefix(t *testing.T, c *natstest.Cluster, cfg storetest.Config, prefix 
 }
 
 func TestStoreConformance(t *testing.T) {
+	t.Parallel()
 	c := natstest.Start(t, 3)
 	t.Run("One", func(t *testing.T) {
 		storetest.RunAll(t, func(t *testing.T, cfg storetest.Config) store.Store { return openIn(t, c, cfg) })

@@ -28,6 +28,7 @@ func (s *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult,
 	}
 	var res *putOutcome
 	err = s.update(ctx, func(t *txn) error {
+		t.offer(sum, req.Data)
 		var err error
 		res, err = t.putFile(req, sum, int64(len(req.Data)))
 		return err
@@ -280,6 +281,7 @@ func (s *Store) PutBatch(ctx context.Context, reqs []store.PutRequest) ([]store.
 	failed := 0
 	err := s.update(ctx, func(t *txn) error {
 		for i, req := range reqs {
+			t.offer(sums[i], req.Data)
 			var err error
 			if outs[i], err = t.putFile(req, sums[i], int64(len(req.Data))); err != nil {
 				failed = i

@@ -152,7 +152,13 @@ func (c *content) ReadAt(p []byte, off int64) (int, error) {
 	for int64(n) < want {
 		pos := off + int64(n)
 		i, within := pos/c.chunkSize, pos%c.chunkSize
-		v, err := c.s.chunks.read(ctx, c.s.chunks.blobSubject(c.sum, c.gen, i))
+		var v []byte
+		var err error
+		if c.gen == genInline {
+			v, err = c.s.inlineData(ctx, c.sum)
+		} else {
+			v, err = c.s.chunks.read(ctx, c.s.chunks.blobSubject(c.sum, c.gen, i))
+		}
 		if err != nil {
 			return n, err
 		}

@@ -15,6 +15,7 @@ import (
 //
 //	e.<sha256 of the path>       an entry (record); the path is in the value
 //	b.<content sha256>           a blob (blobRecord) with at least one reference
+//	d.<content sha256>           the bytes of a small blob stored inline (raw)
 //	g.<content sha256>.<gen>     chunks of a dropped blob awaiting deletion (gcRecord)
 //	u.<sha256 of the upload id>  a chunked upload (uploadRecord)
 //	m.counters                   the store-wide cumulative counters
@@ -40,6 +41,7 @@ func hashHex(s string) string {
 
 func entryKey(p string) string     { return "e." + hashHex(p) }
 func blobKey(sum string) string    { return "b." + sum }
+func dataKey(sum string) string    { return "d." + sum }
 func gcKey(sum, gen string) string { return "g." + sum + "." + gen }
 func uploadKey(id string) string   { return "u." + hashHex(id) }
 func kindOfKey(k string) byte      { return k[0] }
@@ -98,12 +100,16 @@ func (r *record) entry() store.Entry {
 type blobRecord struct {
 	Size      int64  `json:"s"`
 	ChunkSize int64  `json:"cs"`
-	Gen       string `json:"g"`
+	Gen       string `json:"g"`          // genInline: the bytes are at d.<sha256>
 	Refs      uint64 `json:"r"`          // present files using the blob
 	Pins      uint64 `json:"p,omitzero"` // pinned present files using it
 }
 
 func (b *blobRecord) evictable() bool { return b.Refs > 0 && b.Pins == 0 }
+
+// genInline is the generation of content stored inline in the tree bucket
+// (d.<sha256>) rather than as chunks.
+const genInline = "inline"
 
 // gcRecord marks the chunks of a dropped blob for deletion once no reader
 // can still need them (Options.GCDelay after At).

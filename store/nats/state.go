@@ -24,6 +24,7 @@ type state struct {
 	uploads  map[string]*uploadRecord   // upload key → upload
 	counters counters
 	rootTime time.Time
+	cache    *chunkCache // where inline content goes as it is applied
 
 	files, placeholders, dirs int64
 	logical, stored, nblobs   int64

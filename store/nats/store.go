@@ -22,6 +22,7 @@ const (
 	DefaultPrefix        = "depot"
 	DefaultReplicas      = 3
 	DefaultMaxChunkSize  = 1 << 20
+	DefaultInlineBytes   = 16 << 10
 	DefaultCacheBytes    = 64 << 20
 	DefaultHistory       = 4096
 	DefaultSweepInterval = time.Second
@@ -61,6 +62,11 @@ type Options struct {
 	SweepInterval time.Duration
 	// UploadTimeout is how long a chunked upload may stay idle.
 	UploadTimeout time.Duration
+	// InlineBytes is the largest content stored in the tree bucket itself
+	// rather than as chunks (one replicated write instead of two, and
+	// every host receives it with the tree); negative: none. At most the
+	// chunk size.
+	InlineBytes int64
 	// GCDelay is how long the chunks of dropped content are kept, so a
 	// Content opened on another host before the drop can still read them.
 	GCDelay time.Duration
@@ -146,6 +152,12 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 	defD(&o.UploadTimeout, DefaultUploadTimeout)
 	defD(&o.GCDelay, DefaultGCDelay)
 	defD(&o.Timeout, DefaultTimeout)
+	switch {
+	case o.InlineBytes == 0:
+		o.InlineBytes = DefaultInlineBytes
+	case o.InlineBytes < 0:
+		o.InlineBytes = 0
+	}
 	if o.CacheBytes == 0 {
 		o.CacheBytes = DefaultCacheBytes
 	}
@@ -167,6 +179,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 		done:   make(chan struct{}),
 	}
 	s.chunkSize = chunkSizeFor(o.MaxChunkSize, nc.MaxPayload())
+	s.opts.InlineBytes = min(s.opts.InlineBytes, int64(s.chunkSize))
 	s.uploads.busy = make(map[string]chan struct{})
 	s.open.n = make(map[string]int)
 	s.uses.init()
@@ -224,6 +237,7 @@ func (s *Store) setup(ctx context.Context) error {
 	if s.chunks, err = openChunks(ctx, s.js, s.opts.Prefix+"-chunks", s.opts.Replicas, s.opts.CacheBytes, s.opts.Timeout); err != nil {
 		return err
 	}
+	s.view.st.cache = &s.chunks.cache
 	info, err := tree.Info(ctx)
 	if err != nil {
 		return fmt.Errorf("tree bucket: %w", err)

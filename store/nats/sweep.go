@@ -100,18 +100,25 @@ func (s *Store) collect(ctx context.Context) error {
 	if len(due) == 0 {
 		return nil
 	}
-	var done []string
+	var done []victim
 	for _, v := range due {
-		if err := s.chunks.drop(ctx, v.sum, v.gen); err != nil {
-			return err
+		if v.gen != genInline {
+			if err := s.chunks.drop(ctx, v.sum, v.gen); err != nil {
+				return err
+			}
 		}
-		done = append(done, v.key)
+		done = append(done, v)
 	}
 	return s.update(ctx, func(t *txn) error {
-		t.gcDone = t.gcDone[:0]
-		for _, k := range done {
-			if t.st.gcs[k] != nil {
-				t.gcDone = append(t.gcDone, k)
+		for _, v := range done {
+			if t.st.gcs[v.key] == nil {
+				continue
+			}
+			t.gcDone = append(t.gcDone, v.key)
+			// Inline bytes go in the same batch, unless the content was
+			// stored again meanwhile (the same bytes, by hash).
+			if v.gen == genInline && t.blob(v.sum) == nil {
+				t.gcData = append(t.gcData, v.sum)
 			}
 		}
 		return nil

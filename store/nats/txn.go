@@ -38,10 +38,12 @@ type txn struct {
 	uploads map[string]*uploadRecord
 	uOrder  []string
 	gcDone  []string // gc keys whose chunks are deleted
+	gcData  []string // inline content whose bytes are deleted
 	c       counters
 	stored  int64 // stored bytes as of the changes so far
 
 	uploaded map[string]string // content this call uploaded: sha256 → gen
+	inline   map[string][]byte // small content offered for inline storage
 	used     map[string]bool   // uploaded content the transaction references
 	touched  []string          // content used by the transaction (LRU)
 	dirs     map[string]bool   // directories whose times move (see touchDir)
@@ -65,6 +67,15 @@ func (t *txn) untouchWithin(dir string) {
 		if depotpath.Within(d, dir) {
 			delete(t.dirs, d)
 		}
+	}
+}
+
+// offer makes data, the content sum, available for inline storage if the
+// store's InlineBytes allows: a blob created for it then lives in the
+// tree bucket, with no chunk to upload.
+func (t *txn) offer(sum string, data []byte) {
+	if int64(len(data)) <= t.s.opts.InlineBytes {
+		t.inline[sum] = data
 	}
 }
 
@@ -230,7 +241,9 @@ func (t *txn) setBlob(sum string, b *blobRecord) {
 // otherwise, unless missing is set: then it is that error).
 func (t *txn) ref(sum string, size int64, missing error) error {
 	b := t.blob(sum)
-	if b == nil {
+	if data, ok := t.inline[sum]; b == nil && ok && int64(len(data)) == size {
+		b = &blobRecord{Size: size, ChunkSize: max(size, 1), Gen: genInline}
+	} else if b == nil {
 		gen, ok := t.uploaded[sum]
 		if !ok {
 			if missing != nil {
@@ -446,7 +459,7 @@ func (s *Store) commitGroup(ctx context.Context, jobs []*job) {
 		entries: map[string]*record{}, evicted: map[string]bool{},
 		blobs: map[string]*blobRecord{}, uploads: map[string]*uploadRecord{},
 		c: st.counters, stored: st.stored,
-		uploaded: map[string]string{}, used: map[string]bool{},
+		uploaded: map[string]string{}, used: map[string]bool{}, inline: map[string][]byte{},
 	}
 	for _, j := range jobs {
 		for sum, gen := range j.uploaded {
@@ -527,6 +540,7 @@ type savepoint struct {
 	uploads map[string]*uploadRecord
 	uOrder  []string
 	gcDone  []string
+	gcData  []string
 	c       counters
 	stored  int64
 	used    map[string]bool
@@ -540,7 +554,7 @@ func (t *txn) save() savepoint {
 	return savepoint{
 		entries: maps.Clone(t.entries), order: slices.Clone(t.order), evicted: maps.Clone(t.evicted),
 		blobs: maps.Clone(t.blobs), bOrder: slices.Clone(t.bOrder),
-		uploads: maps.Clone(t.uploads), uOrder: slices.Clone(t.uOrder), gcDone: slices.Clone(t.gcDone),
+		uploads: maps.Clone(t.uploads), uOrder: slices.Clone(t.uOrder), gcDone: slices.Clone(t.gcDone), gcData: slices.Clone(t.gcData),
 		c: t.c, stored: t.stored, used: maps.Clone(t.used), touched: slices.Clone(t.touched), dirs: maps.Clone(t.dirs),
 	}
 }
@@ -548,7 +562,7 @@ func (t *txn) save() savepoint {
 func (t *txn) restore(sp savepoint) {
 	t.entries, t.order, t.evicted = sp.entries, sp.order, sp.evicted
 	t.blobs, t.bOrder = sp.blobs, sp.bOrder
-	t.uploads, t.uOrder, t.gcDone = sp.uploads, sp.uOrder, sp.gcDone
+	t.uploads, t.uOrder, t.gcDone, t.gcData = sp.uploads, sp.uOrder, sp.gcDone, sp.gcData
 	t.c, t.stored, t.used, t.touched, t.dirs = sp.c, sp.stored, sp.used, sp.touched, sp.dirs
 }
 
@@ -594,6 +608,11 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 		b := t.blobs[sum]
 		switch {
 		case b.Refs > 0:
+			if b.Gen == genInline && t.st.blobs[sum] == nil {
+				m := nats.NewMsg(t.s.subject(dataKey(sum)))
+				m.Data = t.inline[sum]
+				msgs = append(msgs, m)
+			}
 			if err := add(blobKey(sum), b); err != nil {
 				return nil, err
 			}
@@ -630,6 +649,11 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 	}
 	for _, k := range t.gcDone {
 		if err := add(k, nil); err != nil {
+			return nil, err
+		}
+	}
+	for _, sum := range t.gcData {
+		if err := add(dataKey(sum), nil); err != nil {
 			return nil, err
 		}
 	}

@@ -224,7 +224,18 @@ func (s *Store) complete(ctx context.Context, ukey string) (store.PutResult, err
 		return store.PutResult{}, errUploadGone
 	}
 	d := sha256.New()
-	if err := s.uploadParts(ctx, ukey, u, func(b []byte) error { d.Write(b); return nil }); err != nil {
+	var small []byte // the whole content, when it may be stored inline
+	if u.Bytes <= s.opts.InlineBytes {
+		small = make([]byte, 0, u.Bytes)
+	}
+	err := s.uploadParts(ctx, ukey, u, func(b []byte) error {
+		d.Write(b)
+		if small != nil {
+			small = append(small, b...)
+		}
+		return nil
+	})
+	if err != nil {
 		return store.PutResult{}, err
 	}
 	sum := hex.EncodeToString(d.Sum(nil))
@@ -243,10 +254,13 @@ func (s *Store) complete(ctx context.Context, ukey string) (store.PutResult, err
 		return store.PutResult{}, fmt.Errorf("%w: declared %s, the chunks make %s; the upload is discarded", store.ErrHashMismatch, u.File.SHA256, sum)
 	}
 	var out *putOutcome
-	err := s.update(ctx, func(t *txn) error {
+	err = s.update(ctx, func(t *txn) error {
 		cur := t.upload(ukey)
 		if cur == nil {
 			return errUploadGone
+		}
+		if small != nil {
+			t.offer(sum, small)
 		}
 		var err error
 		if out, err = t.putFile(cur.File, sum, cur.Bytes); err != nil {

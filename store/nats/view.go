@@ -222,6 +222,12 @@ func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted
 			return nil, sum, nil
 		}
 		return nil, "", nil
+	case 'd':
+		// Inline content goes to the chunk cache only: a read that
+		// misses it gets it from the bucket.
+		if !del && st.cache != nil {
+			st.cache.add(inlineCacheKey(key[2:]), append([]byte(nil), data...))
+		}
 	case 'g':
 		if del {
 			delete(st.gcs, key)

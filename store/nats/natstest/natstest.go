@@ -10,6 +10,7 @@ package natstest
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -55,7 +56,17 @@ func Main() {
 	fmt.Println("ready")
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	<-sig
+	// The test holds the other end of stdin: when it exits, however it
+	// exits, the node does too.
+	orphaned := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		close(orphaned)
+	}()
+	select {
+	case <-sig:
+	case <-orphaned:
+	}
 	srv.Shutdown()
 	srv.WaitForShutdown()
 	os.Exit(0)
@@ -178,6 +189,9 @@ func (c *Cluster) start(i int) error {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envNode+"="+file)
 	cmd.Stderr = os.Stderr
+	if _, err := cmd.StdinPipe(); err != nil {
+		return err
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err

@@ -205,7 +205,7 @@ func tarEntries(r io.Reader) entries {
 		switch h.Typeflag {
 		case tar.TypeDir:
 			return nil, nil
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg: // tar.Reader reports the legacy TypeRegA as TypeReg
 			return &archiveEntry{name: h.Name, mode: fs.FileMode(h.Mode) & fs.ModePerm, mtime: h.ModTime, size: h.Size,
 				open: func() (io.Reader, error) { return tr, nil }}, nil
 		}

@@ -155,6 +155,7 @@ func TestMetricsAndHealth(t *testing.T) {
 			{"depotfs_store_expiries_total", nil, 0},
 			{"depotfs_fetch_requests_total", nil, 0},
 			{"depotfs_mcp_sessions_started_total", nil, 1},
+			{"depotfs_mcp_sessions_live", nil, 1},
 			{"depotfs_mcp_streams_open", []string{"kind", "get"}, 0},
 			{"depotfs_fuse_operations_total", []string{"op", "read"}, 1},
 			{"depotfs_fuse_operation_duration_seconds", []string{"op", "lookup"}, 1},

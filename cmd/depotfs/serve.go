@@ -426,6 +426,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	}
 	checker := healthChecks(st, mountDir, log)
 	srv := mcpserver.New(st, opts)
+	met.WatchSessions(srv)
 	// A signal ends guide_pending_requests long polls and notification
 	// streams at once, so they do not hold the transports' shutdown up.
 	defer context.AfterFunc(ctx, func() { srv.Close() })()

@@ -179,3 +179,18 @@ func (m *Metrics) ObserveOp(op string, d time.Duration) {
 	m.fuseOps.WithLabelValues(op).Inc()
 	m.fuseSeconds.WithLabelValues(op).Observe(d.Seconds())
 }
+
+// SessionSource counts the MCP sessions open now; *mcpserver.Server
+// implements it.
+type SessionSource interface {
+	LiveSessions() int
+}
+
+// WatchSessions exports src's count as depotfs_mcp_sessions_live, read
+// at each scrape. Call it once, when the server exists.
+func (m *Metrics) WatchSessions(src SessionSource) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: "mcp", Name: "sessions_live",
+		Help: "MCP sessions open now (revisions with sessions; 2026-07-28 has none).",
+	}, func() float64 { return float64(src.LiveSessions()) }))
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,8 +50,22 @@ func openChunks(ctx context.Context, js jetstream.JetStream, name string, replic
 
 // blobSubject is the subject of chunk i of content sum, generation gen.
 func (c *chunkStore) blobSubject(sum, gen string, i int64) string {
-	return c.name + "." + sum + "." + gen + "." + strconv.FormatInt(i, 10)
+	return c.blobPrefix(sum, gen) + "." + strconv.FormatInt(i, 10)
 }
+
+// blobPrefix is the subject prefix of the chunks of content sum,
+// generation gen. Content streamed in (PutStream) is written before its
+// hash is known: its generation starts with streamGen and its chunks are
+// named by the generation alone.
+func (c *chunkStore) blobPrefix(sum, gen string) string {
+	if id, ok := strings.CutPrefix(gen, streamGen); ok {
+		return c.name + ".s." + id
+	}
+	return c.name + "." + sum + "." + gen
+}
+
+// streamGen starts the generation of content stored by PutStream.
+const streamGen = "s-"
 
 // uploadSubject is the subject of part j of chunk i of an upload.
 func (c *chunkStore) uploadSubject(ukey string, i, j int) string {
@@ -86,7 +101,9 @@ type chunkWriter struct {
 }
 
 func (c *chunkStore) writer(ctx context.Context, chunkSize int, subject func(i int) string) *chunkWriter {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	// No deadline for the whole: a stream may take long; each
+	// acknowledgement and each resend has its own.
+	ctx, cancel := context.WithCancel(ctx)
 	return &chunkWriter{c: c, ctx: ctx, cancel: cancel, chunkSize: chunkSize, subject: subject, buf: make([]byte, 0, chunkSize)}
 }
 
@@ -144,11 +161,13 @@ func (w *chunkWriter) wait() error {
 
 // resend publishes m again until the servers acknowledge it.
 func (w *chunkWriter) resend(m *nats.Msg) error {
-	err := retry(w.ctx, func() error {
-		ctx, cancel := context.WithTimeout(w.ctx, requestTimeout)
+	rctx, rcancel := context.WithTimeout(w.ctx, w.c.timeout)
+	defer rcancel()
+	err := retry(rctx, func() error {
+		ctx, cancel := context.WithTimeout(rctx, requestTimeout)
 		defer cancel()
 		_, err := w.c.js.PublishMsg(ctx, m)
-		if err != nil && ambiguous(err) && w.ctx.Err() == nil {
+		if err != nil && ambiguous(err) && rctx.Err() == nil {
 			return fmt.Errorf("%w: %w", nats.ErrNoResponders, err)
 		}
 		return err
@@ -242,7 +261,7 @@ func (s *Store) inlineData(ctx context.Context, sum string) ([]byte, error) {
 // upload). Failures are only logged by callers: what is left is garbage,
 // never referenced again.
 func (c *chunkStore) drop(ctx context.Context, sum, gen string) error {
-	return c.purge(ctx, c.name+"."+sum+"."+gen+".>")
+	return c.purge(ctx, c.blobPrefix(sum, gen)+".>")
 }
 
 func (c *chunkStore) purge(ctx context.Context, filter string) error {

@@ -22,13 +22,13 @@ func openIn(t *testing.T, c *natstest.Cluster, cfg storetest.Config) store.Store
 }
 
 // TestStoreConformanceSmallChunks runs the suite with no inline content
-// and 64-byte chunks, so content goes through the chunk stream and reads
+// and 16 KiB chunks, so content goes through the chunk stream and reads
 // cross chunk boundaries.
 func TestStoreConformanceSmallChunks(t *testing.T) {
 	t.Parallel()
 	c := natstest.Start(t, 3)
 	storetest.RunAll(t, func(t *testing.T, cfg storetest.Config) store.Store {
-		return openWith(t, c, cfg, fmt.Sprintf("t%d", depots.Add(1)), nats.Options{InlineBytes: -1, MaxChunkSize: 64})
+		return openWith(t, c, cfg, fmt.Sprintf("t%d", depots.Add(1)), nats.Options{InlineBytes: -1, MaxChunkSize: 16 << 10})
 	})
 }
 

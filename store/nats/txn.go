@@ -345,7 +345,14 @@ func (t *txn) pruneParents(p string) error {
 // to be uploaded (needContent); upload does it, outside the host's write
 // lock. Content uploaded but left unused is deleted again.
 func (s *Store) update(ctx context.Context, fn func(t *txn) error, upload func(ctx context.Context, sum string) (string, error)) error {
-	j := &job{fn: fn, uploaded: map[string]string{}, keep: map[string]bool{}}
+	return s.updateUploaded(ctx, fn, upload, map[string]string{})
+}
+
+// updateUploaded is update for a call that already uploaded content
+// (sha256 → generation); what the committed change does not reference is
+// deleted.
+func (s *Store) updateUploaded(ctx context.Context, fn func(t *txn) error, upload func(ctx context.Context, sum string) (string, error), uploaded map[string]string) error {
+	j := &job{fn: fn, uploaded: uploaded, keep: map[string]bool{}}
 	defer func() {
 		for sum, gen := range j.uploaded {
 			if !j.keep[sum] {

@@ -80,6 +80,9 @@ func opener(base bolt.Options) storetest.Opener {
 	return func(t *testing.T, cfg storetest.Config) store.Store {
 		o := base
 		o.MaxStoreBytes, o.MaxFileBytes, o.Now = cfg.MaxStoreBytes, cfg.MaxFileBytes, cfg.Now
+		if cfg.BigContent && o.ChunkSize != 0 {
+			o.ChunkSize = 64 << 10
+		}
 		s, _ := openTemp(t, &o)
 		return s
 	}

@@ -23,6 +23,11 @@ type Config struct {
 	// Now is the store's clock (arrival times, expiry); nil means the
 	// implementation's default, the real time.
 	Now func() time.Time
+	// BigContent is set for the subtests that store files of several MiB.
+	// An implementation under test with artificially small chunks (to
+	// make reads cross chunk boundaries) may use its normal chunk size
+	// there: millions of tiny chunks only make the suite slow.
+	BigContent bool
 }
 
 // Opener opens a new, empty store configured by cfg and registers its

@@ -28,7 +28,7 @@ func (f failingReader) Read(p []byte) (int, error) {
 // the bytes of a reader stored as Put stores them, with or without a
 // declared hash, and every kind of bad stream refused with nothing stored.
 func testPutStream(t *testing.T, open Opener) {
-	s := open(t, Config{MaxFileBytes: 8 << 20})
+	s := open(t, Config{MaxFileBytes: 8 << 20, BigContent: true})
 	st, ok := s.(store.Streamer)
 	if !ok {
 		t.Skip("the store does not implement store.Streamer")
@@ -125,7 +125,7 @@ func streamFiles(contents [][]byte, wrap func(i int, r io.Reader) io.Reader) fun
 // testPutStreams checks store.Streamer.PutStreams: many files, one atomic
 // change; any failure stores nothing.
 func testPutStreams(t *testing.T, open Opener) {
-	s := open(t, Config{})
+	s := open(t, Config{BigContent: true})
 	st, ok := s.(store.Streamer)
 	if !ok {
 		t.Skip("the store does not implement store.Streamer")

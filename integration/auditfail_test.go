@@ -52,7 +52,9 @@ func fill(t *testing.T, dir string) string {
 func TestAuditLogFull(t *testing.T) {
 	logDir := smallFS(t, 1<<20)
 	log := filepath.Join(logDir, "audit.log")
-	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--audit-log", log}})
+	// No disk reserve: this test is about the audit log failing, which the
+	// reserve (TestDiskFull) otherwise prevents by refusing writes first.
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--audit-log", log, "--disk-reserve", "0"}})
 	d.mustCall("guide_cache_file", map[string]any{"path": "/before.txt", "content": "x"})
 	filler := fill(t, logDir)
 

@@ -83,10 +83,11 @@ type depot interface {
 // connection). exchange, for a NATS store, shares demand-fetch requests
 // with the other hosts.
 func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot, exchange fetch.Exchange, close func() error, err error) {
+	// The --db directory holds the audit log and keys with either store.
+	if err := os.MkdirAll(filepath.Dir(cfg.db), 0o700); err != nil {
+		return nil, nil, nil, fmt.Errorf("database directory: %w", err)
+	}
 	if cfg.store.url == "bolt" {
-		if err := os.MkdirAll(filepath.Dir(cfg.db), 0o700); err != nil {
-			return nil, nil, nil, fmt.Errorf("database directory: %w", err)
-		}
 		b, err := bolt.Open(cfg.db, &bolt.Options{
 			UploadTimeout: cfg.uploadTimeout, Logger: log,
 			MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize),

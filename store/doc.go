@@ -3,8 +3,9 @@
 // uploads in progress, and the stream of change events.
 //
 // The [Store] interface is what vfs and mcpserver program against; package
-// store/bolt is its embedded bbolt implementation, and store/storetest is the
-// conformance suite every implementation must pass.
+// store/bolt is its embedded bbolt implementation, store/nats the one on a
+// NATS JetStream cluster that several hosts share, and store/storetest is
+// the conformance suite every implementation must pass.
 //
 // # Revisions and events
 //

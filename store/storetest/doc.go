@@ -13,5 +13,13 @@
 // EventEvicted, the eviction report), expiry with a fake clock, and Stats
 // agreeing with a walk of the tree.
 //
+// Run and RunAll drive one Store value. [RunShared] states what one depot
+// seen through two Store values (two hosts) must show: each other's
+// writes whole and at the same revisions (after [Syncer].Sync for stores
+// whose other hosts see writes a little later), conditions and limits
+// holding across hosts, uploads split between hosts, one tree after
+// concurrent writes. A single-process store passes it with one value as
+// both hosts.
+//
 // It owns no production code and must not import any implementation.
 package storetest

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
+	"time"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/mcpserver/internal/args"
@@ -25,8 +27,15 @@ const (
 )
 
 // appendAttempts bounds how often an append retries when another writer
-// changed the file between its read and its write.
-const appendAttempts = 8
+// changed the file between its read and its write. Concurrent appends to
+// one file commit together (group commit) and only one of them can win
+// each round, so an append waits a random backoff, growing with its
+// attempts, before it reads again: the losers spread out instead of
+// colliding again in the next batch.
+const appendAttempts = 32
+
+// appendBackoff is the longest wait before the nth retry of an append.
+func appendBackoff(n int) time.Duration { return time.Duration(min(n, 10)) * 2 * time.Millisecond }
 
 // fsWriteReply is the reply of write.
 type fsWriteReply struct {
@@ -195,7 +204,14 @@ func (s *tools) createOnce(ctx context.Context, c *tool.Call, req store.PutReque
 // file that would grow beyond Options.MaxReadBytes is refused, since each
 // append reads and rewrites it whole.
 func (s *tools) appendFile(ctx context.Context, c *tool.Call, req store.PutRequest) (store.PutResult, error) {
-	for range appendAttempts {
+	for attempt := range appendAttempts {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return store.PutResult{}, ctx.Err()
+			case <-time.After(rand.N(appendBackoff(attempt))):
+			}
+		}
 		e, err := c.Store().Stat(ctx, req.Path)
 		if errors.Is(err, store.ErrNotExist) {
 			create := req

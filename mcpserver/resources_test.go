@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/internal/grant"
 	"github.com/depotfs/depotfs/mcpserver"
 	"github.com/depotfs/depotfs/store"
 )
@@ -345,5 +346,57 @@ func TestResourceReadRefused(t *testing.T) {
 	if logs := h.logs.String(); !strings.Contains(logs, `"tool":"resources/read"`) || !strings.Contains(logs, `"outcome":"not_found"`) ||
 		!strings.Contains(logs, `"outcome":"limit"`) || !strings.Contains(logs, `"outcome":"validation"`) {
 		t.Errorf("resource reads are not logged:\n%s", logs)
+	}
+}
+
+// TestResourceReadErrorCodes reads resources that fail over the real HTTP
+// and stdio transports and checks the JSON-RPC code of each error: -32602
+// (invalid params, SEP-2164) for a resource that is not found, whatever its
+// scheme, -32600 for a read the caller's grants refuse, and -32603 still for
+// a failure that is the server's. The codes come from the rpcerr fix on
+// the transports' writers; the message is still the resource code's.
+func TestResourceReadErrorCodes(t *testing.T) {
+	g, err := grant.Parse("*:/dir:r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range []string{"http", "stdio"} {
+		t.Run(tr, func(t *testing.T) {
+			h := newHarnessOver(t, &mcpserver.Options{MountPoint: testMount, MaxResourceBytes: 100, LocalGrants: []grant.Grant{g}}, tr)
+			h.put("/dir/small.txt", []byte("small"))
+			h.put("/dir/big.txt", bytes.Repeat([]byte("x"), 101))
+			h.put("/secret/key.txt", []byte("secret"))
+			for _, tc := range []struct {
+				uri, want string
+				code      error
+			}{
+				{"depot:///dir/missing.txt", "resource depot:///dir/missing.txt not found", mcp.ErrInvalidParams},
+				{"depot:///dir", "not found: /dir is a directory", mcp.ErrInvalidParams},
+				{"depot:///dir/small.txt?x=1", "query or fragment", mcp.ErrInvalidParams},
+				{"file:///etc/passwd", "resource file:///etc/passwd not found", mcp.ErrInvalidParams},
+				{"depotfs://nothing", "resource depotfs://nothing not found", mcp.ErrInvalidParams},
+				{"depot:///secret/key.txt", "depot:///secret/key.txt", mcp.ErrInvalidRequest},
+				{"depot:///dir/big.txt", "over the 100-byte limit", mcp.ErrInternalError},
+			} {
+				req := mcp.ReadResourceRequest{}
+				req.Params.URI = tc.uri
+				res, err := h.client.ReadResource(context.Background(), req)
+				if err == nil {
+					t.Fatalf("%s: read succeeded: %+v", tc.uri, res)
+				}
+				if !errors.Is(err, tc.code) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("%s: error %q, want %v mentioning %q", tc.uri, err, tc.code, tc.want)
+				}
+			}
+			// The session is still usable, and the depot unchanged.
+			req := mcp.ReadResourceRequest{}
+			req.Params.URI = "depot:///dir/small.txt"
+			if res, err := h.client.ReadResource(context.Background(), req); err != nil || len(res.Contents) != 1 {
+				t.Fatalf("a read after the errors: %+v, %v", res, err)
+			}
+			if _, err := h.st.Stat(context.Background(), "/dir/missing.txt"); !errors.Is(err, store.ErrNotExist) {
+				t.Errorf("/dir/missing.txt after the failed read: %v", err)
+			}
+		})
 	}
 }

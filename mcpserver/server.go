@@ -426,7 +426,8 @@ func (s *Server) Close() error {
 // MCP returns the underlying mcp-go server, for in-process clients
 // (client.NewInProcessClient) and tests. Calls made through it carry no
 // transport identity unless the caller's context has one (see package
-// identity).
+// identity), and a failed resources/read gets mcp-go's error codes (-32603
+// for a handler's error) rather than the ones Handler and ServeStdio send.
 func (s *Server) MCP() *server.MCPServer { return s.mcp }
 
 // instructions is what an MCP client shows its model about this server.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/identity"
 	"github.com/depotfs/depotfs/mcpserver/internal/guide"
+	"github.com/depotfs/depotfs/mcpserver/internal/rpcerr"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 )
 
@@ -77,6 +78,13 @@ func (s *Server) newHandler() http.Handler {
 			return
 		}
 		defer release()
+		if !isStream(r) {
+			// A failed resources/read gets the error depotfs chooses
+			// (internal/rpcerr): one Fixes per request.
+			fixes := rpcerr.New()
+			ctx = rpcerr.NewContext(ctx, fixes)
+			w = fixes.ResponseWriter(w)
+		}
 		r = r.WithContext(ctx)
 		sid := r.Header.Get("Mcp-Session-Id")
 		if lim.Recheck != nil {
@@ -139,7 +147,9 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 
 	ss := server.NewStdioServer(s.mcp)
 	ss.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelWarn))
-	err := ss.Listen(identity.NewContext(ctx, s.local(identity.Stdio())), in, out)
+	fixes := rpcerr.New() // a failed resources/read gets the error depotfs chooses
+	ctx = rpcerr.NewContext(identity.NewContext(ctx, s.local(identity.Stdio())), fixes)
+	err := ss.Listen(ctx, in, fixes.Writer(out))
 	if err == nil || ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return nil
 	}

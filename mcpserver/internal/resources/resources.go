@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/depotfs/depotfs/mcpserver/internal/pending"
+	"github.com/depotfs/depotfs/mcpserver/internal/rpcerr"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 )
 
@@ -42,7 +43,9 @@ func New(rt *tool.Runtime, env *tool.Env, p *pending.List, pageSize int, maxByte
 // Hooks adds to hooks what serves the depot's files (and the
 // pending-requests list) as resources: listing files, validating resource
 // requests and tracking subscriptions. New declares the capability
-// (subscriptions, no list_changed: every push would trigger one).
+// (subscriptions, no list_changed: every push would trigger one). A failed
+// resources/read gets the error ReadError gives it, through the
+// rpcerr.Fixes the transports put in the request's context.
 func (s *Resources) Hooks(hooks *server.Hooks) {
 	hooks.AddOnRequestInitialization(s.checkRequest)
 	hooks.AddAfterListResources(s.listResources)
@@ -58,9 +61,16 @@ func (s *Resources) Hooks(hooks *server.Hooks) {
 	hooks.AddAfterSubscriptionsListen(func(ctx context.Context, id any, _ *mcp.SubscriptionsListenRequest, _ *mcp.SubscriptionsListenResult) {
 		s.unlisten(ctx, id)
 	})
-	hooks.AddOnError(func(ctx context.Context, id any, method mcp.MCPMethod, _ any, _ error) {
-		if method == mcp.MethodSubscriptionsListen {
+	hooks.AddOnError(func(ctx context.Context, id any, method mcp.MCPMethod, message any, err error) {
+		switch method {
+		case mcp.MethodSubscriptionsListen:
 			s.unlisten(ctx, id)
+		case mcp.MethodResourcesRead:
+			if req, ok := message.(*mcp.ReadResourceRequest); ok {
+				if details, ok := ReadError(req.Params.URI, err); ok {
+					rpcerr.Set(ctx, id, details)
+				}
+			}
 		}
 	})
 	hooks.AddOnUnregisterSession(func(_ context.Context, session server.ClientSession) {

@@ -121,6 +121,23 @@ func TestStalledConnections(t *testing.T) {
 		t.Errorf("a stalled body lived %v; want about 2s", took)
 	}
 
+	// A raw upload (PUT to the URL of guide_begin_upload, no body limit)
+	// that stalls is cut too.
+	u := beginUpload(t, d, map[string]any{"path": "/stalled.bin", "size": 1 << 20, "sha256": strings.Repeat("0", 64)})
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer put.Close()
+	fmt.Fprintf(put, "PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\nabc", pu.RequestURI(), addr, 1<<20)
+	if took := closedWithin(put, 20*time.Second); took > 5*time.Second {
+		t.Errorf("a stalled raw upload lived %v; want about 2s", took)
+	}
+
 	var conns []net.Conn
 	defer func() {
 		for _, c := range conns {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -69,7 +70,10 @@ func (s *Server) newHandler() http.Handler {
 		ctx = tool.WithBaseURL(ctx, baseURL(r))
 		if strings.HasPrefix(r.URL.Path, guide.UploadPath) {
 			// A raw upload's body is as large as the file: the store
-			// limits it while it streams.
+			// limits it while it streams. A stall still ends it.
+			if r.Body != nil {
+				r.Body = &watchedBody{rc: r.Body, ctl: http.NewResponseController(w), idle: lim.BodyIdleTimeout, left: math.MaxInt64 - 1}
+			}
 			s.uploads.ServeHTTP(w, r.WithContext(ctx))
 			return
 		}

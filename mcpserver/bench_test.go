@@ -54,3 +54,25 @@ func BenchmarkSmallFiles(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCacheFiles pushes 100 files of 1 KiB per guide_cache_files
+// call over streamable HTTP, 8 calls in flight.
+func BenchmarkCacheFiles(b *testing.B) {
+	h := newHarnessOver(b, nil, "http")
+	content := strings.Repeat("x", 1024)
+	var next atomic.Int64
+	b.SetParallelism(4)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1)
+			files := make([]any, 100)
+			for j := range files {
+				files[j] = m{"path": fmt.Sprintf("/bench/c%d/f%d.txt", i, j), "content": content}
+			}
+			if env := h.call("guide_cache_files", m{"files": files}); !env.Success {
+				b.Errorf("call %d: %+v", i, env.Error)
+				return
+			}
+		}
+	})
+}

@@ -60,7 +60,11 @@
 // [WriteToolDocs] renders the registered tools as Markdown (package
 // internal/markdown) with the examples in each profile package's
 // doc/examples, which the tests run against a real store; "depotfs tools"
-// prints it and docs/tools.md embeds it.
+// prints it and docs/tools.md embeds it. tools/list sends each tool's short
+// description (doc/<tool>.md) and input schema only: the long reference
+// (doc/<tool>.reference.md) and the output schema are in docs/tools.md,
+// because every client pays for tools/list in its context window on every
+// session (TestToolsListSize keeps the default profiles under 24 KiB).
 //
 // # Files fetched on demand
 //

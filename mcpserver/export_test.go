@@ -38,3 +38,26 @@ func ToolNames(s *Server) []string {
 	}
 	return names
 }
+
+// OutputSchemas returns the output schema of every tool s serves that has
+// one: what its replies' structured content satisfies (not sent in
+// tools/list).
+func OutputSchemas(s *Server) map[string][]byte {
+	out := map[string][]byte{}
+	for _, t := range s.list {
+		if raw, ok := t.Docs.OutputSchema(t.Spec.Name); ok {
+			out[t.Spec.Name] = raw
+		}
+	}
+	return out
+}
+
+// References returns the long reference of every tool s serves (what
+// docs/tools.md renders), by name.
+func References(s *Server) map[string]string {
+	out := map[string]string{}
+	for _, t := range s.list {
+		out[t.Spec.Name] = t.Docs.Reference(t.Spec.Name)
+	}
+	return out
+}

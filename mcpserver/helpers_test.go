@@ -126,7 +126,7 @@ func startHarness(t testing.TB, cfg harnessConfig) *harness {
 	default:
 		t.Fatalf("unknown transport %q", transport)
 	}
-	h.schemas = outputSchemasAs(t, h.client, h.ctx)
+	h.schemas = outputSchemas(t, h.srv)
 	return h
 }
 
@@ -194,36 +194,15 @@ func startClientAs(t testing.TB, c *client.Client, ctx context.Context) *client.
 	return c
 }
 
-// outputSchemas lists the tools and compiles each one's output schema.
-func outputSchemas(t testing.TB, c *client.Client) map[string]*jsonschema.Schema {
+// outputSchemas compiles the output schema of every tool srv serves that
+// has one (a provider tool whose contract replies with a plain value has
+// none). tools/list does not send them; every checked reply must satisfy
+// its tool's.
+func outputSchemas(t testing.TB, srv *mcpserver.Server) map[string]*jsonschema.Schema {
 	t.Helper()
-	return outputSchemasAs(t, c, context.Background())
-}
-
-// outputSchemasAs is outputSchemas with ctx, which carries the identity of
-// an in-process client's calls.
-func outputSchemasAs(t testing.TB, c *client.Client, ctx context.Context) map[string]*jsonschema.Schema {
-	t.Helper()
-	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-	if err != nil {
-		t.Fatalf("ListTools: %v", err)
-	}
 	out := map[string]*jsonschema.Schema{}
-	for _, tool := range res.Tools {
-		raw, err := json.Marshal(tool)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var wire struct {
-			OutputSchema json.RawMessage `json:"outputSchema"`
-		}
-		if err := json.Unmarshal(raw, &wire); err != nil {
-			t.Fatal(err)
-		}
-		if len(wire.OutputSchema) == 0 {
-			continue // a provider tool whose contract replies with a plain value
-		}
-		out[tool.Name] = compileSchema(t, tool.Name+"-output", wire.OutputSchema)
+	for name, raw := range mcpserver.OutputSchemas(srv) {
+		out[name] = compileSchema(t, name+"-output", raw)
 	}
 	return out
 }

@@ -94,7 +94,8 @@ func WriteToolDocs(w io.Writer, opts *Options) error {
 		if err != nil {
 			return err
 		}
-		doc := markdown.Tool{Def: reg.Tool, Profile: string(t.Profile)}
+		doc := markdown.Tool{Def: reg.Tool, Profile: string(t.Profile), Reference: t.Docs.Reference(t.Spec.Name)}
+		doc.Output, _ = t.Docs.OutputSchema(t.Spec.Name)
 		for _, ex := range examples {
 			doc.Examples = append(doc.Examples, markdown.Example{Title: ex.Title, Arguments: ex.Arguments, Reply: ex.Reply, IsError: ex.IsError})
 		}

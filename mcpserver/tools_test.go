@@ -106,10 +106,13 @@ func pathLike(name string) bool {
 // every argument described, every path argument declared with its access;
 // its schema and its decoder agree; and every documented example runs.
 func TestTools(t *testing.T) {
+	const maxDescription = 1100
 	h := allProfiles(t)
 	names := mcpserver.ToolNames(h.srv)
 	declared := mcpserver.DeclaredTools(h.srv)
 	tools := listTools(t, h)
+	outputs := mcpserver.OutputSchemas(h.srv)
+	refs := mcpserver.References(h.srv)
 	for i, name := range names {
 		if slices.Contains(names[:i], name) {
 			t.Errorf("tool %s is listed twice", name)
@@ -141,21 +144,37 @@ func TestTools(t *testing.T) {
 				t.Errorf("annotations readOnly %v destructive %v idempotent %v, want %v %v %v",
 					a.ReadOnlyHint, a.DestructiveHint, a.IdempotentHint, want.readOnly, want.destructive, want.idempotent)
 			}
-			if (len(tool.OutputSchema) > 0) != want.output {
-				t.Errorf("output schema %s, want one: %v", tool.OutputSchema, want.output)
+			if _, ok := outputs[name]; ok != want.output {
+				t.Errorf("has an output schema: %v, want %v", ok, want.output)
 			}
-			lower := strings.ToLower(tool.Description)
+			if len(tool.OutputSchema) > 0 {
+				t.Errorf("tools/list sends an output schema (%d bytes): docs/tools.md shows it", len(tool.OutputSchema))
+			}
+			// The description is what an agent chooses and calls by: short,
+			// complete, naming its required arguments. The long reference
+			// (docs/tools.md) explains every argument, the reply, errors and
+			// security, and has an example.
+			if len(tool.Description) < 120 || len(tool.Description) > maxDescription || strings.Contains(tool.Description, "{{") {
+				t.Errorf("description of %d bytes (want 120 to %d), or with an unfilled placeholder: move the detail to %s.reference.md", len(tool.Description), maxDescription, name)
+			}
+			for _, arg := range want.required {
+				if !strings.Contains(tool.Description, arg) {
+					t.Errorf("description does not name required argument %s", arg)
+				}
+			}
+			ref := refs[name]
+			lower := strings.ToLower(ref)
 			for _, section := range []string{"arguments", "example", "errors", "security", "reply"} {
 				if !strings.Contains(lower, section) {
-					t.Errorf("description lacks a %q section", section)
+					t.Errorf("reference lacks a %q section", section)
 				}
 			}
 			minLen := 800
 			if want.profile == mcpserver.ProfileGuide {
 				minLen = 1500 // the envelope and its stats need more words
 			}
-			if len(tool.Description) < minLen || strings.Contains(tool.Description, "{{") {
-				t.Errorf("description of %d bytes, or with an unfilled placeholder", len(tool.Description))
+			if len(ref) < minLen || strings.Contains(ref, "{{") {
+				t.Errorf("reference of %d bytes, or with an unfilled placeholder", len(ref))
 			}
 
 			var in inputSchema
@@ -171,8 +190,8 @@ func TestTools(t *testing.T) {
 				if !strings.Contains(string(raw), `"type"`) || !strings.Contains(string(raw), `"description"`) {
 					t.Errorf("property %s has no type or description: %s", prop, raw)
 				}
-				if !strings.Contains(tool.Description, prop) {
-					t.Errorf("description does not explain argument %s", prop)
+				if !strings.Contains(ref, prop) {
+					t.Errorf("reference does not explain argument %s", prop)
 				}
 				if _, ok := info.Paths[prop]; pathLike(prop) && !ok {
 					t.Errorf("path argument %s is not declared", prop)

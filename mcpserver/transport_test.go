@@ -131,7 +131,7 @@ func TestHTTPShutdownFinishesCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	startClient(t, c)
-	schemas := outputSchemas(t, c)
+	schemas := outputSchemas(t, srv)
 
 	replied := make(chan envelope, 1)
 	go func() {

@@ -1,8 +1,9 @@
 // Package markdown renders MCP tool definitions as Markdown: for each tool its
-// name, title, profile and annotations, its description, a table of its
-// arguments generated from its input schema (type, required or optional,
-// default, constraints such as enums, patterns and bounds), examples of
-// calls with their replies, and its security notes. It is the reference
+// name, title, profile and annotations, its long reference (or, without
+// one, its description), a table of its arguments generated from its input
+// schema (type, required or optional, default, constraints such as enums,
+// patterns and bounds), the schema of its replies, examples of calls with
+// their replies, and its security notes. It is the reference
 // "depotfs tools" prints and docs/tools.md embeds, generated from the tools
 // exactly as a server registers them, so it cannot describe arguments a
 // tool does not have.
@@ -13,7 +14,7 @@
 //
 // # Descriptions
 //
-// A description is plain text, as MCP clients show it to models. It is
+// A description or reference is plain text, as MCP clients show it to models. It is
 // rendered paragraph by paragraph (paragraphs are separated by blank
 // lines), with Markdown's special characters escaped and line breaks kept.
 // A paragraph that starts with "Security:" is moved to the tool's Security

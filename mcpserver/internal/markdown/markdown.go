@@ -14,10 +14,17 @@ import (
 )
 
 // Tool is one tool to document: its definition as the server registers it
-// (and tools/list sends it), the profile that serves it, and examples.
+// (and tools/list sends it), the profile that serves it, its long
+// reference, the schema of its replies, and examples.
 type Tool struct {
-	Def      mcp.Tool
-	Profile  string
+	Def     mcp.Tool
+	Profile string
+	// Reference is the tool's long reference, rendered in place of the
+	// short description tools/list sends; "" renders the description.
+	Reference string
+	// Output is the JSON schema every reply's structured content
+	// satisfies, nil for none.
+	Output   json.RawMessage
 	Examples []Example
 }
 
@@ -102,7 +109,11 @@ func writeTool(b *bytes.Buffer, d wireTool, t Tool) error {
 	fmt.Fprintf(b, "Profile `%s`; read-only: %s; destructive: %s; idempotent: %s; open world: %s.\n",
 		t.Profile, hint(a.ReadOnlyHint), hint(a.DestructiveHint), hint(a.IdempotentHint), hint(a.OpenWorldHint))
 
-	body, security := splitSecurity(d.Description)
+	text := t.Reference
+	if text == "" {
+		text = d.Description
+	}
+	body, security := splitSecurity(text)
 	for _, para := range body {
 		b.WriteString("\n")
 		b.WriteString(paragraph(para))
@@ -126,6 +137,14 @@ func writeTool(b *bytes.Buffer, d wireTool, t Tool) error {
 			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n",
 				cellCode(a.name), cell(a.typ), req, codeCell(a.def), pipes(a.constraints), cell(a.description))
 		}
+	}
+
+	if t.Output != nil {
+		schema, err := indent(t.Output)
+		if err != nil {
+			return fmt.Errorf("markdown: tool %s: output schema: %w", d.Name, err)
+		}
+		fmt.Fprintf(b, "\n#### Reply schema\n\nThe structured content of every reply satisfies this JSON schema (not sent in tools/list, to keep it small).\n\n<details><summary>Schema</summary>\n\n```json\n%s\n```\n\n</details>\n", schema)
 	}
 
 	b.WriteString("\n#### Examples\n")

@@ -101,6 +101,37 @@ func TestWrite(t *testing.T) {
 	}
 }
 
+// TestWriteReference: a tool with a long reference and an output schema is
+// documented by the reference (not the short description tools/list sends,
+// which still gives the index its summary) and shows the schema.
+func TestWriteReference(t *testing.T) {
+	tool := markdown.Tool{
+		Profile:   "guide",
+		Def:       mcp.Tool{Name: "ping", Description: "Ping briefly. Short."},
+		Reference: "Ping at length.\n\nSecurity: none needed.",
+		Output:    json.RawMessage(`{"type":"object","properties":{"pong":{"type":"boolean"}}}`),
+	}
+	out := render(t, tool)
+	for _, want := range []string{
+		"| [`ping`](#ping) | guide | Ping briefly. |",
+		"\nPing at length.\n",
+		"#### Security\n\nNone needed.\n",
+		"#### Reply schema\n",
+		"```json\n{\n  \"type\": \"object\",\n  \"properties\": {\n    \"pong\": {\n      \"type\": \"boolean\"\n    }\n  }\n}\n```\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q\n--- output:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Short.") {
+		t.Errorf("the short description is rendered beside the reference:\n%s", out)
+	}
+	tool.Output = json.RawMessage(`{`)
+	if err := markdown.Write(&bytes.Buffer{}, []markdown.Tool{tool}); err == nil || !strings.Contains(err.Error(), "output schema") {
+		t.Errorf("Write with a malformed output schema: %v", err)
+	}
+}
+
 func TestWriteEdgeCases(t *testing.T) {
 	bare := markdown.Tool{Profile: "guide", Def: mcp.Tool{Name: "ping", Description: "Ping."}}
 	out := render(t, bare)

@@ -21,10 +21,17 @@ type Hints struct {
 // Docs are the documents of one profile's tools, in the one layout every
 // profile uses: in its directory,
 //
-//   - <tool>.md, the description;
+//   - <tool>.md, the description tools/list sends: what the tool does,
+//     when to choose it, its key constraints and one example, short because
+//     every client pays for it in its context window on every session;
+//   - <tool>.reference.md, the long reference (every argument explained,
+//     the reply, examples, errors, security notes), rendered only into
+//     docs/tools.md (optional: without it the description is the reference);
 //   - <tool>.input.json, the input schema;
-//   - <tool>.output.json, the schema of the tool's result (optional: a tool
-//     without one declares no output schema);
+//   - <tool>.output.json, the schema of the tool's result (optional). It is
+//     not sent in tools/list (outputSchema is optional in every revision and
+//     the frames are large); replies still carry their structured content,
+//     the tests validate every reply against it and docs/tools.md shows it;
 //   - reply.json, the profile's reply frame: the schema any reply of its
 //     tools satisfies, in which the result is "#/$defs/<slot>";
 //   - the shared definitions the frame or results refer to (error.json,
@@ -102,10 +109,25 @@ func (d *Docs) Spec(name, title string, h Hints) mcp.Tool {
 			OpenWorldHint:   mcp.ToBoolPtr(false),
 		},
 	}
-	if _, err := fs.Stat(d.fsys, path.Join(d.dir, name+".output.json")); err == nil {
-		t.RawOutputSchema = d.outputSchema(name)
-	}
 	return t
+}
+
+// Reference returns a tool's long reference: its <tool>.reference.md, or
+// its description when it has none.
+func (d *Docs) Reference(name string) string {
+	if _, err := fs.Stat(d.fsys, path.Join(d.dir, name+".reference.md")); err == nil {
+		return d.doc(name + ".reference.md")
+	}
+	return d.doc(name + ".md")
+}
+
+// OutputSchema returns the schema every reply of a tool satisfies (see
+// outputSchema), and false for a tool without a <tool>.output.json.
+func (d *Docs) OutputSchema(name string) (json.RawMessage, bool) {
+	if _, err := fs.Stat(d.fsys, path.Join(d.dir, name+".output.json")); err != nil {
+		return nil, false
+	}
+	return d.outputSchema(name), true
 }
 
 // outputSchema returns the profile's reply frame with the tool's result

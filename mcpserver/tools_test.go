@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/depotfs/depotfs/mcpserver"
 )
@@ -181,7 +183,23 @@ func TestTools(t *testing.T) {
 			if err := json.Unmarshal(tool.InputSchema, &in); err != nil {
 				t.Fatalf("input schema: %v", err)
 			}
-			compileSchema(t, name+"-input", tool.InputSchema)
+			inputSchema := compileSchema(t, name+"-input", tool.InputSchema)
+			if _, example, ok := strings.Cut(tool.Description, "Example: "); ok {
+				// The description's example is a call its schema accepts.
+				var raw json.RawMessage
+				var call any
+				err := json.NewDecoder(strings.NewReader(example)).Decode(&raw)
+				if err == nil {
+					call, err = jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+				}
+				if err != nil {
+					t.Errorf("the description's example is not JSON: %v", err)
+				} else if err := inputSchema.Validate(call); err != nil {
+					t.Errorf("the description's example is refused by the input schema: %v", err)
+				}
+			} else if want.required != nil {
+				t.Error("the description has no \"Example: \" call")
+			}
 			slices.Sort(in.Required)
 			if in.Type != "object" || !slices.Equal(in.Required, want.required) || in.AdditionalProperties == nil || *in.AdditionalProperties {
 				t.Errorf("input schema type %q required %q (want %q) additionalProperties %v", in.Type, in.Required, want.required, in.AdditionalProperties)

@@ -1,0 +1,94 @@
+package mcpserver
+
+import (
+	"bufio"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBudget: acquisitions that fit pass at once, others wait in order
+// and are granted on release; a wait that outlasts its limit fails and
+// takes nothing; a request larger than the budget waits for all of it.
+func TestBudget(t *testing.T) {
+	b := &budget{size: 100}
+	ctx := context.Background()
+	if err := b.acquire(ctx, 60, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.acquire(ctx, 60, 20*time.Millisecond); err == nil {
+		t.Fatal("60 more bytes fit in a budget of 100 holding 60")
+	}
+	got := make(chan error, 1)
+	go func() { got <- b.acquire(ctx, 500, 5*time.Second) }() // more than the budget: all of it
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case err := <-got:
+		t.Fatalf("granted while the budget was held: %v", err)
+	default:
+	}
+	b.release(60)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	used := b.used
+	b.mu.Unlock()
+	if used != 100 {
+		t.Fatalf("used %d after granting an oversized request; want the whole budget", used)
+	}
+	b.release(500)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := b.acquire(cctx, 10, time.Second); err != nil {
+		t.Fatalf("a request that fits failed: %v", err) // fits at once, no wait
+	}
+	b.release(10)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used != 0 || len(b.waiters) != 0 {
+		t.Fatalf("budget not back to empty: used %d, %d waiters", b.used, len(b.waiters))
+	}
+}
+
+// TestSessions: issued ids validate, dropped ones are terminated (404),
+// unknown ones are errors; the cap counts live sessions only.
+func TestSessions(t *testing.T) {
+	m := newSessions(2, time.Minute)
+	a, b := m.Generate(), m.Generate()
+	if a == b || !strings.HasPrefix(a, sessionPrefix) {
+		t.Fatalf("ids %q %q", a, b)
+	}
+	if term, err := m.Validate(a); term || err != nil {
+		t.Fatalf("Validate(live) = %v, %v", term, err)
+	}
+	if !m.full() {
+		t.Fatal("two live sessions of two: not full")
+	}
+	m.Terminate(a)
+	if term, err := m.Validate(a); !term || err != nil {
+		t.Fatalf("Validate(dropped) = %v, %v; want terminated", term, err)
+	}
+	if _, err := m.Validate("depotfs-session-unknown"); err == nil {
+		t.Fatal("an unknown id validated")
+	}
+	if m.full() {
+		t.Fatal("full after a session was dropped")
+	}
+}
+
+// TestFirstByte and isInitialize read only the start of a body.
+func TestFirstByte(t *testing.T) {
+	for body, want := range map[string]byte{" \n\t[{}]": '[', `{"a":1}`: '{', "   ": 0} {
+		if got, _ := firstByte(bufio.NewReader(strings.NewReader(body))); got != want {
+			t.Errorf("firstByte(%q) = %q, want %q", body, got, want)
+		}
+	}
+	if !isInitialize([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`)) || isInitialize([]byte(`{"method":"tools/list"}`)) {
+		t.Error("isInitialize")
+	}
+	if !isInitialize([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"clientInfo":{"name":"x` /* cut */)) {
+		t.Error("isInitialize of a cut body")
+	}
+}

@@ -31,6 +31,9 @@ var docs embed.FS
 type tools struct {
 	opts *tool.Env
 	docs *tool.Docs
+	// appends queues appends to one path through this server, so that
+	// they never lose the revision race to each other.
+	appends pathLocks
 }
 
 // Tools returns the tools of the fs profile, over env.

@@ -27,11 +27,10 @@ const (
 )
 
 // appendAttempts bounds how often an append retries when another writer
-// changed the file between its read and its write. Concurrent appends to
-// one file commit together (group commit) and only one of them can win
-// each round, so an append waits a random backoff, growing with its
-// attempts, before it reads again: the losers spread out instead of
-// colliding again in the next batch.
+// changed the file between its read and its write. Appends through this
+// server queue on the path's lock and never race each other; what is left
+// is a writer through another tool or another host, so an append waits a
+// random backoff, growing with its attempts, before it reads again.
 const appendAttempts = 32
 
 // appendBackoff is the longest wait before the nth retry of an append.
@@ -204,6 +203,7 @@ func (s *tools) createOnce(ctx context.Context, c *tool.Call, req store.PutReque
 // file that would grow beyond Options.MaxReadBytes is refused, since each
 // append reads and rewrites it whole.
 func (s *tools) appendFile(ctx context.Context, c *tool.Call, req store.PutRequest) (store.PutResult, error) {
+	defer s.appends.lock(req.Path)()
 	for attempt := range appendAttempts {
 		if attempt > 0 {
 			select {

@@ -48,7 +48,11 @@ type Store interface {
 	// any order and be retried with identical bytes. The file becomes
 	// visible, atomically, only when the last missing chunk arrives and the
 	// whole content matches the declared SHA-256; then the progress is
-	// Complete and carries the PutResult.
+	// Complete and carries the PutResult. The chunks of uploads in
+	// progress count against a store size limit: a chunk that would take
+	// stored content and received chunks together over it evicts as Put
+	// does (EventEvicted), or fails with ErrLimit and is not stored. The
+	// last missing chunk is always let in; completing evicts as Put does.
 	PutChunk(ctx context.Context, c Chunk) (UploadProgress, error)
 
 	// Declare records files and directories an agent says it has, without
@@ -264,7 +268,8 @@ type Stats struct {
 
 	// Uploads and UploadBytes are the chunked uploads in progress and the
 	// bytes they have received; these are not stored content and do not
-	// count in StoredBytes.
+	// count in StoredBytes, but StoredBytes plus UploadBytes is what
+	// counts against MaxStoreBytes.
 	Uploads     int64
 	UploadBytes int64
 

@@ -91,14 +91,14 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.blobCacheDir, "blob-cache-dir", "", "`dir`ectory of the passthrough blob cache (emptied at start); empty: \"blobs\" beside the database")
 	c.blobCacheSize = defaultBlobCacheSize
 	fs.Var(&c.blobCacheSize, "blob-cache-size", "`size` limit on the passthrough blob cache, e.g. 1GiB; least recently used blobs are deleted first; 0 turns passthrough off")
-	fs.DurationVar(&c.uploadTimeout, "upload-timeout", time.Hour, "delete a chunked upload after this long without a new chunk")
+	fs.DurationVar(&c.uploadTimeout, "upload-timeout", time.Hour, "delete a chunked upload, and free the room its chunks take under --max-store-size, after this long without a new chunk")
 	fs.DurationVar(&c.uploadURLTTL, "upload-url-ttl", mcpserver.DefaultUploadURLTTL, "how long an upload_url of guide_begin_upload (a raw HTTP PUT of a large file) works")
 	fs.DurationVar(&c.uploadTTL, "upload-ttl", 24*time.Hour, "remove a filename-only upload (under /uploads) after this long, unless the call gave ttl_seconds or pin; 0: keep uploads")
 	fs.DurationVar(&c.fetchTimeout, "fetch-timeout", fetch.DefaultTimeout, "how long a program opening a file whose content is not stored waits for an agent to send it, before it gets an I/O error")
 	c.maxStoreSize, c.maxFileSize = defaultMaxStoreSize, defaultMaxFileSize
 	c.diskReserve = defaultDiskReserve
 	fs.Var(&c.diskReserve, "disk-reserve", "free `size` kept on the disks of the database and the audit log: a write that would leave less is refused with a disk_full error (reads keep working, and the audit log and database can still commit); 0: no check")
-	fs.Var(&c.maxStoreSize, "max-store-size", "`size` limit on all stored content (identical content counted once), e.g. 512MiB or 10GB; when a write would exceed it, the least recently used unpinned files are evicted; 0: no limit")
+	fs.Var(&c.maxStoreSize, "max-store-size", "`size` limit on all stored content (identical content counted once), e.g. 512MiB or 10GB; chunks of uploads in progress count too; when a write would exceed it, the least recently used unpinned files are evicted; 0: no limit")
 	fs.Var(&c.maxFileSize, "max-file-size", "`size` limit on one file, e.g. 100MiB; larger files are refused; 0: no limit; when not given, the default follows --max-store-size if that is smaller")
 	fs.DurationVar(&c.shutdown, "shutdown-timeout", 30*time.Second, "how long a signal waits for in-flight calls before stopping anyway")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")

@@ -90,6 +90,10 @@ func (s *Store) complete(ctx context.Context, id string) (store.PutResult, error
 		if exists {
 			write = func(hash) error { return fmt.Errorf("content %s vanished while pinned", sum) }
 		}
+		// The chunks stop counting against the store size limit as the
+		// content starts to.
+		w.staged.uploads--
+		w.staged.bytes -= u.Bytes
 		res, err = w.putFile(u.File, sum, u.Bytes, write)
 		if err != nil {
 			return err
@@ -99,8 +103,6 @@ func (s *Store) complete(ctx context.Context, id string) (store.PutResult, error
 				return err
 			}
 		}
-		w.staged.uploads--
-		w.staged.bytes -= u.Bytes
 		u.Result, u.Last = &res, w.now
 		return writeUpload(ub, u)
 	})

@@ -9,8 +9,9 @@ import (
 )
 
 // makeRoom evicts blobs, least recently used first, until the stored
-// content fits Options.MaxStoreBytes again. keep (the content just
-// written) and blobs used by pinned files are never evicted. When the
+// content and the chunks of uploads in progress together fit
+// Options.MaxStoreBytes again. keep (the content just written) and blobs
+// used by pinned files are never evicted. When the
 // evictable blobs are not enough it evicts nothing and fails with
 // store.ErrLimit, and the caller's transaction is rolled back.
 //
@@ -19,7 +20,7 @@ import (
 // with an EventEvicted at a new revision.
 func (w *wtx) makeRoom(keep hash) (store.Evictions, error) {
 	limit := w.s.opts.MaxStoreBytes
-	need := w.c.Stored - limit
+	need := w.c.Stored + w.stagedBytes() - limit
 	if limit == 0 || need <= 0 {
 		return store.Evictions{}, nil
 	}
@@ -56,6 +57,10 @@ func (w *wtx) makeRoom(keep hash) (store.Evictions, error) {
 	w.c.EvictedBytes += ev.Bytes
 	return ev, nil
 }
+
+// stagedBytes is what the chunks of all uploads in progress hold, this
+// transaction's changes included.
+func (w *wtx) stagedBytes() int64 { return w.s.staged.bytes.Load() + w.staged.bytes }
 
 // evict makes every file using blob h a placeholder, which drops h.
 func (w *wtx) evict(h hash, ev *store.Evictions) error {

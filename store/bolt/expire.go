@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"time"
 
@@ -13,15 +14,29 @@ import (
 
 // ExpireUploads deletes the uploads that received no chunk for
 // Options.UploadTimeout, by the store's clock, and returns how many it
-// deleted. Uploads busy with a chunk are left alone. The store's janitor
-// calls it periodically; it is exported so tests (with Options.Now) and
-// operators can run it at will. It is safe for concurrent use.
+// deleted; their chunks stop counting against Options.MaxStoreBytes.
+// Uploads busy with a chunk are left alone. The store's janitor calls it
+// periodically; it is exported so tests (with Options.Now) and operators
+// can run it at will. It is safe for concurrent use.
 func (s *Store) ExpireUploads(ctx context.Context) (int, error) {
+	return s.DropUploads(ctx, s.opts.UploadTimeout)
+}
+
+// DropUploads is ExpireUploads with idle in place of
+// Options.UploadTimeout: it deletes the uploads, in progress or completed,
+// that received no chunk for idle (0: every upload not busy with a chunk),
+// so an operator can reclaim the room abandoned uploads hold before they
+// time out. A later chunk of a dropped upload starts it anew. It is safe
+// for concurrent use.
+func (s *Store) DropUploads(ctx context.Context, idle time.Duration) (int, error) {
 	if err := s.check(ctx); err != nil {
 		return 0, err
 	}
+	if idle < 0 {
+		return 0, fmt.Errorf("bolt: drop uploads: %w: negative idle time %v", fs.ErrInvalid, idle)
+	}
 	now := s.now()
-	expired := func(u *upload) bool { return now.Sub(u.Last) >= s.opts.UploadTimeout }
+	expired := func(u *upload) bool { return now.Sub(u.Last) >= idle }
 	var ids []string
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		ups := tx.Bucket(bucketUploads)

@@ -233,7 +233,8 @@ func TestUploadLimits(t *testing.T) {
 		return cs, f
 	}
 	t.Run("Staged", func(t *testing.T) {
-		s, _ := openTemp(t, &bolt.Options{MaxStoreBytes: 100})
+		clk := newClock()
+		s, _ := openTemp(t, &bolt.Options{MaxStoreBytes: 100, UploadTimeout: time.Hour, Now: clk.Now})
 		u1, _ := upload("u1", "/one", fill(90, 1), 3)
 		u2, _ := upload("u2", "/two", fill(90, 2), 3)
 		for _, c := range []store.Chunk{u1[0], u1[1], u2[0]} {
@@ -247,15 +248,53 @@ func TestUploadLimits(t *testing.T) {
 		if st := storeStats(t, s); st.Uploads != 2 || st.UploadBytes != 90 {
 			t.Errorf("Stats %+v", st)
 		}
-		// The last chunk of u1 is let in, and completing frees room.
-		if p, err := s.PutChunk(ctx, u1[2]); err != nil || !p.Complete {
-			t.Fatalf("completing u1: %+v, %v", p, err)
+		// u1 is abandoned; an operator drops what idled a minute.
+		clk.Advance(2 * time.Minute)
+		if _, err := s.PutChunk(ctx, u2[1]); !errors.Is(err, store.ErrLimit) {
+			t.Errorf("a chunk taking uploads over the store limit: %v, want ErrLimit", err)
 		}
-		if _, err := s.PutChunk(ctx, u2[1]); err != nil {
-			t.Errorf("retrying the refused chunk: %v", err)
+		if _, err := s.DropUploads(ctx, -time.Second); err == nil {
+			t.Error("DropUploads with a negative idle time succeeded")
 		}
-		if st := storeStats(t, s); st.Uploads != 1 || st.UploadBytes != 60 || st.StoredBytes != 90 {
+		if n, err := s.DropUploads(ctx, time.Minute); err != nil || n != 2 {
+			t.Fatalf("DropUploads: %d, %v; want 2", n, err)
+		}
+		if st := storeStats(t, s); st.Uploads != 0 || st.UploadBytes != 0 {
+			t.Errorf("Stats after DropUploads %+v", st)
+		}
+		for _, c := range u2 {
+			if _, err := s.PutChunk(ctx, c); err != nil {
+				t.Fatalf("u2 after the drop: %v", err)
+			}
+		}
+		if st := storeStats(t, s); st.Uploads != 0 || st.StoredBytes != 90 {
 			t.Errorf("Stats %+v", st)
+		}
+	})
+	t.Run("Timeout", func(t *testing.T) {
+		clk := newClock()
+		s, _ := openTemp(t, &bolt.Options{MaxStoreBytes: 100, UploadTimeout: time.Hour, Now: clk.Now})
+		u1, _ := upload("u1", "/one", fill(90, 1), 3)
+		u2, _ := upload("u2", "/two", fill(90, 2), 3)
+		for _, c := range []store.Chunk{u1[0], u1[1]} {
+			if _, err := s.PutChunk(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.PutChunk(ctx, u2[0]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.PutChunk(ctx, u2[1]); !errors.Is(err, store.ErrLimit) {
+			t.Fatalf("a chunk beside an abandoned upload: %v, want ErrLimit", err)
+		}
+		clk.Advance(time.Hour)
+		if n, err := s.ExpireUploads(ctx); err != nil || n != 2 {
+			t.Fatalf("ExpireUploads at the timeout: %d, %v; want 2", n, err)
+		}
+		for _, c := range u2 {
+			if _, err := s.PutChunk(ctx, c); err != nil {
+				t.Fatalf("u2 after u1 timed out: %v", err)
+			}
 		}
 	})
 	t.Run("CompletionRefused", func(t *testing.T) {

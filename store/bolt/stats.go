@@ -11,7 +11,7 @@ import (
 // the counters as of the last commit (kept exact by every write
 // transaction), Hits and Misses as counted in memory, and Uploads and
 // UploadBytes for the uploads in progress, whose chunks do not count as
-// stored content (see PutChunk). It reads one small record, so it is cheap
+// stored content but do count against MaxStoreBytes (see PutChunk). It reads one small record, so it is cheap
 // enough to call on every request. It is safe for concurrent use.
 func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 	if err := s.check(ctx); err != nil {

@@ -81,12 +81,13 @@ func writeUpload(b *bbolt.Bucket, u *upload) error {
 // Limits: a chunk announcing (Chunk.TotalSize) or bringing the upload's
 // bytes over Options.MaxFileBytes or Options.MaxStoreBytes fails with
 // store.ErrLimit and is not stored. Bytes of uploads in progress do not
-// count as stored content and never cause eviction; the chunk that
-// completes an upload evicts, as Put does. They are bounded on their own:
-// all uploads in progress together hold at most MaxStoreBytes, and a chunk
-// that would exceed that fails with store.ErrLimit, to be retried once
-// other uploads complete or expire. The last missing chunk of an upload is
-// always let in, since completing releases the upload's bytes. If the
+// count in Stats.StoredBytes but do count against MaxStoreBytes: a chunk
+// that would bring the stored content and all uploads' chunks over the
+// limit first evicts the least recently used unpinned content, as Put
+// does, and fails with store.ErrLimit (the chunk not stored) when what is
+// evictable is not enough. The last missing chunk of an upload is always
+// let in, since completing turns the upload's bytes into stored content
+// and evicts then, as Put does. If the
 // completion itself fails with store.ErrLimit (what else is stored is
 // pinned), the upload keeps its chunks until it expires, and a retry of
 // any chunk tries the completion again.
@@ -224,6 +225,13 @@ func (w *wtx) putChunk(c store.Chunk, sum hash) (store.UploadProgress, bool, err
 	u.Bytes += int64(len(c.Data))
 	u.Last = w.now
 	w.staged.bytes += int64(len(c.Data))
+	// The last chunk is let in: completing turns the upload's bytes into
+	// stored content, which evicts then.
+	if u.Received < u.Count {
+		if _, err := w.makeRoom(hash{}); err != nil {
+			return store.UploadProgress{}, false, fmt.Errorf("chunk %d of upload %s: %w", c.Index, c.UploadID, err)
+		}
+	}
 	if err := writeUpload(ub, u); err != nil {
 		return store.UploadProgress{}, false, err
 	}
@@ -246,12 +254,6 @@ func (w *wtx) admitChunk(u *upload, c store.Chunk) error {
 	last := u.Received+1 == u.Count
 	if u.Total > 0 && (bytes > u.Total || (last && bytes != u.Total)) {
 		return fmt.Errorf("%w: the chunks hold %d bytes, the upload announced %d", store.ErrUpload, bytes, u.Total)
-	}
-	// The last chunk is let in: completing releases the upload's bytes.
-	held := w.s.staged.bytes.Load() + w.staged.bytes + int64(len(c.Data))
-	if lim := w.s.opts.MaxStoreBytes; lim > 0 && held > lim && !last {
-		return fmt.Errorf("%w: uploads in progress would hold %d bytes, over the store size limit of %d; retry when some complete or expire",
-			store.ErrLimit, held, lim)
 	}
 	return nil
 }

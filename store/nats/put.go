@@ -155,13 +155,29 @@ func checkWrite(r *record, ifAbsent bool, ifRevision uint64) error {
 	return nil
 }
 
+// stagedBytes is what the chunks of all uploads in progress hold, this
+// transaction's changes included; an upload being completed holds none.
+func (t *txn) stagedBytes() int64 {
+	n := t.st.uploadBytes
+	for k, u := range t.uploads {
+		if old := t.st.uploads[k]; old != nil && old.Result == nil {
+			n -= old.Bytes
+		}
+		if u != nil && u.Result == nil && u.done == nil {
+			n += u.Bytes
+		}
+	}
+	return n
+}
+
 // makeRoom evicts content, least recently used first, until the stored
-// content fits Options.MaxStoreBytes again; keep (the content just
+// content and the chunks of uploads in progress together fit
+// Options.MaxStoreBytes again; keep (the content just
 // written) and content used by pinned files are never evicted. When that
 // cannot make room it fails with store.ErrLimit.
 func (t *txn) makeRoom(keep string) (store.Evictions, error) {
 	limit := t.s.opts.MaxStoreBytes
-	need := t.stored - limit
+	need := t.stored + t.stagedBytes() - limit
 	if limit == 0 || need <= 0 {
 		return store.Evictions{}, nil
 	}

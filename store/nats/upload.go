@@ -23,7 +23,9 @@ var errUploadGone = errors.New("upload vanished while completing")
 // PutChunk stores one chunk of a chunked upload: its bytes go to the chunk
 // stream, then the upload's record is updated in the tree bucket. Chunks
 // of one upload may arrive at different hosts; the one that commits the
-// last missing chunk assembles the file. It is safe for concurrent use.
+// last missing chunk assembles the file. The chunks of uploads in
+// progress count against Options.MaxStoreBytes, as store.Store.PutChunk
+// says. It is safe for concurrent use.
 func (s *Store) PutChunk(ctx context.Context, c store.Chunk) (store.UploadProgress, error) {
 	p := c.File.Path
 	if err := checkPath("putchunk", p); err != nil {
@@ -165,6 +167,13 @@ func (t *txn) putChunk(c store.Chunk, ukey string, ch uploadChunk) (prog store.U
 	u.Bytes += ch.Size
 	u.Last = t.now
 	t.setUpload(ukey, &u)
+	// The last chunk is let in: completing turns the upload's bytes into
+	// stored content, which evicts then.
+	if u.Received < u.Count {
+		if _, err := t.makeRoom(""); err != nil {
+			return prog, false, false, fmt.Errorf("chunk %d of upload %s: %w", c.Index, c.UploadID, err)
+		}
+	}
 	return u.progress(), u.Received == u.Count, false, nil
 }
 
@@ -183,11 +192,6 @@ func (t *txn) admitChunk(u *uploadRecord, c store.Chunk) error {
 	last := u.Received+1 == u.Count
 	if u.Total > 0 && (bytes > u.Total || (last && bytes != u.Total)) {
 		return fmt.Errorf("%w: the chunks hold %d bytes, the upload announced %d", store.ErrUpload, bytes, u.Total)
-	}
-	held := t.st.uploadBytes + int64(len(c.Data))
-	if lim := t.s.opts.MaxStoreBytes; lim > 0 && held > lim && !last {
-		return fmt.Errorf("%w: uploads in progress would hold %d bytes, over the store size limit of %d; retry when some complete or expire",
-			store.ErrLimit, held, lim)
 	}
 	return nil
 }
@@ -262,14 +266,17 @@ func (s *Store) complete(ctx context.Context, ukey string) (store.PutResult, err
 		if small != nil {
 			t.offer(sum, small)
 		}
+		// The chunks stop counting against the store size limit as the
+		// content starts to.
+		done := *cur
+		done.Chunks = nil
+		done.done = &putOutcome{}
+		t.setUpload(ukey, &done)
 		var err error
 		if out, err = t.putFile(cur.File, sum, cur.Bytes); err != nil {
 			return err
 		}
-		done := *cur
-		done.Chunks = nil
 		done.done = out
-		t.setUpload(ukey, &done)
 		return nil
 	}, func(ctx context.Context, sum string) (string, error) {
 		gen := nuid.Next()

@@ -366,15 +366,52 @@ func testEviction(t *testing.T, open Opener) {
 		data := content(100, 4)
 		parts := split(data, 2)
 		f := store.PutRequest{Path: "/d", SHA256: Sum(data)}
+		// The chunks of an upload in progress count against the limit:
+		// the first evicts, and the completion needs no more room.
 		if _, err := s.PutChunk(t.Context(), chunk("u", parts, 0, f)); err != nil {
 			t.Fatal(err)
 		}
-		wantPresent(t, s, "/a", "/b", "/c")
+		if e := stat(t, s, "/a"); e.Present {
+			t.Errorf("a chunk taking the store over its limit evicted nothing: /a %+v", e)
+		}
+		wantPresent(t, s, "/b", "/c")
+		if st := checkStats(t, s); st.StoredBytes+st.UploadBytes > 300 || st.UploadBytes != 50 {
+			t.Errorf("an upload in progress in a full store: %+v", st)
+		}
 		prog, err := s.PutChunk(t.Context(), chunk("u", parts, 1, f))
 		if err != nil || !prog.Complete {
 			t.Fatalf("last chunk: %+v, %v", prog, err)
 		}
-		wantEvicted(t, prog.Result.Evicted, 1, 100, "/a")
+		wantEvicted(t, prog.Result.Evicted, 0, 0)
+		wantPresent(t, s, "/b", "/c", "/d")
+	})
+	t.Run("ChunkRefused", func(t *testing.T) {
+		s := open(t, Config{MaxStoreBytes: 300})
+		put(t, s, "/a", content(100, 10))
+		if _, err := s.Put(t.Context(), store.PutRequest{Path: "/p", Data: content(150, 11), Pinned: true}); err != nil {
+			t.Fatal(err)
+		}
+		data := content(120, 4)
+		parts := split(data, 3)
+		f := store.PutRequest{Path: "/d", SHA256: Sum(data)}
+		if _, err := s.PutChunk(t.Context(), chunk("u", parts, 0, f)); err != nil {
+			t.Fatal(err)
+		}
+		before := stats(t, s)
+		// 150 pinned + 80 staged + 100 evictable: /a goes, and that is
+		// still not enough for a third chunk of an upload beside it.
+		if _, err := s.PutChunk(t.Context(), chunk("u", parts, 1, f)); err != nil {
+			t.Fatal(err)
+		}
+		if e := stat(t, s, "/a"); e.Present {
+			t.Errorf("the chunk that needed room left /a: %+v", e)
+		}
+		other := content(180, 5)
+		_, err := s.PutChunk(t.Context(), chunk("v", split(other, 2), 0, store.PutRequest{Path: "/e", SHA256: Sum(other)}))
+		wantErr(t, "a chunk with nothing left to evict", err, store.ErrLimit)
+		if after := checkStats(t, s); after.UploadBytes != before.UploadBytes+40 || after.Uploads != 1 {
+			t.Errorf("a refused chunk was counted: %+v, before %+v", after, before)
+		}
 	})
 	t.Run("ManyPaths", func(t *testing.T) {
 		s := open(t, Config{MaxStoreBytes: 10})

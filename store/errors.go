@@ -53,8 +53,9 @@ var ErrNotEmpty = errors.New("directory not empty")
 // announces or delivers more), content larger than the whole store limit,
 // or content eviction cannot make room for because what else is stored is
 // pinned. A refused write changes nothing: nothing is stored and nothing
-// evicted. A chunk refused because uploads in progress together hold too
-// much also fails with ErrLimit; that one may succeed later.
+// evicted. The chunks of uploads in progress count against the store
+// limit as stored content does; a chunk refused for want of room may
+// succeed later, once other uploads complete or expire.
 var ErrLimit = errors.New("over the store's size limit")
 
 // BatchError reports the request that made a PutBatch fail; nothing of the

@@ -59,8 +59,9 @@ type Options struct {
 	Now func() time.Time
 
 	// MaxStoreBytes limits the stored content, each distinct content
-	// counted once; a write that would exceed it evicts the least
-	// recently used unpinned content first. 0 means no limit.
+	// counted once, plus the chunks of uploads in progress; a write or
+	// chunk that would exceed it evicts the least recently used unpinned
+	// content first. 0 means no limit.
 	MaxStoreBytes int64
 	// MaxFileBytes limits the size of one file; a larger write fails with
 	// store.ErrLimit. 0 means no limit.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"unicode/utf8"
 )
 
@@ -52,7 +53,39 @@ func Compile(pattern string, regex, caseSensitive bool) (*Pattern, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrPattern, err)
 	}
+	if lineAnchors, ok := textToLineAnchors(flags + pattern); ok {
+		if re, err = regexp.Compile(lineAnchors); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrPattern, err)
+		}
+	}
 	return &Pattern{re: re}, nil
+}
+
+// textToLineAnchors rewrites the text anchors \A and \z of pattern into
+// the line anchors ^ and $, and reports whether it found any. Matching is
+// per line, so the two mean the same; but lines finds its candidates in
+// the whole buffer, where \A and \z match only at its ends, and would miss
+// the lines in between.
+func textToLineAnchors(pattern string) (string, bool) {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return "", false
+	}
+	found := false
+	var walk func(*syntax.Regexp)
+	walk = func(r *syntax.Regexp) {
+		switch r.Op {
+		case syntax.OpBeginText:
+			r.Op, found = syntax.OpBeginLine, true
+		case syntax.OpEndText:
+			r.Op, r.Flags, found = syntax.OpEndLine, r.Flags&^syntax.WasDollar, true
+		}
+		for _, sub := range r.Sub {
+			walk(sub)
+		}
+	}
+	walk(re)
+	return re.String(), found
 }
 
 // lines calls fn with the bounds [start, end) of each line of buf that

@@ -74,8 +74,8 @@ func (t *txn) transfer(tr transfer) (store.CopyResult, *record, string, error) {
 	if src == nil {
 		return store.CopyResult{}, nil, tr.from, store.ErrNotExist
 	}
-	if tr.ifRevision != 0 && src.Revision != tr.ifRevision {
-		return store.CopyResult{}, nil, tr.from, fmt.Errorf("%w: expected %d, entry is at %d", store.ErrRevision, tr.ifRevision, src.Revision)
+	if err := checkRevision(src, tr.ifRevision); err != nil {
+		return store.CopyResult{}, nil, tr.from, err
 	}
 	if err := t.checkParents(tr.to); err != nil {
 		return store.CopyResult{}, nil, tr.to, err

@@ -143,14 +143,24 @@ func checkWrite(r *record, ifAbsent bool, ifRevision uint64) error {
 	if ifAbsent && r != nil {
 		return store.ErrExist
 	}
-	if ifRevision != 0 {
-		var have uint64
-		if r != nil {
-			have = r.Revision
-		}
-		if have != ifRevision {
-			return fmt.Errorf("%w: expected %d, entry is at %d", store.ErrRevision, ifRevision, have)
-		}
+	return checkRevision(r, ifRevision)
+}
+
+// checkRevision applies a write's IfRevision condition to r, the entry as
+// the transaction sees it (nil: absent). An entry an earlier call in the
+// same group commit changed has revision 0 until the commit assigns one,
+// so it matches no revision a caller can hold.
+func checkRevision(r *record, want uint64) error {
+	if want == 0 {
+		return nil
+	}
+	switch {
+	case r == nil:
+		return fmt.Errorf("%w: expected %d, the entry does not exist", store.ErrRevision, want)
+	case r.Revision == 0:
+		return fmt.Errorf("%w: expected %d, a concurrent call is changing the entry", store.ErrRevision, want)
+	case r.Revision != want:
+		return fmt.Errorf("%w: expected %d, entry is at %d", store.ErrRevision, want, r.Revision)
 	}
 	return nil
 }

@@ -25,8 +25,8 @@ func (s *Store) Remove(ctx context.Context, req store.RemoveRequest) error {
 		if r == nil {
 			return store.ErrNotExist
 		}
-		if req.IfRevision != 0 && r.Revision != req.IfRevision {
-			return fmt.Errorf("%w: expected %d, entry is at %d", store.ErrRevision, req.IfRevision, r.Revision)
+		if err := checkRevision(r, req.IfRevision); err != nil {
+			return err
 		}
 		if r.Kind == store.KindDir && t.hasChildren(p) {
 			if !req.Recursive {

@@ -148,12 +148,15 @@ func (t *txn) mark(p string) {
 	t.order = append(t.order, p)
 }
 
-// put writes r at its path as a change of the given kind.
+// put writes r at its path as a change of the given kind. r's revision is
+// 0 until messages assigns the one its message gets: a later call in the
+// same group must not see the revision r replaces (see checkRevision).
 func (t *txn) put(kind store.EventKind, r *record) error {
 	old := t.get(r.Path)
 	if err := t.repin(old, r); err != nil {
 		return err
 	}
+	r.Revision = 0
 	t.entries[r.Path] = r
 	t.mark(r.Path)
 	if kind == store.EventCreated {

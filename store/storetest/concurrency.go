@@ -167,3 +167,88 @@ func testClose(t *testing.T, open func(t *testing.T) store.Store) {
 		t.Errorf("closing a Content after its store: %v", err)
 	}
 }
+
+// testConditionalWrites races writers whose every write is conditional on the
+// revision they read: each condition must hold for at most one of them,
+// however the store groups concurrent writes into transactions. A store
+// that checks a later write's condition against the revision an earlier
+// write in the same group replaced loses increments here.
+func testConditionalWrites(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := withinDeadline(t)
+	put(t, s, "/counter", []byte("0"))
+	const writers, each = 8, 10
+	errs := make(chan error, 2*writers)
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for range each {
+				if err := increment(ctx, s, "/counter"); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	// Removers that all hold the same revision: exactly one may succeed.
+	e := put(t, s, "/once", []byte("x")).Entry
+	var removed sync.WaitGroup
+	var mu sync.Mutex
+	won := 0
+	for range writers {
+		removed.Go(func() {
+			err := s.Remove(ctx, store.RemoveRequest{Path: "/once", IfRevision: e.Revision})
+			switch {
+			case err == nil:
+				mu.Lock()
+				won++
+				mu.Unlock()
+			case !errors.Is(err, store.ErrRevision) && !errors.Is(err, store.ErrNotExist):
+				errs <- fmt.Errorf("remove: %w", err)
+			}
+		})
+	}
+	wg.Wait()
+	removed.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got, want := string(read(t, s, "/counter")), fmt.Sprint(writers*each); got != want {
+		t.Errorf("counter %s after %s increments by compare-and-set", got, want)
+	}
+	if won != 1 {
+		t.Errorf("%d removals conditional on one revision succeeded, want 1", won)
+	}
+}
+
+// increment adds one to the decimal counter at p by compare-and-set,
+// reading again whenever another writer got there first.
+func increment(ctx context.Context, s store.Store, p string) error {
+	for {
+		c, err := s.Open(ctx, p)
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(io.NewSectionReader(c, 0, c.Size()))
+		c.Close()
+		if err != nil {
+			return err
+		}
+		e, err := s.Stat(ctx, p)
+		if err != nil {
+			return err
+		}
+		if Sum(b) != e.SHA256 {
+			continue // changed between the read and the stat
+		}
+		var n int
+		if _, err := fmt.Sscan(string(b), &n); err != nil {
+			return fmt.Errorf("counter %q: %w", b, err)
+		}
+		_, err = s.Put(ctx, store.PutRequest{Path: p, Data: []byte(fmt.Sprint(n + 1)), IfRevision: e.Revision})
+		if !errors.Is(err, store.ErrRevision) {
+			return err
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sync"
 	"time"
 
 	"github.com/depotfs/depotfs/store"
@@ -56,7 +55,7 @@ func (s *Store) DropUploads(ctx context.Context, idle time.Duration) (int, error
 	}
 	n := 0
 	for _, id := range ids {
-		if !s.uploads.tryLock(id) {
+		if !s.uploads.TryLock(id) {
 			continue
 		}
 		deleted := false
@@ -74,7 +73,7 @@ func (s *Store) DropUploads(ctx context.Context, idle time.Duration) (int, error
 			deleted = true
 			return w.dropUpload(id, u)
 		})
-		s.uploads.unlock(id)
+		s.uploads.Unlock(id)
 		if err != nil {
 			return n, err
 		}
@@ -105,45 +104,4 @@ func (s *Store) janitor() {
 			s.log.Info("bolt: expired idle uploads", "count", n)
 		}
 	}
-}
-
-// uploadLocks serializes the chunks of each upload.
-type uploadLocks struct {
-	mu   sync.Mutex
-	busy map[string]chan struct{} // closed when the holder unlocks
-}
-
-func (l *uploadLocks) lock(ctx context.Context, id string) error {
-	for {
-		l.mu.Lock()
-		ch, held := l.busy[id]
-		if !held {
-			l.busy[id] = make(chan struct{})
-			l.mu.Unlock()
-			return nil
-		}
-		l.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-func (l *uploadLocks) tryLock(id string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, held := l.busy[id]; held {
-		return false
-	}
-	l.busy[id] = make(chan struct{})
-	return true
-}
-
-func (l *uploadLocks) unlock(id string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	close(l.busy[id])
-	delete(l.busy, id)
 }

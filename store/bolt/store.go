@@ -13,6 +13,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/keylock"
 	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -98,7 +99,7 @@ type Store struct {
 
 	gc      gc
 	hub     hub
-	uploads uploadLocks
+	uploads keylock.Locks
 	uses    uses
 	staged  stagedTotals
 }
@@ -162,7 +163,6 @@ func Open(path string, opts *Options) (*Store, error) {
 		wmu:  make(writeLock, 1),
 	}
 	s.gc.open = make(map[hash]int)
-	s.uploads.busy = make(map[string]chan struct{})
 	rev, err := s.init()
 	if err != nil {
 		db.Close()

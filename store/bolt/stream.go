@@ -153,10 +153,10 @@ func (s *Store) streamIn(ctx context.Context, r io.Reader, size int64, declared 
 			return nil, err
 		}
 		key = h
-		if err := s.uploads.lock(ctx, streamLock(declared)); err != nil {
+		if err := s.uploads.Lock(ctx, streamLock(declared)); err != nil {
 			return nil, err
 		}
-		defer s.uploads.unlock(streamLock(declared))
+		defer s.uploads.Unlock(streamLock(declared))
 	} else {
 		rand.Read(key[:])
 	}
@@ -296,10 +296,10 @@ func (s *Store) copyStaged(ctx context.Context, key hash, sum string, size, coun
 	if err != nil {
 		return h, err
 	}
-	if err := s.uploads.lock(ctx, streamLock(sum)); err != nil {
+	if err := s.uploads.Lock(ctx, streamLock(sum)); err != nil {
 		return h, err
 	}
-	defer s.uploads.unlock(streamLock(sum))
+	defer s.uploads.Unlock(streamLock(sum))
 	exists, err := s.pinBlob(h)
 	if err != nil {
 		return h, err

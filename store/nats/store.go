@@ -13,6 +13,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/keylock"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -98,7 +99,7 @@ type Store struct {
 	chunks    *chunkStore
 	view      view
 	uses      uses
-	uploads   uploadLocks
+	uploads   keylock.Locks
 	consMu    sync.Mutex
 	cons      jetstream.ConsumeContext
 
@@ -180,7 +181,6 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 	}
 	s.chunkSize = chunkSizeFor(o.MaxChunkSize, nc.MaxPayload())
 	s.opts.InlineBytes = min(s.opts.InlineBytes, int64(s.chunkSize))
-	s.uploads.busy = make(map[string]chan struct{})
 	s.open.n = make(map[string]int)
 	s.uses.init()
 	s.view.st = newState()

@@ -42,10 +42,10 @@ func (s *Store) PutChunk(ctx context.Context, c store.Chunk) (store.UploadProgre
 	if c.SHA256 != "" && c.SHA256 != sum {
 		return store.UploadProgress{}, pathErr("putchunk", p, fmt.Errorf("%w: chunk %d declared %s, has %s", store.ErrHashMismatch, c.Index, c.SHA256, sum))
 	}
-	if err := s.uploads.lock(ctx, c.UploadID); err != nil {
+	if err := s.uploads.Lock(ctx, c.UploadID); err != nil {
 		return store.UploadProgress{}, pathErr("putchunk", p, err)
 	}
-	defer s.uploads.unlock(c.UploadID)
+	defer s.uploads.Unlock(c.UploadID)
 	ukey := uploadKey(c.UploadID)
 
 	// The bytes are stored before the record that counts them; a chunk

@@ -1,7 +1,6 @@
 package nats
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 )
@@ -62,35 +61,4 @@ func (o *openBlobs) has(sum string) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.n[sum] > 0
-}
-
-// uploadLocks serializes, on this host, the chunks of one upload.
-type uploadLocks struct {
-	mu   sync.Mutex
-	busy map[string]chan struct{} // closed when the holder unlocks
-}
-
-func (l *uploadLocks) lock(ctx context.Context, id string) error {
-	for {
-		l.mu.Lock()
-		ch, held := l.busy[id]
-		if !held {
-			l.busy[id] = make(chan struct{})
-			l.mu.Unlock()
-			return nil
-		}
-		l.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-func (l *uploadLocks) unlock(id string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	close(l.busy[id])
-	delete(l.busy, id)
 }

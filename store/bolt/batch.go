@@ -2,11 +2,7 @@ package bolt
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 
-	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 )
 
@@ -20,7 +16,7 @@ func (s *Store) PutBatch(ctx context.Context, reqs []store.PutRequest) ([]store.
 	}
 	sums := make([]string, len(reqs))
 	for i, req := range reqs {
-		sum, err := s.checkPut(req)
+		sum, err := s.limits().Put(req)
 		if err != nil {
 			return nil, &store.BatchError{Index: i, Path: req.Path, Err: err}
 		}
@@ -42,24 +38,4 @@ func (s *Store) PutBatch(ctx context.Context, reqs []store.PutRequest) ([]store.
 		return nil, &store.BatchError{Index: failed, Path: reqs[failed].Path, Err: pathErr("put", reqs[failed].Path, err)}
 	}
 	return res, nil
-}
-
-// checkPut validates a whole-file write without the store and returns the
-// content's hash.
-func (s *Store) checkPut(req store.PutRequest) (string, error) {
-	if err := checkPath("put", req.Path); err != nil {
-		return "", err
-	}
-	if req.Path == depotpath.Root {
-		return "", pathErr("put", req.Path, fmt.Errorf("%w: the root is a directory", store.ErrConflict))
-	}
-	if err := s.checkSize(int64(len(req.Data))); err != nil {
-		return "", pathErr("put", req.Path, err)
-	}
-	sum := sha256.Sum256(req.Data)
-	hexSum := hex.EncodeToString(sum[:])
-	if req.SHA256 != "" && req.SHA256 != hexSum {
-		return "", pathErr("put", req.Path, fmt.Errorf("%w: declared %s, content has %s", store.ErrHashMismatch, req.SHA256, hexSum))
-	}
-	return hexSum, nil
 }

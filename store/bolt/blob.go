@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/depotfs/depotfs/store/internal/check"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -103,13 +104,8 @@ func (s *Store) sweep(h hash) error {
 // parseHash decodes a lowercase hex SHA-256.
 func parseHash(s string) (hash, error) {
 	var h hash
-	if len(s) != 64 {
-		return h, fmt.Errorf("sha256 %q is not 64 hex digits", s)
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return h, fmt.Errorf("sha256 %q is not lowercase hex", s)
-		}
+	if err := check.Hash(s); err != nil {
+		return h, err
 	}
 	_, err := hex.Decode(h[:], []byte(s))
 	return h, err

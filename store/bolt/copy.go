@@ -3,12 +3,11 @@ package bolt
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 
-	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
 )
 
 // Copy copies the file or directory tree at req.From to req.To in one
@@ -44,18 +43,8 @@ type transfer struct {
 }
 
 func (s *Store) transfer(ctx context.Context, op string, t transfer) (store.CopyResult, error) {
-	for _, p := range []string{t.from, t.to} {
-		if err := checkPath(op, p); err != nil {
-			return store.CopyResult{}, err
-		}
-	}
-	switch {
-	case t.from == depotpath.Root || t.to == depotpath.Root:
-		return store.CopyResult{}, pathErr(op, depotpath.Root, fmt.Errorf("%w: the root cannot be copied, moved or replaced", fs.ErrInvalid))
-	case t.from == t.to:
-		return store.CopyResult{}, pathErr(op, t.to, fmt.Errorf("%w: source and destination are the same path", fs.ErrInvalid))
-	case depotpath.Within(t.to, t.from):
-		return store.CopyResult{}, pathErr(op, t.to, fmt.Errorf("%w: the destination lies inside the source %s", fs.ErrInvalid, t.from))
+	if err := check.Transfer(op, t.from, t.to); err != nil {
+		return store.CopyResult{}, err
 	}
 	var res store.CopyResult
 	failed := t.from

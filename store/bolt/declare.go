@@ -7,6 +7,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
 )
 
 // Declare records req.Entries in one transaction: all apply or none do.
@@ -21,24 +22,8 @@ import (
 // explicit. Mode 0 in a declaration leaves the stored mode alone. Implicit
 // parent directories are created but not counted.
 func (s *Store) Declare(ctx context.Context, req store.DeclareRequest) (store.DeclareResult, error) {
-	for _, d := range req.Entries {
-		if err := checkPath("declare", d.Path); err != nil {
-			return store.DeclareResult{}, err
-		}
-		if d.Kind != store.KindFile && d.Kind != store.KindDir {
-			return store.DeclareResult{}, pathErr("declare", d.Path, fmt.Errorf("%w: unknown kind %d", fs.ErrInvalid, d.Kind))
-		}
-		if d.Size < -1 {
-			return store.DeclareResult{}, pathErr("declare", d.Path, fmt.Errorf("%w: size %d", fs.ErrInvalid, d.Size))
-		}
-		if d.SHA256 != "" {
-			if _, err := parseHash(d.SHA256); err != nil {
-				return store.DeclareResult{}, pathErr("declare", d.Path, fmt.Errorf("%w: %w", fs.ErrInvalid, err))
-			}
-		}
-		if d.Path == depotpath.Root && d.Kind == store.KindFile {
-			return store.DeclareResult{}, pathErr("declare", d.Path, fmt.Errorf("%w: the root is a directory", store.ErrConflict))
-		}
+	if err := check.Declarations(req.Entries); err != nil {
+		return store.DeclareResult{}, err
 	}
 	if len(req.Entries) == 0 {
 		return store.DeclareResult{}, s.check(ctx)

@@ -22,7 +22,7 @@ import (
 // A zero MTime means the arrival time for new content, and keeps the stored
 // mtime when the content is unchanged. Mode keeps only permission bits.
 func (s *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult, error) {
-	hexSum, err := s.checkPut(req)
+	hexSum, err := s.limits().Put(req)
 	if err != nil {
 		return store.PutResult{}, err
 	}
@@ -44,7 +44,7 @@ func (s *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult,
 // them yet (nil when they are already staged).
 func (w *wtx) putFile(req store.PutRequest, sum string, size int64, write func(hash) error) (store.PutResult, error) {
 	p := req.Path
-	if err := w.s.checkSize(size); err != nil {
+	if err := w.s.limits().Size(size); err != nil {
 		return store.PutResult{}, err
 	}
 	h, err := parseHash(sum)
@@ -118,18 +118,6 @@ func (w *wtx) putFile(req store.PutRequest, sum string, size int64, write func(h
 		}
 	}
 	return res, nil
-}
-
-// checkSize fails with store.ErrLimit for content of size bytes that can
-// never be stored.
-func (s *Store) checkSize(size int64) error {
-	if lim := s.opts.MaxFileBytes; lim > 0 && size > lim {
-		return fmt.Errorf("%w: %d bytes, the file size limit is %d", store.ErrLimit, size, lim)
-	}
-	if lim := s.opts.MaxStoreBytes; lim > 0 && size > lim {
-		return fmt.Errorf("%w: %d bytes, the store size limit is %d", store.ErrLimit, size, lim)
-	}
-	return nil
 }
 
 // checkWrite applies a write's conditions to the current entry r (nil when

@@ -10,12 +10,13 @@ import (
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
 	bbolt "go.etcd.io/bbolt"
 )
 
 // Stat returns the entry at path. It is safe for concurrent use.
 func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
-	if err := checkPath("stat", path); err != nil {
+	if err := check.Path("stat", path); err != nil {
 		return store.Entry{}, err
 	}
 	if err := s.check(ctx); err != nil {
@@ -44,7 +45,7 @@ func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
 // ReadDir returns the children of dir sorted by name (byte order). It is
 // safe for concurrent use; the listing is one consistent snapshot.
 func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) {
-	if err := checkPath("readdir", dir); err != nil {
+	if err := check.Path("readdir", dir); err != nil {
 		return nil, err
 	}
 	if err := s.check(ctx); err != nil {
@@ -96,7 +97,7 @@ func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) 
 // in memory and persisted later (see Options.FlushInterval), so Open never
 // writes.
 func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
-	if err := checkPath("open", path); err != nil {
+	if err := check.Path("open", path); err != nil {
 		return nil, err
 	}
 	if err := s.check(ctx); err != nil {

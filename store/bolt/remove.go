@@ -5,12 +5,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 
-	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -22,11 +21,8 @@ import (
 // It is safe for concurrent use.
 func (s *Store) Remove(ctx context.Context, req store.RemoveRequest) error {
 	p := req.Path
-	if err := checkPath("remove", p); err != nil {
+	if err := check.Remove(p); err != nil {
 		return err
-	}
-	if p == depotpath.Root {
-		return pathErr("remove", p, fmt.Errorf("%w: the root cannot be removed", fs.ErrInvalid))
 	}
 	err := s.update(ctx, func(w *wtx) error {
 		r, err := getEntry(w.tree, p)

@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
 	"github.com/depotfs/depotfs/store/internal/keylock"
 	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -228,29 +228,15 @@ func dbErr(err error) error {
 	return err
 }
 
-// pathErr wraps err as an *fs.PathError unless it already is one.
+// pathErr is check.PathError with bbolt's errors translated (dbErr).
 func pathErr(op, path string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return err
-	}
-	return &fs.PathError{Op: op, Path: path, Err: dbErr(err)}
+	return check.PathError(op, path, dbErr(err))
 }
 
-// checkPath requires p to be a clean depot path.
-func checkPath(op, p string) error {
-	c, err := depotpath.Clean(p)
-	if err != nil {
-		if errors.Is(err, depotpath.ErrInvalid) {
-			return &fs.PathError{Op: op, Path: p, Err: err}
-		}
-		return &fs.PathError{Op: op, Path: p, Err: fmt.Errorf("%w: %w", depotpath.ErrInvalid, err)}
-	}
-	if c != p {
-		return &fs.PathError{Op: op, Path: p, Err: fmt.Errorf("%w: not clean (clean form is %q)", depotpath.ErrInvalid, c)}
-	}
-	return nil
+// limits are the size limits check applies.
+func (s *Store) limits() check.Limits {
+	return check.Limits{MaxFileBytes: s.opts.MaxFileBytes, MaxStoreBytes: s.opts.MaxStoreBytes}
 }

@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -108,14 +108,11 @@ func staged(h hash) error {
 
 // checkStream validates a streamed write's path and announced size.
 func (s *Store) checkStream(req store.PutRequest, size int64) error {
-	if err := checkPath("put", req.Path); err != nil {
+	if err := check.FilePath("put", req.Path); err != nil {
 		return err
 	}
-	if req.Path == depotpath.Root {
-		return pathErr("put", req.Path, fmt.Errorf("%w: the root is a directory", store.ErrConflict))
-	}
 	if size >= 0 {
-		if err := s.checkSize(size); err != nil {
+		if err := s.limits().Size(size); err != nil {
 			return pathErr("put", req.Path, err)
 		}
 	}
@@ -218,7 +215,7 @@ func (s *Store) readChunks(ctx context.Context, r io.Reader, size int64, key has
 			}
 			d.Write(buf[:m])
 			n += int64(m)
-			if err := s.checkSize(n); err != nil {
+			if err := s.limits().Size(n); err != nil {
 				return "", 0, 0, err
 			}
 			if size >= 0 && n > size {

@@ -3,20 +3,14 @@ package bolt
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
 
-	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 	bbolt "go.etcd.io/bbolt"
 )
-
-// maxUploadID bounds the length of an upload ID in bytes.
-const maxUploadID = 256
 
 // Keys in an upload's bucket: its metadata, and per received chunk its
 // bytes (until the upload completes) and its SHA-256 (until the upload is
@@ -96,20 +90,9 @@ func writeUpload(b *bbolt.Bucket, u *upload) error {
 // time.
 func (s *Store) PutChunk(ctx context.Context, c store.Chunk) (store.UploadProgress, error) {
 	p := c.File.Path
-	if err := checkPath("putchunk", p); err != nil {
+	sum, err := s.limits().Chunk(c)
+	if err != nil {
 		return store.UploadProgress{}, err
-	}
-	if err := checkChunk(c); err != nil {
-		return store.UploadProgress{}, pathErr("putchunk", p, err)
-	}
-	if err := s.checkSize(max(c.TotalSize, int64(len(c.Data)))); err != nil {
-		return store.UploadProgress{}, pathErr("putchunk", p, err)
-	}
-	sum := sha256.Sum256(c.Data)
-	if c.SHA256 != "" {
-		if got := hex.EncodeToString(sum[:]); got != c.SHA256 {
-			return store.UploadProgress{}, pathErr("putchunk", p, fmt.Errorf("%w: chunk %d declared %s, has %s", store.ErrHashMismatch, c.Index, c.SHA256, got))
-		}
 	}
 	if err := s.uploads.Lock(ctx, c.UploadID); err != nil {
 		return store.UploadProgress{}, pathErr("putchunk", p, err)
@@ -118,7 +101,7 @@ func (s *Store) PutChunk(ctx context.Context, c store.Chunk) (store.UploadProgre
 
 	var prog store.UploadProgress
 	ready := false
-	err := s.update(ctx, func(w *wtx) error {
+	err = s.update(ctx, func(w *wtx) error {
 		var err error
 		prog, ready, err = w.putChunk(c, sum)
 		return err
@@ -135,30 +118,6 @@ func (s *Store) PutChunk(ctx context.Context, c store.Chunk) (store.UploadProgre
 	}
 	prog.Complete, prog.Result = true, res
 	return prog, nil
-}
-
-// checkChunk validates what can be checked without the store.
-func checkChunk(c store.Chunk) error {
-	switch {
-	case c.UploadID == "":
-		return fmt.Errorf("%w: empty upload id", store.ErrUpload)
-	case len(c.UploadID) > maxUploadID:
-		return fmt.Errorf("%w: upload id over %d bytes", store.ErrUpload, maxUploadID)
-	case c.Count < 1:
-		return fmt.Errorf("%w: chunk count %d", store.ErrUpload, c.Count)
-	case c.Index < 0 || c.Index >= c.Count:
-		return fmt.Errorf("%w: chunk index %d outside 0..%d", store.ErrUpload, c.Index, c.Count-1)
-	case c.File.Path == depotpath.Root:
-		return fmt.Errorf("%w: the root is a directory", store.ErrConflict)
-	case c.File.SHA256 == "":
-		return fmt.Errorf("%w: the whole file's sha256 is required", store.ErrUpload)
-	case c.TotalSize < 0:
-		return fmt.Errorf("%w: total size %d", store.ErrUpload, c.TotalSize)
-	}
-	if _, err := parseHash(c.File.SHA256); err != nil {
-		return fmt.Errorf("%w: %w", store.ErrUpload, err)
-	}
-	return nil
 }
 
 // putChunk records chunk c (whose hash is sum) and reports whether every
@@ -248,7 +207,7 @@ func (w *wtx) admitChunk(u *upload, c store.Chunk) error {
 		u.Total = c.TotalSize
 	}
 	bytes := u.Bytes + int64(len(c.Data))
-	if err := w.s.checkSize(max(bytes, u.Total)); err != nil {
+	if err := w.s.limits().Size(max(bytes, u.Total)); err != nil {
 		return err
 	}
 	last := u.Received+1 == u.Count

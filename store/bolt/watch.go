@@ -7,6 +7,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
 )
 
 // watchBatch bounds how many events a watcher copies out of the history at
@@ -91,7 +92,7 @@ func (h *hub) read(next uint64) (evs []store.Event, resync bool, cur uint64, wak
 // receives one store.EventResync with Path prefix and the current revision,
 // and continues after it. It is safe for concurrent use.
 func (s *Store) Watch(ctx context.Context, prefix string, sinceRev uint64) (<-chan store.Event, error) {
-	if err := checkPath("watch", prefix); err != nil {
+	if err := check.Path("watch", prefix); err != nil {
 		return nil, err
 	}
 	if err := s.check(ctx); err != nil {

@@ -3,12 +3,11 @@ package nats
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 
-	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
 )
 
 // Copy makes req.To a copy of req.From in one atomic batch; copies share
@@ -41,18 +40,8 @@ type transfer struct {
 }
 
 func (s *Store) transfer(ctx context.Context, op string, tr transfer) (store.CopyResult, error) {
-	for _, p := range []string{tr.from, tr.to} {
-		if err := checkPath(op, p); err != nil {
-			return store.CopyResult{}, err
-		}
-	}
-	switch {
-	case tr.from == depotpath.Root || tr.to == depotpath.Root:
-		return store.CopyResult{}, pathErr(op, depotpath.Root, fmt.Errorf("%w: the root cannot be copied, moved or replaced", fs.ErrInvalid))
-	case tr.from == tr.to:
-		return store.CopyResult{}, pathErr(op, tr.to, fmt.Errorf("%w: source and destination are the same path", fs.ErrInvalid))
-	case depotpath.Within(tr.to, tr.from):
-		return store.CopyResult{}, pathErr(op, tr.to, fmt.Errorf("%w: the destination lies inside the source %s", fs.ErrInvalid, tr.from))
+	if err := check.Transfer(op, tr.from, tr.to); err != nil {
+		return store.CopyResult{}, err
 	}
 	var res store.CopyResult
 	var top *record
@@ -63,7 +52,7 @@ func (s *Store) transfer(ctx context.Context, op string, tr transfer) (store.Cop
 		return err
 	}, nil)
 	if err != nil {
-		return store.CopyResult{}, pathErr(op, failed, err)
+		return store.CopyResult{}, check.PathError(op, failed, err)
 	}
 	res.Entry = top.entry()
 	return res, nil

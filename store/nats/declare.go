@@ -7,27 +7,14 @@ import (
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
 )
 
 // Declare records files and directories without their content, all in one
 // atomic batch (see store.Declaration). It is safe for concurrent use.
 func (s *Store) Declare(ctx context.Context, req store.DeclareRequest) (store.DeclareResult, error) {
-	for _, d := range req.Entries {
-		if err := checkPath("declare", d.Path); err != nil {
-			return store.DeclareResult{}, err
-		}
-		if d.Kind != store.KindFile && d.Kind != store.KindDir {
-			return store.DeclareResult{}, pathErr("declare", d.Path, fmt.Errorf("%w: unknown kind %d", fs.ErrInvalid, d.Kind))
-		}
-		if d.Size < -1 {
-			return store.DeclareResult{}, pathErr("declare", d.Path, fmt.Errorf("%w: size %d", fs.ErrInvalid, d.Size))
-		}
-		if d.SHA256 != "" && !isHash(d.SHA256) {
-			return store.DeclareResult{}, pathErr("declare", d.Path, fmt.Errorf("%w: sha256 %q is not 64 lowercase hex digits", fs.ErrInvalid, d.SHA256))
-		}
-		if d.Path == depotpath.Root && d.Kind == store.KindFile {
-			return store.DeclareResult{}, pathErr("declare", d.Path, fmt.Errorf("%w: the root is a directory", store.ErrConflict))
-		}
+	if err := check.Declarations(req.Entries); err != nil {
+		return store.DeclareResult{}, err
 	}
 	if len(req.Entries) == 0 {
 		return store.DeclareResult{}, s.check(ctx)
@@ -45,22 +32,9 @@ func (s *Store) Declare(ctx context.Context, req store.DeclareRequest) (store.De
 		return nil
 	}, nil)
 	if err != nil {
-		return store.DeclareResult{}, pathErr("declare", failed, err)
+		return store.DeclareResult{}, check.PathError("declare", failed, err)
 	}
 	return res, nil
-}
-
-// isHash reports whether s is a lowercase hex SHA-256.
-func isHash(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 func (t *txn) declare(d store.Declaration, req store.DeclareRequest, res *store.DeclareResult) error {

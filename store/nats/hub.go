@@ -7,6 +7,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
 )
 
 // watchBatch bounds the events a watcher copies per wake-up.
@@ -100,17 +101,17 @@ func (h *hub) read(next uint64) (evs []store.Event, resync bool, cur uint64, wak
 // opened, or that fell more than Options.History events behind, receives
 // store.EventResync. It is safe for concurrent use.
 func (s *Store) Watch(ctx context.Context, prefix string, sinceRev uint64) (<-chan store.Event, error) {
-	if err := checkPath("watch", prefix); err != nil {
+	if err := check.Path("watch", prefix); err != nil {
 		return nil, err
 	}
 	if err := s.check(ctx); err != nil {
-		return nil, pathErr("watch", prefix, err)
+		return nil, check.PathError("watch", prefix, err)
 	}
 	out := make(chan store.Event, watchBuffer)
 	s.goMu.Lock()
 	defer s.goMu.Unlock()
 	if s.closed.Load() {
-		return nil, pathErr("watch", prefix, store.ErrClosed)
+		return nil, check.PathError("watch", prefix, store.ErrClosed)
 	}
 	s.wg.Add(1)
 	go s.watch(ctx, out, prefix, sinceRev+1)

@@ -3,14 +3,12 @@ package nats
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"slices"
 
-	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
 	"github.com/nats-io/nuid"
 )
 
@@ -22,7 +20,7 @@ import (
 // Limits, eviction and conditions behave as in store.Store; eviction
 // picks the content least recently used as seen by this host.
 func (s *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult, error) {
-	sum, err := s.checkPut(req)
+	sum, err := s.limits().Put(req)
 	if err != nil {
 		return store.PutResult{}, err
 	}
@@ -36,7 +34,7 @@ func (s *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult,
 		return s.writeBlob(ctx, sum, req.Data)
 	})
 	if err != nil {
-		return store.PutResult{}, pathErr("put", req.Path, err)
+		return store.PutResult{}, check.PathError("put", req.Path, err)
 	}
 	return res.result(), nil
 }
@@ -67,7 +65,7 @@ func (o *putOutcome) result() store.PutResult {
 // requires.
 func (t *txn) putFile(req store.PutRequest, sum string, size int64) (*putOutcome, error) {
 	p := req.Path
-	if err := t.s.checkSize(size); err != nil {
+	if err := t.s.limits().Size(size); err != nil {
 		return nil, err
 	}
 	stored := t.stored
@@ -296,7 +294,7 @@ func (s *Store) PutBatch(ctx context.Context, reqs []store.PutRequest) ([]store.
 	sums := make([]string, len(reqs))
 	data := map[string][]byte{}
 	for i, req := range reqs {
-		sum, err := s.checkPut(req)
+		sum, err := s.limits().Put(req)
 		if err != nil {
 			return nil, &store.BatchError{Index: i, Path: req.Path, Err: err}
 		}
@@ -319,31 +317,11 @@ func (s *Store) PutBatch(ctx context.Context, reqs []store.PutRequest) ([]store.
 		return s.writeBlob(ctx, sum, data[sum])
 	})
 	if err != nil {
-		return nil, &store.BatchError{Index: failed, Path: reqs[failed].Path, Err: pathErr("put", reqs[failed].Path, err)}
+		return nil, &store.BatchError{Index: failed, Path: reqs[failed].Path, Err: check.PathError("put", reqs[failed].Path, err)}
 	}
 	res := make([]store.PutResult, len(reqs))
 	for i, o := range outs {
 		res[i] = o.result()
 	}
 	return res, nil
-}
-
-// checkPut validates a whole-file write without the store and returns the
-// content's hash.
-func (s *Store) checkPut(req store.PutRequest) (string, error) {
-	if err := checkPath("put", req.Path); err != nil {
-		return "", err
-	}
-	if req.Path == depotpath.Root {
-		return "", pathErr("put", req.Path, fmt.Errorf("%w: the root is a directory", store.ErrConflict))
-	}
-	if err := s.checkSize(int64(len(req.Data))); err != nil {
-		return "", pathErr("put", req.Path, err)
-	}
-	h := sha256.Sum256(req.Data)
-	sum := hex.EncodeToString(h[:])
-	if req.SHA256 != "" && req.SHA256 != sum {
-		return "", pathErr("put", req.Path, fmt.Errorf("%w: declared %s, content has %s", store.ErrHashMismatch, req.SHA256, sum))
-	}
-	return sum, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
 )
 
 // rootEntry is the synthesized entry of "/".
@@ -21,11 +22,11 @@ func rootEntry() store.Entry {
 // Stat returns the entry at path as this host has applied the tree. It is
 // safe for concurrent use.
 func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
-	if err := checkPath("stat", path); err != nil {
+	if err := check.Path("stat", path); err != nil {
 		return store.Entry{}, err
 	}
 	if err := s.check(ctx); err != nil {
-		return store.Entry{}, pathErr("stat", path, err)
+		return store.Entry{}, check.PathError("stat", path, err)
 	}
 	s.view.mu.RLock()
 	defer s.view.mu.RUnlock()
@@ -36,7 +37,7 @@ func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
 	}
 	r := s.view.st.entries[path]
 	if r == nil {
-		return store.Entry{}, pathErr("stat", path, store.ErrNotExist)
+		return store.Entry{}, check.PathError("stat", path, store.ErrNotExist)
 	}
 	return r.entry(), nil
 }
@@ -44,11 +45,11 @@ func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
 // ReadDir returns the children of dir sorted by name. It is safe for
 // concurrent use.
 func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) {
-	if err := checkPath("readdir", dir); err != nil {
+	if err := check.Path("readdir", dir); err != nil {
 		return nil, err
 	}
 	if err := s.check(ctx); err != nil {
-		return nil, pathErr("readdir", dir, err)
+		return nil, check.PathError("readdir", dir, err)
 	}
 	s.view.mu.RLock()
 	defer s.view.mu.RUnlock()
@@ -56,10 +57,10 @@ func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) 
 	if dir != depotpath.Root {
 		r := st.entries[dir]
 		if r == nil {
-			return nil, pathErr("readdir", dir, store.ErrNotExist)
+			return nil, check.PathError("readdir", dir, store.ErrNotExist)
 		}
 		if r.Kind != store.KindDir {
-			return nil, pathErr("readdir", dir, store.ErrNotDir)
+			return nil, check.PathError("readdir", dir, store.ErrNotDir)
 		}
 	}
 	out := make([]store.Entry, 0, len(st.children[dir]))
@@ -79,14 +80,14 @@ func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) 
 // the file changes, on this host until it is closed, and from another host
 // for Options.GCDelay. It is safe for concurrent use.
 func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
-	if err := checkPath("open", path); err != nil {
+	if err := check.Path("open", path); err != nil {
 		return nil, err
 	}
 	if err := s.check(ctx); err != nil {
-		return nil, pathErr("open", path, err)
+		return nil, check.PathError("open", path, err)
 	}
 	if path == depotpath.Root {
-		return nil, pathErr("open", path, store.ErrIsDir)
+		return nil, check.PathError("open", path, store.ErrIsDir)
 	}
 	s.view.mu.RLock()
 	defer s.view.mu.RUnlock()
@@ -94,16 +95,16 @@ func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
 	r := st.entries[path]
 	switch {
 	case r == nil:
-		return nil, pathErr("open", path, store.ErrNotExist)
+		return nil, check.PathError("open", path, store.ErrNotExist)
 	case r.Kind == store.KindDir:
-		return nil, pathErr("open", path, store.ErrIsDir)
+		return nil, check.PathError("open", path, store.ErrIsDir)
 	case !r.Present:
 		s.uses.misses.Add(1)
-		return nil, pathErr("open", path, store.ErrNotPresent)
+		return nil, check.PathError("open", path, store.ErrNotPresent)
 	}
 	b := st.blobs[r.SHA256]
 	if b == nil {
-		return nil, pathErr("open", path, fmt.Errorf("corrupt store: content %s is missing", r.SHA256))
+		return nil, check.PathError("open", path, fmt.Errorf("corrupt store: content %s is missing", r.SHA256))
 	}
 	s.uses.hits.Add(1)
 	s.uses.touch(r.SHA256)

@@ -2,11 +2,9 @@ package nats
 
 import (
 	"context"
-	"fmt"
-	"io/fs"
 
-	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
 )
 
 // Remove deletes the entry at req.Path (a directory with everything below
@@ -14,11 +12,8 @@ import (
 // atomic batch. It is safe for concurrent use.
 func (s *Store) Remove(ctx context.Context, req store.RemoveRequest) error {
 	p := req.Path
-	if err := checkPath("remove", p); err != nil {
+	if err := check.Remove(p); err != nil {
 		return err
-	}
-	if p == depotpath.Root {
-		return pathErr("remove", p, fmt.Errorf("%w: the root cannot be removed", fs.ErrInvalid))
 	}
 	err := s.update(ctx, func(t *txn) error {
 		r := t.get(p)
@@ -43,5 +38,5 @@ func (s *Store) Remove(ctx context.Context, req store.RemoveRequest) error {
 		}
 		return t.pruneParents(p)
 	}, nil)
-	return pathErr("remove", p, err)
+	return check.PathError("remove", p, err)
 }

@@ -2,7 +2,6 @@ package nats
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -11,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
 	"github.com/depotfs/depotfs/store/internal/keylock"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -410,45 +409,6 @@ func (s *Store) check(ctx context.Context) error {
 
 func (s *Store) now() time.Time { return s.opts.Now().UTC().Round(0) }
 
-// pathErr wraps err as an *fs.PathError unless it already is one.
-func pathErr(op, path string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return err
-	}
-	return &fs.PathError{Op: op, Path: path, Err: err}
-}
-
-// checkPath fails unless p is a clean depot path.
-func checkPath(op, p string) error {
-	c, err := depotpath.Clean(p)
-	if err != nil {
-		if errors.Is(err, depotpath.ErrInvalid) {
-			return &fs.PathError{Op: op, Path: p, Err: err}
-		}
-		return &fs.PathError{Op: op, Path: p, Err: fmt.Errorf("%w: %w", depotpath.ErrInvalid, err)}
-	}
-	if c != p {
-		return &fs.PathError{Op: op, Path: p, Err: fmt.Errorf("%w: not clean (clean form is %q)", depotpath.ErrInvalid, c)}
-	}
-	return nil
-}
-
-// checkSize fails with store.ErrLimit for content of size bytes that can
-// never be stored.
-func (s *Store) checkSize(size int64) error {
-	if lim := s.opts.MaxFileBytes; lim > 0 && size > lim {
-		return fmt.Errorf("%w: %d bytes, the file size limit is %d", store.ErrLimit, size, lim)
-	}
-	if lim := s.opts.MaxStoreBytes; lim > 0 && size > lim {
-		return fmt.Errorf("%w: %d bytes, the store size limit is %d", store.ErrLimit, size, lim)
-	}
-	return nil
-}
-
 // Ping asks the tree bucket's stream leader for the stream's state and
 // returns its error: nil means the cluster can take commits now (it has a
 // leader that answers). depotfs serve's /healthz and systemd watchdog call
@@ -463,4 +423,9 @@ func (s *Store) Ping(ctx context.Context) error {
 		return fmt.Errorf("nats: ping: %w", err)
 	}
 	return nil
+}
+
+// limits are the size limits check applies.
+func (s *Store) limits() check.Limits {
+	return check.Limits{MaxFileBytes: s.opts.MaxFileBytes, MaxStoreBytes: s.opts.MaxStoreBytes}
 }

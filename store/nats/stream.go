@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
 	"github.com/nats-io/nuid"
 )
 
@@ -35,7 +35,7 @@ const maxHeldInline = 32 << 20
 // nothing it wrote is left.
 func (s *Store) readStream(ctx context.Context, req store.PutRequest, r io.Reader, size int64, inline int64) (streamed, error) {
 	if size >= 0 {
-		if err := s.checkSize(size); err != nil {
+		if err := s.limits().Size(size); err != nil {
 			return streamed{}, err
 		}
 	}
@@ -61,7 +61,7 @@ func (s *Store) readStream(ctx context.Context, req store.PutRequest, r io.Reade
 			if size >= 0 && total > size {
 				return fail(fmt.Errorf("%w: the stream holds more than the %d bytes announced", store.ErrUpload, size))
 			}
-			if err := s.checkSize(total); err != nil {
+			if err := s.limits().Size(total); err != nil {
 				return fail(err)
 			}
 			d.Write(buf[:n])
@@ -113,27 +113,16 @@ func (s *Store) readStream(ctx context.Context, req store.PutRequest, r io.Reade
 	return out, nil
 }
 
-// checkStreamReq validates a streamed file's request before its bytes.
-func checkStreamReq(req store.PutRequest) error {
-	if err := checkPath("put", req.Path); err != nil {
-		return err
-	}
-	if req.Path == depotpath.Root {
-		return pathErr("put", req.Path, fmt.Errorf("%w: the root is a directory", store.ErrConflict))
-	}
-	return nil
-}
-
 // PutStream stores the bytes of r at req.Path, as Put would store them,
 // writing them as chunks as they arrive: memory stays bounded whatever the
 // size (see store.Streamer). It is safe for concurrent use.
 func (s *Store) PutStream(ctx context.Context, req store.PutRequest, r io.Reader, size int64) (store.PutResult, error) {
-	if err := checkStreamReq(req); err != nil {
+	if err := check.FilePath("put", req.Path); err != nil {
 		return store.PutResult{}, err
 	}
 	f, err := s.readStream(ctx, req, r, size, s.opts.InlineBytes)
 	if err != nil {
-		return store.PutResult{}, pathErr("put", req.Path, err)
+		return store.PutResult{}, check.PathError("put", req.Path, err)
 	}
 	var res *putOutcome
 	err = s.updateUploaded(ctx, func(t *txn) error {
@@ -145,7 +134,7 @@ func (s *Store) PutStream(ctx context.Context, req store.PutRequest, r io.Reader
 		return err
 	}, nil, uploadedOf(f))
 	if err != nil {
-		return store.PutResult{}, pathErr("put", req.Path, err)
+		return store.PutResult{}, check.PathError("put", req.Path, err)
 	}
 	return res.result(), nil
 }
@@ -189,7 +178,7 @@ func (s *Store) PutStreams(ctx context.Context, next func() (store.PutRequest, i
 			return nil, err
 		}
 		i := len(reqs)
-		if err := checkStreamReq(req); err != nil {
+		if err := check.FilePath("put", req.Path); err != nil {
 			drop()
 			return nil, &store.BatchError{Index: i, Path: req.Path, Err: err}
 		}
@@ -200,7 +189,7 @@ func (s *Store) PutStreams(ctx context.Context, next func() (store.PutRequest, i
 		f, err := s.readStream(ctx, req, r, -1, inline)
 		if err != nil {
 			drop()
-			return nil, &store.BatchError{Index: i, Path: req.Path, Err: pathErr("put", req.Path, err)}
+			return nil, &store.BatchError{Index: i, Path: req.Path, Err: check.PathError("put", req.Path, err)}
 		}
 		held += int64(len(f.small))
 		reqs, files = append(reqs, req), append(files, f)
@@ -235,7 +224,7 @@ func (s *Store) PutStreams(ctx context.Context, next func() (store.PutRequest, i
 		}
 	}
 	if err != nil {
-		return nil, &store.BatchError{Index: failed, Path: reqs[failed].Path, Err: pathErr("put", reqs[failed].Path, err)}
+		return nil, &store.BatchError{Index: failed, Path: reqs[failed].Path, Err: check.PathError("put", reqs[failed].Path, err)}
 	}
 	res := make([]store.PutResult, len(reqs))
 	for i, o := range outs {

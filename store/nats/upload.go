@@ -8,13 +8,10 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
 	"github.com/nats-io/nuid"
 )
-
-// maxUploadID bounds Chunk.UploadID.
-const maxUploadID = 256
 
 // errUploadGone reports an upload that expired or was discarded while a
 // chunk completed it.
@@ -28,22 +25,13 @@ var errUploadGone = errors.New("upload vanished while completing")
 // says. It is safe for concurrent use.
 func (s *Store) PutChunk(ctx context.Context, c store.Chunk) (store.UploadProgress, error) {
 	p := c.File.Path
-	if err := checkPath("putchunk", p); err != nil {
+	h, err := s.limits().Chunk(c)
+	if err != nil {
 		return store.UploadProgress{}, err
 	}
-	if err := checkChunk(c); err != nil {
-		return store.UploadProgress{}, pathErr("putchunk", p, err)
-	}
-	if err := s.checkSize(max(c.TotalSize, int64(len(c.Data)))); err != nil {
-		return store.UploadProgress{}, pathErr("putchunk", p, err)
-	}
-	h := sha256.Sum256(c.Data)
 	sum := hex.EncodeToString(h[:])
-	if c.SHA256 != "" && c.SHA256 != sum {
-		return store.UploadProgress{}, pathErr("putchunk", p, fmt.Errorf("%w: chunk %d declared %s, has %s", store.ErrHashMismatch, c.Index, c.SHA256, sum))
-	}
 	if err := s.uploads.Lock(ctx, c.UploadID); err != nil {
-		return store.UploadProgress{}, pathErr("putchunk", p, err)
+		return store.UploadProgress{}, check.PathError("putchunk", p, err)
 	}
 	defer s.uploads.Unlock(c.UploadID)
 	ukey := uploadKey(c.UploadID)
@@ -62,15 +50,15 @@ func (s *Store) PutChunk(ctx context.Context, c store.Chunk) (store.UploadProgre
 		var err error
 		parts, err = s.chunks.write(ctx, c.Data, s.chunkSize, func(j int) string { return s.chunks.uploadSubject(ukey, c.Index, j) })
 		if err != nil {
-			return store.UploadProgress{}, pathErr("putchunk", p, err)
+			return store.UploadProgress{}, check.PathError("putchunk", p, err)
 		}
 	} else if have.SHA256 != sum {
-		return store.UploadProgress{}, pathErr("putchunk", p, fmt.Errorf("%w: chunk %d was received with different bytes", store.ErrUpload, c.Index))
+		return store.UploadProgress{}, check.PathError("putchunk", p, fmt.Errorf("%w: chunk %d was received with different bytes", store.ErrUpload, c.Index))
 	}
 
 	var prog store.UploadProgress
 	ready, stored := false, false
-	err := s.update(ctx, func(t *txn) error {
+	err = s.update(ctx, func(t *txn) error {
 		var err error
 		prog, ready, stored, err = t.putChunk(c, ukey, uploadChunk{SHA256: sum, Size: int64(len(c.Data)), Parts: parts})
 		return err
@@ -79,14 +67,14 @@ func (s *Store) PutChunk(ctx context.Context, c store.Chunk) (store.UploadProgre
 		if !seen && !stored {
 			s.dropUploadChunk(ctx, ukey, c.Index)
 		}
-		return store.UploadProgress{}, pathErr("putchunk", p, err)
+		return store.UploadProgress{}, check.PathError("putchunk", p, err)
 	}
 	if !ready {
 		return prog, nil
 	}
 	res, err := s.complete(ctx, ukey)
 	if err != nil {
-		return store.UploadProgress{}, pathErr("putchunk", p, err)
+		return store.UploadProgress{}, check.PathError("putchunk", p, err)
 	}
 	prog.Complete, prog.Result = true, res
 	return prog, nil
@@ -97,29 +85,6 @@ func (s *Store) dropUploadChunk(ctx context.Context, ukey string, i int) {
 	if err := s.chunks.purge(context.WithoutCancel(ctx), filter); err != nil {
 		s.log.Warn("nats: deleting a refused chunk", "err", err)
 	}
-}
-
-// checkChunk validates what one chunk says about its upload.
-func checkChunk(c store.Chunk) error {
-	switch {
-	case c.UploadID == "":
-		return fmt.Errorf("%w: empty upload id", store.ErrUpload)
-	case len(c.UploadID) > maxUploadID:
-		return fmt.Errorf("%w: upload id over %d bytes", store.ErrUpload, maxUploadID)
-	case c.Count < 1:
-		return fmt.Errorf("%w: chunk count %d", store.ErrUpload, c.Count)
-	case c.Index < 0 || c.Index >= c.Count:
-		return fmt.Errorf("%w: chunk index %d outside 0..%d", store.ErrUpload, c.Index, c.Count-1)
-	case c.File.Path == depotpath.Root:
-		return fmt.Errorf("%w: the root is a directory", store.ErrConflict)
-	case c.File.SHA256 == "":
-		return fmt.Errorf("%w: the whole file's sha256 is required", store.ErrUpload)
-	case c.TotalSize < 0:
-		return fmt.Errorf("%w: total size %d", store.ErrUpload, c.TotalSize)
-	case !isHash(c.File.SHA256):
-		return fmt.Errorf("%w: sha256 %q is not 64 lowercase hex digits", store.ErrUpload, c.File.SHA256)
-	}
-	return nil
 }
 
 // putChunk records chunk c in its upload; ready reports that it was the
@@ -186,7 +151,7 @@ func (t *txn) admitChunk(u *uploadRecord, c store.Chunk) error {
 		u.Total = c.TotalSize
 	}
 	bytes := u.Bytes + int64(len(c.Data))
-	if err := t.s.checkSize(max(bytes, u.Total)); err != nil {
+	if err := t.s.limits().Size(max(bytes, u.Total)); err != nil {
 		return err
 	}
 	last := u.Received+1 == u.Count

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,7 +29,7 @@ const maxRead = 1 << 20
 // Mount. (Go does not allow a type and a function both named Mount.) Its
 // methods are safe for concurrent use.
 type Server struct {
-	open   *atomic.Int64 // files open in the mount (countedFS)
+	opens  *opens // files open in the mount (countedFS)
 	dir    string
 	server *fuse.Server
 	log    *slog.Logger
@@ -83,15 +82,15 @@ func Mount(ctx context.Context, dir string, st store.Store, opts *Options) (*Ser
 	}
 	fsys := &fsys{st: st, opts: o, log: o.Logger, started: time.Now()}
 	root := &dirNode{fsys: fsys, path: depotpath.Root}
-	open := new(atomic.Int64)
-	raw := &countedFS{RawFileSystem: fs.NewNodeFS(root, nodeOptions(o)), open: open}
+	opens := new(opens)
+	raw := &countedFS{RawFileSystem: fs.NewNodeFS(root, nodeOptions(o)), opens: opens}
 	server, err := fuse.NewServer(observe(raw, o.Observer), dir, mountOptions(o))
 	if err != nil {
 		stopWatch()
 		return nil, fmt.Errorf("vfs: mount %s: %w", dir, err)
 	}
 	m := &Server{
-		open:      open,
+		opens:     opens,
 		dir:       dir,
 		server:    server,
 		log:       o.Logger,

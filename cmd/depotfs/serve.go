@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -100,7 +101,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.Var(&c.diskReserve, "disk-reserve", "free `size` kept on the disks of the database and the audit log: a write that would leave less is refused with a disk_full error (reads keep working, and the audit log and database can still commit); 0: no check")
 	fs.Var(&c.maxStoreSize, "max-store-size", "`size` limit on all stored content (identical content counted once), e.g. 512MiB or 10GB; chunks of uploads in progress count too; when a write would exceed it, the least recently used unpinned files are evicted; 0: no limit")
 	fs.Var(&c.maxFileSize, "max-file-size", "`size` limit on one file, e.g. 100MiB; larger files are refused; 0: no limit; when not given, the default follows --max-store-size if that is smaller")
-	fs.DurationVar(&c.shutdown, "shutdown-timeout", 30*time.Second, "how long a signal waits for in-flight calls before stopping anyway")
+	fs.DurationVar(&c.shutdown, "shutdown-timeout", 30*time.Second, "how long a signal waits, in all, for in-flight calls and files open in the mount before stopping anyway")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
 	fs.BoolVar(&c.debugFUSE, "debug-fuse", false, "log every FUSE request (very verbose)")
 	fs.IntVar(&c.resourcePage, "resource-page-size", mcpserver.DefaultResourcePageSize, "`count` of files per page of the MCP resources/list")
@@ -175,8 +176,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 Runs the MCP server (streamable HTTP on --listen, or stdio with --stdio), the
 embedded store (--db) and the read-only FUSE mount (--mount) in one process.
-SIGINT or SIGTERM stops accepting calls, lets in-flight calls finish, unmounts
-and exits 0. SIGHUP re-reads the tokens file, the CRL and, from --env-file,
+SIGINT or SIGTERM refuses new calls and new opens in the mount at once, lets
+in-flight calls and open files finish (within one --shutdown-timeout),
+unmounts and exits 0. SIGHUP re-reads the tokens file, the CRL and, from --env-file,
 the log level and grants, and keeps serving. A mount left behind by a crashed
 depotfs is recovered on start. Under systemd (Type=notify) it sends READY=1
 once the mount and the listener are up.
@@ -328,6 +330,10 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		}
 		notifier.Close()
 	}()
+	// The whole stop gets one --shutdown-timeout from the signal: calls in
+	// flight and files open in the mount drain under the same deadline.
+	stopBy := sync.OnceValue(func() time.Time { return time.Now().Add(cfg.shutdown) })
+	defer context.AfterFunc(ctx, func() { stopBy() })()
 	st, exchange, closeStore, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -402,12 +408,14 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 			broker.Close()
 			return fmt.Errorf("mount %s: %w", cfg.mount, err)
 		}
+		// A signal: no new opens (they fail with ESHUTDOWN), files already
+		// open are read to their end before the unmount.
+		defer context.AfterFunc(ctx, m.RefuseOpens)()
 		defer func() {
 			broker.Close()
 			if ctx.Err() != nil && m.OpenFiles() > 0 {
-				// A signal: programs reading files get to finish them.
-				log.Info("shutting down: waiting for files open in the mount to be closed", "open", m.OpenFiles(), "timeout", cfg.shutdown)
-				wctx, cancel := context.WithTimeout(context.Background(), cfg.shutdown)
+				log.Info("shutting down: waiting for files open in the mount to be closed", "open", m.OpenFiles(), "until", stopBy().Format(time.RFC3339Nano))
+				wctx, cancel := context.WithDeadline(context.Background(), stopBy())
 				if werr := m.WaitClosed(wctx); werr != nil {
 					log.Warn("unmounting with files still open: their readers get an error", "err", werr)
 				}
@@ -455,7 +463,9 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		mux.Handle("/healthz", checker.Handler())
 		log.Info("serving metrics and health", "metrics", "http://"+mln.Addr().String()+"/metrics", "healthz", "http://"+mln.Addr().String()+"/healthz")
 		errc := make(chan error, 1)
-		go func() { errc <- serveHTTP(bgCtx, mln, time.Second, mux, &cfg.http, log) }()
+		go func() {
+			errc <- serveHTTP(bgCtx, mln, func() time.Time { return time.Now().Add(time.Second) }, nil, mux, &cfg.http, log)
+		}()
 		defer func() {
 			stopBackground()
 			if merr := <-errc; merr != nil && err == nil {
@@ -480,9 +490,13 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		ha.authn.Sink = sink
 		handler, metricsHandler = ha.authn.Middleware(handler), ha.authn.Middleware(metricsHandler)
 	}
+	// A signal: new calls are refused at once with a JSON-RPC error, the
+	// ones in flight finish.
+	dr := newDrain()
+	defer context.AfterFunc(ctx, dr.stop)()
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", handler)
-	mux.Handle("/upload/", handler) // raw uploads begun by guide_begin_upload
+	mux.Handle("/mcp", dr.handler(handler))
+	mux.Handle("/upload/", dr.handler(handler)) // raw uploads begun by guide_begin_upload
 	mux.Handle("/metrics", metricsHandler)
 	mux.Handle("/healthz", checker.Handler())
 	ln, err := net.Listen("tcp", cfg.listen)
@@ -500,7 +514,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	// The listener accepts connections from here on (the kernel queues
 	// them until Serve runs), so systemd may start what depends on it.
 	ready(scheme + "://" + ln.Addr().String() + "/mcp")
-	return serveHTTP(ctx, ln, cfg.shutdown, mux, &cfg.http, log)
+	return serveHTTP(ctx, ln, stopBy, dr, mux, &cfg.http, log)
 }
 
 // notify sends states to systemd, logging a failure: a service manager
@@ -512,9 +526,12 @@ func notify(log *slog.Logger, n *sdnotify.Notifier, states ...string) {
 }
 
 // serveHTTP serves mux on ln until ctx is done (the server's Close, run when
-// ctx ends, has already ended its notification streams), then stops
-// accepting connections and waits up to grace for in-flight calls.
-func serveHTTP(ctx context.Context, ln net.Listener, grace time.Duration, mux http.Handler, hc *httpConfig, log *slog.Logger) error {
+// ctx ends, ends its notification streams), then waits until stopBy for
+// the requests dr admitted to finish (dr, when not nil, refuses new ones
+// from ctx's end on, with the listener still open so that callers hear
+// why), then stops accepting connections and waits for the rest, until
+// stopBy too.
+func serveHTTP(ctx context.Context, ln net.Listener, stopBy func() time.Time, dr *drain, mux http.Handler, hc *httpConfig, log *slog.Logger) error {
 	hs := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: hc.readHeaderTimeout,
@@ -529,9 +546,15 @@ func serveHTTP(ctx context.Context, ln net.Listener, grace time.Duration, mux ht
 		return fmt.Errorf("http: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: finishing in-flight calls", "timeout", grace)
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	sctx, cancel := context.WithDeadline(context.Background(), stopBy())
 	defer cancel()
+	if dr != nil {
+		dr.stop()
+		log.Info("shutting down: refusing new calls, finishing those in flight", "in_flight", dr.pending(), "until", stopBy().Format(time.RFC3339Nano))
+		if err := dr.wait(sctx); err != nil {
+			log.Warn("in-flight calls did not finish in time", "err", err)
+		}
+	}
 	if err := hs.Shutdown(sctx); err != nil {
 		log.Warn("in-flight calls did not finish in time", "err", err)
 		return hs.Close()

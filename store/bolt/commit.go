@@ -163,6 +163,8 @@ func (s *Store) tryCommit(batch []*commit) (int, error) {
 		return -1, dbErr(err)
 	}
 	s.staged.apply(w.staged)
-	s.hub.publish(w.events)
+	if n := len(w.events); n > 0 {
+		s.hub.Publish(w.events, w.events[n-1].Revision)
+	}
 	return -1, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
 	"github.com/depotfs/depotfs/store/internal/keylock"
+	"github.com/depotfs/depotfs/store/internal/watchhub"
 	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -98,7 +99,7 @@ type Store struct {
 	queue commitQueue // writes waiting for wmu (group commit)
 
 	gc      gc
-	hub     hub
+	hub     watchhub.Hub
 	uploads keylock.Locks
 	uses    uses
 	staged  stagedTotals
@@ -169,7 +170,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		lockFile.Close()
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
-	s.hub.init(o.History, rev)
+	s.hub.Init(o.History, rev)
 
 	s.wg.Add(2)
 	go s.janitor()
@@ -206,7 +207,7 @@ func (s *Store) Revision(ctx context.Context) (uint64, error) {
 	if err := s.check(ctx); err != nil {
 		return 0, err
 	}
-	return s.hub.current(), nil
+	return s.hub.Revision(), nil
 }
 
 // check fails when the store is closed or ctx is done.

@@ -244,7 +244,8 @@ func (s *Store) setup(ctx context.Context) error {
 	last := info.State.LastSeq
 	// What the view reads up to last is the tree as it was, not history
 	// for watchers (see view.apply).
-	s.view.hub.init(s.opts.History, s.done)
+	s.view.hub.Init(s.opts.History, 0)
+	s.view.done = s.done
 	s.view.openSeq = last
 	if err := s.follow(ctx, 1); err != nil {
 		return err

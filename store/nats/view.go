@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/watchhub"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -24,7 +25,8 @@ type view struct {
 	// pendingCommit is the sequence that completes the pending batch,
 	// pendingLast the sequence of its last message so far.
 	pendingCommit, pendingLast uint64
-	hub                        hub
+	hub                        watchhub.Hub
+	done                       <-chan struct{} // closed by Close
 	uses                       *uses
 	// openSeq is the stream's last sequence when the store opened: the
 	// events of messages up to it are not kept for watchers; from is the
@@ -105,7 +107,7 @@ func (v *view) fail(err error) {
 		v.applyErr = err
 	}
 	v.mu.Unlock()
-	v.hub.wakeAll()
+	v.hub.Wake()
 }
 
 // apply applies whole batches up to sequence rev and publishes their
@@ -145,11 +147,11 @@ func (v *view) apply(msgs []jetstream.Msg, rev uint64) {
 	entryRev := st.entryRev
 	if !v.opened && st.rev >= v.openSeq {
 		v.opened = true
-		v.hub.setFrom(v.from)
+		v.hub.SetFrom(v.from)
 	}
 	v.mu.Unlock()
 	v.uses.touch(touched...)
-	v.hub.publish(evs, entryRev)
+	v.hub.Publish(evs, entryRev)
 }
 
 // keyOf returns the KV key of a subject $KV.<bucket>.<key>.
@@ -289,7 +291,7 @@ func (v *view) waitUntil(ctx context.Context, done func(uint64) bool) error {
 	timer := time.NewTimer(applyTimeout)
 	defer timer.Stop()
 	for {
-		wake, closed := v.hub.waiter()
+		wake, closed := v.hub.Changed(), v.done
 		v.mu.RLock()
 		rev, err := v.st.rev, v.applyErr
 		v.mu.RUnlock()

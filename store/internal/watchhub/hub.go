@@ -1,0 +1,160 @@
+// Package watchhub fans a store's committed events out to its watchers
+// (store.Store.Watch): a bounded ring of the last events, and the loop
+// each watcher runs over it. Writers never wait for watchers; a watcher
+// that needs events the ring no longer holds gets one store.EventResync.
+// It knows nothing of how a store commits; the store publishes what it
+// committed, in revision order.
+package watchhub
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/store"
+)
+
+// Buffer is the capacity a store gives a Watch channel.
+const Buffer = 16
+
+// batch bounds the events a watcher copies out of the ring at a time.
+const batch = 256
+
+// Hub holds the last events a store published. Its zero value holds
+// nothing and must be initialized with Init before use; then it is safe
+// for concurrent use.
+type Hub struct {
+	mu   sync.Mutex
+	ring []store.Event // circular; len(ring) is the capacity
+	head int           // index of the oldest event
+	n    int           // events held
+	last uint64        // the store's revision
+	from uint64        // the ring holds every event after this revision
+	wake chan struct{} // closed and replaced on every publish
+}
+
+// Init empties h, makes it hold up to capacity events, and sets the
+// store's revision to rev: h holds every event after rev (none yet), so a
+// watcher asking for earlier ones is resynced.
+func (h *Hub) Init(capacity int, rev uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ring = make([]store.Event, capacity)
+	h.head, h.n = 0, 0
+	h.last, h.from = rev, rev
+	h.wake = make(chan struct{})
+}
+
+// Publish appends evs, which follow every event published before in
+// revision order, moves the store's revision to rev (never back), and
+// wakes the watchers.
+func (h *Hub) Publish(evs []store.Event, rev uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, ev := range evs {
+		if h.n < len(h.ring) {
+			h.ring[(h.head+h.n)%len(h.ring)] = ev
+			h.n++
+		} else {
+			h.from = max(h.from, h.ring[h.head].Revision)
+			h.ring[h.head] = ev
+			h.head = (h.head + 1) % len(h.ring)
+		}
+	}
+	h.last = max(h.last, rev)
+	close(h.wake)
+	h.wake = make(chan struct{})
+}
+
+// Wake wakes everyone waiting on Changed without publishing anything.
+func (h *Hub) Wake() { h.Publish(nil, 0) }
+
+// SetFrom says h holds every event after revision from (a store that
+// replayed its history without keeping it for watchers).
+func (h *Hub) SetFrom(from uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.from = from
+}
+
+// Revision is the store's revision as last published.
+func (h *Hub) Revision() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last
+}
+
+// Changed returns a channel closed at the next Publish or Wake.
+func (h *Hub) Changed() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.wake
+}
+
+func (h *Hub) at(i int) store.Event { return h.ring[(h.head+i)%len(h.ring)] }
+
+// read returns up to batch events with revision >= next, or resync when
+// h no longer holds all of them; the store's revision; and the channel
+// closed by the next publish.
+func (h *Hub) read(next uint64) (evs []store.Event, resync bool, cur uint64, wake <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cur, wake = h.last, h.wake
+	if next > cur {
+		return nil, false, cur, wake
+	}
+	if next <= h.from {
+		return nil, true, cur, wake
+	}
+	i := sort.Search(h.n, func(i int) bool { return h.at(i).Revision >= next })
+	for ; i < h.n && len(evs) < batch; i++ {
+		evs = append(evs, h.at(i))
+	}
+	return evs, false, cur, wake
+}
+
+// Serve sends out the events within prefix with a revision above since,
+// in revision order, as they are published; when the events it needs are
+// no longer held it sends one store.EventResync with Path prefix and the
+// store's revision, and continues after it. It returns, closing out, when
+// ctx is done or done is closed. Each watcher runs its own Serve.
+func (h *Hub) Serve(ctx context.Context, done <-chan struct{}, out chan<- store.Event, prefix string, since uint64) {
+	defer close(out)
+	send := func(ev store.Event) bool {
+		select {
+		case out <- ev:
+			return true
+		case <-ctx.Done():
+		case <-done:
+		}
+		return false
+	}
+	next := since + 1
+	for {
+		evs, resync, cur, wake := h.read(next)
+		if resync {
+			if !send(store.Event{Kind: store.EventResync, Path: prefix, Revision: cur}) {
+				return
+			}
+			next = cur + 1
+			continue
+		}
+		if len(evs) == 0 {
+			next = max(next, cur+1)
+			select {
+			case <-wake:
+				continue
+			case <-ctx.Done():
+			case <-done:
+			}
+			return
+		}
+		for _, ev := range evs {
+			if depotpath.Within(ev.Path, prefix) && !send(ev) {
+				return
+			}
+			next = ev.Revision + 1
+		}
+	}
+}

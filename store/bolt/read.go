@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"sync/atomic"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
+	"github.com/depotfs/depotfs/store/internal/chunkread"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -172,43 +172,19 @@ func (c *content) ReadAt(p []byte, off int64) (int, error) {
 	if c.closed.Load() {
 		return 0, fs.ErrClosed
 	}
-	if off < 0 {
-		return 0, fmt.Errorf("read at %d: %w", off, fs.ErrInvalid)
-	}
-	if off >= c.size {
-		if len(p) == 0 {
-			return 0, nil
-		}
-		return 0, io.EOF
-	}
-	want := min(int64(len(p)), c.size-off)
-	if want == 0 {
-		return 0, nil
-	}
+	return chunkread.ReadAt(c, c.sum, c.size, c.chunkSize, p, off)
+}
+
+// Chunks reads the content's chunks in one read transaction (see
+// chunkread.Source).
+func (c *content) Chunks(read func(get func(i int64) ([]byte, error)) error) error {
 	if c.s.closed.Load() {
-		return 0, store.ErrClosed
+		return store.ErrClosed
 	}
-	n := 0
-	err := c.s.db.View(func(tx *bbolt.Tx) error {
+	return dbErr(c.s.db.View(func(tx *bbolt.Tx) error {
 		chunks := tx.Bucket(bucketChunks)
-		for int64(n) < want {
-			pos := off + int64(n)
-			i, within := pos/c.chunkSize, pos%c.chunkSize
-			v := chunks.Get(chunkKey(c.h, i))
-			if int64(len(v)) <= within {
-				return fmt.Errorf("corrupt store: chunk %d of %s is missing or short", i, c.sum)
-			}
-			n += copy(p[n:want], v[within:])
-		}
-		return nil
-	})
-	if err != nil {
-		return n, dbErr(err)
-	}
-	if int64(n) < int64(len(p)) {
-		return n, io.EOF
-	}
-	return n, nil
+		return read(func(i int64) ([]byte, error) { return chunks.Get(chunkKey(c.h, i)), nil })
+	}))
 }
 
 // Close releases the content; the last Close of a blob that is no longer

@@ -3,7 +3,6 @@ package nats
 import (
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
+	"github.com/depotfs/depotfs/store/internal/chunkread"
 )
 
 // rootEntry is the synthesized entry of "/".
@@ -135,43 +135,22 @@ func (c *content) ReadAt(p []byte, off int64) (int, error) {
 	if c.closed.Load() {
 		return 0, fs.ErrClosed
 	}
-	if off < 0 {
-		return 0, fmt.Errorf("read at %d: %w", off, fs.ErrInvalid)
-	}
-	if off >= c.size {
-		if len(p) == 0 {
-			return 0, nil
-		}
-		return 0, io.EOF
-	}
-	want := min(int64(len(p)), c.size-off)
+	return chunkread.ReadAt(c, c.sum, c.size, c.chunkSize, p, off)
+}
+
+// Chunks reads the content's chunks from this host's cache or the
+// servers, or its inline bytes (see chunkread.Source).
+func (c *content) Chunks(read func(get func(i int64) ([]byte, error)) error) error {
 	if c.s.closed.Load() {
-		return 0, store.ErrClosed
+		return store.ErrClosed
 	}
 	ctx := context.Background()
-	n := 0
-	for int64(n) < want {
-		pos := off + int64(n)
-		i, within := pos/c.chunkSize, pos%c.chunkSize
-		var v []byte
-		var err error
+	return read(func(i int64) ([]byte, error) {
 		if c.gen == genInline {
-			v, err = c.s.inlineData(ctx, c.sum)
-		} else {
-			v, err = c.s.chunks.read(ctx, c.s.chunks.blobSubject(c.sum, c.gen, i))
+			return c.s.inlineData(ctx, c.sum)
 		}
-		if err != nil {
-			return n, err
-		}
-		if int64(len(v)) <= within {
-			return n, fmt.Errorf("corrupt store: chunk %d of %s is short", i, c.sum)
-		}
-		n += copy(p[n:want], v[within:])
-	}
-	if int64(n) < int64(len(p)) {
-		return n, io.EOF
-	}
-	return n, nil
+		return c.s.chunks.read(ctx, c.s.chunks.blobSubject(c.sum, c.gen, i))
+	})
 }
 
 // Close releases the content.

@@ -31,7 +31,7 @@ type Source interface {
 }
 
 // Cache is a bounded directory of blob files. Its methods are safe for
-// concurrent use.
+// concurrent use; Close stops its sealer.
 type Cache struct {
 	dir string
 	max int64
@@ -42,11 +42,20 @@ type Cache struct {
 	lru     *list.List               // of *blob, most recently used first
 	blobs   map[string]*list.Element // by SHA-256
 	filling map[string]*fill         // fills in progress, by SHA-256
+	stats   Stats
+
+	seals      chan *blob    // filled blobs waiting to be sealed
+	stopSealer chan struct{} // closed by Close
+	sealerDone chan struct{} // closed when the sealer has exited
+	closeOnce  sync.Once
 }
 
 type blob struct {
 	sum  string
 	size int64
+	// kept: found sealed at Open and not yet known to be held by the
+	// store (Get, Fill or Retain clears it).
+	kept bool
 }
 
 // fill is one blob being written; done is closed when err is set.
@@ -55,9 +64,32 @@ type fill struct {
 	err  error
 }
 
-// Open makes dir (0700) the cache's directory, deleting the blobs an
-// earlier run left in it, and bounds the cache to maxBytes (which must be
-// positive).
+// Stats are a cache's counts. Kept and Dropped are what Open found; the
+// other counters start at zero at Open.
+type Stats struct {
+	Blobs int   // blobs cached now
+	Bytes int64 // bytes they take
+	// Kept is the blobs an earlier run left that Open kept: sealed, and
+	// their files unchanged since.
+	Kept int
+	// Dropped is the blobs and unfinished fills of an earlier run that
+	// Open deleted: never sealed, or changed since sealed.
+	Dropped int
+	Hits    uint64 // Get (or Fill) found the blob cached
+	Fills   uint64 // blobs copied in from a Source
+	Pruned  uint64 // kept blobs Retain deleted: the store no longer held them
+}
+
+// sealQueue bounds the blobs waiting to be sealed; a blob that does not
+// fit stays unsealed (usable now, dropped by the next Open).
+const sealQueue = 64
+
+// Open makes dir (0700) the cache's directory and bounds the cache to
+// maxBytes (which must be positive). It keeps the blobs an earlier run
+// sealed whose files have not changed since (see the package doc), least
+// recently filled deleted first beyond maxBytes, and deletes every other
+// blob, seal and unfinished fill in dir; other files are left alone. Close
+// the cache when done.
 func Open(dir string, maxBytes int64, log *slog.Logger) (*Cache, error) {
 	if maxBytes <= 0 {
 		return nil, fmt.Errorf("blobcache: size %d: must be positive", maxBytes)
@@ -68,29 +100,22 @@ func Open(dir string, maxBytes int64, log *slog.Logger) (*Cache, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("blobcache: %w", err)
 	}
-	if err := clear(dir); err != nil {
+	c := &Cache{dir: dir, max: maxBytes, log: log, lru: list.New(),
+		blobs: make(map[string]*list.Element), filling: make(map[string]*fill),
+		seals: make(chan *blob, sealQueue), stopSealer: make(chan struct{}), sealerDone: make(chan struct{})}
+	if err := c.reindex(); err != nil {
 		return nil, err
 	}
-	return &Cache{dir: dir, max: maxBytes, log: log, lru: list.New(),
-		blobs: make(map[string]*list.Element), filling: make(map[string]*fill)}, nil
+	go c.runSealer()
+	return c, nil
 }
 
-// clear deletes the blobs and unfinished fills in dir, and nothing else: a
-// cache directory shared by mistake keeps its other files.
-func clear(dir string) error {
-	des, err := os.ReadDir(dir)
-	if err != nil {
-		return fmt.Errorf("blobcache: %w", err)
-	}
-	for _, de := range des {
-		name := de.Name()
-		if !isBlobName(name) && !strings.HasPrefix(name, ".fill-") {
-			continue
-		}
-		if err := os.Remove(filepath.Join(dir, name)); err != nil {
-			return fmt.Errorf("blobcache: clear %s: %w", dir, err)
-		}
-	}
+// Close stops sealing: the blobs still queued are sealed first, so that
+// the next Open keeps them. The cache stays usable; blobs filled after
+// Close are not sealed. Close is idempotent.
+func (c *Cache) Close() error {
+	c.closeOnce.Do(func() { close(c.stopSealer) })
+	<-c.sealerDone
 	return nil
 }
 
@@ -126,13 +151,31 @@ func (c *Cache) Has(sum string) bool {
 	return ok
 }
 
+// Stats returns the cache's counts.
+func (c *Cache) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.stats
+	s.Blobs, s.Bytes = len(c.blobs), c.used
+	return s
+}
+
 // Get opens the cached blob sum for reading and marks it recently used; ok
-// is false when it is not cached.
-func (c *Cache) Get(sum string) (f *os.File, ok bool) {
+// is false when it is not cached. sum must be the hash of content the
+// store holds now: a blob kept from an earlier run is then known to be
+// still wanted (see Retain).
+func (c *Cache) Get(sum string) (f *os.File, ok bool) { return c.open(sum, true) }
+
+// open is Get; hit says whether finding the blob counts as a hit.
+func (c *Cache) open(sum string, hit bool) (f *os.File, ok bool) {
 	c.mu.Lock()
 	el, ok := c.blobs[sum]
 	if ok {
 		c.lru.MoveToFront(el)
+		el.Value.(*blob).kept = false
+		if hit {
+			c.stats.Hits++
+		}
 	}
 	c.mu.Unlock()
 	if !ok {
@@ -157,8 +200,8 @@ func (c *Cache) Fill(ctx context.Context, src Source) (*os.File, error) {
 	if src.Size() > c.max {
 		return nil, fmt.Errorf("blobcache: fill %s (%d bytes, cache %d): %w", sum, src.Size(), c.max, ErrTooLarge)
 	}
-	for {
-		if f, ok := c.Get(sum); ok {
+	for wrote := false; ; wrote = true {
+		if f, ok := c.open(sum, !wrote); ok {
 			return f, nil
 		}
 		c.mu.Lock()
@@ -238,8 +281,15 @@ func (c *Cache) write(ctx context.Context, src Source) (err error) {
 	if err := os.Rename(tmp.Name(), c.path(sum)); err != nil {
 		return fmt.Errorf("blobcache: fill %s: %w", sum, err)
 	}
-	c.blobs[sum] = c.lru.PushFront(&blob{sum: sum, size: size})
+	b := &blob{sum: sum, size: size}
+	c.blobs[sum] = c.lru.PushFront(b)
 	c.used += size
+	c.stats.Fills++
+	select {
+	case c.seals <- b:
+	default:
+		c.log.Debug("blobcache: seal queue full; the blob is not kept across restarts", "sha256", sum)
+	}
 	return nil
 }
 
@@ -253,6 +303,30 @@ func (c *Cache) makeRoomLocked(size int64) {
 		}
 		c.removeLocked(el)
 	}
+}
+
+// Retain deletes the blobs kept from an earlier run that are not yet known
+// to be wanted (by Get or Fill) and that held says the store no longer
+// has; the others are known to be wanted from now on. It returns how many
+// it deleted. held is called with c's lock held and must not call c.
+func (c *Cache) Retain(held func(sum string) bool) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for el := c.lru.Front(); el != nil; {
+		next := el.Next()
+		if b := el.Value.(*blob); b.kept {
+			if held(b.sum) {
+				b.kept = false
+			} else {
+				c.removeLocked(el)
+				n++
+			}
+		}
+		el = next
+	}
+	c.stats.Pruned += uint64(n)
+	return n
 }
 
 // Remove deletes the blob sum if it is cached: the store may no longer
@@ -269,6 +343,10 @@ func (c *Cache) removeLocked(el *list.Element) {
 	b := c.lru.Remove(el).(*blob)
 	delete(c.blobs, b.sum)
 	c.used -= b.size
+	// The seal goes first: a blob left without one is dropped at Open.
+	if err := os.Remove(c.path(b.sum) + sealSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+		c.log.Warn("blobcache: deleting a seal failed", "sha256", b.sum, "err", err)
+	}
 	if err := os.Remove(c.path(b.sum)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		c.log.Warn("blobcache: deleting a blob failed", "sha256", b.sum, "err", err)
 	}

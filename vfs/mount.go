@@ -34,6 +34,7 @@ type Server struct {
 	server *fuse.Server
 	log    *slog.Logger
 	inv    *invalidator
+	blobs  *blobs // the blob cache, closed at Unmount; nil without passthrough
 
 	stopWatch    context.CancelFunc
 	watchDone    chan struct{} // closed when the invalidation goroutine exits
@@ -87,6 +88,9 @@ func Mount(ctx context.Context, dir string, st store.Store, opts *Options) (*Ser
 	server, err := fuse.NewServer(observe(raw, o.Observer), dir, mountOptions(o))
 	if err != nil {
 		stopWatch()
+		if pt != nil {
+			pt.cache.Close()
+		}
 		return nil, fmt.Errorf("vfs: mount %s: %w", dir, err)
 	}
 	m := &Server{
@@ -96,6 +100,7 @@ func Mount(ctx context.Context, dir string, st store.Store, opts *Options) (*Ser
 		log:       o.Logger,
 		inv:       newInvalidator(fsys, root.EmbeddedInode(), rev),
 		stopWatch: stopWatch,
+		blobs:     pt,
 		watchDone: make(chan struct{}),
 		served:    make(chan struct{}),
 	}
@@ -115,6 +120,7 @@ func Mount(ctx context.Context, dir string, st store.Store, opts *Options) (*Ser
 			m.prefetchDone = make(chan struct{})
 			go func() {
 				defer close(m.prefetchDone)
+				pt.retain(watchCtx, st)
 				pt.runPrefetch(watchCtx, st)
 			}()
 		}
@@ -189,6 +195,9 @@ func (m *Server) Unmount() error {
 			<-m.prefetchDone
 		}
 		m.unmountErr = m.unmount()
+		if m.blobs != nil {
+			m.blobs.cache.Close() // seals what was filled last
+		}
 	})
 	return m.unmountErr
 }

@@ -80,7 +80,10 @@ type Options struct {
 	// the kernel reads that file directly, at the speed of a local file.
 	// It needs root and a kernel with FUSE passthrough (6.9 or later);
 	// without them the mount works as if it were off (Server.Passthrough
-	// says which). BlobCacheDir's blobs are deleted at mount: the store is
+	// says which). At mount, the blobs an earlier mount left in
+	// BlobCacheDir are kept if their files are unchanged since written
+	// (size, inode and change time, recorded once synced) and the store
+	// still holds their content; the others are deleted. The store is
 	// the store of record.
 	Passthrough    bool
 	BlobCacheDir   string

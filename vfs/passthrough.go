@@ -11,6 +11,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/vfs/internal/blobcache"
 )
@@ -96,6 +97,57 @@ func (b *blobs) queue(e store.Entry) {
 	}
 }
 
+// retain, when the cache kept blobs from an earlier run, walks the store's
+// tree once: it records which path each kept blob is the content of (so
+// that a change to the path drops it, as for a blob filled in this run) and
+// deletes the kept blobs no file of the store has any more. A kept blob is
+// served meanwhile only to an open whose content the store says has its
+// hash. A path changed during the walk may leave its old blob cached until
+// the bound evicts it.
+func (b *blobs) retain(ctx context.Context, st store.Store) {
+	if b.cache.Stats().Kept == 0 {
+		return
+	}
+	held := make(map[string]bool)
+	if err := walkFiles(ctx, st, depotpath.Root, func(e store.Entry) {
+		if wants(e) {
+			held[e.SHA256] = true
+			if b.cache.Has(e.SHA256) {
+				b.note(e.Path, e.SHA256)
+			}
+		}
+	}); err != nil {
+		if !errors.Is(err, context.Canceled) {
+			b.log.Warn("vfs: listing the store for the blob cache failed; blobs kept from the last run stay until evicted", "err", err)
+		}
+		return
+	}
+	if n := b.cache.Retain(func(sum string) bool { return held[sum] }); n > 0 {
+		b.log.Info("vfs: blob cache: deleted blobs the store no longer holds", "blobs", n)
+	}
+}
+
+// walkFiles calls fn for every file under dir, one directory at a time.
+func walkFiles(ctx context.Context, st store.Store, dir string, fn func(store.Entry)) error {
+	es, err := st.ReadDir(ctx, dir)
+	if errors.Is(err, store.ErrNotExist) || errors.Is(err, store.ErrNotDir) {
+		return nil // gone or replaced since its parent was listed
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range es {
+		if e.IsDir() {
+			if err := walkFiles(ctx, st, e.Path, fn); err != nil {
+				return err
+			}
+		} else {
+			fn(e)
+		}
+	}
+	return nil
+}
+
 // runPrefetch copies queued blobs into the cache until ctx is done.
 func (b *blobs) runPrefetch(ctx context.Context, st store.Store) {
 	for {
@@ -163,4 +215,29 @@ func (h *blobHandle) Release(context.Context) syscall.Errno {
 		h.node.fsys.log.Warn("vfs: closing a blob file failed", "path", h.node.version.path, "err", err)
 	}
 	return 0
+}
+
+// BlobCacheStats are the counts of a mount's passthrough blob cache.
+type BlobCacheStats struct {
+	Blobs int   // blobs cached now
+	Bytes int64 // bytes they take
+	Max   int64 // the bound (Options.BlobCacheBytes)
+	// Kept is the blobs the last run left that this mount kept (sealed
+	// and unchanged since); Dropped is the ones it deleted instead.
+	Kept, Dropped int
+	Hits          uint64 // opens served from a cached blob without copying it
+	Fills         uint64 // blobs copied in from the store
+	Pruned        uint64 // kept blobs deleted because the store no longer held them
+}
+
+// BlobCacheStats returns the blob cache's counts; ok is false when
+// passthrough is off (Passthrough).
+func (m *Server) BlobCacheStats() (s BlobCacheStats, ok bool) {
+	pt := m.inv.fsys.pt.Load()
+	if pt == nil {
+		return s, false
+	}
+	c := pt.cache.Stats()
+	return BlobCacheStats{Blobs: c.Blobs, Bytes: c.Bytes, Max: pt.cache.Max(), Kept: c.Kept, Dropped: c.Dropped,
+		Hits: c.Hits, Fills: c.Fills, Pruned: c.Pruned}, true
 }

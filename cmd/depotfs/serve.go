@@ -89,7 +89,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.exec, "exec", false, "allow executing files from the mount (mounted noexec otherwise)")
 	fs.BoolVar(&c.noXattrs, "no-xattrs", false, "do not serve the user.depotfs.* provenance extended attributes")
 	fs.BoolVar(&c.passthrough, "passthrough", true, "serve files of 256 KiB or more through FUSE passthrough from a blob cache, at local-disk speed (needs root and Linux 6.9 or later; off by itself otherwise)")
-	fs.StringVar(&c.blobCacheDir, "blob-cache-dir", "", "`dir`ectory of the passthrough blob cache (emptied at start); empty: \"blobs\" beside the database")
+	fs.StringVar(&c.blobCacheDir, "blob-cache-dir", "", "`dir`ectory of the passthrough blob cache (blobs unchanged since the last run are kept, the rest deleted at start); empty: \"blobs\" beside the database")
 	c.blobCacheSize = defaultBlobCacheSize
 	fs.Var(&c.blobCacheSize, "blob-cache-size", "`size` limit on the passthrough blob cache, e.g. 1GiB; least recently used blobs are deleted first; 0 turns passthrough off")
 	fs.DurationVar(&c.uploadTimeout, "upload-timeout", time.Hour, "delete a chunked upload, and free the room its chunks take under --max-store-size, after this long without a new chunk")
@@ -427,6 +427,10 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 				log.Info("unmounted", "mount", cfg.mount)
 			}
 		}()
+		met.WatchBlobCache(func() (metrics.BlobCache, bool) {
+			s, ok := m.BlobCacheStats()
+			return metrics.BlobCache(s), ok
+		})
 		opts.MountPoint = m.Dir()
 		opts.Applied = m.WaitApplied
 		opts.Requests = broker

@@ -186,6 +186,14 @@ type SessionSource interface {
 	LiveSessions() int
 }
 
+// WatchBlobCache exports the mount's passthrough blob cache counts
+// (depotfs_blob_cache_*), calling read at each scrape; while read says
+// false (passthrough off) they are left out. Call it once, when the mount
+// exists.
+func (m *Metrics) WatchBlobCache(read func() (BlobCache, bool)) {
+	m.reg.MustRegister(&blobCacheCollector{read: read})
+}
+
 // WatchSessions exports src's count as depotfs_mcp_sessions_live, read
 // at each scrape. Call it once, when the server exists.
 func (m *Metrics) WatchSessions(src SessionSource) {

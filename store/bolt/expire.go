@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"time"
 
 	"github.com/depotfs/depotfs/store"
@@ -18,25 +19,19 @@ import (
 // periodically; it is exported so tests (with Options.Now) and operators
 // can run it at will. It is safe for concurrent use.
 func (s *Store) ExpireUploads(ctx context.Context) (int, error) {
-	return s.DropUploads(ctx, s.opts.UploadTimeout)
+	dropped, err := s.DropUploads(ctx, nil, s.opts.UploadTimeout)
+	return len(dropped), err
 }
 
-// DropUploads is ExpireUploads with idle in place of
-// Options.UploadTimeout: it deletes the uploads, in progress or completed,
-// that received no chunk for idle (0: every upload not busy with a chunk),
-// so an operator can reclaim the room abandoned uploads hold before they
-// time out. A later chunk of a dropped upload starts it anew. It is safe
-// for concurrent use.
-func (s *Store) DropUploads(ctx context.Context, idle time.Duration) (int, error) {
+var _ store.UploadAdmin = (*Store)(nil)
+
+// ListUploads is store.UploadAdmin.ListUploads. It is safe for concurrent
+// use.
+func (s *Store) ListUploads(ctx context.Context) ([]store.UploadInfo, error) {
 	if err := s.check(ctx); err != nil {
-		return 0, err
+		return nil, err
 	}
-	if idle < 0 {
-		return 0, fmt.Errorf("bolt: drop uploads: %w: negative idle time %v", fs.ErrInvalid, idle)
-	}
-	now := s.now()
-	expired := func(u *upload) bool { return now.Sub(u.Last) >= idle }
-	var ids []string
+	var out []store.UploadInfo
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		ups := tx.Bucket(bucketUploads)
 		return ups.ForEachBucket(func(k []byte) error {
@@ -44,25 +39,44 @@ func (s *Store) DropUploads(ctx context.Context, idle time.Duration) (int, error
 			if err != nil {
 				return fmt.Errorf("upload %q: %w", k, err)
 			}
-			if expired(u) {
-				ids = append(ids, string(k))
-			}
+			out = append(out, u.info(string(k)))
 			return nil
 		})
 	})
 	if err != nil {
-		return 0, dbErr(err)
+		return nil, dbErr(err)
 	}
-	n := 0
-	for _, id := range ids {
+	store.SortUploads(out)
+	return out, nil
+}
+
+// DropUploads is store.UploadAdmin.DropUploads: ExpireUploads with idle in
+// place of Options.UploadTimeout, for the uploads ids names (nil: all),
+// so an operator can reclaim the room abandoned uploads hold before they
+// time out. It is safe for concurrent use.
+func (s *Store) DropUploads(ctx context.Context, ids []string, idle time.Duration) ([]store.UploadInfo, error) {
+	if idle < 0 {
+		return nil, fmt.Errorf("bolt: drop uploads: %w: negative idle time %v", fs.ErrInvalid, idle)
+	}
+	all, err := s.ListUploads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	expired := func(u *upload) bool { return now.Sub(u.Last) >= idle }
+	var dropped []store.UploadInfo
+	for _, info := range all {
+		if ids != nil && !slices.Contains(ids, info.ID) || now.Sub(info.Last) < idle {
+			continue
+		}
+		id := info.ID
 		if !s.uploads.TryLock(id) {
 			continue
 		}
-		deleted := false
+		var gone *store.UploadInfo
 		err := s.update(ctx, func(w *wtx) error {
-			deleted = false
-			ups := w.tx.Bucket(bucketUploads)
-			ub := ups.Bucket([]byte(id))
+			gone = nil
+			ub := w.tx.Bucket(bucketUploads).Bucket([]byte(id))
 			if ub == nil {
 				return nil
 			}
@@ -70,18 +84,19 @@ func (s *Store) DropUploads(ctx context.Context, idle time.Duration) (int, error
 			if err != nil || !expired(u) {
 				return err
 			}
-			deleted = true
+			info := u.info(id)
+			gone = &info
 			return w.dropUpload(id, u)
 		})
 		s.uploads.Unlock(id)
 		if err != nil {
-			return n, err
+			return dropped, err
 		}
-		if deleted {
-			n++
+		if gone != nil {
+			dropped = append(dropped, *gone)
 		}
 	}
-	return n, nil
+	return dropped, nil
 }
 
 // janitor expires idle uploads until the store is closed.

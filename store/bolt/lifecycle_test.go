@@ -253,11 +253,11 @@ func TestUploadLimits(t *testing.T) {
 		if _, err := s.PutChunk(ctx, u2[1]); !errors.Is(err, store.ErrLimit) {
 			t.Errorf("a chunk taking uploads over the store limit: %v, want ErrLimit", err)
 		}
-		if _, err := s.DropUploads(ctx, -time.Second); err == nil {
+		if _, err := s.DropUploads(ctx, nil, -time.Second); err == nil {
 			t.Error("DropUploads with a negative idle time succeeded")
 		}
-		if n, err := s.DropUploads(ctx, time.Minute); err != nil || n != 2 {
-			t.Fatalf("DropUploads: %d, %v; want 2", n, err)
+		if dropped, err := s.DropUploads(ctx, nil, time.Minute); err != nil || len(dropped) != 2 {
+			t.Fatalf("DropUploads: %v, %v; want 2", dropped, err)
 		}
 		if st := storeStats(t, s); st.Uploads != 0 || st.UploadBytes != 0 {
 			t.Errorf("Stats after DropUploads %+v", st)

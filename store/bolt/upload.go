@@ -42,6 +42,11 @@ func (u *upload) progress(id string) store.UploadProgress {
 	return p
 }
 
+func (u *upload) info(id string) store.UploadInfo {
+	return store.UploadInfo{ID: id, Path: u.File.Path, Received: u.Received, Count: u.Count, Bytes: u.Bytes,
+		Total: u.Total, Started: u.Started, Last: u.Last, Complete: u.Result != nil}
+}
+
 func readUpload(b *bbolt.Bucket) (*upload, error) {
 	var u upload
 	if err := json.Unmarshal(b.Get(keyUploadMeta), &u); err != nil {

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/identity"
 	"github.com/depotfs/depotfs/mcpserver/internal/guide"
+	"github.com/depotfs/depotfs/mcpserver/internal/lift"
 	"github.com/depotfs/depotfs/mcpserver/internal/rpcerr"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 )
@@ -105,9 +107,34 @@ func (s *Server) newHandler() http.Handler {
 			defer context.AfterFunc(s.done, cancel)()
 			defer s.sessions.open(&stream{req: r, session: sid, cancel: cancel})()
 			r = r.WithContext(ctx)
+		} else {
+			r = liftContent(r)
 		}
 		edge.ServeHTTP(w, r)
 	})
+}
+
+// liftContent takes the long strings of a tool call's arguments out of
+// r's body before mcp-go parses it several times over (package lift); the
+// tool pipeline puts them back. A body that cannot be read whole is passed
+// on as it was read, for mcp-go to meet the same error.
+func liftContent(r *http.Request) *http.Request {
+	if r.Method != http.MethodPost || r.Body == nil || r.ContentLength >= 0 && r.ContentLength < lift.MinLen {
+		return r
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), errReader{err}), r.Body}
+		return r
+	}
+	small, t, ok := lift.Lift(body)
+	r.Body = readCloser{bytes.NewReader(small), r.Body}
+	if !ok {
+		return r
+	}
+	r = r.WithContext(lift.NewContext(r.Context(), t))
+	r.ContentLength = int64(len(small))
+	return r
 }
 
 // baseURL is the scheme and host r reached the server at, for URLs on the

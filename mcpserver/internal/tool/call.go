@@ -17,6 +17,7 @@ import (
 	"github.com/depotfs/depotfs/internal/policy"
 	"github.com/depotfs/depotfs/internal/ratelimit"
 	"github.com/depotfs/depotfs/mcpserver/internal/args"
+	"github.com/depotfs/depotfs/mcpserver/internal/lift"
 )
 
 // Call is one tool call in progress, the one thing besides its arguments a
@@ -164,7 +165,9 @@ func (s *Runtime) run(ctx context.Context, c *Call, fn Func, req mcp.CallToolReq
 			err = fmt.Errorf("panic in %s: %v", c.tool, r)
 		}
 	}()
-	return fn(ctx, c, rawArguments(req))
+	// Long strings the transport lifted out of the request (package lift)
+	// go back before the body decodes its arguments.
+	return fn(ctx, c, lift.FromContext(ctx).Restore(rawArguments(req)))
 }
 
 // rawArguments returns the arguments as the client sent them, so decoding

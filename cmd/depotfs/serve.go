@@ -48,6 +48,7 @@ type serveConfig struct {
 	passthrough   bool
 	blobCacheDir  string
 	blobCacheSize byteSize
+	memoryLimit   byteSize
 	uploadTimeout time.Duration
 	uploadTTL     time.Duration
 	fetchTimeout  time.Duration
@@ -92,6 +93,8 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.blobCacheDir, "blob-cache-dir", "", "`dir`ectory of the passthrough blob cache (blobs unchanged since the last run are kept, the rest deleted at start); empty: \"blobs\" beside the database")
 	c.blobCacheSize = defaultBlobCacheSize
 	fs.Var(&c.blobCacheSize, "blob-cache-size", "`size` limit on the passthrough blob cache, e.g. 1GiB; least recently used blobs are deleted first; 0 turns passthrough off")
+	c.memoryLimit = defaultMemoryLimit
+	fs.Var(&c.memoryLimit, "memory-limit", "soft `size` limit on depotfs's own memory (the Go heap; database pages mapped from the file are not counted): the garbage collector runs more often to stay under it, and once the live heap needs more, whenever the heap has grown by half; 0: the Go runtime's defaults; GOMEMLIMIT in the environment wins")
 	fs.DurationVar(&c.uploadTimeout, "upload-timeout", time.Hour, "delete a chunked upload, and free the room its chunks take under --max-store-size, after this long without a new chunk")
 	fs.DurationVar(&c.uploadURLTTL, "upload-url-ttl", mcpserver.DefaultUploadURLTTL, "how long an upload_url of guide_begin_upload (a raw HTTP PUT of a large file) works")
 	fs.DurationVar(&c.uploadTTL, "upload-ttl", 24*time.Hour, "remove a filename-only upload (under /uploads) after this long, unless the call gave ttl_seconds or pin; 0: keep uploads")
@@ -310,6 +313,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	if err != nil {
 		return err
 	}
+	defer limitMemory(int64(cfg.memoryLimit), log)()
 	if ha.crl != nil {
 		go watchCRLExpiry(ctx, ha.crl.NextUpdate, cfg.auth.crl, log)
 	}

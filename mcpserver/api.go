@@ -20,6 +20,17 @@ type (
 	IdentityStats = tool.IdentityStats
 	// Auditor keeps the audit log; *audit.Log implements it.
 	Auditor = tool.Auditor
+	// ListUploadsData and DropUploadsData are the reply data of
+	// guide_list_uploads and guide_drop_uploads, which "depotfs uploads"
+	// decodes; UploadInfo is one upload in them, KeptUpload one named
+	// upload that was not dropped.
+	ListUploadsData = guide.ListUploadsData
+	// DropUploadsData is the reply data of guide_drop_uploads.
+	DropUploadsData = guide.DropUploadsData
+	// UploadInfo is one chunked upload in those replies.
+	UploadInfo = guide.UploadInfo
+	// KeptUpload is an upload guide_drop_uploads was asked to drop and kept.
+	KeptUpload = guide.KeptUpload
 	// CacheStats is the reply data of guide_cache_stats, which clients
 	// such as "depotfs status" decode; StoreStats, FetchStats and Limits
 	// are its parts.

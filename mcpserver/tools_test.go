@@ -79,6 +79,8 @@ var toolTable = map[string]struct {
 	"guide_list_directory":   {mcpserver.ProfileGuide, false, true, true, []string{"entries", "path"}, true},
 	"guide_pending_requests": {mcpserver.ProfileGuide, true, false, true, nil, true},
 	"guide_cache_stats":      {mcpserver.ProfileGuide, true, false, true, nil, true},
+	"guide_list_uploads":     {mcpserver.ProfileGuide, true, false, true, nil, true},
+	"guide_drop_uploads":     {mcpserver.ProfileGuide, false, true, true, nil, true},
 	"read_file":              {mcpserver.ProfileProvider, true, false, true, []string{"file_path"}, false},
 	"read_file_binary":       {mcpserver.ProfileProvider, true, false, true, []string{"file_path"}, false},
 	"list_directory":         {mcpserver.ProfileProvider, true, false, true, []string{"directory_path"}, false},

@@ -31,6 +31,7 @@ func commands() []command {
 		{"token", "bearer tokens for MCP clients without certificates", runToken},
 		{"audit", "verify and query the tamper-evident audit log", runAudit},
 		{"status", "show a running server's statistics and limits", runStatus},
+		{"uploads", "list and drop the chunked uploads of a running server", runUploads},
 		{"push", "send files and directory trees to a running server over raw HTTP uploads", runPush},
 		{"compact", "shrink the database file offline to its live data", runCompact},
 		{"tools", "print the reference of the MCP tools as Markdown", runTools},

@@ -163,17 +163,34 @@ Flags:
 
 // fetchStatus calls guide_cache_stats on the server at url.
 func fetchStatus(ctx context.Context, url string, creds *clientCreds) (*mcpserver.CacheStats, error) {
+	c, err := connect(ctx, url, creds, "depotfs-status")
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	var st mcpserver.CacheStats
+	if err := callGuide(ctx, c, "guide_cache_stats", map[string]any{}, &st); err != nil {
+		return nil, fmt.Errorf("%s: %w", url, err)
+	}
+	return &st, nil
+}
+
+// connect starts an MCP session with the server at url, as client name,
+// explaining the usual failures (no or refused credentials, an untrusted
+// certificate, no server).
+func connect(ctx context.Context, url string, creds *clientCreds, name string) (*client.Client, error) {
 	c, err := client.NewStreamableHttpClient(url, creds.options()...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", url, err)
 	}
-	defer c.Close()
 	if err := c.Start(ctx); err != nil {
+		c.Close()
 		return nil, fmt.Errorf("connect to %s: %w", url, err)
 	}
 	init := mcp.InitializeRequest{}
-	init.Params.ClientInfo = mcp.Implementation{Name: "depotfs-status", Version: version()}
+	init.Params.ClientInfo = mcp.Implementation{Name: name, Version: version()}
 	if _, err := c.Initialize(ctx, init); err != nil {
+		c.Close()
 		var authErr *transport.AuthorizationRequiredError
 		if errors.As(err, &authErr) {
 			if creds.token != "" {
@@ -190,31 +207,7 @@ func fetchStatus(ctx context.Context, url string, creds *clientCreds) (*mcpserve
 		}
 		return nil, fmt.Errorf("connect to %s (is depotfs serve running there?): %w", url, err)
 	}
-	req := mcp.CallToolRequest{}
-	req.Params.Name = "guide_cache_stats"
-	req.Params.Arguments = map[string]any{}
-	res, err := c.CallTool(ctx, req)
-	if err != nil {
-		return nil, fmt.Errorf("guide_cache_stats at %s: %w", url, err)
-	}
-	raw, err := json.Marshal(res.StructuredContent)
-	if err != nil {
-		return nil, fmt.Errorf("guide_cache_stats at %s: reply: %w", url, err)
-	}
-	var env struct {
-		mcpserver.Envelope
-		Data *mcpserver.CacheStats `json:"data"`
-	}
-	if err := json.Unmarshal(raw, &env); err != nil {
-		return nil, fmt.Errorf("guide_cache_stats at %s: reply: %w", url, err)
-	}
-	if !env.Success || env.Data == nil {
-		if env.Error != nil {
-			return nil, fmt.Errorf("guide_cache_stats at %s: %s error: %s", url, env.Error.Type, env.Error.Message)
-		}
-		return nil, errors.New("guide_cache_stats at " + url + ": the server sent no statistics")
-	}
-	return env.Data, nil
+	return c, nil
 }
 
 // printStatus writes the statistics as a table for people.

@@ -224,13 +224,22 @@ func (o *Object) UploadID(field string, required bool) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if s == "" || len(s) > maxUploadID || strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
-	}) >= 0 {
-		o.probs.Addf(o.Name(field), "expected 1 to %d characters from A-Z a-z 0-9 . _ -, got %s", maxUploadID, Quote(s))
+	if err := CheckUploadID(s); err != nil {
+		o.probs.Addf(o.Name(field), "%v", err)
 		return "", false
 	}
 	return s, true
+}
+
+// CheckUploadID returns an error unless s is a valid upload id: 1 to 128
+// characters from [A-Za-z0-9._-].
+func CheckUploadID(s string) error {
+	if s == "" || len(s) > maxUploadID || strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+	}) >= 0 {
+		return fmt.Errorf("expected 1 to %d characters from A-Z a-z 0-9 . _ -, got %s", maxUploadID, Quote(s))
+	}
+	return nil
 }
 
 // Pattern reads a glob pattern in path.Match syntax that applies to one

@@ -63,6 +63,8 @@ func Tools(env *tool.Env, p *pending.List, u *Uploads) []tool.Tool {
 		s.readFileTool(),
 		s.pendingRequestsTool(),
 		s.cacheStatsTool(),
+		s.listUploadsTool(),
+		s.dropUploadsTool(),
 	)
 }
 

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/depotfs/depotfs/mcpserver"
+)
+
+func uploadsCommands() []subcommand {
+	return []subcommand{
+		{"list", "list the chunked uploads a running server holds (in progress, or kept for retries)", runUploadsList},
+		{"drop", "drop uploads by id, or all idle for --idle, freeing the room they hold", runUploadsDrop},
+	}
+}
+
+func runUploads(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runGroup("uploads", "The chunked uploads of a running depotfs serve: an abandoned upload holds room against\n--max-store-size until --upload-timeout; drop it to free the room now. Both commands talk\nto the server over MCP, as 'depotfs status' does (the database allows one process).",
+		uploadsCommands(), ctx, args, stdout, stderr)
+}
+
+// uploadsClient is the connection flags of the uploads commands, the same
+// as status's.
+type uploadsClient struct {
+	url     string
+	json    bool
+	timeout time.Duration
+	path    string
+	creds   clientCreds
+}
+
+func (u *uploadsClient) flags(fs *flag.FlagSet) {
+	fs.StringVar(&u.url, "url", "http://127.0.0.1:7411/mcp", "MCP `endpoint` of the running depotfs serve")
+	fs.BoolVar(&u.json, "json", false, "print the reply data as JSON instead of a table")
+	fs.DurationVar(&u.timeout, "timeout", 10*time.Second, "give up on the server after this long")
+	fs.StringVar(&u.path, "path", "/", "only uploads of files under this depot `path`")
+	u.creds.flags(fs)
+}
+
+// call runs one guide tool on the server and decodes its data into data.
+func (u *uploadsClient) call(ctx context.Context, tool string, args map[string]any, data any) error {
+	if u.timeout <= 0 {
+		return usageError{fmt.Errorf("--timeout %v: want a positive duration", u.timeout)}
+	}
+	if err := u.creds.load(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, u.timeout)
+	defer cancel()
+	c, err := connect(ctx, u.url, &u.creds, "depotfs-uploads")
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := callGuide(ctx, c, tool, args, data); err != nil {
+		return fmt.Errorf("%s: %w", u.url, err)
+	}
+	return nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// printUploads writes uploads as a table for people.
+func printUploads(w io.Writer, ups []mcpserver.UploadInfo) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tPATH\tCHUNKS\tBYTES\tIDLE\tSTATE")
+	for _, u := range ups {
+		state := "in progress"
+		if u.Complete {
+			state = "complete (kept for retries)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%v\t%s\n", u.UploadID, u.Path, u.ReceivedChunks, u.ChunkCount,
+			humanSize(u.ReceivedBytes), time.Duration(u.IdleSeconds)*time.Second, state)
+	}
+	return tw.Flush()
+}
+
+func runUploadsList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var u uploadsClient
+	fs := flag.NewFlagSet("uploads list", flag.ContinueOnError)
+	u.flags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: depotfs uploads list [flags]
+
+Lists the chunked uploads a running "depotfs serve" holds (guide_list_uploads):
+id, file, chunks received, bytes held, time since the last chunk. Uploads in
+progress hold room against --max-store-size until --upload-timeout, or until
+'depotfs uploads drop'. Credentials as for 'depotfs status'.
+
+Examples:
+  depotfs uploads list
+  depotfs uploads list --path /datasets --json
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	var d mcpserver.ListUploadsData
+	if err := u.call(ctx, "guide_list_uploads", map[string]any{"path": u.path}, &d); err != nil {
+		return err
+	}
+	if u.json {
+		return printJSON(stdout, d)
+	}
+	if len(d.Uploads) == 0 {
+		fmt.Fprintf(stdout, "no uploads under %s\n", d.Path)
+		return nil
+	}
+	if err := printUploads(stdout, d.Uploads); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\n%d upload(s); those in progress hold %s against the store limit\n", len(d.Uploads), humanSize(d.Bytes))
+	return nil
+}
+
+func runUploadsDrop(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var u uploadsClient
+	fs := flag.NewFlagSet("uploads drop", flag.ContinueOnError)
+	u.flags(fs)
+	idle := fs.Duration("idle", -1, "drop only uploads that received no chunk for this `duration` (e.g. 30m); without IDs: every such upload; 0: however recent")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: depotfs uploads drop [flags] [ID...]
+
+Drops chunked uploads of a running "depotfs serve" (guide_drop_uploads): the
+ones named, or with --idle every upload that received no chunk for that long,
+or both (named and idle). The room they held against --max-store-size is free
+at once; a client that sends another chunk starts its upload anew. An upload
+storing a chunk right now is kept. Each drop is written to the audit log with
+the caller's identity. Credentials as for 'depotfs status'.
+
+Examples:
+  depotfs uploads drop train-2024
+  depotfs uploads drop --idle 30m
+  depotfs uploads drop --idle 0 --path /scratch
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	ids, err := parseFlagsArgs(fs, args, stderr, -1, "upload ids")
+	if err != nil {
+		return err
+	}
+	if len(ids) == 0 && *idle < 0 {
+		return usageError{fmt.Errorf("name the uploads to drop, or give --idle (--idle 0 drops every upload)")}
+	}
+	toolArgs := map[string]any{"path": u.path}
+	if len(ids) > 0 {
+		toolArgs["upload_ids"] = ids
+	}
+	if *idle >= 0 {
+		toolArgs["idle_seconds"] = int64(idle.Seconds())
+	}
+	var d mcpserver.DropUploadsData
+	if err := u.call(ctx, "guide_drop_uploads", toolArgs, &d); err != nil {
+		return err
+	}
+	if u.json {
+		return printJSON(stdout, d)
+	}
+	for _, up := range d.Dropped {
+		fmt.Fprintf(stdout, "dropped %s (%s, %d/%d chunks, %s)\n", up.UploadID, up.Path, up.ReceivedChunks, up.ChunkCount, humanSize(up.ReceivedBytes))
+	}
+	for _, k := range d.Kept {
+		fmt.Fprintf(stdout, "kept %s: %s\n", k.UploadID, k.Reason)
+	}
+	fmt.Fprintf(stdout, "%d upload(s) dropped, %s freed\n", len(d.Dropped), humanSize(d.Freed))
+	return nil
+}

@@ -1,0 +1,121 @@
+package guide
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/mcpserver/internal/args"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
+	"github.com/depotfs/depotfs/store"
+)
+
+const toolDropUploads = "guide_drop_uploads"
+
+// maxDropIDs bounds the upload ids one guide_drop_uploads call names.
+const maxDropIDs = 1000
+
+func (s *tools) dropUploadsTool() tool.Tool {
+	return tool.Tool{
+		Spec:    s.docs.Spec(toolDropUploads, "Drop abandoned chunked uploads", writes),
+		Profile: tool.ProfileGuide,
+		Paths:   []tool.PathArg{tool.Write("path")},
+		Shape:   tool.EnvelopeShape{},
+		Run:     s.dropUploads,
+	}
+}
+
+// DropUploadsData is the reply data of guide_drop_uploads.
+type DropUploadsData struct {
+	Dropped []UploadInfo `json:"dropped"`
+	// Freed is what the dropped uploads in progress held.
+	Freed int64 `json:"freed_bytes"`
+	// Kept are the upload ids named that were not dropped, each with the
+	// reason: "not_found" (no such upload under path), "recent" (it
+	// received a chunk within idle_seconds) or "busy" (it was storing a
+	// chunk).
+	Kept []KeptUpload `json:"kept"`
+}
+
+// KeptUpload is an upload guide_drop_uploads was asked to drop and did not.
+type KeptUpload struct {
+	UploadID string `json:"upload_id"`
+	Reason   string `json:"reason"`
+}
+
+// dropUploads drops the uploads named, or all those idle long enough.
+func (s *tools) dropUploads(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
+	var probs args.Problems
+	dir := depotpath.Root
+	var ids []string
+	idle := time.Duration(-1)
+	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+		dir = uploadsDir(o)
+		if elems, ok := o.Array("upload_ids", false); ok {
+			if len(elems) == 0 || len(elems) > maxDropIDs {
+				probs.Addf("upload_ids", "give 1 to %d upload ids, got %d", maxDropIDs, len(elems))
+			}
+			for i, e := range elems {
+				id, err := args.DecodeString(e)
+				if err == nil {
+					err = args.CheckUploadID(id)
+				}
+				if err != nil {
+					probs.Addf(fmt.Sprintf("upload_ids[%d]", i), "%v", err)
+				} else if !slices.Contains(ids, id) {
+					ids = append(ids, id)
+				}
+			}
+			if ids == nil {
+				ids = []string{}
+			}
+		}
+		if o.Has("idle_seconds") {
+			if n, ok := o.Int("idle_seconds", false, 0, math.MaxInt32); ok {
+				idle = time.Duration(n) * time.Second
+			}
+		}
+		if !o.Has("upload_ids") && !o.Has("idle_seconds") {
+			probs.Addf("upload_ids", "give upload_ids, idle_seconds or both (idle_seconds 0 alone drops every upload)")
+		}
+		o.Finish()
+	}
+	if err := probs.Err(); err != nil {
+		return tool.Reply{}, err
+	}
+	before, err := c.Store().ListUploads(ctx, dir)
+	if err != nil {
+		return tool.Reply{}, &tool.StoreError{Op: "list uploads", Path: dir, Err: err}
+	}
+	dropped, err := c.Store().DropUploads(ctx, dir, ids, max(idle, 0))
+	if err != nil {
+		return tool.Reply{}, &tool.StoreError{Op: "drop uploads", Path: dir, Err: err}
+	}
+	now := s.opts.Now()
+	d := DropUploadsData{Dropped: make([]UploadInfo, 0, len(dropped)), Kept: []KeptUpload{}}
+	for _, u := range dropped {
+		d.Dropped = append(d.Dropped, uploadInfo(u, now))
+		if !u.Complete {
+			d.Freed += u.Bytes
+		}
+	}
+	for _, id := range ids {
+		if slices.ContainsFunc(dropped, func(u store.UploadInfo) bool { return u.ID == id }) {
+			continue
+		}
+		reason := "not_found"
+		if i := slices.IndexFunc(before, func(u store.UploadInfo) bool { return u.ID == id }); i >= 0 {
+			reason = "busy"
+			if now.Sub(before[i].Last) < idle {
+				reason = "recent"
+			}
+		}
+		d.Kept = append(d.Kept, KeptUpload{UploadID: id, Reason: reason})
+	}
+	c.Status = fmt.Sprintf("dropped %d", len(dropped))
+	return tool.Reply{Data: d, Message: fmt.Sprintf("Dropped %d chunked upload(s), freeing %d bytes; %d named upload(s) kept.", len(dropped), d.Freed, len(d.Kept))}, nil
+}

@@ -1,0 +1,91 @@
+package guide
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/mcpserver/internal/args"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
+	"github.com/depotfs/depotfs/store"
+)
+
+const toolListUploads = "guide_list_uploads"
+
+func (s *tools) listUploadsTool() tool.Tool {
+	return tool.Tool{
+		Spec:    s.docs.Spec(toolListUploads, "List the chunked uploads in progress", readOnly),
+		Profile: tool.ProfileGuide,
+		Paths:   []tool.PathArg{tool.Read("path")},
+		Shape:   tool.EnvelopeShape{},
+		Run:     s.listUploads,
+	}
+}
+
+// UploadInfo is one chunked upload in the replies of guide_list_uploads
+// and guide_drop_uploads. It is exported so that "depotfs uploads" can
+// decode the replies into it. A plain value.
+type UploadInfo struct {
+	UploadID       string    `json:"upload_id"`
+	Path           string    `json:"path"`
+	ReceivedChunks int       `json:"received_chunks"`
+	ChunkCount     int       `json:"chunk_count"`
+	ReceivedBytes  int64     `json:"received_bytes"`
+	TotalSize      int64     `json:"total_size,omitempty"`
+	Started        time.Time `json:"started"`
+	LastChunk      time.Time `json:"last_chunk"`
+	IdleSeconds    int64     `json:"idle_seconds"`
+	Complete       bool      `json:"complete"`
+}
+
+// ListUploadsData is the reply data of guide_list_uploads.
+type ListUploadsData struct {
+	Path    string       `json:"path"`
+	Uploads []UploadInfo `json:"uploads"`
+	// Bytes is what the uploads in progress among them hold; it counts
+	// against the depot's size limit.
+	Bytes int64 `json:"bytes"`
+}
+
+func uploadInfo(u store.UploadInfo, now time.Time) UploadInfo {
+	return UploadInfo{UploadID: u.ID, Path: u.Path, ReceivedChunks: u.Received, ChunkCount: u.Count,
+		ReceivedBytes: u.Bytes, TotalSize: u.Total, Started: u.Started.UTC(), LastChunk: u.Last.UTC(),
+		IdleSeconds: max(0, int64(now.Sub(u.Last)/time.Second)), Complete: u.Complete}
+}
+
+// uploadsDir reads the optional path argument of the uploads tools.
+func uploadsDir(o *args.Object) string {
+	if p, ok := o.DepotPath("path", false); ok {
+		return p
+	}
+	return depotpath.Root
+}
+
+// listUploads lists the chunked uploads the caller may see.
+func (s *tools) listUploads(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
+	var probs args.Problems
+	dir := depotpath.Root
+	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+		dir = uploadsDir(o)
+		o.Finish()
+	}
+	if err := probs.Err(); err != nil {
+		return tool.Reply{}, err
+	}
+	ups, err := c.Store().ListUploads(ctx, dir)
+	if err != nil {
+		return tool.Reply{}, &tool.StoreError{Op: "list uploads", Path: dir, Err: err}
+	}
+	now := s.opts.Now()
+	d := ListUploadsData{Path: dir, Uploads: make([]UploadInfo, 0, len(ups))}
+	for _, u := range ups {
+		d.Uploads = append(d.Uploads, uploadInfo(u, now))
+		if !u.Complete {
+			d.Bytes += u.Bytes
+		}
+	}
+	c.Status = fmt.Sprintf("%d uploads", len(ups))
+	return tool.Reply{Data: d, Message: fmt.Sprintf("%d chunked upload(s) under %s; those in progress hold %d bytes.", len(ups), dir, d.Bytes)}, nil
+}

@@ -37,6 +37,10 @@ type Entry struct {
 	Size   int64       // content size; for a placeholder, the declared size
 	SHA256 string      // lowercase hex content hash; "" for directories and unknown content
 	Mode   fs.FileMode // permission bits only (0 means the mount's default)
+	// DeclaredSHA256 is, for a placeholder, the content hash the last
+	// declaration that created or changed it gave (Declaration.SHA256);
+	// "" when it gave none, and for present files and directories.
+	DeclaredSHA256 string
 	// MTime is the agent's mtime, else the arrival time. A directory's
 	// MTime (and Updated) moves to the time of the change whenever an entry
 	// is created in it, removed from it, or moved into or out of it, and

@@ -225,7 +225,7 @@ type Declaration struct {
 	Size   int64     // -1: unknown
 	MTime  time.Time // zero: unknown
 	Mode   fs.FileMode
-	SHA256 string // "": unknown
+	SHA256 string // "": unknown; a placeholder keeps it as Entry.DeclaredSHA256
 }
 
 // DeclareRequest is a batch of declarations from one listing.

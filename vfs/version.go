@@ -15,7 +15,9 @@ import (
 // files, and go-fuse keeps a node for each).
 type fileVersion struct {
 	path, source, encoding string
-	sum                    [sha256.Size]byte // zero when unknown (a placeholder)
+	// sum is the content hash of a present file, the declared hash of a
+	// placeholder; zero when unknown.
+	sum [sha256.Size]byte
 
 	size             int64
 	rev              uint64
@@ -28,8 +30,12 @@ type fileVersion struct {
 func newFileVersion(e store.Entry) fileVersion {
 	v := fileVersion{path: e.Path, source: e.Source, encoding: e.Encoding,
 		size: e.Size, rev: e.Revision, mode: e.Mode, present: e.Present}
-	if len(e.SHA256) == 2*sha256.Size {
-		hex.Decode(v.sum[:], []byte(e.SHA256))
+	sum := e.SHA256
+	if !e.Present {
+		sum = e.DeclaredSHA256
+	}
+	if len(sum) == 2*sha256.Size {
+		hex.Decode(v.sum[:], []byte(sum))
 	}
 	v.mtimeS, v.mtimeNs = stamp(e.MTime)
 	v.ctimeS, v.ctimeNs = stamp(e.Updated)
@@ -38,14 +44,30 @@ func newFileVersion(e store.Entry) fileVersion {
 
 // entry returns the version as a store.Entry, with the fields it keeps.
 func (v *fileVersion) entry() store.Entry {
-	return store.Entry{Path: v.path, Kind: store.KindFile, SHA256: v.sha256(), Source: v.source, Encoding: v.encoding,
+	return store.Entry{Path: v.path, Kind: store.KindFile, SHA256: v.sha256(), DeclaredSHA256: v.declared(), Source: v.source, Encoding: v.encoding,
 		Size: v.size, Revision: v.rev, Mode: v.mode, Present: v.present,
 		MTime: unstamp(v.mtimeS, v.mtimeNs), Updated: unstamp(v.ctimeS, v.ctimeNs)}
 }
 
 // sha256 returns the content hash as the store spells it: lowercase hex,
-// "" when unknown.
+// "" when unknown (a placeholder).
 func (v *fileVersion) sha256() string {
+	if !v.present {
+		return ""
+	}
+	return v.hex()
+}
+
+// declared returns a placeholder's declared hash; "" when none (and for a
+// present file).
+func (v *fileVersion) declared() string {
+	if v.present {
+		return ""
+	}
+	return v.hex()
+}
+
+func (v *fileVersion) hex() string {
 	if v.sum == ([sha256.Size]byte{}) {
 		return ""
 	}

@@ -24,6 +24,10 @@ const (
 	// skip placeholders by this attribute, or by opening with O_NONBLOCK,
 	// which fails at once with EAGAIN for a placeholder.
 	XattrState = "user.depotfs.state"
+	// XattrDeclaredSHA256 is, on a placeholder, the content hash an agent
+	// declared for it (store.Entry.DeclaredSHA256): a scanner that keeps
+	// verdicts by hash can judge a placeholder without its content.
+	XattrDeclaredSHA256 = "user.depotfs.declared_sha256"
 )
 
 // The values of XattrState.
@@ -33,7 +37,7 @@ const (
 )
 
 // xattrNames lists the provenance attributes in the order listxattr gives.
-var xattrNames = []string{XattrSHA256, XattrSource, XattrEncoding, XattrState}
+var xattrNames = []string{XattrSHA256, XattrSource, XattrEncoding, XattrState, XattrDeclaredSHA256}
 
 var (
 	_ = (fs.NodeGetxattrer)((*fileNode)(nil))
@@ -51,6 +55,8 @@ func xattrValue(e store.Entry, name string) string {
 		return e.Source
 	case XattrEncoding:
 		return e.Encoding
+	case XattrDeclaredSHA256:
+		return e.DeclaredSHA256
 	case XattrState:
 		switch {
 		case e.IsDir():

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/storetest"
 	"github.com/depotfs/depotfs/vfs"
 )
 
@@ -25,6 +26,7 @@ func TestXattrs(t *testing.T) {
 		{vfs.XattrSHA256, res.Entry.SHA256, nil},
 		{vfs.XattrSource, "guide_cache_file upload 7", nil},
 		{vfs.XattrEncoding, "utf-8", nil},
+		{vfs.XattrDeclaredSHA256, "", syscall.ENODATA}, // only placeholders have one
 		{"user.other", "", syscall.ENODATA},
 		{"security.selinux", "", syscall.EOPNOTSUPP},
 		{"system.posix_acl_access", "", syscall.EOPNOTSUPP},
@@ -76,6 +78,42 @@ func TestXattrs(t *testing.T) {
 		if want := `user.depotfs.sha256="` + res.Entry.SHA256 + `"`; !bytes.Contains(out, []byte(want)) {
 			t.Errorf("getfattr output lacks %s:\n%s", want, out)
 		}
+	}
+}
+
+// TestDeclaredSHA256Xattr checks that a placeholder shows the hash an
+// agent declared for it, in user.depotfs.declared_sha256 (and has no
+// user.depotfs.sha256: its content is not there), until its content
+// arrives.
+func TestDeclaredSHA256Xattr(t *testing.T) {
+	st, _ := newStore(t, nil)
+	m := mount(t, st, nil)
+	data := []byte("declared content")
+	if _, err := st.Declare(t.Context(), store.DeclareRequest{Entries: []store.Declaration{
+		{Path: "/later.bin", Kind: store.KindFile, Size: int64(len(data)), SHA256: storetest.Sum(data)},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, st, m)
+	file := m.path("/later.bin")
+	buf := make([]byte, 256)
+	n, err := syscall.Getxattr(file, vfs.XattrDeclaredSHA256, buf)
+	if err != nil || string(buf[:n]) != storetest.Sum(data) {
+		t.Errorf("%s of a placeholder = %q, %v; want the declared hash", vfs.XattrDeclaredSHA256, buf[:n], err)
+	}
+	if _, err := syscall.Getxattr(file, vfs.XattrSHA256, buf); !errors.Is(err, syscall.ENODATA) {
+		t.Errorf("%s of a placeholder: %v, want ENODATA", vfs.XattrSHA256, err)
+	}
+	n, err = syscall.Listxattr(file, buf)
+	if err != nil || !slices.Contains(strings.Split(string(buf[:n]), "\x00"), vfs.XattrDeclaredSHA256) {
+		t.Errorf("listxattr of a placeholder = %q, %v; want %s in it", buf[:n], err, vfs.XattrDeclaredSHA256)
+	}
+	put(t, st, m, store.PutRequest{Path: "/later.bin", Data: data})
+	if _, err := syscall.Getxattr(file, vfs.XattrDeclaredSHA256, buf); !errors.Is(err, syscall.ENODATA) {
+		t.Errorf("%s once the content arrived: %v, want ENODATA", vfs.XattrDeclaredSHA256, err)
+	}
+	if n, err := syscall.Getxattr(file, vfs.XattrSHA256, buf); err != nil || string(buf[:n]) != storetest.Sum(data) {
+		t.Errorf("%s once the content arrived = %q, %v", vfs.XattrSHA256, buf[:n], err)
 	}
 }
 

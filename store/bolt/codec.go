@@ -16,7 +16,9 @@ import (
 // uvarints or varints, strings as a uvarint length and bytes, the hash as
 // 32 raw bytes (only when flagHash is set), and each time as a marker byte,
 // 0 for the zero time, else 1 and a varint of Unix seconds and a uvarint
-// of nanoseconds.
+// of nanoseconds. A placeholder's declared hash follows the hash, as 32 raw
+// bytes, only when flagDeclared is set (records written before it existed
+// never set it, so they read unchanged).
 const recordFormat = 1
 
 // Record flags.
@@ -25,6 +27,7 @@ const (
 	flagPresent
 	flagExplicit
 	flagHash
+	flagDeclared
 )
 
 // errCorrupt reports a tree record that cannot be decoded.
@@ -51,11 +54,22 @@ func (r *record) encode() ([]byte, error) {
 		}
 		flags |= flagHash
 	}
+	var dh hash
+	if r.Declared != "" {
+		var err error
+		if dh, err = parseHash(r.Declared); err != nil {
+			return nil, err
+		}
+		flags |= flagDeclared
+	}
 	b = append(b, flags)
 	b = binary.AppendUvarint(b, r.Ino)
 	b = binary.AppendVarint(b, r.Size)
 	if flags&flagHash != 0 {
 		b = append(b, h[:]...)
+	}
+	if flags&flagDeclared != 0 {
+		b = append(b, dh[:]...)
 	}
 	b = binary.AppendUvarint(b, uint64(r.Mode))
 	b = appendTime(b, r.MTime)
@@ -178,6 +192,9 @@ func (r *record) decode(v []byte) error {
 	if flags&flagHash != 0 {
 		r.SHA256 = hex.EncodeToString(d.bytes(32))
 	}
+	if flags&flagDeclared != 0 {
+		r.Declared = hex.EncodeToString(d.bytes(32))
+	}
 	r.Mode = fs.FileMode(d.uvarint())
 	r.MTime = d.time()
 	r.Encoding = d.string()
@@ -188,7 +205,7 @@ func (r *record) decode(v []byte) error {
 	r.Writer = d.string()
 	r.Expires = d.time()
 	r.Revision = d.uvarint()
-	if d.err == nil && (len(d.b) != 0 || (r.Kind != store.KindFile && r.Kind != store.KindDir) || flags >= flagHash<<1) {
+	if d.err == nil && (len(d.b) != 0 || (r.Kind != store.KindFile && r.Kind != store.KindDir) || flags >= flagDeclared<<1) {
 		d.err = errCorrupt
 	}
 	return d.err

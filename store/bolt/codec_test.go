@@ -17,6 +17,7 @@ func sampleRecords() []record {
 			Created: t, Updated: t.Add(time.Hour), Updates: 7, Writer: "agent", Expires: time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC),
 			Pinned: true, Present: true, Revision: 9},
 		{Kind: store.KindFile, Ino: 4, Size: 42, MTime: time.Unix(-1, 5).UTC(), Revision: 2},
+		{Kind: store.KindFile, Ino: 5, Size: 3, Declared: "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", Revision: 3},
 	}
 }
 

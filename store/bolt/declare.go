@@ -14,13 +14,14 @@ import (
 // Declarations apply in order, so a later one for the same path wins. It is
 // safe for concurrent use.
 //
-// A file with no entry becomes a placeholder (Present false, SHA256 "").
-// A present file whose declared Size, MTime or SHA256 differs from the
-// stored one loses its content and becomes a placeholder with the declared
-// size and mtime (counted Stale); a placeholder whose declared size or
-// mtime differs takes them (also counted Stale). A directory becomes
-// explicit. Mode 0 in a declaration leaves the stored mode alone. Implicit
-// parent directories are created but not counted.
+// A file with no entry becomes a placeholder (Present false, SHA256 "",
+// DeclaredSHA256 the declared hash). A present file whose declared Size,
+// MTime or SHA256 differs from the stored one loses its content and
+// becomes a placeholder with the declared size, mtime and hash (counted
+// Stale); a placeholder whose declared size, mtime or hash differs takes
+// them (also counted Stale; a hash not declared then is unknown). A
+// directory becomes explicit. Mode 0 in a declaration leaves the stored
+// mode alone. Implicit parent directories are created but not counted.
 func (s *Store) Declare(ctx context.Context, req store.DeclareRequest) (store.DeclareResult, error) {
 	if err := check.Declarations(req.Entries); err != nil {
 		return store.DeclareResult{}, err
@@ -73,7 +74,7 @@ func (w *wtx) declare(d store.Declaration, req store.DeclareRequest, res *store.
 		if d.Kind == store.KindDir {
 			next.Explicit = true
 		} else {
-			next.Size = max(d.Size, 0)
+			next.Size, next.Declared = max(d.Size, 0), d.SHA256
 		}
 		res.Created++
 		return w.put(store.EventCreated, d.Path, next)
@@ -89,7 +90,7 @@ func (w *wtx) declare(d store.Declaration, req store.DeclareRequest, res *store.
 	} else {
 		sizeDiffers := d.Size != -1 && d.Size != r.Size
 		mtimeDiffers := !d.MTime.IsZero() && !d.MTime.Equal(r.MTime)
-		hashDiffers := d.SHA256 != "" && r.Present && d.SHA256 != r.SHA256
+		hashDiffers := d.SHA256 != "" && (r.Present && d.SHA256 != r.SHA256 || !r.Present && d.SHA256 != r.Declared)
 		stale = sizeDiffers || mtimeDiffers || hashDiffers
 		if stale {
 			if r.Present {
@@ -97,7 +98,7 @@ func (w *wtx) declare(d store.Declaration, req store.DeclareRequest, res *store.
 					return err
 				}
 			}
-			next.Present, next.SHA256 = false, ""
+			next.Present, next.SHA256, next.Declared = false, "", d.SHA256
 			if d.Size != -1 {
 				next.Size = d.Size
 			}

@@ -42,7 +42,7 @@ func TestPersistence(t *testing.T) {
 	mustPut(t, s, "/a/b/f", data)
 	mustPut(t, s, "/a/g", []byte("g"))
 	if _, err := s.Declare(ctx, store.DeclareRequest{Entries: []store.Declaration{
-		{Path: "/listed/p", Kind: store.KindFile, Size: 7},
+		{Path: "/listed/p", Kind: store.KindFile, Size: 7, SHA256: storetest.Sum([]byte("listed!"))},
 		{Path: "/empty", Kind: store.KindDir},
 	}}); err != nil {
 		t.Fatal(err)

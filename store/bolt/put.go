@@ -91,7 +91,7 @@ func (w *wtx) putFile(req store.PutRequest, sum string, size int64, write func(h
 				return store.PutResult{}, err
 			}
 		}
-		next.Size, next.SHA256, next.Present = size, sum, true
+		next.Size, next.SHA256, next.Present, next.Declared = size, sum, true, ""
 		next.MTime = w.now
 	}
 	if !req.MTime.IsZero() {
@@ -146,7 +146,7 @@ func checkWrite(r *record, ifAbsent bool, ifRevision uint64) error {
 func sameMeta(a, b *record) bool {
 	x, y := a, b
 	return x.MTime.Equal(y.MTime) && x.Expires.Equal(y.Expires) && x.Created.Equal(y.Created) &&
-		x.Kind == y.Kind && x.Ino == y.Ino && x.Size == y.Size && x.SHA256 == y.SHA256 &&
+		x.Kind == y.Kind && x.Ino == y.Ino && x.Size == y.Size && x.SHA256 == y.SHA256 && x.Declared == y.Declared &&
 		x.Mode == y.Mode && x.Encoding == y.Encoding && x.Source == y.Source &&
 		x.Updates == y.Updates && x.Writer == y.Writer && x.Pinned == y.Pinned &&
 		x.Present == y.Present && x.Explicit == y.Explicit

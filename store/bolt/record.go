@@ -97,6 +97,7 @@ type record struct {
 	Ino      uint64
 	Size     int64
 	SHA256   string
+	Declared string // a placeholder's declared hash (store.Entry.DeclaredSHA256)
 	Mode     fs.FileMode
 	MTime    time.Time
 	Encoding string
@@ -115,7 +116,7 @@ type record struct {
 func (r *record) entry(p string) store.Entry {
 	return store.Entry{
 		Path: p, Kind: r.Kind, Ino: r.Ino,
-		Size: r.Size, SHA256: r.SHA256, Mode: r.Mode, MTime: r.MTime,
+		Size: r.Size, SHA256: r.SHA256, DeclaredSHA256: r.Declared, Mode: r.Mode, MTime: r.MTime,
 		Encoding: r.Encoding, Source: r.Source,
 		Created: r.Created, Updated: r.Updated, Updates: r.Updates, Writer: r.Writer,
 		Expires: r.Expires, Pinned: r.Pinned, Present: r.Present, Explicit: r.Explicit,

@@ -61,7 +61,7 @@ func (t *txn) declare(d store.Declaration, req store.DeclareRequest, res *store.
 		if d.Kind == store.KindDir {
 			next.Explicit = true
 		} else {
-			next.Size = max(d.Size, 0)
+			next.Size, next.Declared = max(d.Size, 0), d.SHA256
 		}
 		res.Created++
 		return t.put(store.EventCreated, next)
@@ -76,7 +76,7 @@ func (t *txn) declare(d store.Declaration, req store.DeclareRequest, res *store.
 	} else {
 		sizeDiffers := d.Size != -1 && d.Size != r.Size
 		mtimeDiffers := !d.MTime.IsZero() && !d.MTime.Equal(r.MTime)
-		hashDiffers := d.SHA256 != "" && r.Present && d.SHA256 != r.SHA256
+		hashDiffers := d.SHA256 != "" && (r.Present && d.SHA256 != r.SHA256 || !r.Present && d.SHA256 != r.Declared)
 		stale = sizeDiffers || mtimeDiffers || hashDiffers
 		if stale {
 			if r.Present {
@@ -84,7 +84,7 @@ func (t *txn) declare(d store.Declaration, req store.DeclareRequest, res *store.
 					return err
 				}
 			}
-			next.Present, next.SHA256 = false, ""
+			next.Present, next.SHA256, next.Declared = false, "", d.SHA256
 			if d.Size != -1 {
 				next.Size = d.Size
 			}

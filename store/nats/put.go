@@ -103,7 +103,7 @@ func (t *txn) putFile(req store.PutRequest, sum string, size int64) (*putOutcome
 				return nil, err
 			}
 		}
-		next.Size, next.SHA256, next.Present = size, sum, true
+		next.Size, next.SHA256, next.Present, next.Declared = size, sum, true, ""
 		next.MTime = t.now
 	}
 	if !req.MTime.IsZero() {

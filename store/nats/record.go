@@ -61,6 +61,7 @@ type record struct {
 	Ino      uint64      `json:"i"`
 	Size     int64       `json:"s,omitzero"`
 	SHA256   string      `json:"h,omitzero"`
+	Declared string      `json:"dh,omitzero"` // a placeholder's declared hash
 	Mode     fs.FileMode `json:"m,omitzero"`
 	MTime    time.Time   `json:"mt,omitzero"`
 	Encoding string      `json:"en,omitzero"`
@@ -84,7 +85,7 @@ type record struct {
 func (r *record) entry() store.Entry {
 	return store.Entry{
 		Path: r.Path, Kind: r.Kind, Ino: r.Ino,
-		Size: r.Size, SHA256: r.SHA256, Mode: r.Mode, MTime: r.MTime,
+		Size: r.Size, SHA256: r.SHA256, DeclaredSHA256: r.Declared, Mode: r.Mode, MTime: r.MTime,
 		Encoding: r.Encoding, Source: r.Source,
 		Created: r.Created, Updated: r.Updated, Updates: r.Updates, Writer: r.Writer,
 		Expires: r.Expires, Pinned: r.Pinned, Present: r.Present, Explicit: r.Explicit,
@@ -200,7 +201,7 @@ func sameMeta(a, b *record) bool {
 	x.Updated, y.Updated = time.Time{}, time.Time{}
 	x.Revision, y.Revision = 0, 0
 	return x.MTime.Equal(y.MTime) && x.Expires.Equal(y.Expires) && x.Created.Equal(y.Created) &&
-		x.Kind == y.Kind && x.Ino == y.Ino && x.Size == y.Size && x.SHA256 == y.SHA256 &&
+		x.Kind == y.Kind && x.Ino == y.Ino && x.Size == y.Size && x.SHA256 == y.SHA256 && x.Declared == y.Declared &&
 		x.Mode == y.Mode && x.Encoding == y.Encoding && x.Source == y.Source &&
 		x.Updates == y.Updates && x.Writer == y.Writer && x.Pinned == y.Pinned &&
 		x.Present == y.Present && x.Explicit == y.Explicit && x.Path == y.Path

@@ -184,6 +184,9 @@ func testDeclare(t *testing.T, open func(t *testing.T) store.Store) {
 				if res != (store.DeclareResult{Stale: 1}) || e.Present || e.SHA256 != "" || e.Ino != before.Ino || e.Revision <= before.Revision {
 					t.Errorf("result %+v, entry %+v; want a stale placeholder", res, e)
 				}
+				if e.DeclaredSHA256 != tt.decl.SHA256 {
+					t.Errorf("DeclaredSHA256 = %q, want the declared %q", e.DeclaredSHA256, tt.decl.SHA256)
+				}
 				if tt.decl.Size >= 0 && e.Size != tt.decl.Size {
 					t.Errorf("Size = %d, want the declared %d", e.Size, tt.decl.Size)
 				}
@@ -198,6 +201,7 @@ func testDeclare(t *testing.T, open func(t *testing.T) store.Store) {
 			})
 		}
 	})
+	t.Run("DeclaredSHA256", func(t *testing.T) { testDeclaredSHA256(t, open) })
 	t.Run("ExplicitExisting", func(t *testing.T) {
 		s := open(t)
 		put(t, s, "/d/f", []byte("x"))
@@ -258,4 +262,66 @@ func testDeclare(t *testing.T, open func(t *testing.T) store.Store) {
 			unchanged(t, s, before)
 		})
 	})
+}
+
+// testDeclaredSHA256 follows a placeholder's declared hash: kept with the
+// placeholder (listings, copies, moves), replaced by a declaration that
+// changes the placeholder, dropped when content arrives.
+func testDeclaredSHA256(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	a, b := []byte("aaa"), []byte("bbb")
+	declare := func(d store.Declaration) store.DeclareResult {
+		t.Helper()
+		d.Path, d.Kind = "/h", store.KindFile
+		res, err := s.Declare(t.Context(), store.DeclareRequest{Entries: []store.Declaration{d}})
+		if err != nil {
+			t.Fatalf("Declare(%+v): %v", d, err)
+		}
+		return res
+	}
+	check := func(p string, want string) {
+		t.Helper()
+		if e := stat(t, s, p); e.DeclaredSHA256 != want || e.SHA256 != "" || e.Present {
+			t.Errorf("%s: DeclaredSHA256 %q, SHA256 %q, present %v; want a placeholder declared %q", p, e.DeclaredSHA256, e.SHA256, e.Present, want)
+		}
+	}
+	if res := declare(store.Declaration{Size: 3, SHA256: Sum(a)}); res.Created != 1 {
+		t.Errorf("declaring /h: %+v", res)
+	}
+	check("/h", Sum(a))
+	es, err := s.ReadDir(t.Context(), "/")
+	if err != nil || len(es) != 1 || es[0].DeclaredSHA256 != Sum(a) {
+		t.Errorf("ReadDir(/) = %+v, %v; want /h with its declared hash", es, err)
+	}
+	rev := revision(t, s)
+	if res := declare(store.Declaration{Size: 3, SHA256: Sum(a)}); res.Unchanged != 1 {
+		t.Errorf("declaring the same hash again: %+v, want unchanged", res)
+	}
+	if res := declare(store.Declaration{Size: -1}); res.Unchanged != 1 {
+		t.Errorf("declaring without a hash: %+v, want unchanged", res)
+	}
+	check("/h", Sum(a))
+	if r := revision(t, s); r != rev {
+		t.Errorf("declarations that changed nothing moved the revision from %d to %d", rev, r)
+	}
+	if res := declare(store.Declaration{Size: -1, SHA256: Sum(b)}); res.Stale != 1 {
+		t.Errorf("declaring another hash: %+v, want stale", res)
+	}
+	check("/h", Sum(b))
+	if _, err := s.Copy(t.Context(), store.CopyRequest{From: "/h", To: "/copy"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Move(t.Context(), store.MoveRequest{From: "/copy", To: "/moved"}); err != nil {
+		t.Fatal(err)
+	}
+	check("/moved", Sum(b))
+	if res := declare(store.Declaration{Size: 4}); res.Stale != 1 {
+		t.Errorf("declaring another size: %+v, want stale", res)
+	}
+	check("/h", "")
+	declare(store.Declaration{Size: 3, SHA256: Sum(b)})
+	put(t, s, "/h", b)
+	if e := stat(t, s, "/h"); !e.Present || e.SHA256 != Sum(b) || e.DeclaredSHA256 != "" {
+		t.Errorf("after its content arrived: %+v, want present with no declared hash", e)
+	}
 }

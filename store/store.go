@@ -277,8 +277,12 @@ type Stats struct {
 	Evictions    int64 // files made placeholders to make room
 	EvictedBytes int64 // stored bytes freed by eviction
 	Expiries     int64 // entries removed because they expired
-	Hits         int64 // Open of a present file
-	Misses       int64 // Open of a placeholder
+	// SweptChunks are content chunks deleted because nothing referenced
+	// them (left by a host that crashed between storing content and
+	// committing it; store/nats only).
+	SweptChunks int64
+	Hits        int64 // Open of a present file
+	Misses      int64 // Open of a placeholder
 
 	MaxStoreBytes int64 // the configured limit on StoredBytes; 0: none
 	MaxFileBytes  int64 // the configured limit on one file; 0: none

@@ -23,6 +23,7 @@ var (
 	storeEvictions    = desc("store", "evictions_total", "Files made placeholders to make room, since the store was created.")
 	storeEvictedBytes = desc("store", "evicted_bytes_total", "Stored bytes freed by eviction, since the store was created.")
 	storeExpiries     = desc("store", "expiries_total", "Entries removed because they expired, since the store was created.")
+	storeSweptChunks  = desc("store", "swept_chunks_total", "Content chunks deleted because nothing referenced them (left by a crashed host; --store nats), since the store was created.")
 	storeHits         = desc("store", "opens_total", "Opens of files, by whether the content was present (hit) or not (miss).", "result")
 	storeMaxBytes     = desc("store", "max_bytes", "The configured limit on stored bytes; 0: none.")
 	storeUp           = desc("store", "stats_up", "1 when the store's statistics could be read at this scrape.")
@@ -41,7 +42,7 @@ type storeCollector struct {
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{storeFiles, storePlaceholders, storeDirs, storeStored, storeLogical, storeBlobs,
-		storeUploads, storeUploadBytes, storeEvictions, storeEvictedBytes, storeExpiries, storeHits, storeMaxBytes, storeUp} {
+		storeUploads, storeUploadBytes, storeEvictions, storeEvictedBytes, storeExpiries, storeSweptChunks, storeHits, storeMaxBytes, storeUp} {
 		ch <- d
 	}
 }
@@ -73,6 +74,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(storeEvictions, s.Evictions)
 	counter(storeEvictedBytes, s.EvictedBytes)
 	counter(storeExpiries, s.Expiries)
+	counter(storeSweptChunks, s.SweptChunks)
 	counter(storeHits, s.Hits, "hit")
 	counter(storeHits, s.Misses, "miss")
 }

@@ -159,6 +159,7 @@ type counters struct {
 	Evictions    int64 `json:"ev,omitzero"`
 	EvictedBytes int64 `json:"evb,omitzero"`
 	Expiries     int64 `json:"exp,omitzero"`
+	SweptChunks  int64 `json:"swc,omitzero"` // leaked chunks deleted (SweepChunks)
 }
 
 func decode[T any](key string, v []byte) (*T, error) {

@@ -70,6 +70,10 @@ type Options struct {
 	// GCDelay is how long the chunks of dropped content are kept, so a
 	// Content opened on another host before the drop can still read them.
 	GCDelay time.Duration
+	// ChunkGrace is how old chunks no record references must be before
+	// the sweeper deletes them as leaked (SweepChunks): longer than any
+	// host takes between writing content's chunks and committing it.
+	ChunkGrace time.Duration
 	// MaxBatch is the largest atomic batch the servers accept (their
 	// jetstream max_batch_size, 1000 by default): a change that writes
 	// more records fails with store.ErrLimit.
@@ -125,7 +129,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 		o = *opts
 	}
 	if o.Replicas < 0 || o.MaxStoreBytes < 0 || o.MaxFileBytes < 0 || o.MaxChunkSize < 0 || o.CacheBytes < 0 ||
-		o.History < 0 || o.SweepInterval < 0 || o.UploadTimeout < 0 || o.GCDelay < 0 || o.MaxBatch < 0 || o.Timeout < 0 {
+		o.History < 0 || o.SweepInterval < 0 || o.UploadTimeout < 0 || o.GCDelay < 0 || o.ChunkGrace < 0 || o.MaxBatch < 0 || o.Timeout < 0 {
 		return nil, fmt.Errorf("nats: open: %w: negative option", fs.ErrInvalid)
 	}
 	def := func(v *int, d int) {
@@ -151,6 +155,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 	defD(&o.SweepInterval, DefaultSweepInterval)
 	defD(&o.UploadTimeout, DefaultUploadTimeout)
 	defD(&o.GCDelay, DefaultGCDelay)
+	defD(&o.ChunkGrace, DefaultChunkGrace)
 	defD(&o.Timeout, DefaultTimeout)
 	switch {
 	case o.InlineBytes == 0:
@@ -394,6 +399,7 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 		StoredBytes: st.stored, LogicalBytes: st.logical, Blobs: st.nblobs,
 		Uploads: st.nuploads, UploadBytes: st.uploadBytes,
 		Evictions: st.counters.Evictions, EvictedBytes: st.counters.EvictedBytes, Expiries: st.counters.Expiries,
+		SweptChunks:   st.counters.SweptChunks,
 		MaxStoreBytes: s.opts.MaxStoreBytes, MaxFileBytes: s.opts.MaxFileBytes,
 	}
 	s.view.mu.RUnlock()

@@ -138,7 +138,8 @@ func (s *Store) expiryDue() bool {
 	return false
 }
 
-// sweeper runs expiry, upload expiry and chunk collection until Close.
+// sweeper runs expiry, upload expiry, chunk collection and the sweep of
+// leaked chunks until Close.
 func (s *Store) sweeper() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.opts.SweepInterval)
@@ -149,7 +150,7 @@ func (s *Store) sweeper() {
 		<-s.done
 		cancel()
 	}()
-	lastUploads := time.Now()
+	lastUploads, lastLeaks := time.Now(), time.Now()
 	report := func(what string, err error) {
 		if err != nil && !errors.Is(err, store.ErrClosed) && !errors.Is(err, context.Canceled) {
 			s.log.Error("nats: "+what, "err", err)
@@ -173,6 +174,11 @@ func (s *Store) sweeper() {
 			lastUploads = time.Now()
 			_, err := s.ExpireUploads(ctx)
 			report("expiring uploads", err)
+		}
+		if time.Since(lastLeaks) >= min(max(s.opts.ChunkGrace/4, time.Minute), 15*time.Minute) {
+			lastLeaks = time.Now()
+			_, err := s.SweepChunks(ctx, time.Now().Add(-s.opts.ChunkGrace))
+			report("deleting leaked chunks", err)
 		}
 	}
 }

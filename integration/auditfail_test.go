@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/depotfs/depotfs/internal/audit"
 )
 
 // smallFS mounts a tmpfs of size bytes at a fresh directory, unmounted at
@@ -46,8 +49,9 @@ func fill(t *testing.T, dir string) string {
 	}
 }
 
-// TestAuditLogFull: when the disk holding the audit log fills up, depotfs
-// refuses calls with a system error and stores nothing more; once there is
+// TestAuditLogFull: when the disk holding the audit log fills up, the
+// write whose record fails is answered as stored (with a warning), later
+// calls are refused with a system error and store nothing more; once there is
 // room again, calls work, and the log still verifies.
 func TestAuditLogFull(t *testing.T) {
 	logDir := smallFS(t, 1<<20)
@@ -58,22 +62,32 @@ func TestAuditLogFull(t *testing.T) {
 	d.mustCall("guide_cache_file", map[string]any{"path": "/before.txt", "content": "x"})
 	filler := fill(t, logDir)
 
-	// The log's last page may still have room for a record or two; the
-	// first call that cannot be audited fails, and says whether its change
-	// was stored.
-	failed := -1
+	// The log's last page may still have room for a record or two. The
+	// first call whose record cannot be written has stored its change: it
+	// succeeds, with a warning that it is not audited yet (an error would
+	// make the agent repeat a write that happened). The next call is
+	// refused.
+	unaudited, failed := "", -1
 	for i := range 20 {
-		env := d.call("guide_cache_file", map[string]any{"path": fmt.Sprintf("/full/%02d.txt", i), "content": "x"})
-		if !env.Success {
-			if env.Error.Type != "system" || !strings.Contains(env.Error.Message, "audit log") {
-				t.Fatalf("call %d: %+v, want a system error about the audit log", i, env.Error)
+		p := fmt.Sprintf("/full/%02d.txt", i)
+		env := d.call("guide_cache_file", map[string]any{"path": p, "content": "x"})
+		if env.Success {
+			if slices.ContainsFunc(env.Warnings, func(w string) bool { return strings.Contains(w, "could not write this call's audit record") }) {
+				unaudited = p
 			}
-			failed = i
-			break
+			continue
 		}
+		if env.Error.Type != "system" || !strings.Contains(env.Error.Message, "audit log") {
+			t.Fatalf("call %d: %+v, want a system error about the audit log", i, env.Error)
+		}
+		failed = i
+		break
 	}
-	if failed < 0 {
-		t.Fatal("20 calls succeeded on a full disk")
+	if failed < 0 || unaudited == "" {
+		t.Fatalf("on a full disk: call %d refused, unaudited write %q; want one write stored with a warning, then refusals", failed, unaudited)
+	}
+	if b, err := os.ReadFile(d.path(unaudited)); err != nil || string(b) != "x" {
+		t.Fatalf("the write answered with the warning is not stored: %q, %v", b, err)
 	}
 	d.waitLogLine("the failure in the log", "audit record not written")
 
@@ -106,5 +120,12 @@ func TestAuditLogFull(t *testing.T) {
 	d.stop()
 	if code, out, errOut := runDepotfs(t, "audit", "verify", "--audit-log", log); code != 0 {
 		t.Fatalf("verify after the disk was full: exit %d\n%s%s", code, out, errOut)
+	}
+	// The record of the unaudited write was kept and written once the log
+	// had room.
+	if !slices.ContainsFunc(auditRecords(t, log), func(r audit.Record) bool {
+		return r.Tool == "guide_cache_file" && slices.Contains(r.Paths, unaudited) && r.Error == ""
+	}) {
+		t.Errorf("no audit record of %s, the write stored while the log was full", unaudited)
 	}
 }

@@ -358,7 +358,8 @@ func TestAuditRecordContent(t *testing.T) {
 
 // TestAuditFailureRefusesCalls: while the audit log fails, calls are
 // refused before they change anything; a record that cannot be appended
-// turns the reply into a system error.
+// turns the reply into a system error, except for a call that committed a
+// change: it succeeds with a warning and its record is written later.
 func TestAuditFailureRefusesCalls(t *testing.T) {
 	e := newEnforced(t, nil, nil, nil)
 	e.as(tester)
@@ -385,16 +386,32 @@ func TestAuditFailureRefusesCalls(t *testing.T) {
 		t.Fatal("a call changed the store while the audit log was failing")
 	}
 
-	// A log that fails only at the append: the write happened, and the
-	// reply says so instead of claiming nothing changed.
+	// A log that fails only at the append, after the write: the change is
+	// stored, so the reply is a success (never an error an agent would
+	// retry) with a warning that it is not audited yet.
 	e.rec.fail(disk, nil)
-	env := e.fail("guide_cache_file", m{"path": "/unaudited", "content": "x"}, "system")
-	if !strings.Contains(env.Message, "stored, but") {
-		t.Errorf("message %q does not say the change was stored", env.Message)
+	n := len(e.rec.records())
+	env := e.ok("guide_cache_file", m{"path": "/unaudited", "content": "x"}, nil)
+	if !slices.ContainsFunc(env.Warnings, func(w string) bool { return strings.Contains(w, "stored, but") && strings.Contains(w, "audit record") }) {
+		t.Errorf("warnings %q do not say the change was stored but not audited", env.Warnings)
 	}
+	if got := len(e.rec.records()); got != n {
+		t.Fatalf("%d records appended while the log failed", got-n)
+	}
+	// A read that succeeds while the log fails is still refused: its
+	// data is not handed out unaudited.
+	e.fail("guide_cache_stats", m{}, "system")
 
+	// Once the log works, the next call writes the held record first.
 	e.rec.fail(nil, nil)
 	e.ok("guide_cache_file", m{"path": "/after", "content": "x"}, nil)
+	var order []string
+	for _, r := range e.rec.since(n) {
+		order = append(order, r.Tool+" "+strings.Join(r.Paths, ","))
+	}
+	if want := []string{"guide_cache_file /unaudited", "guide_cache_file /after"}; !slices.Equal(order, want) {
+		t.Errorf("records after the log recovered: %q, want %q", order, want)
+	}
 }
 
 // TestRateLimit is Proof 4 at the server: with a frozen clock, a burst of

@@ -55,7 +55,8 @@ func newRequestID() string {
 // Finish ends a call's bookkeeping: its identity's counts, a warning on an
 // unusual burst of denials, the audit record and the log line. err is the
 // call's failure, nil on success. It returns the audit log's error: the
-// call must then be refused.
+// call must then be refused, unless it committed a change (its record is
+// then held and written by a later append, and the reply says so).
 func (s *Runtime) Finish(c *Call, err error) error {
 	var f *Failure
 	if err != nil {
@@ -92,8 +93,13 @@ func (s *Runtime) Finish(c *Call, err error) error {
 	var auditErr error
 	if s.audit != nil {
 		r := s.callRecord(c, f, err, refused, now)
-		if auditErr = s.audit.Append(r); auditErr != nil {
-			s.log.Error("audit record not written; the call is refused", "tool", c.tool, "identity", c.who.String(), "request_id", c.reqID, "err", auditErr)
+		if auditErr = s.held.append(s.audit, r, c.committed); auditErr != nil {
+			if c.committed {
+				s.log.Error("audit record not written yet: the call's change is stored; the record is kept and written once the audit log works, later calls are refused until then",
+					"tool", c.tool, "identity", c.who.String(), "request_id", c.reqID, "paths", r.Paths, "err", auditErr)
+			} else {
+				s.log.Error("audit record not written; the call is refused", "tool", c.tool, "identity", c.who.String(), "request_id", c.reqID, "err", auditErr)
+			}
 		}
 	}
 	s.logCall(c, f, err)

@@ -106,7 +106,8 @@ func (c *Call) MayWrite(p string) bool { return c.rt.MayWrite(c.who, p) }
 // tool, then runs; every path argument is checked (before the first store
 // access, or at the end for a call that never reached the store); a denial
 // replaces whatever else the call would have reported. If the audit record
-// cannot be written the call fails.
+// cannot be written the call fails, unless it committed a change: then it
+// succeeds with a warning, and its record is written by a later append.
 func (s *Runtime) Handler(t Tool) server.ToolHandlerFunc {
 	def := t.def()
 	s.defs[def.name] = def
@@ -122,7 +123,13 @@ func (s *Runtime) Handler(t Tool) server.ToolHandlerFunc {
 			out, err = Reply{}, derr
 		}
 		if auditErr := s.Finish(c, err); auditErr != nil {
-			err = &auditError{err: auditErr}
+			if err == nil && c.committed {
+				// The change is stored: the reply says so, never an
+				// error (which an agent would retry).
+				out.Warnings = append(out.Warnings, unauditedWarning)
+			} else {
+				err = &auditError{err: auditErr}
+			}
 		}
 		if err == nil {
 			res, encErr := t.Shape.Success(c, out)
@@ -137,6 +144,10 @@ func (s *Runtime) Handler(t Tool) server.ToolHandlerFunc {
 		return t.Shape.Failure(c, err), nil
 	}
 }
+
+// unauditedWarning is the warning of a call whose change was stored while
+// the audit log could not take its record.
+const unauditedWarning = "The change is stored, but depotfs could not write this call's audit record yet (it keeps it, and writes it once the audit log works again); until then depotfs refuses further calls with a system error. Do not repeat this call."
 
 // rateLimited reports whether the rate limits apply to c's caller: an
 // authenticated identity, or any caller with Env.RateLocal. A local caller

@@ -29,6 +29,7 @@ type Runtime struct {
 	env     *Env
 	policy  *policy.Host
 	audit   Auditor
+	held    unaudited // records of committed calls the log could not take yet
 	limiter *ratelimit.Limiter
 	log     *slog.Logger
 	stats   identityStats

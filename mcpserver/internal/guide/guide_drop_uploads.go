@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/mcpserver/internal/args"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 	"github.com/depotfs/depotfs/store"
@@ -50,7 +49,7 @@ type KeptUpload struct {
 // dropUploads drops the uploads named, or all those idle long enough.
 func (s *tools) dropUploads(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
 	var probs args.Problems
-	dir := depotpath.Root
+	dir := ""
 	var ids []string
 	idle := time.Duration(-1)
 	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
@@ -89,11 +88,11 @@ func (s *tools) dropUploads(ctx context.Context, c *tool.Call, raw json.RawMessa
 	}
 	before, err := c.Store().ListUploads(ctx, dir)
 	if err != nil {
-		return tool.Reply{}, &tool.StoreError{Op: "list uploads", Path: dir, Err: err}
+		return tool.Reply{}, &tool.StoreError{Op: "list uploads", Path: shownDir(dir), Err: err}
 	}
 	dropped, err := c.Store().DropUploads(ctx, dir, ids, max(idle, 0))
 	if err != nil {
-		return tool.Reply{}, &tool.StoreError{Op: "drop uploads", Path: dir, Err: err}
+		return tool.Reply{}, &tool.StoreError{Op: "drop uploads", Path: shownDir(dir), Err: err}
 	}
 	now := s.opts.Now()
 	d := DropUploadsData{Dropped: make([]UploadInfo, 0, len(dropped)), Kept: []KeptUpload{}}

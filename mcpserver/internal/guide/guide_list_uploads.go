@@ -55,18 +55,27 @@ func uploadInfo(u store.UploadInfo, now time.Time) UploadInfo {
 		IdleSeconds: max(0, int64(now.Sub(u.Last)/time.Second)), Complete: u.Complete}
 }
 
-// uploadsDir reads the optional path argument of the uploads tools.
+// uploadsDir reads the optional path argument of the uploads tools; ""
+// when it is not given (every upload the caller may see).
 func uploadsDir(o *args.Object) string {
 	if p, ok := o.DepotPath("path", false); ok {
 		return p
 	}
-	return depotpath.Root
+	return ""
+}
+
+// shownDir is how a reply names dir.
+func shownDir(dir string) string {
+	if dir == "" {
+		return depotpath.Root
+	}
+	return dir
 }
 
 // listUploads lists the chunked uploads the caller may see.
 func (s *tools) listUploads(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
 	var probs args.Problems
-	dir := depotpath.Root
+	dir := ""
 	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
 		dir = uploadsDir(o)
 		o.Finish()
@@ -76,10 +85,10 @@ func (s *tools) listUploads(ctx context.Context, c *tool.Call, raw json.RawMessa
 	}
 	ups, err := c.Store().ListUploads(ctx, dir)
 	if err != nil {
-		return tool.Reply{}, &tool.StoreError{Op: "list uploads", Path: dir, Err: err}
+		return tool.Reply{}, &tool.StoreError{Op: "list uploads", Path: shownDir(dir), Err: err}
 	}
 	now := s.opts.Now()
-	d := ListUploadsData{Path: dir, Uploads: make([]UploadInfo, 0, len(ups))}
+	d := ListUploadsData{Path: shownDir(dir), Uploads: make([]UploadInfo, 0, len(ups))}
 	for _, u := range ups {
 		d.Uploads = append(d.Uploads, uploadInfo(u, now))
 		if !u.Complete {
@@ -87,5 +96,5 @@ func (s *tools) listUploads(ctx context.Context, c *tool.Call, raw json.RawMessa
 		}
 	}
 	c.Status = fmt.Sprintf("%d uploads", len(ups))
-	return tool.Reply{Data: d, Message: fmt.Sprintf("%d chunked upload(s) under %s; those in progress hold %d bytes.", len(ups), dir, d.Bytes)}, nil
+	return tool.Reply{Data: d, Message: fmt.Sprintf("%d chunked upload(s) under %s; those in progress hold %d bytes.", len(ups), shownDir(dir), d.Bytes)}, nil
 }

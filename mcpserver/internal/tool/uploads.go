@@ -26,9 +26,14 @@ func (g *Store) uploadAdmin() (store.UploadAdmin, error) {
 
 // ListUploads is store.UploadAdmin.ListUploads for a caller allowed to
 // read dir: the uploads of files under dir the caller may read; the
-// others are left out, as if they did not exist.
+// others are left out, as if they did not exist. An empty dir names no
+// directory: every upload the caller may read.
 func (g *Store) ListUploads(ctx context.Context, dir string) ([]store.UploadInfo, error) {
-	if err := g.admit(grant.Read, 0, dir); err != nil {
+	paths := []string{dir}
+	if dir == "" {
+		paths, dir = nil, depotpath.Root
+	}
+	if err := g.admit(grant.Read, 0, paths...); err != nil {
 		return nil, err
 	}
 	a, err := g.uploadAdmin()
@@ -50,7 +55,8 @@ func (g *Store) ListUploads(ctx context.Context, dir string) ([]store.UploadInfo
 // nil: all), those idle for at least idle. An upload ids names whose file
 // the caller may not write denies the whole call, before anything is
 // dropped; with ids nil, such uploads are left out. Dropping frees room,
-// so the disk reserve does not apply.
+// so the disk reserve does not apply. An empty dir names no directory:
+// every upload.
 func (g *Store) DropUploads(ctx context.Context, dir string, ids []string, idle time.Duration) ([]store.UploadInfo, error) {
 	if err := g.admit(grant.Read, 0); err != nil {
 		return nil, err
@@ -64,7 +70,11 @@ func (g *Store) DropUploads(ctx context.Context, dir string, ids []string, idle 
 		return nil, err
 	}
 	g.mu.Lock()
-	err = g.c.authorize(dir, grant.Write)
+	if dir == "" {
+		dir = depotpath.Root
+	} else {
+		err = g.c.authorize(dir, grant.Write)
+	}
 	var chosen []string
 	for _, u := range all {
 		if err != nil {

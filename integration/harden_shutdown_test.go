@@ -19,8 +19,8 @@ import (
 // and lets the work under way finish, all within one --shutdown-timeout.
 // A file open in the mount when the signal arrives is read to its end and
 // a raw upload whose body is half sent completes; a new open fails with
-// ESHUTDOWN and a new MCP call gets a JSON-RPC error (HTTP 503) saying
-// depotfs is shutting down; with the file still open, depotfs exits by the timeout
+// ESHUTDOWN, a new MCP call gets a JSON-RPC error (HTTP 503) saying
+// depotfs is shutting down and /healthz answers 503; with the file still open, depotfs exits by the timeout
 // plus a small margin (it waits once, not once per part).
 func TestSIGTERMDrains(t *testing.T) {
 	const timeout = 3 * time.Second
@@ -96,6 +96,17 @@ func TestSIGTERMDrains(t *testing.T) {
 	_, callErr := d.tryCall("guide_cache_stats", map[string]any{})
 	if callErr == nil || !strings.Contains(callErr.Error(), "depotfs is shutting down") {
 		t.Fatalf("an MCP call after SIGTERM: %v; want an error saying depotfs is shutting down", callErr)
+	}
+
+	// /healthz tells a load balancer at once.
+	resp, err := http.Get(strings.TrimSuffix(d.url, "/mcp") + "/healthz")
+	if err != nil {
+		t.Fatalf("/healthz after SIGTERM: %v", err)
+	}
+	health, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(health), "shutting down") {
+		t.Errorf("/healthz after SIGTERM: %d %q; want 503 saying shutting down", resp.StatusCode, health)
 	}
 
 	// The work under way finishes: the upload's body ...

@@ -98,12 +98,19 @@ type pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// healthChecks are what /healthz and the systemd watchdog check: the
-// store commits, and the mount (when there is one) answers statfs. The
+// healthChecks are what /healthz and the systemd watchdog check: serving
+// (the context a signal ends) is not over, the store commits, and the
+// mount (when there is one) answers statfs. The
 // reasons are fixed phrases, safe for anyone who can reach /healthz; the
 // errors behind them go to the log.
-func healthChecks(st pinger, mountDir string, log *slog.Logger) *health.Checker {
-	checks := []health.Check{{Name: "store", Run: func(ctx context.Context) error {
+func healthChecks(serving context.Context, st pinger, mountDir string, log *slog.Logger) *health.Checker {
+	checks := []health.Check{{Name: "serve", Run: func(context.Context) error {
+		// A load balancer stops sending work as soon as a shutdown begins.
+		if serving.Err() != nil {
+			return errors.New("shutting down")
+		}
+		return nil
+	}}, {Name: "store", Run: func(ctx context.Context) error {
 		if err := st.Ping(ctx); err != nil {
 			log.Warn("health: the store cannot commit", "err", err)
 			return errors.New("cannot commit")

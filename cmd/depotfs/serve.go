@@ -440,7 +440,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		opts.Requests = broker
 		mountDir = m.Dir()
 	}
-	checker := healthChecks(st, mountDir, log)
+	checker := healthChecks(ctx, st, mountDir, log)
 	srv := mcpserver.New(st, opts)
 	met.WatchSessions(srv)
 	// A signal ends guide_pending_requests long polls and notification

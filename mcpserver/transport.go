@@ -155,6 +155,12 @@ func isStream(r *http.Request) bool {
 		r.Method == http.MethodPost && r.Header.Get(mcp.HeaderMethod) == string(mcp.MethodSubscriptionsListen)
 }
 
+// stdioWorkers is how many tool calls a stdio client may have running at
+// once (mcp-go's default is 5; more queue). Calls spend most of their time
+// waiting for the commit that covers them, and concurrent calls share
+// commits, so a client with many calls in flight gets them all into one.
+const stdioWorkers = 32
+
 // ServeStdio serves MCP over newline-delimited JSON-RPC on in and out, for a
 // local client that started depotfs. Calls carry the identity of the OS
 // user running this process, with full grants unless Options.LocalGrants
@@ -177,6 +183,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	defer stdioActive.Store(false)
 
 	ss := server.NewStdioServer(s.mcp)
+	server.WithWorkerPoolSize(stdioWorkers)(ss)
 	ss.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelWarn))
 	fixes := rpcerr.New() // a failed resources/read gets the error depotfs chooses
 	ctx = rpcerr.NewContext(identity.NewContext(ctx, s.local(identity.Stdio())), fixes)

@@ -40,6 +40,13 @@ const lockTimeout = time.Second
 // space while every Open must then scan the whole file (DESIGN.md).
 const allocSize = 4 << 20
 
+// initialMmap is the size bbolt maps the file at from the start (address
+// space, not memory: only pages read or written are resident). bbolt
+// otherwise remaps as the file grows (doubling to 1 GiB), and each remap
+// waits for every read transaction to end and copies what the writing
+// transaction holds (a 256 MiB upload into a new depot crossed a dozen).
+const initialMmap = 1 << 30
+
 // Options configures a Store. The zero value, and a nil *Options, give the
 // defaults. Open copies the Options; changing them afterwards has no effect.
 type Options struct {
@@ -150,7 +157,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		o.Now = time.Now
 	}
 
-	db, lockFile, err := openLocked(path, &bbolt.Options{Timeout: lockTimeout})
+	db, lockFile, err := openLocked(path, &bbolt.Options{Timeout: lockTimeout, InitialMmapSize: initialMmap})
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open: %w", err)
 	}

@@ -196,13 +196,38 @@ func streamLock(sum string) string { return "\x00stream:" + sum }
 // record of blob key appears, staging it as the chunks of key in
 // transactions of about batchBytes. It returns the hash, the size and the
 // number of chunks.
+//
+// A transaction commits while the next batch is read: the disk's flushes
+// and the network's reads overlap instead of taking turns, at the cost of
+// a second batch in memory.
 func (s *Store) readChunks(ctx context.Context, r io.Reader, size int64, key hash, write bool) (string, int64, int64, error) {
 	d := sha256.New()
 	var n, next int64
+	var staging chan stageResult // the transaction in flight, if any
+	// wait returns the result of the transaction in flight, if any.
+	wait := func() error {
+		if staging == nil {
+			return nil
+		}
+		res := <-staging
+		staging = nil
+		if res.appeared {
+			write = false
+		}
+		return res.err
+	}
+	// On an early return the transaction in flight is waited for, so no
+	// goroutine outlives the call; the error returned is the first one.
+	defer wait()
 	buf := make([]byte, s.opts.ChunkSize)
 	for done := false; !done; {
 		var chunks [][]byte // one transaction's worth
 		for batch := 0; batch < batchBytes && !done; {
+			if write {
+				// The transaction keeps the chunk until it commits:
+				// read straight into a buffer of its own.
+				buf = make([]byte, s.opts.ChunkSize)
+			}
 			m, err := fill(r, buf)
 			switch {
 			case errors.Is(err, io.EOF):
@@ -222,24 +247,36 @@ func (s *Store) readChunks(ctx context.Context, r io.Reader, size int64, key has
 				return "", 0, 0, fmt.Errorf("%w: more than the %d bytes announced", store.ErrUpload, size)
 			}
 			if write {
-				chunks = append(chunks, append([]byte(nil), buf[:m]...))
+				chunks = append(chunks, buf[:m])
 			}
 			batch += m
 		}
-		if len(chunks) == 0 {
-			continue
-		}
-		appeared, err := s.stageChunks(ctx, key, next, chunks)
-		if err != nil {
+		if err := wait(); err != nil {
 			return "", 0, 0, err
 		}
+		if len(chunks) == 0 || !write {
+			continue
+		}
+		staging = make(chan stageResult, 1)
+		go func(first int64, ch chan<- stageResult) {
+			appeared, err := s.stageChunks(ctx, key, first, chunks)
+			ch <- stageResult{appeared, err}
+		}(next, staging)
 		next += int64(len(chunks))
-		write = !appeared
+	}
+	if err := wait(); err != nil {
+		return "", 0, 0, err
 	}
 	if size >= 0 && n != size {
 		return "", 0, 0, fmt.Errorf("%w: %d bytes arrived, %d were announced", store.ErrUpload, n, size)
 	}
 	return hex.EncodeToString(d.Sum(nil)), n, next, nil
+}
+
+// stageResult is how a staging transaction ended.
+type stageResult struct {
+	appeared bool // the blob got a record meanwhile: stop writing
+	err      error
 }
 
 // recordStaged gives blob h, whose size bytes are staged, a record with no

@@ -100,3 +100,45 @@ func TestPutStreamsLeavesNothing(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestPutStreamManyTransactions streams 40 MiB, three staging transactions
+// of which one commits while the next batch is read: the file reads back
+// whole, with or without a declared hash, and a client that disconnects
+// while a transaction is in flight leaves nothing behind.
+func TestPutStreamManyTransactions(t *testing.T) {
+	s, _ := openTemp(t, &bolt.Options{ChunkSize: 1 << 20})
+	ctx := context.Background()
+	data := make([]byte, 40<<20)
+	for i := range data {
+		data[i] = byte(i*31 + i>>20)
+	}
+	for _, declared := range []string{"", storetest.Sum(data)} {
+		p := "/big/" + fmt.Sprint(declared != "")
+		res, err := s.PutStream(ctx, store.PutRequest{Path: p, SHA256: declared}, bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatalf("declared %q: %v", declared, err)
+		}
+		if res.Entry.SHA256 != storetest.Sum(data) || !bytes.Equal(readAll(t, s, p), data) {
+			t.Fatalf("declared %q: stored content differs", declared)
+		}
+		if err := s.Remove(ctx, store.RemoveRequest{Path: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := bolt.ReadStats(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, declared := range []string{"", storetest.Sum(data)} {
+		// 36 MiB: two transactions staged, the third batch cut short.
+		if _, err := s.PutStream(ctx, store.PutRequest{Path: "/cut", SHA256: declared}, &brokenReader{n: 36 << 20}, -1); err == nil {
+			t.Fatalf("declared %q: a disconnected stream succeeded", declared)
+		}
+		if after, err := bolt.ReadStats(s); err != nil || after != before {
+			t.Errorf("declared %q: left %+v (%v), had %+v", declared, after, err, before)
+		}
+	}
+	if err := bolt.Verify(s); err != nil {
+		t.Error(err)
+	}
+}

@@ -243,6 +243,7 @@ func printStatus(w io.Writer, url string, st *mcpserver.CacheStats) error {
 		{"uploads in progress", fmt.Sprintf("%d\t(%s)", s.Uploads, humanSize(s.UploadBytes))},
 		{"evictions", fmt.Sprintf("%d\t(%s)", s.Evictions, humanSize(s.EvictedBytes))},
 		{"expiries", n(s.Expiries, 10)},
+		{"leaked chunks swept", n(s.SweptChunks, 10) + "\t(left by a crashed host; --store nats)"},
 		{"cache hits / misses", fmt.Sprintf("%d / %d", s.Hits, s.Misses)},
 		{"", ""},
 		{"FETCHES", ""},

@@ -45,6 +45,7 @@ type StoreStats struct {
 	Evictions       int64 `json:"evictions"`
 	EvictedBytes    int64 `json:"evicted_bytes"`
 	Expiries        int64 `json:"expiries"`
+	SweptChunks     int64 `json:"swept_chunks"`
 	Hits            int64 `json:"hits"`
 	Misses          int64 `json:"misses"`
 }
@@ -97,7 +98,7 @@ func (s *tools) cacheStats(ctx context.Context, c *tool.Call, raw json.RawMessag
 			Files: st.Files, Placeholders: st.Placeholders, Directories: st.Dirs,
 			StoredBytes: st.StoredBytes, LogicalBytes: st.LogicalBytes, DedupSavedBytes: st.DedupSavedBytes(),
 			Blobs: st.Blobs, Uploads: st.Uploads, UploadBytes: st.UploadBytes,
-			Evictions: st.Evictions, EvictedBytes: st.EvictedBytes, Expiries: st.Expiries,
+			Evictions: st.Evictions, EvictedBytes: st.EvictedBytes, Expiries: st.Expiries, SweptChunks: st.SweptChunks,
 			Hits: st.Hits, Misses: st.Misses,
 		},
 		Limits: Limits{

@@ -2,6 +2,7 @@ package nats
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -23,8 +24,10 @@ const DefaultChunkGrace = time.Hour
 // any host) has a recent newest message, so olderThan must lie further in
 // the past than the longest time between a host's chunk write and its
 // commit: every host's sweeper passes now minus Options.ChunkGrace. The
-// deleted count is added to the store's cumulative counters (Stats'
-// SweptChunks). It is safe for concurrent use, also from several hosts.
+// deleted count (what the servers report purging, so two hosts sweeping
+// at once count each chunk once) is added to the store's cumulative
+// counters (Stats' SweptChunks). It is safe for concurrent use, also from
+// several hosts.
 //
 // The sweep lists every chunk subject of the stream, so its cost grows
 // with the content stored; the sweeper runs it every ChunkGrace/4 (at
@@ -38,10 +41,10 @@ func (s *Store) SweepChunks(ctx context.Context, olderThan time.Time) (int, erro
 	if err != nil {
 		return 0, fmt.Errorf("nats: sweep chunks: listing the chunk stream: %w", err)
 	}
-	groups := map[string]int{} // first two subject tokens after the prefix → messages
-	for subj, n := range info.State.Subjects {
+	groups := map[string]bool{} // first two subject tokens after the prefix
+	for subj := range info.State.Subjects {
 		if g, ok := chunkGroup(strings.TrimPrefix(subj, prefix)); ok {
-			groups[g] += int(n)
+			groups[g] = true
 		}
 	}
 	// Every commit made before the listing is applied here after Sync:
@@ -51,7 +54,7 @@ func (s *Store) SweepChunks(ctx context.Context, olderThan time.Time) (int, erro
 	}
 	live := s.liveChunkGroups()
 	swept := 0
-	for g, n := range groups {
+	for g := range groups {
 		if live[g] {
 			continue
 		}
@@ -67,11 +70,14 @@ func (s *Store) SweepChunks(ctx context.Context, olderThan time.Time) (int, erro
 		if !m.Time.Before(olderThan) || s.liveChunkGroups()[g] {
 			continue
 		}
-		if err := s.chunks.purge(ctx, prefix+g+".>"); err != nil {
+		purged, err := s.purgeCounted(ctx, prefix+g+".>")
+		if err != nil {
 			return swept, fmt.Errorf("nats: sweep chunks: %w", err)
 		}
-		s.log.Warn("nats: deleted leaked chunks", "chunks", prefix+g+".>", "count", n, "newest", m.Time)
-		swept += n
+		if purged > 0 {
+			s.log.Warn("nats: deleted leaked chunks", "chunks", prefix+g+".>", "count", purged, "newest", m.Time)
+		}
+		swept += purged
 	}
 	if swept == 0 {
 		return 0, nil
@@ -122,4 +128,32 @@ func (s *Store) liveChunkGroups() map[string]bool {
 		live[k] = true
 	}
 	return live
+}
+
+// purgeCounted deletes the chunks matching filter and returns how many
+// messages the servers purged. jetstream's Stream.Purge drops that count;
+// the request is the same JetStream API call.
+func (s *Store) purgeCounted(ctx context.Context, filter string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	req, err := json.Marshal(jetstream.StreamPurgeRequest{Subject: filter})
+	if err != nil {
+		return 0, err
+	}
+	msg, err := s.nc.RequestWithContext(ctx, jetstream.DefaultAPIPrefix+"STREAM.PURGE."+s.chunks.name, req)
+	if err != nil {
+		return 0, fmt.Errorf("deleting chunks %s: %w", filter, err)
+	}
+	var resp struct {
+		Success bool                `json:"success"`
+		Purged  uint64              `json:"purged"`
+		Error   *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return 0, fmt.Errorf("deleting chunks %s: reply: %w", filter, err)
+	}
+	if resp.Error != nil {
+		return 0, fmt.Errorf("deleting chunks %s: %w", filter, resp.Error)
+	}
+	return int(resp.Purged), nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,8 +24,8 @@ func hexSum(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(
 
 // TestSweepChunks: chunks a crashed host left behind (content uploaded
 // but never committed, an upload's chunk never recorded, a stream never
-// finished) are deleted by a sweep from another host once older than the
-// cut; chunks of live records (a file, a streamed file, an upload in
+// finished) are deleted by sweeps from both hosts at once, each counted
+// once, once older than the cut; chunks of live records (a file, a streamed file, an upload in
 // progress, dropped content awaiting deletion) and the chunks of an upload
 // in flight newer than the cut are untouched, and still read.
 func TestSweepChunks(t *testing.T) {
@@ -104,12 +105,20 @@ func TestSweepChunks(t *testing.T) {
 	publish(inflight)
 	before := subjects()
 
-	n, err := b.SweepChunks(ctx, cut)
-	if err != nil {
+	// Both hosts sweep at once: together they delete (and count) each
+	// leaked chunk once.
+	var wg sync.WaitGroup
+	counts := make([]int, 2)
+	errs := make([]error, 2)
+	for i, s := range []*nats.Store{a, b} {
+		wg.Go(func() { counts[i], errs[i] = s.SweepChunks(ctx, cut) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		t.Fatalf("SweepChunks: %v", err)
 	}
-	if n != len(leaked) {
-		t.Errorf("SweepChunks deleted %d chunks; want the %d leaked", n, len(leaked))
+	if counts[0]+counts[1] != len(leaked) {
+		t.Errorf("SweepChunks on both hosts deleted %v chunks; want the %d leaked in all", counts, len(leaked))
 	}
 	after := subjects()
 	want := maps.Clone(before)
@@ -146,10 +155,12 @@ func TestSweepChunks(t *testing.T) {
 	}
 
 	// Counted, store-wide.
-	if err := a.Sync(ctx); err != nil {
-		t.Fatal(err)
+	for _, s := range []*nats.Store{a, b} {
+		if err := s.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
-	for name, s := range map[string]*nats.Store{"sweeping host": b, "other host": a} {
+	for name, s := range map[string]*nats.Store{"a": a, "b": b} {
 		st, err := s.Stats(ctx)
 		if err != nil || st.SweptChunks != int64(len(leaked)) {
 			t.Errorf("%s: Stats SweptChunks %d, %v; want %d", name, st.SweptChunks, err, len(leaked))

@@ -27,7 +27,7 @@ func (f fetchStats) Stats() fetch.Stats { return fetch.Stats(f) }
 
 func TestMetrics(t *testing.T) {
 	m := metrics.New(metrics.Options{
-		Store: storeStats{s: store.Stats{Files: 3, Placeholders: 1, StoredBytes: 42, Evictions: 2, Hits: 5, Misses: 1}},
+		Store: storeStats{s: store.Stats{Files: 3, Placeholders: 1, StoredBytes: 42, Evictions: 2, SweptChunks: 7, Hits: 5, Misses: 1}},
 		Fetch: fetchStats{Pending: 1, Requested: 4, Fetched: 3},
 	})
 	m.Call("guide_cache_file", metrics.OutcomeOK, "", 3*time.Millisecond, 100)
@@ -46,12 +46,15 @@ depotfs_mcp_content_bytes_in_total 100
 # HELP depotfs_store_files Files with their content present.
 # TYPE depotfs_store_files gauge
 depotfs_store_files 3
+# HELP depotfs_store_swept_chunks_total Content chunks deleted because nothing referenced them (left by a crashed host; --store nats), since the store was created.
+# TYPE depotfs_store_swept_chunks_total counter
+depotfs_store_swept_chunks_total 7
 # HELP depotfs_fetch_requests_total Requests for content published to agents.
 # TYPE depotfs_fetch_requests_total counter
 depotfs_fetch_requests_total 4
 `
 	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(expected),
-		"depotfs_mcp_calls_total", "depotfs_mcp_content_bytes_in_total", "depotfs_store_files", "depotfs_fetch_requests_total"); err != nil {
+		"depotfs_mcp_calls_total", "depotfs_mcp_content_bytes_in_total", "depotfs_store_files", "depotfs_store_swept_chunks_total", "depotfs_fetch_requests_total"); err != nil {
 		t.Error(err)
 	}
 	if n, err := testutil.GatherAndCount(m.Registry(), "depotfs_fuse_operation_duration_seconds"); err != nil || n != 1 {

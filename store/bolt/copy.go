@@ -8,6 +8,7 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 )
 
 // Copy copies the file or directory tree at req.From to req.To in one
@@ -109,7 +110,7 @@ func (w *wtx) transfer(t transfer) (store.CopyResult, string, error) {
 	if dst != nil {
 		res.Status = store.StatusUpdated
 	}
-	res.Entry = top.entry(t.to)
+	res.Entry = top.Entry(t.to)
 	for _, d := range append([]pathRecord{{t.from, src}}, below...) {
 		res.Entries++
 		if d.rec.Kind == store.KindFile && d.rec.Present {
@@ -149,34 +150,18 @@ func (w *wtx) transfer(t transfer) (store.CopyResult, string, error) {
 // place writes the copy (or moved version) of r at p, replacing the file
 // old when it is not nil, and returns the record written.
 func (w *wtx) place(t transfer, p string, r, old *record) (*record, error) {
-	next := *r
 	if r.Kind == store.KindFile && r.Present {
 		missing := func(hash) error { return fmt.Errorf("corrupt store: content %s is missing", r.SHA256) }
 		if err := w.ref(r.SHA256, r.Size, missing); err != nil {
 			return nil, err
 		}
 	}
-	if !t.move {
-		next.Created, next.Updates = w.now, 0
-		if t.source != "" {
-			next.Source = t.source
-		}
-	}
-	next.Writer, next.Updated = t.writer, w.now
-	kind := store.EventCreated
+	next, kind := entryrec.Place(r, old, t.move, t.writer, t.source, w.now)
 	if old == nil {
 		next.Ino = w.nextIno()
-	} else {
-		kind = store.EventUpdated
-		next.Ino, next.Created = old.Ino, old.Created
-		next.Updates = old.Updates
-		if !old.Present || old.SHA256 != r.SHA256 {
-			next.Updates++
-		}
-		if old.Present {
-			if err := w.unref(old.SHA256); err != nil {
-				return nil, err
-			}
+	} else if old.Present {
+		if err := w.unref(old.SHA256); err != nil {
+			return nil, err
 		}
 	}
 	if err := w.put(kind, p, &next); err != nil {

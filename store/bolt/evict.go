@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 )
 
 // makeRoom evicts blobs, least recently used first, until the stored
@@ -82,7 +83,7 @@ func (w *wtx) evict(h hash, ev *store.Evictions) error {
 		if err != nil {
 			return err
 		}
-		if r == nil || presentSum(r) != sum || r.Pinned {
+		if r == nil || entryrec.PresentSum(r) != sum || r.Pinned {
 			return fmt.Errorf("corrupt store: refs says %s uses blob %s", p, sum)
 		}
 		next := *r

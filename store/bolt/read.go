@@ -36,7 +36,7 @@ func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
 		if r == nil {
 			return store.ErrNotExist
 		}
-		e = r.entry(path)
+		e = r.Entry(path)
 		return nil
 	})
 	return e, pathErr("stat", path, err)
@@ -75,10 +75,10 @@ func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) 
 				}
 			}
 			var r record
-			if err := r.decode(v); err != nil {
+			if err := decodeInto(&r, v); err != nil {
 				return err
 			}
-			out = append(out, r.entry(keyPath(k)))
+			out = append(out, r.Entry(keyPath(k)))
 		}
 		return nil
 	})

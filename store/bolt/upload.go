@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -154,7 +155,7 @@ func (w *wtx) putChunk(c store.Chunk, sum hash) (store.UploadProgress, bool, err
 		if err != nil {
 			return store.UploadProgress{}, false, err
 		}
-		if err := checkWrite(r, c.File.IfAbsent, c.File.IfRevision); err != nil {
+		if err := entryrec.CheckWrite(r, c.File.IfAbsent, c.File.IfRevision); err != nil {
 			return store.UploadProgress{}, false, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 )
 
 // Copy makes req.To a copy of req.From in one atomic batch; copies share
@@ -63,7 +64,7 @@ func (t *txn) transfer(tr transfer) (store.CopyResult, *record, string, error) {
 	if src == nil {
 		return store.CopyResult{}, nil, tr.from, store.ErrNotExist
 	}
-	if err := checkRevision(src, tr.ifRevision); err != nil {
+	if err := entryrec.CheckRevision(src.rec(), tr.ifRevision); err != nil {
 		return store.CopyResult{}, nil, tr.from, err
 	}
 	if err := t.checkParents(tr.to); err != nil {
@@ -131,34 +132,18 @@ func (t *txn) transfer(tr transfer) (store.CopyResult, *record, string, error) {
 
 // place writes a copy of r at p, replacing the file old when there is one.
 func (t *txn) place(tr transfer, p string, r, old *record) (*record, error) {
-	next := *r
-	next.Path = p
 	if r.Kind == store.KindFile && r.Present {
 		if err := t.ref(r.SHA256, r.Size, fmt.Errorf("corrupt store: content %s is missing", r.SHA256)); err != nil {
 			return nil, err
 		}
 	}
-	if !tr.move {
-		next.Created, next.Updates = t.now, 0
-		if tr.source != "" {
-			next.Source = tr.source
-		}
-	}
-	next.Writer, next.Updated = tr.writer, t.now
-	kind := store.EventCreated
-	if old == nil {
-		next.Ino = 0
-	} else {
-		kind = store.EventUpdated
-		next.Ino, next.Created = old.Ino, old.Created
-		next.Updates = old.Updates
-		if !old.Present || old.SHA256 != r.SHA256 {
-			next.Updates++
-		}
-		if old.Present {
-			if err := t.unref(old.SHA256); err != nil {
-				return nil, err
-			}
+	next := *r
+	next.Path = p
+	var kind store.EventKind
+	next.Record, kind = entryrec.Place(r.rec(), old.rec(), tr.move, tr.writer, tr.source, t.now)
+	if old != nil && old.Present {
+		if err := t.unref(old.SHA256); err != nil {
+			return nil, err
 		}
 	}
 	if err := t.put(kind, &next); err != nil {

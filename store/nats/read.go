@@ -12,12 +12,8 @@ import (
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
 	"github.com/depotfs/depotfs/store/internal/chunkread"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 )
-
-// rootEntry is the synthesized entry of "/".
-func rootEntry() store.Entry {
-	return store.Entry{Path: depotpath.Root, Kind: store.KindDir, Ino: store.RootIno, Explicit: true}
-}
 
 // Stat returns the entry at path as this host has applied the tree. It is
 // safe for concurrent use.
@@ -31,7 +27,7 @@ func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
 	s.view.mu.RLock()
 	defer s.view.mu.RUnlock()
 	if path == depotpath.Root {
-		e := rootEntry()
+		e := entryrec.RootEntry()
 		e.MTime, e.Updated = s.view.st.rootTime, s.view.st.rootTime
 		return e, nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 	"github.com/nats-io/nuid"
 )
 
@@ -105,7 +106,7 @@ func (t *txn) putChunk(c store.Chunk, ukey string, ch uploadChunk) (prog store.U
 		if err := t.checkParents(c.File.Path); err != nil {
 			return prog, false, false, err
 		}
-		if err := checkWrite(t.get(c.File.Path), c.File.IfAbsent, c.File.IfRevision); err != nil {
+		if err := entryrec.CheckWrite(t.get(c.File.Path).rec(), c.File.IfAbsent, c.File.IfRevision); err != nil {
 			return prog, false, false, err
 		}
 	}

@@ -110,25 +110,3 @@ func TestDeclare(t *testing.T) {
 		})
 	}
 }
-
-func TestPlace(t *testing.T) {
-	src := file("x", true)
-	cp, kind := entryrec.Place(src, nil, false, "b", "copy", t1)
-	if kind != store.EventCreated || cp.Ino != 0 || !cp.Created.Equal(t1) || cp.Source != "copy" || cp.Writer != "b" {
-		t.Fatalf("copy to a new path: %v %+v", kind, cp)
-	}
-	mv, _ := entryrec.Place(src, nil, true, "b", "", t1)
-	if !mv.Created.Equal(t0) {
-		t.Fatalf("a move changed the creation time to %v", mv.Created)
-	}
-	old := file("y", true)
-	old.Ino, old.Created, old.Updates = 11, t0.Add(-time.Hour), 4
-	over, kind := entryrec.Place(src, old, false, "b", "", t1)
-	if kind != store.EventUpdated || over.Ino != 11 || !over.Created.Equal(old.Created) || over.Updates != 5 {
-		t.Fatalf("copy over another file: %v %+v", kind, over)
-	}
-	same, _ := entryrec.Place(src, file("x", true), false, "b", "", t1)
-	if same.Updates != 0 {
-		t.Fatalf("copy over the same content counted %d updates", same.Updates)
-	}
-}

@@ -1,10 +1,10 @@
 // Package entryrec is the entry record both stores keep, and what is
 // decided from records alone: the entry a record shows, whether two
 // records differ, the content a record holds or pins, when it expires,
-// a write's conditions, and the record a put, a declaration or a copy
-// makes. Reading and writing records, revisions, inodes and content
-// references stay with each store: bolt assigns them inside its bbolt
-// transaction, nats when it turns a transaction into its atomic batch.
+// a write's conditions, and the record a put or a declaration makes.
+// Reading and writing records, revisions, inodes and content references
+// stay with each store: bolt assigns them inside its bbolt transaction,
+// nats when it turns a transaction into its atomic batch.
 package entryrec
 
 import (

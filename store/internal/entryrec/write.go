@@ -100,31 +100,3 @@ func Declare(r *Record, d store.Declaration, writer, source string, now time.Tim
 	next.Updated, next.Writer, next.Source = now, writer, source
 	return next, stale, true
 }
-
-// Place returns the record a copy of r (or with move, r moved) makes at a
-// path, replacing the file old there (nil: none), and its event. A copy
-// is new (created now, no updates) and takes source as its provenance
-// when set; a move keeps r's. Replacing old keeps old's inode and
-// creation time and counts an update when the content differs; otherwise
-// Ino is 0 (the store assigns one). Content references are the caller's:
-// it references r's content and drops old's.
-func Place(r, old *Record, move bool, writer, source string, now time.Time) (Record, store.EventKind) {
-	next := *r
-	if !move {
-		next.Created, next.Updates = now, 0
-		if source != "" {
-			next.Source = source
-		}
-	}
-	next.Writer, next.Updated = writer, now
-	if old == nil {
-		next.Ino = 0
-		return next, store.EventCreated
-	}
-	next.Ino, next.Created = old.Ino, old.Created
-	next.Updates = old.Updates
-	if !old.Present || old.SHA256 != r.SHA256 {
-		next.Updates++
-	}
-	return next, store.EventUpdated
-}

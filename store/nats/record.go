@@ -9,6 +9,7 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/entryrec"
+	"github.com/depotfs/depotfs/store/internal/uploadrec"
 )
 
 // Keys in the tree bucket. Every key starts with a one-letter kind:
@@ -99,22 +100,15 @@ type gcRecord struct {
 	At time.Time `json:"at"`
 }
 
-// uploadRecord is a chunked upload in progress (or completed, kept until it
-// expires to answer retries). Its chunks are messages
+// uploadRecord is a chunked upload in progress (or completed, kept until
+// it expires to answer retries), under its id. Its chunks are messages
 // <chunk subject>.u.<upload key hash>.<index>.<part>.
 type uploadRecord struct {
-	ID       string           `json:"id"`
-	Count    int              `json:"count"`
-	File     store.PutRequest `json:"file"` // without Data
-	Received int              `json:"received"`
-	Bytes    int64            `json:"bytes"`
-	Total    int64            `json:"total,omitzero"`
-	Started  time.Time        `json:"started"`
-	Last     time.Time        `json:"last"`
+	ID string `json:"id"`
+	uploadrec.Upload
 	// Chunks holds, per received index, the chunk's sha256 and how many
 	// parts of at most the chunk size it was stored as.
 	Chunks map[int]uploadChunk `json:"chunks"`
-	Result *store.PutResult    `json:"result,omitzero"`
 
 	// done is set by the transaction that completes the upload; its
 	// Result is filled in once the entry's revision is known.
@@ -125,14 +119,6 @@ type uploadChunk struct {
 	SHA256 string `json:"h"`
 	Size   int64  `json:"s"`
 	Parts  int    `json:"p"`
-}
-
-func (u *uploadRecord) progress() store.UploadProgress {
-	p := store.UploadProgress{UploadID: u.ID, Path: u.File.Path, Received: u.Received, Count: u.Count, Bytes: u.Bytes}
-	if u.Result != nil {
-		p.Complete, p.Result = true, *u.Result
-	}
-	return p
 }
 
 // counters are the cumulative store-wide counts kept in m.counters.

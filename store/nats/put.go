@@ -9,6 +9,7 @@ import (
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
 	"github.com/depotfs/depotfs/store/internal/entryrec"
+	"github.com/depotfs/depotfs/store/internal/evictplan"
 	"github.com/nats-io/nuid"
 )
 
@@ -138,8 +139,8 @@ func (t *txn) stagedBytes() int64 {
 // cannot make room it fails with store.ErrLimit.
 func (t *txn) makeRoom(keep string) (store.Evictions, error) {
 	limit := t.s.opts.MaxStoreBytes
-	need := t.stored + t.stagedBytes() - limit
-	if limit == 0 || need <= 0 {
+	staged := t.stagedBytes()
+	if limit == 0 || t.stored+staged <= limit {
 		return store.Evictions{}, nil
 	}
 	type cand struct {
@@ -170,24 +171,17 @@ func (t *txn) makeRoom(keep string) (store.Evictions, error) {
 		}
 		return cmp.Compare(a.sum, b.sum)
 	})
-	var victims []string
-	freed := int64(0)
-	for _, c := range cands {
-		if freed >= need {
-			break
+	next := func() (string, int64, bool, error) {
+		if len(cands) == 0 {
+			return "", 0, false, nil
 		}
-		victims = append(victims, c.sum)
-		freed += c.size
+		c := cands[0]
+		cands = cands[1:]
+		return c.sum, c.size, true, nil
 	}
-	if freed < need {
-		return store.Evictions{}, fmt.Errorf("%w: the write needs %d more bytes than the store size limit of %d allows, and only %d bytes are evictable (the rest is pinned or just written)",
-			store.ErrLimit, need, limit, freed)
-	}
-	var ev store.Evictions
-	for _, sum := range victims {
-		if err := t.evict(sum, &ev); err != nil {
-			return store.Evictions{}, err
-		}
+	ev, err := evictplan.MakeRoom(t.stored, staged, limit, next, t.evict)
+	if err != nil {
+		return store.Evictions{}, err
 	}
 	t.c.Evictions += int64(ev.Count)
 	t.c.EvictedBytes += ev.Bytes
@@ -225,10 +219,7 @@ func (t *txn) evict(sum string, ev *store.Evictions) error {
 			return err
 		}
 		n++
-		ev.Count++
-		if len(ev.Paths) < store.MaxEvictedPaths {
-			ev.Paths = append(ev.Paths, p)
-		}
+		evictplan.Evicted(ev, p)
 	}
 	if uint64(n) != b.Refs {
 		return fmt.Errorf("corrupt store: content %s has %d references, %d files use it", sum, b.Refs, n)

@@ -167,28 +167,55 @@ const stdioWorkers = 32
 // narrows them. Nothing but protocol messages is written to
 // out; transport errors go to Options.Logger.
 //
-// ServeStdio returns nil when in reaches end of file or ctx is done, after
-// the calls already running have finished and replied (within
+// ServeStdio returns nil when in reaches end of file, after the calls
+// already running have finished and replied (within
 // Options.CommitTimeout); calls not yet started are dropped, as the client
-// has gone. It does not close in or out. If ctx ends while a read from in is
-// blocked, that read's goroutine (inside mcp-go) lingers until in returns,
-// so a caller that wants no goroutine left closes in.
+// has gone. When ctx ends, it takes no new calls: every request read from
+// then on is answered with ShuttingDownReply (its id echoed), and it
+// returns once the calls in flight have replied. It does not close in or
+// out. Its reading goroutine cannot be woken from a blocked Read: it
+// lingers until in returns, writing nothing after ServeStdio has
+// returned, so a caller that wants no goroutine left closes in.
 //
 // Only one ServeStdio may run per process at a time (mcp-go's stdio session
 // is process-wide); a second concurrent call fails with ErrStdioBusy.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	return s.ServeStdioDrain(ctx, in, out, nil)
+}
+
+// ServeStdioDrain is ServeStdio for a process with more to finish than the
+// calls in flight once ctx ends: after they have replied it calls drain
+// (when not nil) and returns when drain does, still answering requests
+// with ShuttingDownReply meanwhile. depotfs serve waits there for the
+// files open in its mount, so that a client hears why until the process
+// exits.
+func (s *Server) ServeStdioDrain(ctx context.Context, in io.Reader, out io.Writer, drain func()) error {
 	if !stdioActive.CompareAndSwap(false, true) {
 		return ErrStdioBusy
 	}
 	defer stdioActive.Store(false)
 
+	o := &stdioOut{w: out}
+	defer o.stop()
+	gate := newStdioGate(o, s.log)
+	go gate.run(in)
+	defer context.AfterFunc(ctx, gate.shut)()
+
 	ss := server.NewStdioServer(s.mcp)
 	server.WithWorkerPoolSize(stdioWorkers)(ss)
 	ss.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelWarn))
 	fixes := rpcerr.New() // a failed resources/read gets the error depotfs chooses
-	ctx = rpcerr.NewContext(identity.NewContext(ctx, s.local(identity.Stdio())), fixes)
-	err := ss.Listen(ctx, in, fixes.Writer(out))
-	if err == nil || ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+	// mcp-go's loop is not cancelled by ctx: it ends at the end of the
+	// input the gate gives it, so a line it has read is always served.
+	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	mctx = rpcerr.NewContext(identity.NewContext(mctx, s.local(identity.Stdio())), fixes)
+	err := ss.Listen(mctx, gate.pr, fixes.Writer(o))
+	gate.pr.CloseWithError(errStdioStopped) // a line handed over from now on is refused
+	if ctx.Err() != nil && drain != nil {
+		drain()
+	}
+	if err == nil {
 		return nil
 	}
 	return fmt.Errorf("mcp stdio: %w", err)

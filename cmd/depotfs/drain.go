@@ -2,17 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
-)
 
-// codeShuttingDown is the JSON-RPC error code of a request refused because
-// depotfs is stopping (the implementation-defined server error range, as
-// mcpserver's "busy" refusals).
-const codeShuttingDown = -32000
+	"github.com/depotfs/depotfs/mcpserver"
+)
 
 // drain refuses new HTTP requests once a shutdown has begun and lets the
 // ones in flight finish: stop makes every later request get 503 with a
@@ -95,14 +91,7 @@ func (d *drain) wait(ctx context.Context) error {
 // began: 503, a JSON-RPC error an MCP client shows as it is, and the
 // connection closed after the reply.
 func refuseShuttingDown(w http.ResponseWriter) {
-	body, _ := json.Marshal(map[string]any{
-		"jsonrpc": "2.0", "id": nil,
-		"error": map[string]any{
-			"code":    codeShuttingDown,
-			"message": "depotfs is shutting down and takes no new calls; retry once it is back",
-			"data":    map[string]any{"retryable": true, "shutting_down": true},
-		},
-	})
+	body := mcpserver.ShuttingDownReply(nil)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))

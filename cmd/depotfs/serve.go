@@ -400,6 +400,9 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	met := metrics.New(mopts)
 	opts.Audit = meteredAudit{Auditor: alog, m: met}
 	mountDir := ""
+	// drainMount closes the broker and, after a signal, waits until stopBy
+	// for the files open in the mount; nil without a mount.
+	var drainMount func()
 	if !cfg.noMount {
 		umask, _ := parseUmask(cfg.umask)
 		m, err := vfs.Mount(ctx, cfg.mount, st, &vfs.Options{
@@ -415,7 +418,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		// A signal: no new opens (they fail with ESHUTDOWN), files already
 		// open are read to their end before the unmount.
 		defer context.AfterFunc(ctx, m.RefuseOpens)()
-		defer func() {
+		drainMount = sync.OnceFunc(func() {
 			broker.Close()
 			if ctx.Err() != nil && m.OpenFiles() > 0 {
 				log.Info("shutting down: waiting for files open in the mount to be closed", "open", m.OpenFiles(), "until", stopBy().Format(time.RFC3339Nano))
@@ -425,6 +428,9 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 				}
 				cancel()
 			}
+		})
+		defer func() {
+			drainMount()
 			if uerr := m.Unmount(); uerr != nil {
 				log.Error("unmount failed", "mount", cfg.mount, "err", uerr)
 			} else {
@@ -484,7 +490,10 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	if cfg.stdio {
 		log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg), "mcp", "stdio", "tools", cfg.tools, limitAttrs(cfg))
 		ready("stdio")
-		err := srv.ServeStdio(ctx, os.Stdin, os.Stdout)
+		// Requests that arrive after a signal are answered "shutting
+		// down" until the mount's drain is over too, as the process exits
+		// right after it.
+		err := srv.ServeStdioDrain(ctx, os.Stdin, os.Stdout, drainMount)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("stdio: %w", err)
 		}

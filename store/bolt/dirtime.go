@@ -3,7 +3,6 @@ package bolt
 import (
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
-	"github.com/depotfs/depotfs/store/internal/entryrec"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -52,7 +51,7 @@ func (w *wtx) touchDirs() error {
 			continue
 		}
 		r.MTime, r.Updated = w.now, w.now
-		v, err := encodeRecord(r)
+		v, err := r.encode()
 		if err != nil {
 			return err
 		}
@@ -66,7 +65,7 @@ func (w *wtx) touchDirs() error {
 // statRoot returns the root's entry, with its times: zero until an entry
 // is first created in or removed from it.
 func statRoot(meta *bbolt.Bucket) (store.Entry, error) {
-	e := entryrec.RootEntry()
+	e := rootEntry()
 	v := meta.Get(keyRootTime)
 	if v == nil {
 		return e, nil

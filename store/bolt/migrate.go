@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/depotfs/depotfs/store/internal/entryrec"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -28,8 +27,8 @@ func derive(tx *bbolt.Tx) (*derived, error) {
 			return err
 		}
 		p := keyPath(k)
-		d.c.Add(r, 1)
-		if sum := entryrec.PresentSum(r); sum != "" {
+		d.c.count(r, 1)
+		if sum := presentSum(r); sum != "" {
 			h, err := parseHash(sum)
 			if err != nil {
 				return err
@@ -42,7 +41,7 @@ func derive(tx *bbolt.Tx) (*derived, error) {
 				d.last[h] = r.Updated
 			}
 		}
-		if t := entryrec.Expires(r); !t.IsZero() {
+		if t := expires(r); !t.IsZero() {
 			d.expiry[string(expiryKey(t, p))] = true
 		}
 		return nil

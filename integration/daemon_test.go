@@ -40,6 +40,7 @@ type daemon struct {
 	client *client.Client
 	logs   *lockedBuffer
 	exited chan struct{} // closed when cmd has been waited for
+	reaps  bool          // this harness waits for cmd (reap); over stdio the MCP client does
 	cfg    daemonConfig  // how it was started, for restart
 }
 
@@ -86,6 +87,7 @@ func startDaemon(t testing.TB, cfg daemonConfig) *daemon {
 		if err := d.cmd.Start(); err != nil {
 			t.Fatalf("start depotfs: %v", err)
 		}
+		d.reaps = true
 		go d.reap()
 		d.url = d.waitForEndpoint()
 		if cfg.noInit {
@@ -177,8 +179,11 @@ func (d *daemon) stop() {
 	}
 }
 
-// waitExit reports whether the process has exited, and been waited for,
-// within timeout.
+// waitExit reports whether the process has exited within timeout and,
+// when the harness reaps it, been waited for: only then is
+// cmd.ProcessState set. (The process counts as done a moment before
+// cmd.Wait sets ProcessState; reading it then gave a nil state, exit code
+// -1.) A daemon over stdio is waited for by its MCP client.
 func (d *daemon) waitExit(timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
@@ -187,8 +192,10 @@ func (d *daemon) waitExit(timeout time.Duration) bool {
 			return true
 		default:
 		}
-		if err := d.cmd.Process.Signal(syscall.Signal(0)); errors.Is(err, os.ErrProcessDone) {
-			return true
+		if !d.reaps {
+			if err := d.cmd.Process.Signal(syscall.Signal(0)); errors.Is(err, os.ErrProcessDone) {
+				return true
+			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -157,7 +157,7 @@ func TestMetricsAndHealth(t *testing.T) {
 			{"depotfs_mcp_sessions_started_total", nil, 1},
 			{"depotfs_mcp_sessions_live", nil, 1},
 			{"depotfs_mcp_streams_open", []string{"kind", "get"}, 0},
-			{"depotfs_fuse_operations_total", []string{"op", "read"}, 1},
+			{"depotfs_fuse_operations_total", []string{"op", "open"}, 1},
 			{"depotfs_fuse_operation_duration_seconds", []string{"op", "lookup"}, 1},
 		} {
 			if v := value(t, fams, c.name, c.labels...); v < c.min {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -27,8 +28,9 @@ type fileNode struct {
 	version fileVersion
 
 	mu       sync.Mutex
-	blob     *os.File // the blob file open handles share (passthrough); nil when none is open
-	blobRefs int      // open handles on blob
+	blob     *os.File    // the blob file open handles share (passthrough); nil when none is open
+	blobRefs int32       // open handles on blob
+	primed   atomic.Bool // the content was handed to the kernel's page cache (prime)
 }
 
 var (
@@ -108,7 +110,37 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	if !current {
 		return &fileHandle{fsys: f.fsys, path: p, content: c}, direct, 0
 	}
+	f.prime(c)
 	return &fileHandle{fsys: f.fsys, path: p, content: c}, cached, 0
+}
+
+// primeMax bounds the files whose content Open hands to the kernel (see
+// prime); a larger file's first READ brings a whole MiB anyway.
+const primeMax = 128 << 10
+
+// prime stores the content of a small file in the kernel's page cache for
+// this inode (FUSE_NOTIFY_STORE), once, before the first open of it
+// returns: the reader's first read is then served from the page cache
+// instead of costing a READ round trip. The inode is this version only, so
+// the pages can never be stale; if the kernel drops them later, reads ask
+// for them as usual. c must be this version's content.
+func (f *fileNode) prime(c store.Content) {
+	size := f.version.size
+	if size <= 0 || size > primeMax || f.primed.Swap(true) {
+		return
+	}
+	buf := make([]byte, size)
+	if n, err := c.ReadAt(buf, 0); int64(n) != size {
+		f.primed.Store(false)
+		if err != nil && !errors.Is(err, io.EOF) {
+			f.fsys.log.Debug("vfs: reading a file to prime the page cache failed", "path", f.version.path, "err", err)
+		}
+		return
+	}
+	if errno := f.WriteCache(0, buf); errno != 0 {
+		f.primed.Store(false)
+		f.fsys.log.Debug("vfs: priming the page cache failed", "path", f.version.path, "err", errno)
+	}
 }
 
 // openBlob returns a handle on this version's blob file for passthrough,

@@ -192,7 +192,9 @@ func TestUnmount(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			st, _ := newStore(t, nil)
 			m := mount(t, st, nil)
-			put(t, st, m, store.PutRequest{Path: "/f", Data: []byte("x")})
+			// Larger than what an open hands to the page cache, so
+			// that a read after the abort must reach the server.
+			put(t, st, m, store.PutRequest{Path: "/f", Data: pattern(vfs.PassthroughMinSize-1, 1)})
 			tt.unmount(t, m)
 			if err := m.Unmount(); err != nil {
 				t.Errorf("Unmount: %v", err)

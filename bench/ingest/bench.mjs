@@ -1,14 +1,16 @@
 // One measurement: node bench.mjs WORK KIND TARGET...
 //
 // WORK is small (one file per call), batch (100 files per call), chunks
-// (64 MiB in 8 MiB base64 chunks, or one call for a server without chunks)
-// or put (256 MiB through guide_begin_upload and an HTTP PUT). KIND says
-// which tools the server has: depotfs, ref (ref-server.mjs) or fs
+// (64 MiB in 8 MiB base64 chunks, or one call for a server without chunks),
+// put (256 MiB through guide_begin_upload and an HTTP PUT from node) or
+// putcurl (the same PUT sent by curl). KIND says which tools the server has: depotfs, ref (ref-server.mjs) or fs
 // (@modelcontextprotocol/server-filesystem). TARGET is an MCP endpoint URL
 // or, after "stdio", a command line. Prints one JSON line:
 // {"work", "kind", "items", "bytes", "seconds"}.
 import { createHash, randomBytes } from "node:crypto";
+import { execFile } from "node:child_process";
 import { createReadStream, statSync } from "node:fs";
+import { promisify } from "node:util";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -95,6 +97,19 @@ const works = {
     if (process.env.BENCH_TOKEN) headers.authorization = `Bearer ${process.env.BENCH_TOKEN}`;
     const reply = await fetch(up.upload_url, { method: "PUT", body: createReadStream(file), duplex: "half", headers });
     if (!reply.ok) throw new Error(`PUT ${reply.status}: ${await reply.text()}`);
+    return { items: 1, bytes: size, start };
+  },
+  // putcurl is put with the bytes sent by curl -T, as docs/pushing.md
+  // shows: node's fetch spends more CPU streaming a file than the server
+  // spends storing it, so put measures the client as much as the server.
+  async putcurl(client) {
+    const file = process.env.BENCH_PUT_FILE;
+    const size = statSync(file).size;
+    const start = performance.now();
+    const res = await call(client, "guide_begin_upload", { path: `${dir}/put.bin`, size, sha256: process.env.BENCH_PUT_SHA256 });
+    const args = ["-sS", "-f", "-T", file, "-o", "/dev/null", res.structuredContent.data.upload_url];
+    if (process.env.BENCH_TOKEN) args.unshift("-H", `Authorization: Bearer ${process.env.BENCH_TOKEN}`);
+    await promisify(execFile)("curl", args);
     return { items: 1, bytes: size, start };
   },
 };

@@ -33,7 +33,8 @@ const (
 // errCorrupt reports a tree record that cannot be decoded.
 var errCorrupt = errors.New("corrupt entry record")
 
-func (r *record) encode() ([]byte, error) {
+// encodeRecord encodes r for the tree bucket.
+func encodeRecord(r *record) ([]byte, error) {
 	b := make([]byte, 0, 96+len(r.Encoding)+len(r.Source)+len(r.Writer))
 	b = append(b, recordFormat, byte(r.Kind))
 	var flags byte
@@ -170,14 +171,14 @@ func (d *decoder) time() time.Time {
 
 func decodeRecord(v []byte) (*record, error) {
 	r := new(record)
-	if err := r.decode(v); err != nil {
+	if err := decodeInto(r, v); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// decode sets r from an encoded record.
-func (r *record) decode(v []byte) error {
+// decodeInto sets r from an encoded record.
+func decodeInto(r *record, v []byte) error {
 	d := decoder{b: v}
 	if d.byte() != recordFormat {
 		return errCorrupt

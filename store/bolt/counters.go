@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -12,13 +13,12 @@ import (
 // always exact at a commit. Hits, Misses and UseSeq change on reads: they
 // are counted in memory (see uses) and written by the next transaction.
 type counters struct {
-	Files, Placeholders, Dirs int64 // entries, the root not counted
-	Logical                   int64 // sum of the sizes of present files
-	Stored, Blobs             int64 // referenced blobs: bytes and count
-	Evictions, EvictedBytes   int64
-	Expiries                  int64
-	Hits, Misses              int64
-	UseSeq                    int64 // the last use number handed out
+	entryrec.Counts               // entries and the sizes of present files
+	Stored, Blobs           int64 // referenced blobs: bytes and count
+	Evictions, EvictedBytes int64
+	Expiries                int64
+	Hits, Misses            int64
+	UseSeq                  int64 // the last use number handed out
 }
 
 // fields lists the counters in their stored order. New counters go at the

@@ -3,11 +3,11 @@ package bolt
 import (
 	"context"
 	"fmt"
-	"io/fs"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 )
 
 // Declare records req.Entries in one transaction: all apply or none do.
@@ -65,56 +65,24 @@ func (w *wtx) declare(d store.Declaration, req store.DeclareRequest, res *store.
 	if err := w.parents(d.Path); err != nil {
 		return err
 	}
-	mode := d.Mode & fs.ModePerm
-	if r == nil {
-		next := &record{Kind: d.Kind, Ino: w.nextIno(), Mode: mode, MTime: w.now, Created: w.now, Updated: w.now, Writer: req.Writer, Source: req.Source}
-		if !d.MTime.IsZero() {
-			next.MTime = utc(d.MTime)
-		}
-		if d.Kind == store.KindDir {
-			next.Explicit = true
-		} else {
-			next.Size, next.Declared = max(d.Size, 0), d.SHA256
-		}
+	next, stale, changed := entryrec.Declare(r, d, req.Writer, req.Source, w.now)
+	switch {
+	case r == nil:
+		next.Ino = w.nextIno()
 		res.Created++
-		return w.put(store.EventCreated, d.Path, next)
-	}
-
-	next := *r
-	if mode != 0 {
-		next.Mode = mode
-	}
-	stale := false
-	if d.Kind == store.KindDir {
-		next.Explicit = true
-	} else {
-		sizeDiffers := d.Size != -1 && d.Size != r.Size
-		mtimeDiffers := !d.MTime.IsZero() && !d.MTime.Equal(r.MTime)
-		hashDiffers := d.SHA256 != "" && (r.Present && d.SHA256 != r.SHA256 || !r.Present && d.SHA256 != r.Declared)
-		stale = sizeDiffers || mtimeDiffers || hashDiffers
-		if stale {
-			if r.Present {
-				if err := w.unref(r.SHA256); err != nil {
-					return err
-				}
-			}
-			next.Present, next.SHA256, next.Declared = false, "", d.SHA256
-			if d.Size != -1 {
-				next.Size = d.Size
-			}
-			if !d.MTime.IsZero() {
-				next.MTime = utc(d.MTime)
+		return w.put(store.EventCreated, d.Path, &next)
+	case stale:
+		res.Stale++
+		if r.Present {
+			if err := w.unref(r.SHA256); err != nil {
+				return err
 			}
 		}
-	}
-	if stale {
-		res.Stale++
-	} else {
+	default:
 		res.Unchanged++
 	}
-	if sameMeta(r, &next) {
+	if !changed {
 		return nil
 	}
-	next.Updated, next.Writer, next.Source = w.now, req.Writer, req.Source
 	return w.put(store.EventUpdated, d.Path, &next)
 }

@@ -3,6 +3,7 @@ package bolt
 import (
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -51,7 +52,7 @@ func (w *wtx) touchDirs() error {
 			continue
 		}
 		r.MTime, r.Updated = w.now, w.now
-		v, err := r.encode()
+		v, err := encodeRecord(r)
 		if err != nil {
 			return err
 		}
@@ -65,7 +66,7 @@ func (w *wtx) touchDirs() error {
 // statRoot returns the root's entry, with its times: zero until an entry
 // is first created in or removed from it.
 func statRoot(meta *bbolt.Bucket) (store.Entry, error) {
-	e := rootEntry()
+	e := entryrec.RootEntry()
 	v := meta.Get(keyRootTime)
 	if v == nil {
 		return e, nil

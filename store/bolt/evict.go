@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
+	"github.com/depotfs/depotfs/store/internal/evictplan"
 )
 
 // makeRoom evicts blobs, least recently used first, until the stored
@@ -19,39 +21,35 @@ import (
 // as a placeholder (Present false, SHA256 "", its other metadata kept),
 // with an EventEvicted at a new revision.
 func (w *wtx) makeRoom(keep hash) (store.Evictions, error) {
-	limit := w.s.opts.MaxStoreBytes
-	need := w.c.Stored + w.stagedBytes() - limit
-	if limit == 0 || need <= 0 {
-		return store.Evictions{}, nil
-	}
-	var victims []hash
-	freed := int64(0)
 	c := w.lru.Cursor()
-	for k, _ := c.First(); k != nil && freed < need; k, _ = c.Next() {
-		var h hash
-		copy(h[:], k[8:])
-		if h == keep {
-			continue
+	var k []byte
+	started := false
+	next := func() (hash, int64, bool, error) {
+		if !started {
+			k, _ = c.First()
+			started = true
 		}
-		b, ok, err := getBlob(w.blobs, h)
-		if err != nil {
-			return store.Evictions{}, err
+		for ; k != nil; k, _ = c.Next() {
+			var h hash
+			copy(h[:], k[8:])
+			if h == keep {
+				continue
+			}
+			b, ok, err := getBlob(w.blobs, h)
+			if err != nil {
+				return h, 0, false, err
+			}
+			if !ok {
+				return h, 0, false, fmt.Errorf("corrupt store: lru lists blob %x, which does not exist", h)
+			}
+			k, _ = c.Next()
+			return h, b.Size, true, nil
 		}
-		if !ok {
-			return store.Evictions{}, fmt.Errorf("corrupt store: lru lists blob %x, which does not exist", h)
-		}
-		victims = append(victims, h)
-		freed += b.Size
+		return hash{}, 0, false, nil
 	}
-	if freed < need {
-		return store.Evictions{}, fmt.Errorf("%w: the write needs %d more bytes than the store size limit of %d allows, and only %d bytes are evictable (the rest is pinned or just written)",
-			store.ErrLimit, need, limit, freed)
-	}
-	var ev store.Evictions
-	for _, h := range victims {
-		if err := w.evict(h, &ev); err != nil {
-			return store.Evictions{}, err
-		}
+	ev, err := evictplan.MakeRoom(w.c.Stored, w.stagedBytes(), w.s.opts.MaxStoreBytes, next, w.evict)
+	if err != nil {
+		return store.Evictions{}, err
 	}
 	w.c.Evictions += int64(ev.Count)
 	w.c.EvictedBytes += ev.Bytes
@@ -82,7 +80,7 @@ func (w *wtx) evict(h hash, ev *store.Evictions) error {
 		if err != nil {
 			return err
 		}
-		if r == nil || presentSum(r) != sum || r.Pinned {
+		if r == nil || entryrec.PresentSum(r) != sum || r.Pinned {
 			return fmt.Errorf("corrupt store: refs says %s uses blob %s", p, sum)
 		}
 		next := *r
@@ -93,10 +91,7 @@ func (w *wtx) evict(h hash, ev *store.Evictions) error {
 		if err := w.unref(sum); err != nil {
 			return err
 		}
-		ev.Count++
-		if len(ev.Paths) < store.MaxEvictedPaths {
-			ev.Paths = append(ev.Paths, p)
-		}
+		evictplan.Evicted(ev, p)
 	}
 	ev.Bytes += b.Size
 	return nil

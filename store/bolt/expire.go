@@ -39,7 +39,7 @@ func (s *Store) ListUploads(ctx context.Context) ([]store.UploadInfo, error) {
 			if err != nil {
 				return fmt.Errorf("upload %q: %w", k, err)
 			}
-			out = append(out, u.info(string(k)))
+			out = append(out, u.Info(string(k)))
 			return nil
 		})
 	})
@@ -84,7 +84,7 @@ func (s *Store) DropUploads(ctx context.Context, ids []string, idle time.Duratio
 			if err != nil || !expired(u) {
 				return err
 			}
-			info := u.info(id)
+			info := u.Info(id)
 			gone = &info
 			return w.dropUpload(id, u)
 		})

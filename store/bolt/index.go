@@ -2,9 +2,8 @@ package bolt
 
 import (
 	"fmt"
-	"time"
 
-	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 )
 
 // The lru, refs and expiry buckets and the counters are derived from the
@@ -77,9 +76,9 @@ func (w *wtx) addPins(sum string, d int) error {
 // the entry at p changing from old to r (either nil: absent). The blob
 // reference counts themselves are the caller's (ref, unref).
 func (w *wtx) index(p string, old, r *record) error {
-	w.c.count(old, -1)
-	w.c.count(r, 1)
-	oldSum, newSum := presentSum(old), presentSum(r)
+	w.c.Add(old, -1)
+	w.c.Add(r, 1)
+	oldSum, newSum := entryrec.PresentSum(old), entryrec.PresentSum(r)
 	if oldSum != newSum {
 		if oldSum != "" {
 			if err := w.setRef(oldSum, p, false); err != nil {
@@ -92,7 +91,7 @@ func (w *wtx) index(p string, old, r *record) error {
 			}
 		}
 	}
-	oldPin, newPin := pinnedSum(old), pinnedSum(r)
+	oldPin, newPin := entryrec.PinnedSum(old), entryrec.PinnedSum(r)
 	if oldPin != newPin {
 		if oldPin != "" {
 			if err := w.addPins(oldPin, -1); err != nil {
@@ -105,7 +104,7 @@ func (w *wtx) index(p string, old, r *record) error {
 			}
 		}
 	}
-	oldExp, newExp := expires(old), expires(r)
+	oldExp, newExp := entryrec.Expires(old), entryrec.Expires(r)
 	if !oldExp.Equal(newExp) {
 		if !oldExp.IsZero() {
 			if err := w.expiry.Delete(expiryKey(oldExp, p)); err != nil {
@@ -131,42 +130,4 @@ func (w *wtx) setRef(sum, p string, on bool) error {
 		return w.refs.Put(refKey(h, p), nil)
 	}
 	return w.refs.Delete(refKey(h, p))
-}
-
-// count adds r's contribution to the entry counters, times sign.
-func (c *counters) count(r *record, sign int64) {
-	switch {
-	case r == nil:
-	case r.Kind == store.KindDir:
-		c.Dirs += sign
-	case r.Present:
-		c.Files += sign
-		c.Logical += sign * r.Size
-	default:
-		c.Placeholders += sign
-	}
-}
-
-// presentSum is the content hash of a present file, else "".
-func presentSum(r *record) string {
-	if r == nil || r.Kind != store.KindFile || !r.Present {
-		return ""
-	}
-	return r.SHA256
-}
-
-// pinnedSum is the content hash of a pinned present file, else "".
-func pinnedSum(r *record) string {
-	if r == nil || !r.Pinned {
-		return ""
-	}
-	return presentSum(r)
-}
-
-// expires is when the file r may expire (set, not pinned), else zero.
-func expires(r *record) (t time.Time) {
-	if r == nil || r.Kind != store.KindFile || r.Pinned {
-		return t
-	}
-	return r.Expires
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -27,8 +28,8 @@ func derive(tx *bbolt.Tx) (*derived, error) {
 			return err
 		}
 		p := keyPath(k)
-		d.c.count(r, 1)
-		if sum := presentSum(r); sum != "" {
+		d.c.Add(r, 1)
+		if sum := entryrec.PresentSum(r); sum != "" {
 			h, err := parseHash(sum)
 			if err != nil {
 				return err
@@ -41,7 +42,7 @@ func derive(tx *bbolt.Tx) (*derived, error) {
 				d.last[h] = r.Updated
 			}
 		}
-		if t := expires(r); !t.IsZero() {
+		if t := entryrec.Expires(r); !t.IsZero() {
 			d.expiry[string(expiryKey(t, p))] = true
 		}
 		return nil

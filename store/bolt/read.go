@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io/fs"
-	"sync/atomic"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
@@ -36,7 +34,7 @@ func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
 		if r == nil {
 			return store.ErrNotExist
 		}
-		e = r.entry(path)
+		e = r.Entry(path)
 		return nil
 	})
 	return e, pathErr("stat", path, err)
@@ -75,10 +73,10 @@ func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) 
 				}
 			}
 			var r record
-			if err := r.decode(v); err != nil {
+			if err := decodeInto(&r, v); err != nil {
 				return err
 			}
-			out = append(out, r.entry(keyPath(k)))
+			out = append(out, r.Entry(keyPath(k)))
 		}
 		return nil
 	})
@@ -106,7 +104,11 @@ func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
 	if path == depotpath.Root {
 		return nil, pathErr("open", path, store.ErrIsDir)
 	}
-	c := &content{s: s}
+	var (
+		src             = blobChunks{s: s}
+		sum             string
+		size, chunkSize int64
+	)
 	missed := false
 	// gc.mu is held across the read and the pin so that no write can
 	// delete the blob between them (see Store.update).
@@ -137,7 +139,7 @@ func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
 		if !ok {
 			return fmt.Errorf("corrupt store: content %s is missing", r.SHA256)
 		}
-		c.h, c.sum, c.size, c.chunkSize = h, r.SHA256, b.Size, b.ChunkSize
+		src.h, sum, size, chunkSize = h, r.SHA256, b.Size, b.ChunkSize
 		return nil
 	})
 	if err != nil {
@@ -146,53 +148,26 @@ func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
 		}
 		return nil, pathErr("open", path, err)
 	}
-	s.pinLocked(c.h)
-	s.uses.hit(c.h)
-	return c, nil
+	s.pinLocked(src.h)
+	s.uses.hit(src.h)
+	return chunkread.New(src, sum, size, chunkSize, func() { s.unpin(src.h) }), nil
 }
 
-// content is a pinned blob: its chunks stay until Close.
-type content struct {
-	s         *Store
-	h         hash
-	sum       string
-	size      int64
-	chunkSize int64
-	closed    atomic.Bool
+// blobChunks are the chunks of blob h; an open Content pins the blob, so
+// they stay until it is closed.
+type blobChunks struct {
+	s *Store
+	h hash
 }
 
-var _ store.Content = (*content)(nil)
-
-func (c *content) Size() int64    { return c.size }
-func (c *content) SHA256() string { return c.sum }
-
-// ReadAt reads the chunks covering [off, off+len(p)) in one short read
-// transaction.
-func (c *content) ReadAt(p []byte, off int64) (int, error) {
-	if c.closed.Load() {
-		return 0, fs.ErrClosed
-	}
-	return chunkread.ReadAt(c, c.sum, c.size, c.chunkSize, p, off)
-}
-
-// Chunks reads the content's chunks in one read transaction (see
+// Chunks reads the blob's chunks in one read transaction (see
 // chunkread.Source).
-func (c *content) Chunks(read func(get func(i int64) ([]byte, error)) error) error {
-	if c.s.closed.Load() {
+func (b blobChunks) Chunks(read func(get func(i int64) ([]byte, error)) error) error {
+	if b.s.closed.Load() {
 		return store.ErrClosed
 	}
-	return dbErr(c.s.db.View(func(tx *bbolt.Tx) error {
+	return dbErr(b.s.db.View(func(tx *bbolt.Tx) error {
 		chunks := tx.Bucket(bucketChunks)
-		return read(func(i int64) ([]byte, error) { return chunks.Get(chunkKey(c.h, i)), nil })
+		return read(func(i int64) ([]byte, error) { return chunks.Get(chunkKey(b.h, i)), nil })
 	}))
-}
-
-// Close releases the content; the last Close of a blob that is no longer
-// referenced deletes it. Close is idempotent.
-func (c *content) Close() error {
-	if c.closed.Swap(true) {
-		return nil
-	}
-	c.s.unpin(c.h)
-	return nil
 }

@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"io/fs"
 	"strings"
 	"time"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
-	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -91,43 +90,9 @@ func u64(b []byte) uint64 {
 
 func u64bytes(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
-// record is an entry as stored in the tree bucket; the path is its key.
-type record struct {
-	Kind     store.Kind
-	Ino      uint64
-	Size     int64
-	SHA256   string
-	Declared string // a placeholder's declared hash (store.Entry.DeclaredSHA256)
-	Mode     fs.FileMode
-	MTime    time.Time
-	Encoding string
-	Source   string
-	Created  time.Time
-	Updated  time.Time
-	Updates  uint64
-	Writer   string
-	Expires  time.Time
-	Pinned   bool
-	Present  bool
-	Explicit bool
-	Revision uint64
-}
-
-func (r *record) entry(p string) store.Entry {
-	return store.Entry{
-		Path: p, Kind: r.Kind, Ino: r.Ino,
-		Size: r.Size, SHA256: r.SHA256, DeclaredSHA256: r.Declared, Mode: r.Mode, MTime: r.MTime,
-		Encoding: r.Encoding, Source: r.Source,
-		Created: r.Created, Updated: r.Updated, Updates: r.Updates, Writer: r.Writer,
-		Expires: r.Expires, Pinned: r.Pinned, Present: r.Present, Explicit: r.Explicit,
-		Revision: r.Revision,
-	}
-}
-
-// rootEntry is the synthesized entry of "/".
-func rootEntry() store.Entry {
-	return store.Entry{Path: depotpath.Root, Kind: store.KindDir, Ino: store.RootIno, Explicit: true}
-}
+// record is an entry as stored in the tree bucket (see codec.go); the
+// path is its key.
+type record = entryrec.Record
 
 // getEntry reads the entry at p from the tree bucket; nil when absent.
 func getEntry(tree *bbolt.Bucket, p string) (*record, error) {

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -32,8 +32,8 @@ func (s *Store) Remove(ctx context.Context, req store.RemoveRequest) error {
 		if r == nil {
 			return store.ErrNotExist
 		}
-		if req.IfRevision != 0 && r.Revision != req.IfRevision {
-			return fmt.Errorf("%w: expected %d, entry is at %d", store.ErrRevision, req.IfRevision, r.Revision)
+		if err := entryrec.CheckRevision(r, req.IfRevision); err != nil {
+			return err
 		}
 		if r.Kind == store.KindDir && hasChildren(w.tree, p) {
 			if !req.Recursive {

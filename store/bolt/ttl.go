@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -42,7 +43,7 @@ func (s *Store) ExpireEntries(ctx context.Context) (int, error) {
 				if err != nil {
 					return err
 				}
-				if r == nil || expires(r).IsZero() || r.Expires.After(w.now) {
+				if r == nil || entryrec.Expires(r).IsZero() || r.Expires.After(w.now) {
 					return errors.New("corrupt store: the expiry index disagrees with " + p)
 				}
 				if err := w.remove(p, r); err != nil {

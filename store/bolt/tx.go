@@ -205,14 +205,14 @@ func (w *wtx) put(kind store.EventKind, p string, r *record) error {
 		w.touchDir(p)
 	}
 	r.Revision = w.nextRev()
-	v, err := r.encode()
+	v, err := encodeRecord(r)
 	if err != nil {
 		return err
 	}
 	if err := w.tree.Put(treeKey(p), v); err != nil {
 		return err
 	}
-	w.events = append(w.events, store.Event{Kind: kind, Path: p, Revision: r.Revision, Entry: r.entry(p)})
+	w.events = append(w.events, store.Event{Kind: kind, Path: p, Revision: r.Revision, Entry: r.Entry(p)})
 	return nil
 }
 
@@ -231,7 +231,7 @@ func (w *wtx) remove(p string, r *record) error {
 	}
 	w.touchDir(p)
 	rev := w.nextRev()
-	e := r.entry(p)
+	e := r.Entry(p)
 	w.events = append(w.events, store.Event{Kind: store.EventRemoved, Path: p, Revision: rev, Entry: e})
 	return nil
 }

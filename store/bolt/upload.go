@@ -6,9 +6,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
+	"github.com/depotfs/depotfs/store/internal/uploadrec"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -20,32 +21,10 @@ var keyUploadMeta = []byte("m")
 func chunkDataKey(i int) []byte { return binary.BigEndian.AppendUint64([]byte("c"), uint64(i)) }
 func chunkHashKey(i int) []byte { return binary.BigEndian.AppendUint64([]byte("h"), uint64(i)) }
 
-// upload is a chunked upload as stored in its bucket.
-type upload struct {
-	Count    int              `json:"count"`
-	File     store.PutRequest `json:"file"` // without Data
-	Received int              `json:"received"`
-	Bytes    int64            `json:"bytes"`
-	Total    int64            `json:"total,omitzero"` // announced size; 0: not announced
-	Started  time.Time        `json:"started"`
-	Last     time.Time        `json:"last"` // arrival of the last chunk, or completion
-	// Result is set once the upload completed; the bucket then keeps only
-	// the chunk hashes, to answer retries, until the upload expires.
-	Result *store.PutResult `json:"result,omitzero"`
-}
-
-func (u *upload) progress(id string) store.UploadProgress {
-	p := store.UploadProgress{UploadID: id, Path: u.File.Path, Received: u.Received, Count: u.Count, Bytes: u.Bytes}
-	if u.Result != nil {
-		p.Complete, p.Result = true, *u.Result
-	}
-	return p
-}
-
-func (u *upload) info(id string) store.UploadInfo {
-	return store.UploadInfo{ID: id, Path: u.File.Path, Received: u.Received, Count: u.Count, Bytes: u.Bytes,
-		Total: u.Total, Started: u.Started, Last: u.Last, Complete: u.Result != nil}
-}
+// upload is a chunked upload as stored in its bucket (as JSON). Once it
+// completed (Result set) the bucket keeps only the chunk hashes, to
+// answer retries, until the upload expires.
+type upload = uploadrec.Upload
 
 func readUpload(b *bbolt.Bucket) (*upload, error) {
 	var u upload
@@ -136,13 +115,8 @@ func (w *wtx) putChunk(c store.Chunk, sum hash) (store.UploadProgress, bool, err
 		if u, err = readUpload(ub); err != nil {
 			return store.UploadProgress{}, false, err
 		}
-		switch {
-		case c.Count != u.Count:
-			return store.UploadProgress{}, false, fmt.Errorf("%w: count %d, the upload has %d", store.ErrUpload, c.Count, u.Count)
-		case c.File.Path != u.File.Path:
-			return store.UploadProgress{}, false, fmt.Errorf("%w: the upload is for %s", store.ErrUpload, u.File.Path)
-		case c.File.SHA256 != u.File.SHA256:
-			return store.UploadProgress{}, false, fmt.Errorf("%w: sha256 %s, the upload has %s", store.ErrUpload, c.File.SHA256, u.File.SHA256)
+		if err := u.Matches(c); err != nil {
+			return store.UploadProgress{}, false, err
 		}
 	}
 	if u == nil || u.Result == nil {
@@ -154,7 +128,7 @@ func (w *wtx) putChunk(c store.Chunk, sum hash) (store.UploadProgress, bool, err
 		if err != nil {
 			return store.UploadProgress{}, false, err
 		}
-		if err := checkWrite(r, c.File.IfAbsent, c.File.IfRevision); err != nil {
+		if err := entryrec.CheckWrite(r, c.File.IfAbsent, c.File.IfRevision); err != nil {
 			return store.UploadProgress{}, false, err
 		}
 	}
@@ -163,9 +137,8 @@ func (w *wtx) putChunk(c store.Chunk, sum hash) (store.UploadProgress, bool, err
 		if ub, err = ups.CreateBucket([]byte(c.UploadID)); err != nil {
 			return store.UploadProgress{}, false, err
 		}
-		file := c.File
-		file.Data = nil
-		u = &upload{Count: c.Count, File: file, Started: w.now}
+		start := uploadrec.Start(c, w.now)
+		u = &start
 		w.staged.uploads++
 	}
 
@@ -174,9 +147,9 @@ func (w *wtx) putChunk(c store.Chunk, sum hash) (store.UploadProgress, bool, err
 			return store.UploadProgress{}, false, fmt.Errorf("%w: chunk %d was received with different bytes", store.ErrUpload, c.Index)
 		}
 		// A retry: nothing to store.
-		return u.progress(c.UploadID), u.Result == nil && u.Received == u.Count, nil
+		return u.Progress(c.UploadID), u.Ready(), nil
 	}
-	if err := w.admitChunk(u, c); err != nil {
+	if err := u.Admit(w.s.limits(), c); err != nil {
 		return store.UploadProgress{}, false, err
 	}
 	if err := ub.Put(chunkDataKey(c.Index), c.Data); err != nil {
@@ -185,9 +158,7 @@ func (w *wtx) putChunk(c store.Chunk, sum hash) (store.UploadProgress, bool, err
 	if err := ub.Put(chunkHashKey(c.Index), sum[:]); err != nil {
 		return store.UploadProgress{}, false, err
 	}
-	u.Received++
-	u.Bytes += int64(len(c.Data))
-	u.Last = w.now
+	u.Add(int64(len(c.Data)), w.now)
 	w.staged.bytes += int64(len(c.Data))
 	// The last chunk is let in: completing turns the upload's bytes into
 	// stored content, which evicts then.
@@ -199,25 +170,5 @@ func (w *wtx) putChunk(c store.Chunk, sum hash) (store.UploadProgress, bool, err
 	if err := writeUpload(ub, u); err != nil {
 		return store.UploadProgress{}, false, err
 	}
-	return u.progress(c.UploadID), u.Received == u.Count, nil
-}
-
-// admitChunk checks a new chunk c of upload u against the size the upload
-// announced and the store's limits, and records an announced size.
-func (w *wtx) admitChunk(u *upload, c store.Chunk) error {
-	if c.TotalSize > 0 {
-		if u.Total > 0 && c.TotalSize != u.Total {
-			return fmt.Errorf("%w: total size %d, the upload announced %d", store.ErrUpload, c.TotalSize, u.Total)
-		}
-		u.Total = c.TotalSize
-	}
-	bytes := u.Bytes + int64(len(c.Data))
-	if err := w.s.limits().Size(max(bytes, u.Total)); err != nil {
-		return err
-	}
-	last := u.Received+1 == u.Count
-	if u.Total > 0 && (bytes > u.Total || (last && bytes != u.Total)) {
-		return fmt.Errorf("%w: the chunks hold %d bytes, the upload announced %d", store.ErrUpload, bytes, u.Total)
-	}
-	return nil
+	return u.Progress(c.UploadID), u.Ready(), nil
 }

@@ -3,11 +3,11 @@ package nats
 import (
 	"context"
 	"fmt"
-	"io/fs"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 )
 
 // Declare records files and directories without their content, all in one
@@ -52,55 +52,28 @@ func (t *txn) declare(d store.Declaration, req store.DeclareRequest, res *store.
 	if err := t.parents(d.Path); err != nil {
 		return err
 	}
-	mode := d.Mode & fs.ModePerm
-	if r == nil {
-		next := &record{Path: d.Path, Kind: d.Kind, Mode: mode, MTime: t.now, Created: t.now, Updated: t.now, Writer: req.Writer, Source: req.Source}
-		if !d.MTime.IsZero() {
-			next.MTime = utc(d.MTime)
-		}
-		if d.Kind == store.KindDir {
-			next.Explicit = true
-		} else {
-			next.Size, next.Declared = max(d.Size, 0), d.SHA256
-		}
+	next := record{Path: d.Path}
+	if r != nil {
+		next = *r
+	}
+	var stale, changed bool
+	next.Record, stale, changed = entryrec.Declare(r.rec(), d, req.Writer, req.Source, t.now)
+	switch {
+	case r == nil:
 		res.Created++
-		return t.put(store.EventCreated, next)
-	}
-	next := *r
-	if mode != 0 {
-		next.Mode = mode
-	}
-	stale := false
-	if d.Kind == store.KindDir {
-		next.Explicit = true
-	} else {
-		sizeDiffers := d.Size != -1 && d.Size != r.Size
-		mtimeDiffers := !d.MTime.IsZero() && !d.MTime.Equal(r.MTime)
-		hashDiffers := d.SHA256 != "" && (r.Present && d.SHA256 != r.SHA256 || !r.Present && d.SHA256 != r.Declared)
-		stale = sizeDiffers || mtimeDiffers || hashDiffers
-		if stale {
-			if r.Present {
-				if err := t.unref(r.SHA256); err != nil {
-					return err
-				}
-			}
-			next.Present, next.SHA256, next.Declared = false, "", d.SHA256
-			if d.Size != -1 {
-				next.Size = d.Size
-			}
-			if !d.MTime.IsZero() {
-				next.MTime = utc(d.MTime)
+		return t.put(store.EventCreated, &next)
+	case stale:
+		res.Stale++
+		if r.Present {
+			if err := t.unref(r.SHA256); err != nil {
+				return err
 			}
 		}
-	}
-	if stale {
-		res.Stale++
-	} else {
+	default:
 		res.Unchanged++
 	}
-	if sameMeta(r, &next) {
+	if !changed {
 		return nil
 	}
-	next.Updated, next.Writer, next.Source = t.now, req.Writer, req.Source
 	return t.put(store.EventUpdated, &next)
 }

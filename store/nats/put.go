@@ -4,11 +4,12 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io/fs"
 	"slices"
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
+	"github.com/depotfs/depotfs/store/internal/evictplan"
 	"github.com/nats-io/nuid"
 )
 
@@ -73,27 +74,19 @@ func (t *txn) putFile(req store.PutRequest, sum string, size int64) (*putOutcome
 		return nil, err
 	}
 	r := t.get(p)
-	if err := checkWrite(r, req.IfAbsent, req.IfRevision); err != nil {
+	if err := entryrec.CheckWrite(r.rec(), req.IfAbsent, req.IfRevision); err != nil {
 		return nil, err
 	}
 	if err := t.parents(p); err != nil {
 		return nil, err
 	}
-	var status store.PutStatus
-	kind := store.EventUpdated
-	var next record
-	switch {
-	case r == nil:
-		status, kind = store.StatusCreated, store.EventCreated
-		next = record{Path: p, Kind: store.KindFile, Created: t.now}
-	case !r.Present:
-		status, next = store.StatusCreated, *r
-	case r.SHA256 == sum:
-		status, next = store.StatusUnchanged, *r
-	default:
-		status, next = store.StatusUpdated, *r
-		next.Updates++
+	next := record{Path: p}
+	if r != nil {
+		next = *r
 	}
+	var status store.PutStatus
+	var kind store.EventKind
+	next.Record, status, kind = entryrec.Put(r.rec(), req, sum, size, t.now)
 	if status != store.StatusUnchanged {
 		if err := t.ref(sum, size, nil); err != nil {
 			return nil, err
@@ -103,18 +96,10 @@ func (t *txn) putFile(req store.PutRequest, sum string, size int64) (*putOutcome
 				return nil, err
 			}
 		}
-		next.Size, next.SHA256, next.Present, next.Declared = size, sum, true, ""
-		next.MTime = t.now
 	}
-	if !req.MTime.IsZero() {
-		next.MTime = utc(req.MTime)
-	}
-	next.Mode = req.Mode & fs.ModePerm
-	next.Encoding, next.Source, next.Writer = req.Encoding, req.Source, req.Writer
-	next.Expires, next.Pinned = utc(req.Expires), req.Pinned
 	if status == store.StatusUnchanged {
 		t.touched = append(t.touched, sum)
-		if sameMeta(r, &next) {
+		if entryrec.SameMeta(r.rec(), next.rec()) {
 			return &putOutcome{status: status, rec: r}, nil
 		}
 	}
@@ -130,37 +115,6 @@ func (t *txn) putFile(req store.PutRequest, sum string, size int64) (*putOutcome
 		}
 	}
 	return out, nil
-}
-
-// checkWrite applies a write's conditions to the current entry r (nil when
-// absent) of a file path.
-func checkWrite(r *record, ifAbsent bool, ifRevision uint64) error {
-	if r != nil && r.Kind == store.KindDir {
-		return fmt.Errorf("%w: the path is a directory", store.ErrConflict)
-	}
-	if ifAbsent && r != nil {
-		return store.ErrExist
-	}
-	return checkRevision(r, ifRevision)
-}
-
-// checkRevision applies a write's IfRevision condition to r, the entry as
-// the transaction sees it (nil: absent). An entry an earlier call in the
-// same group commit changed has revision 0 until the commit assigns one,
-// so it matches no revision a caller can hold.
-func checkRevision(r *record, want uint64) error {
-	if want == 0 {
-		return nil
-	}
-	switch {
-	case r == nil:
-		return fmt.Errorf("%w: expected %d, the entry does not exist", store.ErrRevision, want)
-	case r.Revision == 0:
-		return fmt.Errorf("%w: expected %d, a concurrent call is changing the entry", store.ErrRevision, want)
-	case r.Revision != want:
-		return fmt.Errorf("%w: expected %d, entry is at %d", store.ErrRevision, want, r.Revision)
-	}
-	return nil
 }
 
 // stagedBytes is what the chunks of all uploads in progress hold, this
@@ -185,8 +139,8 @@ func (t *txn) stagedBytes() int64 {
 // cannot make room it fails with store.ErrLimit.
 func (t *txn) makeRoom(keep string) (store.Evictions, error) {
 	limit := t.s.opts.MaxStoreBytes
-	need := t.stored + t.stagedBytes() - limit
-	if limit == 0 || need <= 0 {
+	staged := t.stagedBytes()
+	if limit == 0 || t.stored+staged <= limit {
 		return store.Evictions{}, nil
 	}
 	type cand struct {
@@ -217,24 +171,17 @@ func (t *txn) makeRoom(keep string) (store.Evictions, error) {
 		}
 		return cmp.Compare(a.sum, b.sum)
 	})
-	var victims []string
-	freed := int64(0)
-	for _, c := range cands {
-		if freed >= need {
-			break
+	next := func() (string, int64, bool, error) {
+		if len(cands) == 0 {
+			return "", 0, false, nil
 		}
-		victims = append(victims, c.sum)
-		freed += c.size
+		c := cands[0]
+		cands = cands[1:]
+		return c.sum, c.size, true, nil
 	}
-	if freed < need {
-		return store.Evictions{}, fmt.Errorf("%w: the write needs %d more bytes than the store size limit of %d allows, and only %d bytes are evictable (the rest is pinned or just written)",
-			store.ErrLimit, need, limit, freed)
-	}
-	var ev store.Evictions
-	for _, sum := range victims {
-		if err := t.evict(sum, &ev); err != nil {
-			return store.Evictions{}, err
-		}
+	ev, err := evictplan.MakeRoom(t.stored, staged, limit, next, t.evict)
+	if err != nil {
+		return store.Evictions{}, err
 	}
 	t.c.Evictions += int64(ev.Count)
 	t.c.EvictedBytes += ev.Bytes
@@ -249,7 +196,7 @@ func (t *txn) evict(sum string, ev *store.Evictions) error {
 		paths = append(paths, p)
 	}
 	for p, r := range t.entries {
-		if presentSum(r) == sum && !t.st.refs[sum][p] {
+		if entryrec.PresentSum(r.rec()) == sum && !t.st.refs[sum][p] {
 			paths = append(paths, p)
 		}
 	}
@@ -257,7 +204,7 @@ func (t *txn) evict(sum string, ev *store.Evictions) error {
 	n := 0
 	for _, p := range paths {
 		r := t.get(p)
-		if presentSum(r) != sum {
+		if entryrec.PresentSum(r.rec()) != sum {
 			continue
 		}
 		if r.Pinned {
@@ -272,10 +219,7 @@ func (t *txn) evict(sum string, ev *store.Evictions) error {
 			return err
 		}
 		n++
-		ev.Count++
-		if len(ev.Paths) < store.MaxEvictedPaths {
-			ev.Paths = append(ev.Paths, p)
-		}
+		evictplan.Evicted(ev, p)
 	}
 	if uint64(n) != b.Refs {
 		return fmt.Errorf("corrupt store: content %s has %d references, %d files use it", sum, b.Refs, n)

@@ -3,21 +3,15 @@ package nats
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
-	"sync/atomic"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
 	"github.com/depotfs/depotfs/store/internal/chunkread"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 )
-
-// rootEntry is the synthesized entry of "/".
-func rootEntry() store.Entry {
-	return store.Entry{Path: depotpath.Root, Kind: store.KindDir, Ino: store.RootIno, Explicit: true}
-}
 
 // Stat returns the entry at path as this host has applied the tree. It is
 // safe for concurrent use.
@@ -31,7 +25,7 @@ func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
 	s.view.mu.RLock()
 	defer s.view.mu.RUnlock()
 	if path == depotpath.Root {
-		e := rootEntry()
+		e := entryrec.RootEntry()
 		e.MTime, e.Updated = s.view.st.rootTime, s.view.st.rootTime
 		return e, nil
 	}
@@ -109,54 +103,29 @@ func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
 	s.uses.hits.Add(1)
 	s.uses.touch(r.SHA256)
 	s.open.add(r.SHA256, 1)
-	return &content{s: s, sum: r.SHA256, gen: b.Gen, size: b.Size, chunkSize: b.ChunkSize}, nil
+	sum := r.SHA256
+	return chunkread.New(blobChunks{s: s, sum: sum, gen: b.Gen}, sum, b.Size, b.ChunkSize, func() { s.open.add(sum, -1) }), nil
 }
 
-// content is a snapshot of one blob.
-type content struct {
-	s         *Store
-	sum, gen  string
-	size      int64
-	chunkSize int64
-	closed    atomic.Bool
-}
-
-var _ store.Content = (*content)(nil)
-
-// Size is the content's length.
-func (c *content) Size() int64 { return c.size }
-
-// SHA256 is the content's hash.
-func (c *content) SHA256() string { return c.sum }
-
-// ReadAt reads len(p) bytes at off, fetching only the chunks the range
-// covers. It is safe for concurrent use.
-func (c *content) ReadAt(p []byte, off int64) (int, error) {
-	if c.closed.Load() {
-		return 0, fs.ErrClosed
-	}
-	return chunkread.ReadAt(c, c.sum, c.size, c.chunkSize, p, off)
+// blobChunks are the chunks of one generation of content sum: on this
+// host they stay while the content is open (Store.open), elsewhere for
+// Options.GCDelay after they were dropped.
+type blobChunks struct {
+	s        *Store
+	sum, gen string
 }
 
 // Chunks reads the content's chunks from this host's cache or the
 // servers, or its inline bytes (see chunkread.Source).
-func (c *content) Chunks(read func(get func(i int64) ([]byte, error)) error) error {
-	if c.s.closed.Load() {
+func (b blobChunks) Chunks(read func(get func(i int64) ([]byte, error)) error) error {
+	if b.s.closed.Load() {
 		return store.ErrClosed
 	}
 	ctx := context.Background()
 	return read(func(i int64) ([]byte, error) {
-		if c.gen == genInline {
-			return c.s.inlineData(ctx, c.sum)
+		if b.gen == genInline {
+			return b.s.inlineData(ctx, b.sum)
 		}
-		return c.s.chunks.read(ctx, c.s.chunks.blobSubject(c.sum, c.gen, i))
+		return b.s.chunks.read(ctx, b.s.chunks.blobSubject(b.sum, b.gen, i))
 	})
-}
-
-// Close releases the content.
-func (c *content) Close() error {
-	if !c.closed.Swap(true) {
-		c.s.open.add(c.sum, -1)
-	}
-	return nil
 }

@@ -5,10 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"time"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
+	"github.com/depotfs/depotfs/store/internal/uploadrec"
 )
 
 // Keys in the tree bucket. Every key starts with a one-letter kind:
@@ -52,45 +53,26 @@ func gcParts(k string) (sum, gen string) {
 	return k[2 : 2+64], k[2+64+1:]
 }
 
-// record is an entry as stored in the tree bucket. Its revision is the KV
-// revision (stream sequence) of the message that wrote it, so it is not
-// stored.
+// record is an entry as stored in the tree bucket: its path, then the
+// fields of entryrec.Record (JSON promotes them, so the stored form is
+// flat). Its revision is the KV revision (stream sequence) of the message
+// that wrote it, so it is not stored, except for a directory whose times
+// alone moved (hdrTouch): it keeps the revision it had, stored in Rev.
 type record struct {
-	Path     string      `json:"p"`
-	Kind     store.Kind  `json:"k"`
-	Ino      uint64      `json:"i"`
-	Size     int64       `json:"s,omitzero"`
-	SHA256   string      `json:"h,omitzero"`
-	Declared string      `json:"dh,omitzero"` // a placeholder's declared hash
-	Mode     fs.FileMode `json:"m,omitzero"`
-	MTime    time.Time   `json:"mt,omitzero"`
-	Encoding string      `json:"en,omitzero"`
-	Source   string      `json:"src,omitzero"`
-	Created  time.Time   `json:"c,omitzero"`
-	Updated  time.Time   `json:"u,omitzero"`
-	Updates  uint64      `json:"n,omitzero"`
-	Writer   string      `json:"w,omitzero"`
-	Expires  time.Time   `json:"x,omitzero"`
-	Pinned   bool        `json:"pin,omitzero"`
-	Present  bool        `json:"pr,omitzero"`
-	Explicit bool        `json:"ex,omitzero"`
-
-	// Revision is the KV revision of the message that wrote the record,
-	// except for a directory whose times alone moved (hdrTouch): it keeps
-	// the revision it had, stored in Rev.
-	Revision uint64 `json:"-"`
-	Rev      uint64 `json:"r,omitzero"`
+	Path string `json:"p"`
+	entryrec.Record
+	Rev uint64 `json:"r,omitzero"`
 }
 
-func (r *record) entry() store.Entry {
-	return store.Entry{
-		Path: r.Path, Kind: r.Kind, Ino: r.Ino,
-		Size: r.Size, SHA256: r.SHA256, DeclaredSHA256: r.Declared, Mode: r.Mode, MTime: r.MTime,
-		Encoding: r.Encoding, Source: r.Source,
-		Created: r.Created, Updated: r.Updated, Updates: r.Updates, Writer: r.Writer,
-		Expires: r.Expires, Pinned: r.Pinned, Present: r.Present, Explicit: r.Explicit,
-		Revision: r.Revision,
+// entry is the entry r shows.
+func (r *record) entry() store.Entry { return r.Record.Entry(r.Path) }
+
+// rec is r without its path; nil for nil.
+func (r *record) rec() *entryrec.Record {
+	if r == nil {
+		return nil
 	}
+	return &r.Record
 }
 
 // blobRecord is one stored content: its chunks are the messages
@@ -118,22 +100,15 @@ type gcRecord struct {
 	At time.Time `json:"at"`
 }
 
-// uploadRecord is a chunked upload in progress (or completed, kept until it
-// expires to answer retries). Its chunks are messages
+// uploadRecord is a chunked upload in progress (or completed, kept until
+// it expires to answer retries), under its id. Its chunks are messages
 // <chunk subject>.u.<upload key hash>.<index>.<part>.
 type uploadRecord struct {
-	ID       string           `json:"id"`
-	Count    int              `json:"count"`
-	File     store.PutRequest `json:"file"` // without Data
-	Received int              `json:"received"`
-	Bytes    int64            `json:"bytes"`
-	Total    int64            `json:"total,omitzero"`
-	Started  time.Time        `json:"started"`
-	Last     time.Time        `json:"last"`
+	ID string `json:"id"`
+	uploadrec.Upload
 	// Chunks holds, per received index, the chunk's sha256 and how many
 	// parts of at most the chunk size it was stored as.
 	Chunks map[int]uploadChunk `json:"chunks"`
-	Result *store.PutResult    `json:"result,omitzero"`
 
 	// done is set by the transaction that completes the upload; its
 	// Result is filled in once the entry's revision is known.
@@ -144,14 +119,6 @@ type uploadChunk struct {
 	SHA256 string `json:"h"`
 	Size   int64  `json:"s"`
 	Parts  int    `json:"p"`
-}
-
-func (u *uploadRecord) progress() store.UploadProgress {
-	p := store.UploadProgress{UploadID: u.ID, Path: u.File.Path, Received: u.Received, Count: u.Count, Bytes: u.Bytes}
-	if u.Result != nil {
-		p.Complete, p.Result = true, *u.Result
-	}
-	return p
 }
 
 // counters are the cumulative store-wide counts kept in m.counters.
@@ -168,51 +135,4 @@ func decode[T any](key string, v []byte) (*T, error) {
 		return nil, fmt.Errorf("corrupt record %s: %w", key, err)
 	}
 	return &x, nil
-}
-
-// presentSum is the content a file record references, "" for none.
-func presentSum(r *record) string {
-	if r == nil || r.Kind != store.KindFile || !r.Present {
-		return ""
-	}
-	return r.SHA256
-}
-
-// pinnedSum is the content a pinned file references, "" for none.
-func pinnedSum(r *record) string {
-	if r == nil || !r.Pinned {
-		return ""
-	}
-	return presentSum(r)
-}
-
-// expires is when r expires, zero for never (directories and pinned files
-// never do).
-func expires(r *record) (t time.Time) {
-	if r == nil || r.Kind != store.KindFile || r.Pinned {
-		return t
-	}
-	return r.Expires
-}
-
-// sameMeta reports whether a and b agree on everything but the revision and
-// update time.
-func sameMeta(a, b *record) bool {
-	x, y := *a, *b
-	x.Updated, y.Updated = time.Time{}, time.Time{}
-	x.Revision, y.Revision = 0, 0
-	return x.MTime.Equal(y.MTime) && x.Expires.Equal(y.Expires) && x.Created.Equal(y.Created) &&
-		x.Kind == y.Kind && x.Ino == y.Ino && x.Size == y.Size && x.SHA256 == y.SHA256 && x.Declared == y.Declared &&
-		x.Mode == y.Mode && x.Encoding == y.Encoding && x.Source == y.Source &&
-		x.Updates == y.Updates && x.Writer == y.Writer && x.Pinned == y.Pinned &&
-		x.Present == y.Present && x.Explicit == y.Explicit && x.Path == y.Path
-}
-
-// utc normalizes a time for storage: UTC, no monotonic reading; zero stays
-// zero.
-func utc(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Time{}
-	}
-	return t.UTC().Round(0)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 )
 
 // Remove deletes the entry at req.Path (a directory with everything below
@@ -20,7 +21,7 @@ func (s *Store) Remove(ctx context.Context, req store.RemoveRequest) error {
 		if r == nil {
 			return store.ErrNotExist
 		}
-		if err := checkRevision(r, req.IfRevision); err != nil {
+		if err := entryrec.CheckRevision(r.rec(), req.IfRevision); err != nil {
 			return err
 		}
 		if r.Kind == store.KindDir && t.hasChildren(p) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 )
 
 // state is one host's copy of the tree bucket, built by applying its
@@ -26,9 +27,9 @@ type state struct {
 	rootTime time.Time
 	cache    *chunkCache // where inline content goes as it is applied
 
-	files, placeholders, dirs int64
-	logical, stored, nblobs   int64
-	nuploads, uploadBytes     int64
+	counts                entryrec.Counts
+	stored, nblobs        int64
+	nuploads, uploadBytes int64
 }
 
 func newState() *state {
@@ -66,16 +67,16 @@ func removeFrom(m map[string]map[string]bool, k, v string) {
 // indexes and counts in step.
 func (st *state) setEntry(p string, r *record) {
 	old := st.entries[p]
-	st.count(old, -1)
-	st.count(r, 1)
-	if s := presentSum(old); s != "" {
+	st.counts.Add(old.rec(), -1)
+	st.counts.Add(r.rec(), 1)
+	if s := entryrec.PresentSum(old.rec()); s != "" {
 		removeFrom(st.refs, s, p)
 	}
-	if s := presentSum(r); s != "" {
+	if s := entryrec.PresentSum(r.rec()); s != "" {
 		addTo(st.refs, s, p)
 	}
 	delete(st.expiring, p)
-	if t := expires(r); !t.IsZero() {
+	if t := entryrec.Expires(r.rec()); !t.IsZero() {
 		st.expiring[p] = t
 	}
 	dir, _ := depotpath.Split(p)
@@ -88,19 +89,6 @@ func (st *state) setEntry(p string, r *record) {
 	st.entries[p] = r
 	st.keyPath[entryKey(p)] = p
 	addTo(st.children, dir, p)
-}
-
-func (st *state) count(r *record, sign int64) {
-	switch {
-	case r == nil:
-	case r.Kind == store.KindDir:
-		st.dirs += sign
-	case r.Present:
-		st.files += sign
-		st.logical += sign * r.Size
-	default:
-		st.placeholders += sign
-	}
 }
 
 func (st *state) setBlob(sum string, b *blobRecord) {

@@ -395,8 +395,8 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 	s.view.mu.RLock()
 	st := s.view.st
 	out := store.Stats{
-		Files: st.files, Placeholders: st.placeholders, Dirs: st.dirs,
-		StoredBytes: st.stored, LogicalBytes: st.logical, Blobs: st.nblobs,
+		Files: st.counts.Files, Placeholders: st.counts.Placeholders, Dirs: st.counts.Dirs,
+		StoredBytes: st.stored, LogicalBytes: st.counts.Logical, Blobs: st.nblobs,
 		Uploads: st.nuploads, UploadBytes: st.uploadBytes,
 		Evictions: st.counters.Evictions, EvictedBytes: st.counters.EvictedBytes, Expiries: st.counters.Expiries,
 		SweptChunks:   st.counters.SweptChunks,

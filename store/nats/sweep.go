@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 )
 
 // expireBatch bounds the entries one expiry transaction removes.
@@ -35,7 +36,7 @@ func (s *Store) ExpireEntries(ctx context.Context) (int, error) {
 			}
 			for _, p := range due {
 				r := t.get(p)
-				if r == nil || expires(r).IsZero() || r.Expires.After(t.now) {
+				if r == nil || entryrec.Expires(r.rec()).IsZero() || r.Expires.After(t.now) {
 					continue
 				}
 				if err := t.remove(r); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 )
@@ -150,7 +151,7 @@ func (t *txn) mark(p string) {
 
 // put writes r at its path as a change of the given kind. r's revision is
 // 0 until messages assigns the one its message gets: a later call in the
-// same group must not see the revision r replaces (see checkRevision).
+// same group must not see the revision r replaces (see entryrec.CheckRevision).
 func (t *txn) put(kind store.EventKind, r *record) error {
 	old := t.get(r.Path)
 	if err := t.repin(old, r); err != nil {
@@ -175,7 +176,7 @@ func (t *txn) remove(r *record) error {
 	if err := t.repin(r, nil); err != nil {
 		return err
 	}
-	if s := presentSum(r); s != "" {
+	if s := entryrec.PresentSum(r.rec()); s != "" {
 		if err := t.unref(s); err != nil {
 			return err
 		}
@@ -189,7 +190,7 @@ func (t *txn) remove(r *record) error {
 
 // repin moves a pinned reference from old's content to r's.
 func (t *txn) repin(old, r *record) error {
-	a, b := pinnedSum(old), pinnedSum(r)
+	a, b := entryrec.PinnedSum(old.rec()), entryrec.PinnedSum(r.rec())
 	if a == b {
 		return nil
 	}
@@ -298,7 +299,7 @@ func (t *txn) parents(p string) error {
 		}
 		r := t.get(dir)
 		if r == nil {
-			if err := t.put(store.EventCreated, &record{Path: dir, Kind: store.KindDir, MTime: t.now, Created: t.now, Updated: t.now}); err != nil {
+			if err := t.put(store.EventCreated, &record{Path: dir, Record: entryrec.Record{Kind: store.KindDir, MTime: t.now, Created: t.now, Updated: t.now}}); err != nil {
 				return err
 			}
 			continue

@@ -10,6 +10,8 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
+	"github.com/depotfs/depotfs/store/internal/uploadrec"
 	"github.com/nats-io/nuid"
 )
 
@@ -92,28 +94,21 @@ func (s *Store) dropUploadChunk(ctx context.Context, ukey string, i int) {
 func (t *txn) putChunk(c store.Chunk, ukey string, ch uploadChunk) (prog store.UploadProgress, ready, stored bool, err error) {
 	old := t.upload(ukey)
 	if old != nil {
-		switch {
-		case c.Count != old.Count:
-			return prog, false, false, fmt.Errorf("%w: count %d, the upload has %d", store.ErrUpload, c.Count, old.Count)
-		case c.File.Path != old.File.Path:
-			return prog, false, false, fmt.Errorf("%w: the upload is for %s", store.ErrUpload, old.File.Path)
-		case c.File.SHA256 != old.File.SHA256:
-			return prog, false, false, fmt.Errorf("%w: sha256 %s, the upload has %s", store.ErrUpload, c.File.SHA256, old.File.SHA256)
+		if err := old.Matches(c); err != nil {
+			return prog, false, false, err
 		}
 	}
 	if old == nil || old.Result == nil {
 		if err := t.checkParents(c.File.Path); err != nil {
 			return prog, false, false, err
 		}
-		if err := checkWrite(t.get(c.File.Path), c.File.IfAbsent, c.File.IfRevision); err != nil {
+		if err := entryrec.CheckWrite(t.get(c.File.Path).rec(), c.File.IfAbsent, c.File.IfRevision); err != nil {
 			return prog, false, false, err
 		}
 	}
 	var u uploadRecord
 	if old == nil {
-		file := c.File
-		file.Data = nil
-		u = uploadRecord{ID: c.UploadID, Count: c.Count, File: file, Started: t.now, Chunks: map[int]uploadChunk{}}
+		u = uploadRecord{ID: c.UploadID, Upload: uploadrec.Start(c, t.now), Chunks: map[int]uploadChunk{}}
 	} else {
 		u = *old
 		u.Chunks = maps.Clone(old.Chunks)
@@ -122,15 +117,13 @@ func (t *txn) putChunk(c store.Chunk, ukey string, ch uploadChunk) (prog store.U
 		if have.SHA256 != ch.SHA256 {
 			return prog, false, false, fmt.Errorf("%w: chunk %d was received with different bytes", store.ErrUpload, c.Index)
 		}
-		return u.progress(), u.Result == nil && u.Received == u.Count, true, nil
+		return u.Progress(u.ID), u.Ready(), true, nil
 	}
-	if err := t.admitChunk(&u, c); err != nil {
+	if err := u.Admit(t.s.limits(), c); err != nil {
 		return prog, false, false, err
 	}
 	u.Chunks[c.Index] = ch
-	u.Received++
-	u.Bytes += ch.Size
-	u.Last = t.now
+	u.Add(ch.Size, t.now)
 	t.setUpload(ukey, &u)
 	// The last chunk is let in: completing turns the upload's bytes into
 	// stored content, which evicts then.
@@ -139,26 +132,7 @@ func (t *txn) putChunk(c store.Chunk, ukey string, ch uploadChunk) (prog store.U
 			return prog, false, false, fmt.Errorf("chunk %d of upload %s: %w", c.Index, c.UploadID, err)
 		}
 	}
-	return u.progress(), u.Received == u.Count, false, nil
-}
-
-// admitChunk applies the size limits to a new chunk of u.
-func (t *txn) admitChunk(u *uploadRecord, c store.Chunk) error {
-	if c.TotalSize > 0 {
-		if u.Total > 0 && c.TotalSize != u.Total {
-			return fmt.Errorf("%w: total size %d, the upload announced %d", store.ErrUpload, c.TotalSize, u.Total)
-		}
-		u.Total = c.TotalSize
-	}
-	bytes := u.Bytes + int64(len(c.Data))
-	if err := t.s.limits().Size(max(bytes, u.Total)); err != nil {
-		return err
-	}
-	last := u.Received+1 == u.Count
-	if u.Total > 0 && (bytes > u.Total || (last && bytes != u.Total)) {
-		return fmt.Errorf("%w: the chunks hold %d bytes, the upload announced %d", store.ErrUpload, bytes, u.Total)
-	}
-	return nil
+	return u.Progress(u.ID), u.Ready(), false, nil
 }
 
 // uploadParts calls fn with the bytes of every part of u's chunks, in

@@ -12,11 +12,6 @@ import (
 
 var _ store.UploadAdmin = (*Store)(nil)
 
-func (u *uploadRecord) info() store.UploadInfo {
-	return store.UploadInfo{ID: u.ID, Path: u.File.Path, Received: u.Received, Count: u.Count, Bytes: u.Bytes,
-		Total: u.Total, Started: u.Started, Last: u.Last, Complete: u.Result != nil}
-}
-
 // ListUploads is store.UploadAdmin.ListUploads: the uploads of every host,
 // as this host has applied the tree so far. It is safe for concurrent use.
 func (s *Store) ListUploads(ctx context.Context) ([]store.UploadInfo, error) {
@@ -26,7 +21,7 @@ func (s *Store) ListUploads(ctx context.Context) ([]store.UploadInfo, error) {
 	s.view.mu.RLock()
 	out := make([]store.UploadInfo, 0, len(s.view.st.uploads))
 	for _, u := range s.view.st.uploads {
-		out = append(out, u.info())
+		out = append(out, u.Info(u.ID))
 	}
 	s.view.mu.RUnlock()
 	store.SortUploads(out)
@@ -75,7 +70,7 @@ func (s *Store) DropUploads(ctx context.Context, ids []string, idle time.Duratio
 			if u == nil || now.Sub(u.Last) < idle {
 				continue
 			}
-			dropped = append(dropped, u.info())
+			dropped = append(dropped, u.Info(u.ID))
 			t.setUpload(k, nil)
 		}
 		return nil

@@ -1,13 +1,16 @@
-// Package chunkread reads a byte range of content stored as fixed-size
-// chunks: the io.ReaderAt both stores' store.Content implement. Which
-// chunks a range covers, the bounds and io.EOF are decided here; where a
-// chunk comes from is the store's.
+// Package chunkread reads content stored as fixed-size chunks: the
+// store.Content both stores hand out. Which chunks a range covers, the
+// bounds, io.EOF and closing are decided here; where a chunk comes from,
+// and what keeps it while the content is open, are the store's.
 package chunkread
 
 import (
 	"fmt"
 	"io"
 	"io/fs"
+	"sync/atomic"
+
+	"github.com/depotfs/depotfs/store"
 )
 
 // Source gives the chunks of one content.
@@ -61,4 +64,47 @@ func ReadAt(src Source, sum string, size, chunkSize int64, p []byte, off int64) 
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// Content is a store.Content over a Source: a snapshot of one content
+// that reads its chunks until closed. It is safe for concurrent use.
+type Content struct {
+	src       Source
+	sum       string
+	size      int64
+	chunkSize int64
+	release   func()
+	closed    atomic.Bool
+}
+
+var _ store.Content = (*Content)(nil)
+
+// New returns the content sum of size bytes, stored in chunks of
+// chunkSize bytes read from src; the first Close calls release, which
+// lets the store drop what kept the chunks for it.
+func New(src Source, sum string, size, chunkSize int64, release func()) *Content {
+	return &Content{src: src, sum: sum, size: size, chunkSize: chunkSize, release: release}
+}
+
+// Size is the content's length.
+func (c *Content) Size() int64 { return c.size }
+
+// SHA256 is the content's hash, in lowercase hex.
+func (c *Content) SHA256() string { return c.sum }
+
+// ReadAt reads len(p) bytes at off (see the package's ReadAt); after
+// Close it fails with fs.ErrClosed.
+func (c *Content) ReadAt(p []byte, off int64) (int, error) {
+	if c.closed.Load() {
+		return 0, fs.ErrClosed
+	}
+	return ReadAt(c.src, c.sum, c.size, c.chunkSize, p, off)
+}
+
+// Close releases the content. It is idempotent.
+func (c *Content) Close() error {
+	if !c.closed.Swap(true) {
+		c.release()
+	}
+	return nil
 }

@@ -77,3 +77,24 @@ func TestReadAtFailures(t *testing.T) {
 		t.Fatalf("source error: %v, want %v", err, closed)
 	}
 }
+
+func TestContent(t *testing.T) {
+	released := 0
+	c := chunkread.New(&chunks{parts: [][]byte{[]byte("0123"), []byte("45")}}, "sum", 6, 4, func() { released++ })
+	if c.Size() != 6 || c.SHA256() != "sum" {
+		t.Fatalf("Size %d, SHA256 %q", c.Size(), c.SHA256())
+	}
+	p := make([]byte, 3)
+	if n, err := c.ReadAt(p, 2); err != nil || string(p[:n]) != "234" {
+		t.Fatalf("ReadAt: %q, %v", p[:n], err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil || released != 1 {
+		t.Fatalf("second Close: %v, released %d times", err, released)
+	}
+	if _, err := c.ReadAt(p, 0); !errors.Is(err, fs.ErrClosed) {
+		t.Fatalf("ReadAt after Close: %v, want fs.ErrClosed", err)
+	}
+}

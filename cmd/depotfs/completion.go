@@ -177,16 +177,20 @@ _depotfs() {
         _describe 'command' cmds
         return
     fi
-    local key=${words[2]}
+    local key=${words[2]} n=1
     case ${words[2]} in
 `)
 	for _, c := range tree {
 		if len(c.subs) > 0 {
-			fmt.Fprintf(w, "    %s) if ((CURRENT == 3)); then compadd -- %s; return; fi; key=\"${words[2]} ${words[3]}\" ;;\n", c.name, strings.Join(c.subs, " "))
+			fmt.Fprintf(w, "    %s) if ((CURRENT == 3)); then compadd -- %s; return; fi; key=\"${words[2]} ${words[3]}\"; n=2 ;;\n", c.name, strings.Join(c.subs, " "))
 		}
 	}
 	fmt.Fprint(w, `    completion) compadd bash zsh fish; return ;;
     esac
+    # _arguments takes words[1] for the command: drop depotfs, and a
+    # group's name, before it.
+    shift $n words
+    (( CURRENT -= n ))
     case $key in
 `)
 	for _, c := range tree {
@@ -207,7 +211,12 @@ _depotfs() {
 	}
 	fmt.Fprint(w, `    esac
 }
-compdef _depotfs depotfs
+# Autoloaded from $fpath, this file is _depotfs's first call: complete now.
+if [[ $funcstack[1] == _depotfs ]]; then
+    _depotfs "$@"
+else
+    compdef _depotfs depotfs
+fi
 `)
 }
 

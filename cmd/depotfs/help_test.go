@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestHelp(t *testing.T) {
@@ -45,29 +46,101 @@ func completion(t *testing.T, shell string) string {
 	return out.String()
 }
 
-// TestCompletionBash runs the generated script in bash: commands,
-// subcommands and each command's own flags complete.
-func TestCompletionBash(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash")
-	}
-	script := filepath.Join(t.TempDir(), "depotfs.bash")
-	if err := os.WriteFile(script, []byte(completion(t, "bash")), 0o644); err != nil {
+// completionCases are words typed before a tab and what each shell's
+// script must offer for them: commands, subcommands and each command's
+// own flags (none of another command's).
+var completionCases = map[string]string{
+	"depotfs com":                  "compact completion",
+	"depotfs serve --allow-n":      "--allow-non-empty-mount",
+	"depotfs ca is":                "issue",
+	"depotfs ca issue --gr":        "--grant",
+	"depotfs status --tok":         "--token-file",
+	"depotfs completion f":         "fish",
+	"depotfs token revoke --to":    "--tokens",
+	"depotfs audit query --decisi": "--decision",
+}
+
+// completionScript writes depotfs's completion script for shell to a file
+// and returns its path.
+func completionScript(t *testing.T, shell string) string {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "depotfs."+shell)
+	if err := os.WriteFile(script, []byte(completion(t, shell)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for words, want := range map[string]string{
-		"depotfs com":                  "compact completion",
-		"depotfs serve --allow-n":      "--allow-non-empty-mount",
-		"depotfs ca is":                "issue",
-		"depotfs ca issue --gr":        "--grant",
-		"depotfs status --tok":         "--token-file",
-		"depotfs completion f":         "fish",
-		"depotfs token revoke --to":    "--tokens",
-		"depotfs audit query --decisi": "--decision",
-	} {
+	return script
+}
+
+// needShell skips the test when shell is not installed: the suite needs
+// nothing but Go and FUSE.
+func needShell(t *testing.T, shell string) {
+	t.Helper()
+	if _, err := exec.LookPath(shell); err != nil {
+		t.Skipf("%s is not installed: its completion script is only checked for content (TestCompletionZshFish); install %s to run it", shell, shell)
+	}
+}
+
+// TestCompletionBash runs the generated script in bash.
+func TestCompletionBash(t *testing.T) {
+	needShell(t, "bash")
+	script := completionScript(t, "bash")
+	for words, want := range completionCases {
 		cmd := exec.Command("bash", "-c", `source "$1"; COMP_WORDS=($2); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); _depotfs; echo "${COMPREPLY[*]}"`, "-", script, words)
 		out, err := cmd.CombinedOutput()
 		if err != nil || strings.TrimSpace(string(out)) != want {
+			t.Errorf("%q completes to %q (%v), want %q", words, out, err, want)
+		}
+	}
+}
+
+// TestCompletionZsh loads the generated script into zsh's completion
+// system in an interactive zsh on a pseudo-terminal
+// (testdata/zsh-complete.zsh), types the words and a tab, and reads the
+// matches the script's functions offered; both ways the docs give: sourced,
+// and installed as _depotfs in $fpath, where the first tab already
+// completes.
+func TestCompletionZsh(t *testing.T) {
+	needShell(t, "zsh")
+	sourced := completionScript(t, "zsh")
+	installed := filepath.Join(t.TempDir(), "_depotfs")
+	if err := os.WriteFile(installed, []byte(completion(t, "zsh")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	driver, err := filepath.Abs("testdata/zsh-complete.zsh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, script := range []string{sourced, installed} {
+		for words, want := range completionCases {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			cmd := exec.CommandContext(ctx, "zsh", "-f", driver, script, words)
+			cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+			out, err := cmd.CombinedOutput()
+			cancel()
+			if err != nil || strings.TrimSpace(string(out)) != want {
+				t.Errorf("%s: %q completes to %q (%v), want %q", filepath.Base(script), words, out, err, want)
+			}
+		}
+	}
+}
+
+// TestCompletionFish sources the generated script in fish and asks fish
+// for the completions of each line (complete -C).
+func TestCompletionFish(t *testing.T) {
+	needShell(t, "fish")
+	script := completionScript(t, "fish")
+	for words, want := range completionCases {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, "fish", "--no-config", "-c", "source $argv[1]; complete -C $argv[2]", script, words)
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		cancel()
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			name, _, _ := strings.Cut(line, "\t") // a candidate, then its description
+			got = append(got, name)
+		}
+		if err != nil || strings.Join(got, " ") != want {
 			t.Errorf("%q completes to %q (%v), want %q", words, out, err, want)
 		}
 	}

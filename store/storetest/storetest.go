@@ -198,6 +198,21 @@ func unchanged(t testing.TB, s store.Store, before state) {
 	}
 }
 
+// refusal snapshots the store before a call that must be refused; the
+// returned check fails the test if the call changed the tree, the
+// revision or the content counted in the stats.
+func refusal(t testing.TB, s store.Store) (check func()) {
+	t.Helper()
+	before, st := snapshot(t, s), stats(t, s)
+	return func() {
+		t.Helper()
+		unchanged(t, s, before)
+		if got := stats(t, s); !sameContentStats(st, got) {
+			t.Errorf("stats changed after a rejected call: %+v, then %+v", st, got)
+		}
+	}
+}
+
 // paths returns the paths of es.
 func paths(es []store.Entry) []string {
 	out := make([]string, len(es))

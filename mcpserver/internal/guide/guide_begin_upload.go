@@ -62,7 +62,8 @@ type rawUpload struct {
 // concurrent use.
 type Uploads struct {
 	rt    *tool.Runtime
-	tools *tools // set by Tools
+	tools *tools    // set by Tools
+	begin tool.Tool // guide_begin_upload, whose pipeline a PUT runs in; set by Tools
 	mu    sync.Mutex
 	begun map[string]*rawUpload // by token
 }
@@ -194,8 +195,8 @@ func sameCaller(began, put identity.Identity) bool {
 // ServeHTTP takes the PUT of a raw upload at UploadPath + token: the bytes
 // stream into the store, and once they are committed and the mount shows
 // them the response is guide_cache_file's reply (the JSON envelope). Every
-// PUT, refused or not, is counted, audited and logged as a call of
-// guide_begin_upload.
+// PUT, refused or not, runs in guide_begin_upload's pipeline (tool.Serve):
+// counted, audited and logged as a call of it, under the same rules.
 func (u *Uploads) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPut {
 		w.Header().Set("Allow", http.MethodPut)
@@ -203,7 +204,7 @@ func (u *Uploads) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := strings.TrimPrefix(r.URL.Path, UploadPath)
-	res, ok := u.rt.Upload(r.Context(), toolBeginUpload, tool.ProfileGuide, func(c *tool.Call) (tool.Reply, error) {
+	res, ok := u.rt.Serve(r.Context(), u.begin, func(c *tool.Call) (tool.Reply, error) {
 		return u.put(r, c, token)
 	})
 	status := http.StatusOK

@@ -55,7 +55,7 @@ func Tools(env *tool.Env, p *pending.List, u *Uploads) []tool.Tool {
 		"{{fetch_timeout}}", fetchTimeoutDoc(p),
 		"{{pending_uri}}", pending.URI,
 	)
-	return s.docs.Tools(
+	ts := s.docs.Tools(
 		s.cacheFileTool(),
 		s.cacheFilesTool(),
 		s.beginUploadTool(),
@@ -66,6 +66,12 @@ func Tools(env *tool.Env, p *pending.List, u *Uploads) []tool.Tool {
 		s.listUploadsTool(),
 		s.dropUploadsTool(),
 	)
+	for _, t := range ts {
+		if t.Spec.Name == toolBeginUpload {
+			u.begin = t
+		}
+	}
+	return ts
 }
 
 // uploadTTLDoc describes the expiry of filename-only uploads.

@@ -98,51 +98,71 @@ func (c *Call) MayWrite(p string) bool { return c.rt.MayWrite(c.who, p) }
 
 // Handler wraps a tool into an mcp-go handler that never returns a Go
 // error: every outcome, including a panic, becomes a reply in the tool's
-// shape (t.Shape), and every call is counted, audited and logged once. It is
-// the one way into a tool body, and it registers the tool's permissions
-// for the tool filter (VisibleTools).
-//
-// A call is admitted by the caller's rate limit and its grants for the
-// tool, then runs; every path argument is checked (before the first store
-// access, or at the end for a call that never reached the store); a denial
-// replaces whatever else the call would have reported. If the audit record
-// cannot be written the call fails, unless it committed a change: then it
-// succeeds with a warning, and its record is written by a later append.
+// shape (t.Shape), and every call is counted, audited and logged once (see
+// Serve). It is the one way into a tool body, and it registers the tool's
+// permissions for the tool filter (VisibleTools).
 func (s *Runtime) Handler(t Tool) server.ToolHandlerFunc {
 	def := t.def()
 	s.defs[def.name] = def
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		c := s.NewCall(ctx, def.name, def.group)
-		c.def = def
-		c.profile = t.Profile
-		out, err := s.admit(c)
-		if err == nil {
-			out, err = s.run(ctx, c, t.Run, req)
-		}
-		if derr := c.authorizeArgs(); derr != nil && !errors.Is(err, policy.ErrDenied) {
-			out, err = Reply{}, derr
-		}
-		if auditErr := s.Finish(c, err); auditErr != nil {
-			if err == nil && c.committed {
-				// The change is stored: the reply says so, never an
-				// error (which an agent would retry).
-				out.Warnings = append(out.Warnings, unauditedWarning)
-			} else {
-				err = &auditError{err: auditErr}
-			}
-		}
-		if err == nil {
-			res, encErr := t.Shape.Success(c, out)
-			if encErr == nil {
-				return res, nil
-			}
-			// Only an unencodable data value gets here: a bug, reported as
-			// a system error without the data.
-			s.log.Error("mcp reply not encodable", "tool", c.tool, "err", encErr)
-			err = encErr
-		}
-		return t.Shape.Failure(c, err), nil
+		res, _ := s.serve(ctx, def, t, func(c *Call) (Reply, error) {
+			// Long strings the transport lifted out of the request (package
+			// lift) go back before the body decodes its arguments.
+			return t.Run(ctx, c, lift.FromContext(ctx).Restore(rawArguments(req)))
+		})
+		return res, nil
 	}
+}
+
+// Serve runs body as a request of tool t that is not an MCP tool call, such
+// as the HTTP PUT of a raw upload begun by guide_begin_upload, through the
+// same pipeline as a call of t: the same admission, grants, audit record,
+// log line, reply shape and rules. It returns the reply and whether the
+// request succeeded.
+//
+// A request is admitted by the caller's rate limit and its grants for the
+// tool, then runs; every path argument is checked (before the first store
+// access, or at the end for a request that never reached the store); a
+// denial replaces whatever else the request would have reported. If the
+// audit record cannot be written the request fails, unless it committed a
+// change: then it succeeds with a warning, and its record is written by a
+// later append.
+func (s *Runtime) Serve(ctx context.Context, t Tool, body func(c *Call) (Reply, error)) (*mcp.CallToolResult, bool) {
+	return s.serve(ctx, t.def(), t, body)
+}
+
+// serve is Serve with t's definition already made.
+func (s *Runtime) serve(ctx context.Context, def def, t Tool, body func(c *Call) (Reply, error)) (*mcp.CallToolResult, bool) {
+	c := s.NewCall(ctx, def.name, def.group)
+	c.def = def
+	c.profile = t.Profile
+	out, err := s.admit(c)
+	if err == nil {
+		out, err = s.run(c, body)
+	}
+	if derr := c.authorizeArgs(); derr != nil && !errors.Is(err, policy.ErrDenied) {
+		out, err = Reply{}, derr
+	}
+	if auditErr := s.Finish(c, err); auditErr != nil {
+		if err == nil && c.committed {
+			// The change is stored: the reply says so, never an error
+			// (which an agent would retry).
+			out.Warnings = append(out.Warnings, unauditedWarning)
+		} else {
+			err = &auditError{err: auditErr}
+		}
+	}
+	if err == nil {
+		res, encErr := t.Shape.Success(c, out)
+		if encErr == nil {
+			return res, true
+		}
+		// Only an unencodable data value gets here: a bug, reported as a
+		// system error without the data.
+		s.log.Error("mcp reply not encodable", "tool", c.tool, "err", encErr)
+		err = encErr
+	}
+	return t.Shape.Failure(c, err), false
 }
 
 // unauditedWarning is the warning of a call whose change was stored while
@@ -167,18 +187,16 @@ func (s *Runtime) admit(c *Call) (Reply, error) {
 	return Reply{}, c.perms.CheckTool(c.def.name, c.def.group)
 }
 
-// run calls fn, turning a panic into a system error so one bad call cannot
-// take the server down.
-func (s *Runtime) run(ctx context.Context, c *Call, fn Func, req mcp.CallToolRequest) (out Reply, err error) {
+// run calls body, turning a panic into a system error so one bad call
+// cannot take the server down.
+func (s *Runtime) run(c *Call, body func(c *Call) (Reply, error)) (out Reply, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("mcp tool panicked", "tool", c.tool, "panic", r, "stack", string(debug.Stack()))
 			err = fmt.Errorf("panic in %s: %v", c.tool, r)
 		}
 	}()
-	// Long strings the transport lifted out of the request (package lift)
-	// go back before the body decodes its arguments.
-	return fn(ctx, c, lift.FromContext(ctx).Restore(rawArguments(req)))
+	return body(c)
 }
 
 // rawArguments returns the arguments as the client sent them, so decoding

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
-
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/depotfs/depotfs/internal/grant"
 	"github.com/depotfs/depotfs/store"
@@ -109,42 +106,6 @@ type Refusal struct {
 }
 
 func (r *Refusal) Error() string { return r.Message }
-
-// Upload runs fn as a request that is not a tool call but belongs to the
-// tool name of profile p, such as the HTTP PUT of a raw upload begun by
-// guide_begin_upload: a Call of that tool for the identity in ctx,
-// admitted by the rate limit and the grants for the tool, counted, audited
-// and logged like a tool call. It returns the reply in the envelope shape
-// and whether the call succeeded.
-func (s *Runtime) Upload(ctx context.Context, name string, p Profile, fn func(c *Call) (Reply, error)) (*mcp.CallToolResult, bool) {
-	c := s.NewCall(ctx, name, string(p))
-	c.profile = p
-	out, err := s.admit(c)
-	if err == nil {
-		out, err = func() (out Reply, err error) {
-			defer func() {
-				if r := recover(); r != nil {
-					s.log.Error("upload panicked", "tool", c.tool, "panic", r, "stack", string(debug.Stack()))
-					err = fmt.Errorf("panic in %s: %v", c.tool, r)
-				}
-			}()
-			return fn(c)
-		}()
-	}
-	if auditErr := s.Finish(c, err); auditErr != nil {
-		err = &auditError{err: auditErr}
-	}
-	shape := EnvelopeShape{}
-	if err == nil {
-		res, encErr := shape.Success(c, out)
-		if encErr == nil {
-			return res, true
-		}
-		s.log.Error("upload reply not encodable", "tool", c.tool, "err", encErr)
-		err = encErr
-	}
-	return shape.Failure(c, err), false
-}
 
 type baseKey struct{}
 

@@ -394,3 +394,31 @@ func TestFSRefusalsThroughBinary(t *testing.T) {
 		t.Errorf("audited outcomes %v, want write: limit, delete: conflict", outcomes)
 	}
 }
+
+// TestFSDenialIsPermissionError: a write the server's policy denies is
+// answered with the contract's permission_denied code naming the rule,
+// never internal_error (which tells a client that depotfs failed), and
+// changes nothing.
+func TestFSDenialIsPermissionError(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--tools", "fs", "--deny", "/secret"}})
+	fc := fsClient{d.client}
+	before := snapshot(t, d.mount)
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"write", map[string]any{"path": "secret/x.txt", "content": "x", "make_dirs": true}},
+		{"mkdir", map[string]any{"path": "secret/dir"}},
+		{"read", map[string]any{"path": "secret/x.txt"}},
+	} {
+		var fe *fsError
+		err := fc.call(tc.tool, tc.args, nil)
+		if !errors.As(err, &fe) || fe.Code != "permission_denied" || !strings.Contains(fe.Message, "/secret") {
+			t.Errorf("%s %v: %v (%+v), want permission_denied naming the rule", tc.tool, tc.args, err, fe)
+		}
+	}
+	if diff := diffSnapshots(before, snapshot(t, d.mount)); diff != "" {
+		t.Errorf("denied calls changed the mount:\n%s", diff)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/internal/policy"
 	"github.com/depotfs/depotfs/mcpserver/internal/args"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 	"github.com/depotfs/depotfs/store"
@@ -61,6 +62,10 @@ func fsFailure(err error) (code, msg, path string, details map[string]any) {
 		return fsPathInvalid, "Invalid path: " + f.Message, "", nil
 	case errors.Is(err, fs.ErrPermission):
 		return fsPermission, "Permission denied to access the specified path: " + err.Error(), "", nil
+	case errors.Is(err, policy.ErrDenied):
+		// The caller's grants or the server's policy refuse the call: the
+		// message names the rule (f.Message); depotfs did not fail.
+		return fsPermission, "Permission denied: " + f.Message, "", nil
 	case args.IsError(err), errors.Is(err, args.ErrInvalid), errors.Is(err, args.ErrLimit):
 		return fsInvalid, f.Message, "", nil
 	}

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/depotfs/depotfs/mcpserver/internal/markdown"
+	"github.com/depotfs/depotfs/mcpserver/internal/resources"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 )
 
@@ -42,6 +44,19 @@ func allTools() map[string]tool.Tool {
 		out[t.Spec.Name] = t
 	}
 	return out
+}
+
+// CallNames returns the name of every tool of every profile and of the
+// other requests audited as calls (resources/read): the names a call can
+// have. Any other name is one a client made up. It is safe for concurrent
+// use.
+func CallNames() []string {
+	names := []string{resources.ReadName}
+	for name := range allTools() {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // Example is one documented call of a tool: the calls that prepare a fresh

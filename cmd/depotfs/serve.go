@@ -388,7 +388,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	}
 	// Metrics read the store and the broker at each scrape, and hear every
 	// call through the audit log and every FUSE request through vfs.
-	mopts := metrics.Options{Store: st}
+	mopts := metrics.Options{Store: st, Tools: mcpserver.CallNames()}
 	var broker *fetch.Broker
 	if !cfg.noMount {
 		// The broker asks agents for files a program opens without their

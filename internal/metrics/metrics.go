@@ -32,12 +32,19 @@ type Options struct {
 	Fetch FetchSource
 	// ScrapeTimeout bounds reading the store at a scrape; 0 means 5s.
 	ScrapeTimeout time.Duration
+	// Tools are the tool names (and other call names, such as
+	// resources/read) that Call keeps as label values. A client chooses
+	// the name of the tool it calls, so every other name is counted as
+	// UnknownTool: the label's values stay as few as the tools served,
+	// whatever names clients send. nil keeps every name, for tests.
+	Tools []string
 }
 
 // Metrics is depotfs's collectors and their registry. Its methods are
 // safe for concurrent use.
 type Metrics struct {
-	reg *prometheus.Registry
+	reg   *prometheus.Registry
+	tools map[string]bool // nil: every name is a label value
 
 	calls        *prometheus.CounterVec
 	callSeconds  *prometheus.HistogramVec
@@ -116,6 +123,12 @@ func New(o Options) *Metrics {
 	for _, k := range []string{StreamGET, StreamListen} {
 		m.streams.WithLabelValues(k) // present at 0 from the start
 	}
+	if o.Tools != nil {
+		m.tools = make(map[string]bool, len(o.Tools))
+		for _, t := range o.Tools {
+			m.tools[t] = true
+		}
+	}
 	return m
 }
 
@@ -138,9 +151,16 @@ const (
 	RefusedRateLimited = "rate_limited"
 )
 
+// UnknownTool is the tool label of calls of a name not in Options.Tools.
+const UnknownTool = "unknown"
+
 // Call records one finished call: its tool, outcome, duration, why it was
-// refused ("" if it was not) and the content bytes it committed.
+// refused ("" if it was not) and the content bytes it committed. A tool
+// not in Options.Tools is counted as UnknownTool.
 func (m *Metrics) Call(tool, outcome, refused string, d time.Duration, bytesIn int64) {
+	if m.tools != nil && !m.tools[tool] {
+		tool = UnknownTool
+	}
 	m.calls.WithLabelValues(tool, outcome).Inc()
 	m.callSeconds.WithLabelValues(tool).Observe(d.Seconds())
 	if refused != "" {

@@ -83,3 +83,16 @@ depotfs_store_stats_up 0
 		t.Error(err)
 	}
 }
+
+// TestUnknownToolLabel: a tool name outside Options.Tools is counted as
+// UnknownTool, so names clients make up add no label values.
+func TestUnknownToolLabel(t *testing.T) {
+	m := metrics.New(metrics.Options{Tools: []string{"guide_cache_file"}})
+	m.Call("guide_cache_file", metrics.OutcomeOK, "", time.Millisecond, 0)
+	for i := range 100 {
+		m.Call("made_up_"+strings.Repeat("x", i), "security", metrics.RefusedDenied, time.Millisecond, 0)
+	}
+	if n := testutil.CollectAndCount(m.Registry(), "depotfs_mcp_calls_total"); n != 2 {
+		t.Errorf("%d series of depotfs_mcp_calls_total, want 2 (the tool and %q)", n, metrics.UnknownTool)
+	}
+}

@@ -24,7 +24,7 @@ import (
 // carrying its text, unless ReadError gives it another code (see Hooks).
 func (s *Resources) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 	uri := req.Params.URI
-	c := s.rt.NewCall(ctx, resourcesRead, resourcesRead)
+	c := s.rt.NewCall(ctx, ReadName, ReadName)
 	if p, err := ParseURI(uri); err == nil {
 		c.Path = p
 		c.Note(p)
@@ -42,9 +42,9 @@ func (s *Resources) readResource(ctx context.Context, req mcp.ReadResourceReques
 	return []mcp.ResourceContents{contents}, nil
 }
 
-// resourcesRead names resource reads in the audit log and the call log,
+// ReadName names resource reads in the audit log and the call log,
 // where tools have their names.
-const resourcesRead = "resources/read"
+const ReadName = "resources/read"
 
 // resourceError is a resource read's error as the client reads it (msg),
 // keeping the store's error for classification in the audit record. code,

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestUnknownToolNamesBounded: tool names are chosen by the client, so
@@ -47,5 +50,55 @@ func TestUnknownToolNamesBounded(t *testing.T) {
 	_, fams := scrape(t, base+"/metrics", "")
 	if v := value(t, fams, "depotfs_mcp_calls_total", "tool", "unknown"); v < names {
 		t.Errorf(`depotfs_mcp_calls_total{tool="unknown"} = %v, want at least %d`, v, names)
+	}
+}
+
+// writeSyscalls returns the write system calls pid has made so far
+// (syscw of /proc/PID/io).
+func writeSyscalls(t testing.TB, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "syscw: "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no syscw in /proc/%d/io", pid)
+	return 0
+}
+
+// TestHealthzCheap: /healthz needs no credentials, so 500 GETs must not
+// cost 500 commits of the store (each a write and its fsyncs). The write
+// system calls of 500 GETs of a path that does nothing (the replies'
+// own writes) are the baseline.
+func TestHealthzCheap(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, daemonConfig{transport: overHTTP})
+	base := strings.TrimSuffix(d.url, "/mcp")
+	const gets = 500
+	writesOf := func(path string, want int) (int64, time.Duration) {
+		before := writeSyscalls(t, d.cmd.Process.Pid)
+		start := time.Now()
+		for i := range gets {
+			if code, body := get(t, base+path); code != want {
+				t.Fatalf("GET %s %d: %d %q", path, i, code, body)
+			}
+		}
+		return writeSyscalls(t, d.cmd.Process.Pid) - before, time.Since(start)
+	}
+	baseline, _ := writesOf("/no-such-path", http.StatusNotFound)
+	writes, took := writesOf("/healthz", http.StatusOK)
+	t.Logf("%d GETs of /healthz in %v: %d write system calls (%d for as many GETs of a 404)", gets, took, writes, baseline)
+	// Each GET's mount check is a statfs, which the FUSE server answers
+	// with one write; beyond those, a commit (a few writes) a second.
+	if extra, limit := writes-baseline, gets+10*(int64(took/time.Second)+1)+gets/20; extra > limit {
+		t.Errorf("%d write system calls more than the baseline for %d GETs of /healthz in %v; want a commit at most once a second", extra, gets, took)
 	}
 }

@@ -98,6 +98,13 @@ type pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// storeCheckMaxAge is how long the store check's result stands: /healthz
+// needs no credentials, and the check is a commit (two fsyncs with bbolt),
+// so anyone could otherwise make the disk sync as fast as they can send
+// GETs. A second is well within what a load balancer or the systemd
+// watchdog needs to notice a store that stopped committing.
+const storeCheckMaxAge = time.Second
+
 // healthChecks are what /healthz and the systemd watchdog check: serving
 // (the context a signal ends) is not over, the store commits, and the
 // mount (when there is one) answers statfs. The
@@ -110,7 +117,7 @@ func healthChecks(serving context.Context, st pinger, mountDir string, log *slog
 			return errors.New("shutting down")
 		}
 		return nil
-	}}, {Name: "store", Run: func(ctx context.Context) error {
+	}}, {Name: "store", MaxAge: storeCheckMaxAge, Run: func(ctx context.Context) error {
 		if err := st.Ping(ctx); err != nil {
 			log.Warn("health: the store cannot commit", "err", err)
 			return errors.New("cannot commit")

@@ -24,19 +24,40 @@ const DefaultTimeout = 5 * time.Second
 type Check struct {
 	Name string
 	Run  func(ctx context.Context) error
+	// MaxAge, when positive, lets a result stand for this long: the checks
+	// run within MaxAge of the last run that returned get its result
+	// without running Run again. It bounds what a check costs however
+	// often anyone asks (the store's check is a commit with its fsyncs).
+	MaxAge time.Duration
 }
 
 // Checker runs its checks in order and stops at the first failure. A
 // check that does not return within the timeout fails as "not answering";
 // its goroutine is left to finish, and while it has not, later runs of
-// that check fail at once instead of stacking more goroutines. It is safe
-// for concurrent use.
+// that check fail at once instead of stacking more goroutines. Callers
+// that ask while a check runs wait for that run and share its result, so
+// concurrent requests cost one run. It is safe for concurrent use.
 type Checker struct {
 	checks  []Check
 	timeout time.Duration
 
 	mu      sync.Mutex
-	running map[string]bool // checks whose timed-out run has not returned yet
+	running map[string]*flight // the run of each check in progress
+	last    map[string]result  // the last result of each check with a MaxAge
+}
+
+// flight is one run of a check in progress; done is closed when it
+// returns, with err set.
+type flight struct {
+	done      chan struct{}
+	err       error
+	abandoned bool // a caller ran out of time waiting for it; guarded by Checker.mu
+}
+
+// result is a check's last result and when its run returned.
+type result struct {
+	err error
+	at  time.Time
 }
 
 // New returns a Checker of checks; timeout 0 means DefaultTimeout.
@@ -44,7 +65,7 @@ func New(timeout time.Duration, checks ...Check) *Checker {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &Checker{checks: checks, timeout: timeout, running: map[string]bool{}}
+	return &Checker{checks: checks, timeout: timeout, running: map[string]*flight{}, last: map[string]result{}}
 }
 
 // ErrNotAnswering is the reason of a check that ran out of time.
@@ -64,24 +85,42 @@ func (c *Checker) Check(ctx context.Context) error {
 
 func (c *Checker) run(ctx context.Context, ch Check) error {
 	c.mu.Lock()
-	if c.running[ch.Name] {
+	if r, ok := c.last[ch.Name]; ok && ch.MaxAge > 0 && time.Since(r.at) < ch.MaxAge {
+		c.mu.Unlock()
+		return r.err
+	}
+	f := c.running[ch.Name]
+	switch {
+	case f != nil && f.abandoned:
 		c.mu.Unlock()
 		return fmt.Errorf("%w (an earlier check has not returned)", ErrNotAnswering)
+	case f == nil:
+		f = &flight{done: make(chan struct{})}
+		c.running[ch.Name] = f
+		// The run outlives a caller that gives up: it is not bound by
+		// one caller's context, only by the checker's timeout.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
+		go func() {
+			defer cancel()
+			err := ch.Run(rctx)
+			c.mu.Lock()
+			delete(c.running, ch.Name)
+			if ch.MaxAge > 0 {
+				c.last[ch.Name] = result{err: err, at: time.Now()}
+			}
+			f.err = err
+			c.mu.Unlock()
+			close(f.done)
+		}()
 	}
-	c.running[ch.Name] = true
 	c.mu.Unlock()
-	done := make(chan error, 1)
-	go func() {
-		err := ch.Run(ctx)
-		c.mu.Lock()
-		delete(c.running, ch.Name)
-		c.mu.Unlock()
-		done <- err
-	}()
 	select {
-	case err := <-done:
-		return err
+	case <-f.done:
+		return f.err
 	case <-ctx.Done():
+		c.mu.Lock()
+		f.abandoned = true
+		c.mu.Unlock()
 		return fmt.Errorf("%w within %v", ErrNotAnswering, c.timeout)
 	}
 }

@@ -71,3 +71,32 @@ func TestChecker(t *testing.T) {
 		t.Errorf("POST: %d", rec.Code)
 	}
 }
+
+// TestMaxAge: a check with a MaxAge runs once for any number of requests
+// within it, concurrent or not, and again once it has passed.
+func TestMaxAge(t *testing.T) {
+	var runs atomic.Int64
+	c := health.New(time.Second, health.Check{Name: "store", MaxAge: time.Hour, Run: func(context.Context) error {
+		runs.Add(1)
+		time.Sleep(10 * time.Millisecond)
+		return nil
+	}})
+	done := make(chan int, 50)
+	for range cap(done) {
+		go func() {
+			code, _ := get(t, c.Handler())
+			done <- code
+		}()
+	}
+	for range cap(done) {
+		if code := <-done; code != http.StatusOK {
+			t.Errorf("status %d while healthy", code)
+		}
+	}
+	for range 100 {
+		get(t, c.Handler())
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("%d runs for 150 requests within MaxAge; want 1", n)
+	}
+}

@@ -3,6 +3,7 @@ package integration_test
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -100,5 +101,36 @@ func TestHealthzCheap(t *testing.T) {
 	// with one write; beyond those, a commit (a few writes) a second.
 	if extra, limit := writes-baseline, gets+10*(int64(took/time.Second)+1)+gets/20; extra > limit {
 		t.Errorf("%d write system calls more than the baseline for %d GETs of /healthz in %v; want a commit at most once a second", extra, gets, took)
+	}
+}
+
+// TestUnauthenticatedBodyCut: with --tokens, a POST without credentials
+// that declares a 100,000-byte body and sends 11 bytes of it is answered
+// 401 and its connection closed at once, not held open while the server
+// waits for the rest.
+func TestUnauthenticatedBodyCut(t *testing.T) {
+	t.Parallel()
+	tokens := t.TempDir() + "/tokens.json"
+	tok, _ := issueToken(t, tokens, "agent", "*:/:rw")
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--tokens", tokens}, client: clientAuth{bearer: tok}})
+	addr := hostOf(t, d.url)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"jsonrpc\":", addr)
+	c.SetReadDeadline(time.Now().Add(45 * time.Second))
+	reply, err := io.ReadAll(c)
+	took := time.Since(start)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the connection was still open %v after 11 bytes of a 100,000-byte body without credentials", took)
+	}
+	if !strings.HasPrefix(string(reply), "HTTP/1.1 401") {
+		t.Errorf("reply %.80q; want 401", reply)
+	}
+	if took > 5*time.Second {
+		t.Errorf("the connection was closed after %v; want at once", took)
 	}
 }

@@ -69,7 +69,8 @@ func (a *Authenticator) Authenticate(r *http.Request) (identity.Identity, error)
 // with WWW-Authenticate: Bearer realm="depotfs" (and error="invalid_token"
 // when it carried a token), a plain-text reason, and Connection: close when
 // it came with a client certificate, so that the refused certificate's
-// connection does not stay open. The refusal goes to Sink.
+// connection does not stay open, or with a body, which is not read. The
+// refusal goes to Sink.
 func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := a.Authenticate(r)
@@ -106,7 +107,16 @@ func (a *Authenticator) refuse(w http.ResponseWriter, r *http.Request, err error
 	}
 	log.Debug("http request refused", "remote", f.Remote, "reason", f.Reason, "err", err)
 
-	if len(peerCertificates(r)) > 0 {
+	// A refused request's body is never read. Left alone, net/http would
+	// read it to reuse the connection, waiting as long as the client
+	// takes to send it: a client without credentials could hold a
+	// connection open forever by trickling a declared body. A read
+	// deadline already past makes that read fail at once and the
+	// connection close; an honest client reconnects once.
+	if r.ContentLength != 0 {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
+	if len(peerCertificates(r)) > 0 || r.ContentLength != 0 {
 		w.Header().Set("Connection", "close")
 	}
 	w.Header().Set("WWW-Authenticate", challenge)

@@ -233,7 +233,7 @@ func TestPendingRequestsBadInput(t *testing.T) {
 		{"wait too long", m{"wait_seconds": 61}, "above the maximum 60"},
 		{"negative wait", m{"wait_seconds": -1}, "below the minimum 0"},
 		{"fractional wait", m{"wait_seconds": 1.5}, "integer"},
-		{"string wait", m{"wait_seconds": "5"}, "expected integer, got string"},
+		{"wait in words", m{"wait_seconds": "five"}, "string of decimal digits"},
 		{"null wait", m{"wait_seconds": nil}, "null"},
 		{"malformed cursor", m{"cursor": "garbage"}, "not a cursor"},
 		{"cursor without an id", m{"cursor": "abc-"}, "not a cursor"},

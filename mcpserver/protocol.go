@@ -29,6 +29,11 @@ const peekBytes = 64 << 10
 //     _meta is required on requests). Such a notification gets the
 //     Mcp-Protocol-Version header's version in its _meta before mcp-go
 //     sees it; anything else passes unchanged.
+//   - A request other than initialize without Mcp-Session-Id, on a
+//     revision with sessions, gets 404 "Invalid session ID" from mcp-go,
+//     which tells a client its session expired (and to start a new one);
+//     the transport specification (2025-03-26 to 2025-11-25) says 400:
+//     the client forgot the header. It gets 400 saying so.
 func protocolEdge(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		version := r.Header.Get(mcp.HeaderProtocolVersion)
@@ -37,6 +42,18 @@ func protocolEdge(next http.Handler) http.Handler {
 			http.Error(w, "Bad Request: a GET stream needs the Mcp-Session-Id header of an initialized session "+
 				"(on protocol version "+mcp.ProtocolVersion20260728+", use subscriptions/listen instead)", http.StatusBadRequest)
 			return
+		case r.Method == http.MethodPost && !mcp.IsModernProtocol(version) && r.Header.Get(mcp.HeaderSessionID) == "" && r.Body != nil:
+			head, err := io.ReadAll(io.LimitReader(r.Body, peekBytes+1))
+			if err != nil {
+				r.Body = readCloser{io.MultiReader(bytes.NewReader(head), errReader{err}), r.Body}
+				break
+			}
+			r.Body = readCloser{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+			if len(head) <= peekBytes && needsSession(head) {
+				http.Error(w, "Bad Request: Mcp-Session-Id header is required: send the id the initialize response's "+
+					"Mcp-Session-Id header gave, or initialize first", http.StatusBadRequest)
+				return
+			}
 		case r.Method == http.MethodPost && mcp.IsModernProtocol(version) && r.Body != nil:
 			head, err := io.ReadAll(io.LimitReader(r.Body, peekBytes+1))
 			if err != nil {
@@ -55,6 +72,26 @@ func protocolEdge(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// needsSession reports whether body is a JSON-RPC request that only a
+// session may send on a revision with sessions: a request (with an id)
+// other than initialize, whose _meta does not name 2026-07-28 or later
+// (which has no sessions). Notifications and responses are left to mcp-go.
+func needsSession(body []byte) bool {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || len(msg.ID) == 0 || string(msg.ID) == "null" || msg.Method == "" || msg.Method == string(mcp.MethodInitialize) {
+		return false
+	}
+	var version string
+	_ = json.Unmarshal(msg.Params.Meta[mcp.MetaKeyProtocolVersion], &version)
+	return !mcp.IsModernProtocol(version)
 }
 
 // withMetaVersion returns body with params._meta's protocol version set to

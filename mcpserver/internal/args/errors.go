@@ -92,8 +92,9 @@ func IsError(err error) bool {
 // pipeline checks against the caller's grants. The zero value is empty and
 // ready; it is not safe for concurrent use.
 type Problems struct {
-	list  []problem
-	paths []Path
+	list     []problem
+	paths    []Path
+	warnings []string
 }
 
 // Path is one clean depot path decoded from an argument.
@@ -109,6 +110,17 @@ func (p *Problems) AddPath(field, path string) {
 
 // Paths returns the clean paths recorded so far, in order.
 func (p *Problems) Paths() []Path { return p.paths }
+
+// Warn records something about an accepted argument the agent should
+// know, such as a path taken differently from what it probably meant.
+func (p *Problems) Warn(format string, args ...any) {
+	if len(p.warnings) < maxProblems {
+		p.warnings = append(p.warnings, fmt.Sprintf(format, args...))
+	}
+}
+
+// Warnings returns the warnings recorded so far, in order.
+func (p *Problems) Warnings() []string { return p.warnings }
 
 // maxProblems bounds how many problems one reply lists.
 const maxProblems = 20

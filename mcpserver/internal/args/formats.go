@@ -52,7 +52,24 @@ func (o *Object) DepotPath(field string, required bool) (string, bool) {
 		return "", false
 	}
 	o.probs.AddPath(o.Name(field), p)
+	if why := hostPathLook(s); why != "" {
+		o.probs.Warn("%s: %s was taken as the depot path %s: %s", o.Name(field), Quote(s), Quote(p), why)
+	}
 	return p, true
+}
+
+// hostPathLook says why s, a path argument, looks like a path on the
+// agent's own machine rather than in the depot, or "" when it does not: a
+// Windows drive letter or a home directory mean nothing in the depot, where
+// they become ordinary names.
+func hostPathLook(s string) string {
+	switch {
+	case len(s) >= 2 && s[1] == ':' && (s[0] >= 'A' && s[0] <= 'Z' || s[0] >= 'a' && s[0] <= 'z') && (len(s) == 2 || s[2] == '\\' || s[2] == '/'):
+		return fmt.Sprintf("the drive letter %s is an ordinary directory name in the depot; send a path from the depot root, such as \"/%s\"", Quote(s[:2]), strings.TrimLeft(strings.ReplaceAll(s[2:], `\`, "/"), "/"))
+	case s == "~" || strings.HasPrefix(s, "~/") || strings.HasPrefix(s, `~\`):
+		return "\"~\" is an ordinary directory name in the depot, not a home directory; send a path from the depot root, such as \"/" + strings.TrimLeft(strings.ReplaceAll(s[1:], `\`, "/"), "/") + "\""
+	}
+	return ""
 }
 
 // SHA256 reads a SHA-256 argument: 64 hex digits, returned in lower case.
@@ -73,8 +90,12 @@ func (o *Object) SHA256(field string, required bool) (string, bool) {
 	return s, true
 }
 
-// Encoding reads the encoding argument, utf-8 when absent.
-func (o *Object) Encoding(field string) (string, bool) {
+// Encoding reads an encoding argument, EncodingUTF8 when absent. Both
+// spellings of UTF-8 ("utf-8", the guide tools' and Python's, and "utf8",
+// the fs tools' and Node's) and "base64" are accepted in any case, as are
+// the extra choices a tool adds ("binary"); the result is EncodingUTF8,
+// EncodingBase64 or the extra choice as listed.
+func (o *Object) Encoding(field string, extra ...string) (string, bool) {
 	if !o.Has(field) {
 		return EncodingUTF8, true
 	}
@@ -82,11 +103,20 @@ func (o *Object) Encoding(field string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if s != EncodingUTF8 && s != EncodingBase64 {
-		o.probs.Addf(o.Name(field), "must be %q or %q, got %s", EncodingUTF8, EncodingBase64, Quote(s))
-		return "", false
+	switch {
+	case strings.EqualFold(s, "utf-8") || strings.EqualFold(s, "utf8"):
+		return EncodingUTF8, true
+	case strings.EqualFold(s, EncodingBase64):
+		return EncodingBase64, true
 	}
-	return s, true
+	for _, c := range extra {
+		if strings.EqualFold(s, c) {
+			return c, true
+		}
+	}
+	choices := append([]string{EncodingUTF8, "utf8", EncodingBase64}, extra...)
+	o.probs.Addf(o.Name(field), "must be one of %s (case does not matter), got %s", strings.Join(quoteAll(choices), ", "), Quote(s))
+	return "", false
 }
 
 // Content reads a content argument in the given encoding and returns its
@@ -124,29 +154,71 @@ func (o *Object) Content(field, encoding string, max int64) ([]byte, bool) {
 }
 
 // decodeBase64 decodes standard base64 (RFC 4648 §4, the alphabet with + and
-// /), padded or unpadded; line breaks are ignored, as MIME encoders insert
-// them. The URL-safe alphabet, other whitespace and non-zero padding bits
-// are errors: such content was probably not meant as base64.
+// /), padded or unpadded. White space is ignored, as MIME encoders insert
+// line breaks and agents wrap long lines. Anything else that is not base64
+// is refused with what to change: the URL-safe alphabet, a data: URL
+// prefix, or another character, each named with its position.
 func decodeBase64(s string) ([]byte, error) {
-	stripped := strings.NewReplacer("\r", "", "\n", "").Replace(s)
+	if data, err := base64.StdEncoding.Strict().DecodeString(s); err == nil {
+		return data, nil // the common case: one pass, no copy
+	}
+	stripped := s
+	if strings.ContainsAny(s, " \t\r\n") {
+		stripped = strings.Map(func(r rune) rune {
+			if r == ' ' || r == '\t' || r == '\r' || r == '\n' {
+				return -1
+			}
+			return r
+		}, s)
+	}
 	enc := base64.StdEncoding.Strict()
 	if len(stripped)%4 != 0 && !strings.HasSuffix(stripped, "=") {
 		enc = base64.RawStdEncoding.Strict()
 	}
 	data, err := enc.DecodeString(stripped)
 	if err != nil {
-		var corrupt base64.CorruptInputError
-		if errors.As(err, &corrupt) {
-			return nil, fmt.Errorf("%w: not valid base64: illegal data at input byte %d", ErrInvalid, int64(corrupt))
-		}
-		return nil, fmt.Errorf("%w: not valid base64: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: not valid base64: %s", ErrInvalid, base64Problem(stripped, err))
 	}
 	return data, nil
 }
 
+// base64Alphabet is the standard alphabet of base64.
+const base64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+// base64Problem says what is wrong with s, which the decoder refused with
+// err, and how to fix it.
+func base64Problem(s string, err error) string {
+	if strings.HasPrefix(s, "data:") {
+		if comma := strings.IndexByte(s, ','); comma >= 0 && comma < 256 {
+			return fmt.Sprintf("it starts with the data: URL prefix %s; send only what follows the comma", Quote(s[:comma+1]))
+		}
+		return "it starts with \"data:\"; send only the base64 text of a data: URL, after its comma"
+	}
+	if i := strings.IndexAny(s, "-_"); i >= 0 {
+		return fmt.Sprintf("%q at byte %d is from the URL-safe alphabet; use the standard alphabet (replace - with + and _ with /)", s[i], i)
+	}
+	var corrupt base64.CorruptInputError
+	if errors.As(err, &corrupt) && int(corrupt) < len(s) {
+		i := int(corrupt)
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		if j := strings.IndexByte(s, '='); j >= 0 && j <= i {
+			return fmt.Sprintf("padding '=' at byte %d comes before the end (padding ends a base64 text; several texts joined are not one)", j)
+		}
+		if strings.ContainsRune(base64Alphabet, r) {
+			return fmt.Sprintf("the text of %d characters is cut short (a base64 text is a multiple of 4 characters, less its padding)", len(s))
+		}
+		return fmt.Sprintf("%s at byte %d is not a base64 character (A-Z a-z 0-9 + / and = at the end); send text with encoding \"utf-8\" instead", Quote(string(r)), i)
+	}
+	if errors.As(err, &corrupt) {
+		return "the text ends in the middle of a character group: check that it was not cut off"
+	}
+	return err.Error()
+}
+
 // MTime reads an mtime argument: an RFC 3339 string such as
-// "2024-05-01T12:00:00Z" (fractional seconds and offsets allowed) or a JSON
-// number of seconds since the Unix epoch (fractions allowed).
+// "2024-05-01T12:00:00Z" (fractional seconds and offsets allowed) or a
+// number of seconds since the Unix epoch (fractions allowed), as a JSON
+// number or a string of digits (the rule for every numeric argument).
 func (o *Object) MTime(field string) (time.Time, bool) {
 	raw, ok := o.Raw(field)
 	if !ok {
@@ -160,19 +232,16 @@ func (o *Object) MTime(field string) (time.Time, bool) {
 			o.probs.Add(o.Name(field), err)
 			return time.Time{}, false
 		}
+		if _, err := strconv.ParseFloat(s, 64); err == nil && strings.TrimLeft(s, "0123456789.") == "" {
+			return o.unixSeconds(field, s)
+		}
 		t, err = time.Parse(time.RFC3339Nano, s)
 		if err != nil {
 			o.probs.Addf(o.Name(field), "expected an RFC 3339 time such as \"2024-05-01T12:00:00Z\" or Unix seconds, got %s", Quote(s))
 			return time.Time{}, false
 		}
 	case "number":
-		f, err := strconv.ParseFloat(string(raw), 64)
-		if err != nil || f < 0 || f > float64(maxMTime.Unix()) {
-			o.probs.Addf(o.Name(field), "Unix seconds %s out of range 0..%d", Quote(string(raw)), maxMTime.Unix())
-			return time.Time{}, false
-		}
-		sec, frac := math.Modf(f)
-		t = time.Unix(int64(sec), int64(math.Round(frac*1e9)))
+		return o.unixSeconds(field, string(raw))
 	default:
 		o.probs.Addf(o.Name(field), "expected an RFC 3339 string or a number of Unix seconds, got %s", JSONType(raw))
 		return time.Time{}, false
@@ -182,6 +251,33 @@ func (o *Object) MTime(field string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return t.UTC(), true
+}
+
+// unixSeconds reads an mtime given as a number of Unix seconds. A number
+// too large for seconds is named as what it most likely is: milliseconds,
+// microseconds or nanoseconds (what JavaScript's Date.now, and many
+// languages' clocks, return).
+func (o *Object) unixSeconds(field, num string) (time.Time, bool) {
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f < 0 || math.IsInf(f, 0) {
+		o.probs.Addf(o.Name(field), "Unix seconds %s out of range 0..%d", Quote(num), maxMTime.Unix())
+		return time.Time{}, false
+	}
+	if max := float64(maxMTime.Unix()); f > max {
+		for _, u := range []struct {
+			name string
+			per  float64
+		}{{"milliseconds", 1e3}, {"microseconds", 1e6}, {"nanoseconds", 1e9}} {
+			if f/u.per <= max {
+				o.probs.Addf(o.Name(field), "%s looks like %s since the epoch; send seconds: %d", num, u.name, int64(f/u.per))
+				return time.Time{}, false
+			}
+		}
+		o.probs.Addf(o.Name(field), "Unix seconds %s out of range 0..%d", Quote(num), maxMTime.Unix())
+		return time.Time{}, false
+	}
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(math.Round(frac*1e9))).UTC(), true
 }
 
 // Mode reads a mode argument: permission bits as an octal string, "0644",

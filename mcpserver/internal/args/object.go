@@ -119,9 +119,17 @@ func (o *Object) Str(field string, required bool) (string, bool) {
 	return s, true
 }
 
-// Int returns an integer field within [lo, hi].
+// Int returns an integer field within [lo, hi]. Besides a JSON integer it
+// accepts a string of decimal digits ("3600"), whatever the argument: agents
+// and clients of the provider contract send numbers that way, and the
+// meaning is never in doubt (see DESIGN.md, "Arguments").
 func (o *Object) Int(field string, required bool, lo, hi int64) (int64, bool) {
-	raw, ok := o.Value(field, "integer", required)
+	o.known[field] = true
+	raw, ok := o.fields[field]
+	if ok && JSONType(raw) == "string" {
+		return o.intString(field, raw, lo, hi)
+	}
+	raw, ok = o.Value(field, "integer", required)
 	if !ok {
 		return 0, false
 	}
@@ -130,11 +138,31 @@ func (o *Object) Int(field string, required bool, lo, hi int64) (int64, bool) {
 		o.probs.Addf(o.Name(field), "expected an integer, got %s", Quote(string(raw)))
 		return 0, false
 	}
-	if n < lo {
-		o.probs.Addf(o.Name(field), "%d is below the minimum %d", n, lo)
+	return o.bounded(field, n, lo, hi)
+}
+
+// intString reads an integer sent as a JSON string of decimal digits.
+func (o *Object) intString(field string, raw json.RawMessage, lo, hi int64) (int64, bool) {
+	s, err := DecodeString(raw)
+	if err != nil {
+		o.probs.Add(o.Name(field), err)
 		return 0, false
 	}
-	if n > hi {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n < -MaxExactInteger || n > MaxExactInteger {
+		o.probs.Addf(o.Name(field), "expected an integer (a JSON number, or a string of decimal digits), got %s", Quote(s))
+		return 0, false
+	}
+	return o.bounded(field, n, lo, hi)
+}
+
+// bounded checks n against [lo, hi] for field.
+func (o *Object) bounded(field string, n, lo, hi int64) (int64, bool) {
+	switch {
+	case n < lo:
+		o.probs.Addf(o.Name(field), "%d is below the minimum %d", n, lo)
+		return 0, false
+	case n > hi:
 		o.probs.Addf(o.Name(field), "%d is above the maximum %d", n, hi)
 		return 0, false
 	}

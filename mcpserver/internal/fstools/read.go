@@ -34,7 +34,7 @@ type fsReadReply struct {
 // fsReadArgs are the arguments of read.
 type fsReadArgs struct {
 	path       string
-	encoding   string // "utf8", "base64" or "binary"
+	encoding   string // args.EncodingUTF8, args.EncodingBase64 or "binary"
 	start, end int64  // lines, 0-based, end inclusive; -1 when not given
 	maxSize    int64
 }
@@ -47,7 +47,7 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 	a := fsReadArgs{start: -1, end: -1}
 	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
 		a.path = fsPathArg(o, "path")
-		a.encoding = o.Choice("encoding", "utf8", false, "utf8", "base64", "binary")
+		a.encoding, _ = o.Encoding("encoding", "binary")
 		if o.Has("start_line") {
 			a.start, _ = o.Int("start_line", false, 0, args.MaxExactInteger)
 		}
@@ -81,7 +81,7 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 	e.Size = content.Size()
 	out := fsReadReply{Truncated: sel.truncated, LineCount: sel.lines, Metadata: newFSMetadata(e)}
 	data := sel.data
-	if a.encoding == "utf8" {
+	if a.encoding == args.EncodingUTF8 {
 		if sel.truncated {
 			data = trimPartialRune(data)
 		}

@@ -69,11 +69,12 @@ func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 		if a.path == depotpath.Root {
 			o.Problems().Addf("path", "names the depot root, which is a directory; give a file path such as \"notes/todo.txt\"")
 		}
-		a.encoding = args.EncodingUTF8
-		if o.Choice("encoding", "utf8", false, "utf8", "base64") == "base64" {
-			a.encoding = args.EncodingBase64
+		var ok bool
+		if a.encoding, ok = o.Encoding("encoding"); ok {
+			a.data, _ = o.Content("content", a.encoding, s.opts.MaxContentBytes)
+		} else {
+			o.Value("content", "string", true) // still report a missing or mistyped content
 		}
-		a.data, _ = o.Content("content", a.encoding, s.opts.MaxContentBytes)
 		a.mode = o.Choice("mode", modeOverwrite, false, modeCreate, modeOverwrite, modeAppend, modeCreateNew)
 		a.makeDirs = o.Bool("make_dirs", false)
 		o.Finish()
@@ -130,7 +131,7 @@ func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 		Status:       res.Status.String(),
 		SHA256:       res.Entry.SHA256,
 		MountPath:    s.opts.MountPath(a.path),
-		Warnings:     s.opts.WaitApplied(ctx, c, res.Entry.Revision),
+		Warnings:     append(s.opts.WaitApplied(ctx, c, res.Entry.Revision), probs.Warnings()...),
 	}}, nil
 }
 

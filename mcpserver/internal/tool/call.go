@@ -143,6 +143,9 @@ func (s *Runtime) serve(ctx context.Context, def def, t Tool, body func(c *Call)
 	if derr := c.authorizeArgs(); derr != nil && !errors.Is(err, policy.ErrDenied) {
 		out, err = Reply{}, derr
 	}
+	if err == nil {
+		out.Warnings = append(out.Warnings, c.args.Warnings()...)
+	}
 	if auditErr := s.Finish(c, err); auditErr != nil {
 		if err == nil && c.committed {
 			// The change is stored: the reply says so, never an error

@@ -74,7 +74,7 @@ func (d def) accesses() []grant.Access {
 // ran: a tool hidden from the caller, an unknown tool, a malformed
 // request. Calls that reach a handler never get here (handlers return no Go
 // error), so every call is audited exactly once.
-func (s *Runtime) OnCallError(ctx context.Context, _ any, method mcp.MCPMethod, message any, err error) {
+func (s *Runtime) OnCallError(ctx context.Context, id any, method mcp.MCPMethod, message any, err error) {
 	if method != mcp.MethodToolsCall {
 		return
 	}
@@ -93,6 +93,7 @@ func (s *Runtime) OnCallError(ctx context.Context, _ any, method mcp.MCPMethod, 
 		}
 	case errors.Is(err, server.ErrToolNotFound):
 		reason = &policy.Denied{Tool: name, Rule: fmt.Sprintf("no such tool %s", args.Quote(name))}
+		s.unknownTool(ctx, id, name)
 	default:
 		reason = fmt.Errorf("%w: refused by the MCP layer: %v", args.ErrInvalid, err)
 	}

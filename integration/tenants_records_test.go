@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,5 +133,63 @@ func TestUnauthenticatedBodyCut(t *testing.T) {
 	}
 	if took > 5*time.Second {
 		t.Errorf("the connection was closed after %v; want at once", took)
+	}
+}
+
+var refusedCountRE = regexp.MustCompile(`msg="authentication refused".* count=(\d+)`)
+
+// TestBadTokenFloodCheap: 4,000 requests with a made-up token cost a few
+// audit records and log lines (one per burst from the address, with the
+// count), not 4,000 of each; the counts still add up to every refusal.
+func TestBadTokenFloodCheap(t *testing.T) {
+	t.Parallel()
+	tokens := t.TempDir() + "/tokens.json"
+	tok, _ := issueToken(t, tokens, "agent", "*:/:rw")
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--tokens", tokens}, client: clientAuth{bearer: tok}})
+	const requests, workers = 4000, 8
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			hc := &http.Client{Transport: bearerTransport{"dfs1_0123456789abcdef_notarealtoken"}}
+			for i := w; i < requests; i += workers {
+				req, _ := http.NewRequest(http.MethodPost, d.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+				req.Header.Set("Content-Type", "application/json")
+				res, err := hc.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				if res.StatusCode != http.StatusUnauthorized {
+					t.Errorf("a made-up token: status %d, want 401", res.StatusCode)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	d.stop()
+	records := 0
+	for _, r := range auditRecords(t, d.auditLog()) {
+		if r.Event == "auth" && r.Stage == "request" {
+			records++
+		}
+	}
+	lines, counted := 0, 0
+	for _, m := range refusedCountRE.FindAllStringSubmatch(d.logs.String(), -1) {
+		lines++
+		n, _ := strconv.Atoi(m[1])
+		counted += n
+	}
+	if lines == 0 {
+		lines = strings.Count(d.logs.String(), `msg="authentication refused"`)
+	}
+	t.Logf("%d requests with a made-up token: %d audit records, %d log lines counting %d refusals", requests, records, lines, counted)
+	if records > 100 || lines > 100 {
+		t.Errorf("%d audit records and %d log lines for %d refused requests; want at most 100 each", records, lines, requests)
+	}
+	if counted < requests {
+		t.Errorf("the log lines count %d refusals of %d", counted, requests)
 	}
 }

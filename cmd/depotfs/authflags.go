@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/depotfs/depotfs/internal/auth"
+	"github.com/depotfs/depotfs/internal/metrics"
 )
 
 // authConfig is how "depotfs serve" authenticates HTTP callers.
@@ -162,8 +163,9 @@ func (c *authConfig) setup(log *slog.Logger) (*httpAuth, error) {
 	return h, nil
 }
 
-// logSink writes every refused authentication to the log, so an operator
-// sees handshake failures that never reach an MCP call.
+// logSink writes refused authentications to the log, so an operator
+// sees handshake failures that never reach an MCP call. serve puts it
+// behind auth.Bursts: one line per burst from an address, with the count.
 type logSink struct{ log *slog.Logger }
 
 var _ auth.EventSink = logSink{}
@@ -172,7 +174,17 @@ func (s logSink) AuthFailure(ctx context.Context, f auth.Failure) {
 	s.log.LogAttrs(ctx, slog.LevelWarn, "authentication refused",
 		slog.String("stage", string(f.Stage)), slog.String("remote", f.Remote), slog.String("reason", f.Reason),
 		slog.String("method", string(f.Method)), slog.String("subject", f.Subject), slog.String("serial", f.Serial),
-		slog.String("token_id", f.TokenID), slog.Bool("resumed", f.Resumed), slog.Any("err", f.Err))
+		slog.String("token_id", f.TokenID), slog.Bool("resumed", f.Resumed), slog.Int("count", max(f.Count, 1)), slog.Any("err", f.Err))
+}
+
+// metricsSink counts every refused authentication, before they are
+// grouped into bursts for the audit log and the log.
+type metricsSink struct{ m *metrics.Metrics }
+
+var _ auth.EventSink = metricsSink{}
+
+func (s metricsSink) AuthFailure(_ context.Context, f auth.Failure) {
+	s.m.AuthFailure(string(f.Stage))
 }
 
 // sinks sends each failure to every sink in turn.

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/depotfs/depotfs/internal/audit"
+	"github.com/depotfs/depotfs/internal/auth"
 	"github.com/depotfs/depotfs/internal/health"
 	"github.com/depotfs/depotfs/internal/metrics"
 	"github.com/depotfs/depotfs/mcpserver"
@@ -31,7 +32,12 @@ func (a meteredAudit) Append(r *audit.Record) error {
 	err := a.Auditor.Append(r)
 	switch r.Event {
 	case audit.EventAuth:
-		a.m.AuthFailure(r.Stage)
+		// Refused handshakes and requests are counted one by one before
+		// they are grouped into bursts (metricsSink); the other records
+		// (revoked credentials) are counted here.
+		if r.Stage != string(auth.StageHandshake) && r.Stage != string(auth.StageRequest) {
+			a.m.AuthFailure(r.Stage)
+		}
 	case audit.EventCall:
 		outcome, refused := metrics.OutcomeOK, ""
 		if r.Error != "" {

@@ -501,7 +501,12 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	}
 	// Refused handshakes and requests go to the audit log, then the log
 	// (in that order: once the log line is out, the record is written).
-	sink := sinks{srv, logSink{log}}
+	// Each refusal is counted; the audit log and the log get one record
+	// per burst from an address, so a flood of bad credentials costs
+	// neither the disk nor the fsyncs every call's record needs.
+	bursts := auth.NewBursts(sinks{srv, logSink{log}}, 0)
+	defer bursts.Close()
+	sink := sinks{metricsSink{met}, bursts}
 	handler, metricsHandler := observeHTTP(met, srv.Handler()), met.Handler()
 	if ha.authn != nil {
 		ha.authn.Sink = sink

@@ -36,6 +36,10 @@ type Failure struct {
 	// Reason is the short code of Err (see Reason).
 	Reason string
 	Err    error
+	// Count is how many refusals this Failure stands for: 0 or 1 for one;
+	// more for the summary of a burst from one address (Bursts), whose
+	// other fields are those of the latest.
+	Count int
 }
 
 // EventSink receives every refused authentication, for the audit log.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -160,8 +161,9 @@ func (s *Runtime) AuthFailure(_ context.Context, f auth.Failure) {
 		when = now
 	}
 	key := "http:" + hostOf(f.Remote)
+	n := max(f.Count, 1)
 	st := s.stats.update(key, func(st *IdentityStats) {
-		st.AuthFailures++
+		st.AuthFailures += int64(n)
 		st.Last = now
 	})
 	if s.limiter.Denial(key, now) {
@@ -171,6 +173,9 @@ func (s *Runtime) AuthFailure(_ context.Context, f auth.Failure) {
 	reason := f.Reason
 	if f.Err != nil {
 		reason += ": " + f.Err.Error()
+	}
+	if n > 1 {
+		reason += fmt.Sprintf(" (%d refusals from this address in this burst; this is the latest)", n)
 	}
 	r := &audit.Record{
 		Time: when.UTC(), Event: audit.EventAuth, RequestID: newRequestID(),

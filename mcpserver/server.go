@@ -137,6 +137,13 @@ type Options struct {
 	DiskFree    func() (int64, error)
 	DiskReserve int64
 
+	// SpoolDir is the directory where an archive upload is spooled while
+	// it is checked and unpacked; "" is os.TempDir(). It should be on the
+	// disk DiskFree measures, so the disk reserve covers it; files left in
+	// it by a crash are the caller's to remove (depotfs serve empties it
+	// at start).
+	SpoolDir string
+
 	// HTTP bounds what HTTP clients can hold: stalled bodies, bytes in
 	// flight, sessions; zero fields take the defaults (see HTTPLimits).
 	HTTP HTTPLimits
@@ -368,7 +375,7 @@ func newServer(st store.Store, opts *Options) *Server {
 		MaxChunks: o.MaxChunks, MaxListEntries: o.MaxListEntries,
 		MaxBatchFiles: o.MaxBatchFiles, MaxBatchBytes: o.MaxBatchBytes, UploadURLTTL: o.UploadURLTTL,
 		UploadTTL: o.UploadTTL, RateLocal: o.RateLocal, CommitTimeout: o.CommitTimeout, Applied: o.Applied,
-		DiskFree: o.DiskFree, DiskReserve: o.DiskReserve,
+		DiskFree: o.DiskFree, DiskReserve: o.DiskReserve, SpoolDir: o.SpoolDir,
 		Log: o.Logger, Now: o.Now,
 	}
 	s.rt = tool.NewRuntime(st, s.env, o.Policy, o.Audit, o.Rate)

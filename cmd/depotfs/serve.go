@@ -377,7 +377,11 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		ResourcePageSize: cfg.resourcePage, MaxResourceBytes: cfg.maxResource,
 		Policy: cfg.enforce.host, Audit: alog, Rate: cfg.enforce.rate(), RateLocal: cfg.enforce.rateLocal,
 		MaxFileBytes: int64(cfg.maxFileSize), UploadTTL: uploadTTL, UploadURLTTL: cfg.uploadURLTTL, HTTP: cfg.http.limits(),
-		DiskFree: diskFree(cfg.db, cfg.enforce.auditLog), DiskReserve: int64(cfg.diskReserve)}
+		DiskFree: diskFree(cfg.db, cfg.enforce.auditLog), DiskReserve: int64(cfg.diskReserve),
+		SpoolDir: spoolDir(cfg.db)}
+	if err := prepareSpool(opts.SpoolDir); err != nil {
+		return err
+	}
 	if ha.authn != nil {
 		// Open streams and sessions are authenticated again every second,
 		// so a revocation ends them.

@@ -1,22 +1,17 @@
 package guide
 
 import (
-	"archive/tar"
-	"archive/zip"
-	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
-	"io/fs"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/depotfs/depotfs/internal/clip"
 	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/mcpserver/internal/archive"
 	"github.com/depotfs/depotfs/mcpserver/internal/args"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 	"github.com/depotfs/depotfs/store"
@@ -26,121 +21,294 @@ import (
 // directory.
 const (
 	formatFile  = "file"
-	formatTar   = "tar"
-	formatTarGz = "tar.gz"
-	formatZip   = "zip"
+	formatTar   = string(archive.Tar)
+	formatTarGz = string(archive.TarGz)
+	formatZip   = string(archive.Zip)
 )
 
-// archiveEntry is one file of an archive being unpacked.
-type archiveEntry struct {
-	name  string // as the archive names it
-	mode  fs.FileMode
-	mtime time.Time
-	size  int64
-	open  func() (io.Reader, error)
+// spoolSlack is what an archive may hold beyond its members' content
+// (headers, padding, a zip's directory), per member and in all, when its
+// spooled size is bounded by what the store can take.
+const (
+	spoolSlackPerMember = 1 << 10
+	spoolSlack          = 1 << 20
+)
+
+// The instructions of a refused archive.
+const (
+	archiveOverFix = "The archive unpacks to more than this upload may take: the message names the limit (guide_cache_stats shows the depot's). Nothing was stored and nothing was evicted. Send the tree as several smaller archives, each with its own guide_begin_upload, or ask the user to raise the limit."
+	archiveReadFix = "The archive could not be read whole; the message names the member. Check it (tar -tzf FILE, unzip -t FILE), then send it again, whole, to a new upload_url from guide_begin_upload. Nothing was stored."
+	bodyFix        = "The PUT's body did not match what guide_begin_upload announced: begin a new upload (its size and sha256, if given, must be those of the exact bytes) and send them with one PUT. Nothing was stored."
+)
+
+// plan is what the first reading of an archive found: the sizes to
+// charge, and the directories no file of the archive creates.
+type plan struct {
+	files     int
+	bytes     int64                // the files' content, all together
+	emptyDirs []store.Declaration  // directory entries with no file below them
+	dirs      map[string]bool      // directories that hold a file of the archive
+	seen      map[string]string    // member name of each path, to refuse one twice
+	dirEntry  map[string]time.Time // directory entries, with their times
 }
 
-// entries yields an archive's entries one by one; io.EOF after the last.
-type entries func() (*archiveEntry, error)
-
-// unpack streams the archive in body (size bytes, or -1) into the directory
-// up.file.path: every entry is validated, then all are stored in one
-// change, or none.
+// unpack stores the archive in body (size bytes, or -1) into the directory
+// up.file.path. The body is spooled to a file under Env.SpoolDir and read
+// twice: first every member is checked (names, types, the file size limit,
+// the member count, and its declared size against what the store can
+// take, before its content is read) and the archive read to its end, so a
+// damaged or oversized archive is refused before the store sees a byte;
+// then its files are stored in one change, or none, and the directories
+// it holds that no file creates are made.
 func (u *Uploads) unpack(ctx context.Context, c *tool.Call, up *rawUpload, body io.Reader, size int64) (tool.Reply, error) {
 	s := u.tools
-	dest := up.file.path
-	counted := &countingReader{r: body, h: sha256.New()}
-	var next entries
-	var cleanup func()
-	var err error
-	switch up.format {
-	case formatTar:
-		next = tarEntries(counted)
-	case formatTarGz:
-		next, err = tarGzEntries(counted)
-	case formatZip:
-		next, cleanup, err = zipEntries(counted, s.opts.MaxFileBytes)
+	format := archive.Format(up.format)
+	room, err := c.Store().Room(ctx)
+	if err != nil {
+		return tool.Reply{}, &tool.StoreError{Op: "stats", Path: up.file.path, Err: err}
 	}
-	if cleanup != nil {
-		defer cleanup()
-	}
-	if errors.Is(err, store.ErrLimit) || errors.Is(err, store.ErrUpload) {
-		return tool.Reply{}, err
+	f, n, err := s.spool(body, size, up, room)
+	if f != nil {
+		defer func() {
+			f.Close()
+			os.Remove(f.Name())
+		}()
 	}
 	if err != nil {
-		return tool.Reply{}, fmt.Errorf("%w: not a %s archive: %w", store.ErrUpload, up.format, err)
+		return tool.Reply{}, err
 	}
-	seen := map[string]string{}
-	var reqs []store.PutRequest
-	var failed error // why next stopped the store
+	p, err := s.scan(f, n, format, up.file.path, room)
+	if err != nil {
+		return tool.Reply{}, err
+	}
+	if p.files == 0 && len(p.emptyDirs) == 0 {
+		return tool.Reply{}, args.Problem("content", "the %s archive holds no file and no directory", up.format)
+	}
+	var res []store.PutResult
+	if p.files > 0 {
+		res, err = s.store(ctx, c, up, f, n, p)
+		if err != nil {
+			return tool.Reply{}, err
+		}
+	}
+	cctx, cancel := s.opts.CommitContext(ctx)
+	defer cancel()
+	var warnings []string
+	if len(p.emptyDirs) > 0 {
+		_, err := c.Store().Declare(cctx, store.DeclareRequest{Entries: p.emptyDirs, Writer: c.Who().String(), Source: toolBeginUpload})
+		switch {
+		case err != nil && len(res) == 0:
+			return tool.Reply{}, &tool.StoreError{Op: "declare", Path: up.file.path, Err: err}
+		case err != nil:
+			s.opts.Log.Warn("archive directories not made", "path", up.file.path, "err", err)
+			warnings = append(warnings, fmt.Sprintf("The archive's files are stored, but its %d empty directories could not be made (%s); make them with another upload or an fs mkdir.", len(p.emptyDirs), tool.Classify(err).Message))
+		}
+	}
+	r := s.batchReply(cctx, c, res, make([]string, len(res)))
+	if len(p.emptyDirs) > 0 {
+		r.Message += fmt.Sprintf(" Made %d empty directories.", len(p.emptyDirs))
+		c.Status += fmt.Sprintf(", %d empty directories", len(p.emptyDirs))
+	}
+	r.Warnings = append(r.Warnings, warnings...)
+	return r, nil
+}
+
+// spool copies body into a new file under Env.SpoolDir, checking its size
+// and hash against what the upload announced, and returns it with its
+// size. While room (what the store can take; -1: no limit) bounds the
+// archive's content, it bounds the spooled size too (with slack for
+// headers), as does the disk reserve. The caller removes the file, also
+// on error.
+func (s *tools) spool(body io.Reader, size int64, up *rawUpload, room int64) (*os.File, int64, error) {
+	limit := int64(-1)
+	if room >= 0 {
+		limit = room + int64(s.opts.MaxListEntries)*spoolSlackPerMember + spoolSlack
+	}
+	if s.opts.DiskFree != nil && s.opts.DiskReserve > 0 {
+		if free, err := s.opts.DiskFree(); err == nil {
+			if left := max(free-s.opts.DiskReserve, 0); limit < 0 || left < limit {
+				limit = left
+			}
+		}
+	}
+	if size >= 0 && limit >= 0 && size > limit {
+		return nil, 0, archiveOver(fmt.Sprintf("the %s archive has %d bytes, more than the %d this depot can take now (its size limit, less uploads in progress, or its disk reserve)", up.format, size, limit))
+	}
+	f, err := os.CreateTemp(s.opts.SpoolDir, "depotfs-upload-*."+up.format)
+	if err != nil {
+		return nil, 0, fmt.Errorf("spooling the archive: %w", err)
+	}
+	counted := &countingReader{r: body, h: newHash()}
+	src := io.Reader(counted)
+	if limit >= 0 {
+		src = io.LimitReader(counted, limit+1)
+	}
+	n, err := io.Copy(f, src)
+	switch {
+	case err != nil && counted.err != nil:
+		return f, 0, bodyRefused(fmt.Sprintf("reading the %s archive's body: %v (%d bytes arrived)", up.format, counted.err, counted.n))
+	case err != nil:
+		return f, 0, fmt.Errorf("spooling the archive: %w", err)
+	case limit >= 0 && n > limit:
+		return f, 0, archiveOver(fmt.Sprintf("the %s archive has more than %d bytes, what this depot can take now (its size limit, less uploads in progress, or its disk reserve)", up.format, limit))
+	}
+	if err := finishBody(counted, size, up.file.sha256, up.format+" archive"); err != nil {
+		return f, 0, err
+	}
+	return f, n, nil
+}
+
+// scan reads the spooled archive f (n bytes) once without storing
+// anything: every member's path below dest, type, size and count are
+// checked, the declared sizes summed against room (-1: no limit) as each
+// header is read, and the archive is read to its end, which checks it is
+// whole.
+func (s *tools) scan(f *os.File, n int64, format archive.Format, dest string, room int64) (*plan, error) {
+	rd, err := archive.NewReader(f, n, format)
+	if err != nil {
+		return nil, archiveError(err)
+	}
+	p := &plan{dirs: map[string]bool{}, seen: map[string]string{}, dirEntry: map[string]time.Time{}}
+	members := 0
+	for {
+		e, _, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, archiveError(err)
+		}
+		members++
+		if members > s.opts.MaxListEntries {
+			return nil, archiveOver(fmt.Sprintf("the %s archive holds more than %d members, the most one upload may unpack", format, s.opts.MaxListEntries))
+		}
+		path, err := memberPath(dest, e.Name, p.seen)
+		if err != nil {
+			return nil, err
+		}
+		if e.Dir {
+			p.dirEntry[path] = e.MTime
+			continue
+		}
+		if err := checkFileSize(path, e.Size, s.opts.MaxFileBytes); err != nil {
+			return nil, archiveOver(fmt.Sprintf("the %s archive, member %q: %v", format, clip.String(e.Name), err))
+		}
+		p.files++
+		p.bytes += e.Size
+		if room >= 0 && p.bytes > room {
+			return nil, archiveOver(fmt.Sprintf("the %s archive unpacks to more than %d bytes (at member %q, file number %d), what this depot can take now: its size limit less uploads in progress",
+				format, room, clip.String(e.Name), p.files))
+		}
+		for d, _ := depotpath.Split(path); d != dest && !p.dirs[d]; d, _ = depotpath.Split(d) {
+			p.dirs[d] = true
+		}
+	}
+	for path, mtime := range p.dirEntry {
+		if !p.dirs[path] && path != dest {
+			p.emptyDirs = append(p.emptyDirs, store.Declaration{Path: path, Kind: store.KindDir, Size: -1, MTime: mtime})
+		}
+	}
+	return p, nil
+}
+
+// store stores the files of the spooled archive f (n bytes), which scan
+// found to be p, in one change.
+func (s *tools) store(ctx context.Context, c *tool.Call, up *rawUpload, f *os.File, n int64, p *plan) ([]store.PutResult, error) {
+	rd, err := archive.NewReader(f, n, archive.Format(up.format))
+	if err != nil {
+		return nil, archiveError(err)
+	}
+	dest := up.file.path
 	now := time.Now()
-	res, err := c.Store().PutStreams(ctx, dest, size, func() (store.PutRequest, io.Reader, error) {
+	var failed error // why next or a member's content stopped the store
+	res, err := c.Store().PutStreams(ctx, dest, p.bytes, func() (store.PutRequest, io.Reader, error) {
 		for {
-			e, err := next()
+			e, r, err := rd.Next()
 			if errors.Is(err, io.EOF) {
-				if err := finishBody(counted, size, up.file.sha256); err != nil {
-					failed = err
-					return store.PutRequest{}, nil, err
-				}
 				return store.PutRequest{}, nil, io.EOF
 			}
 			if err != nil {
-				failed = fmt.Errorf("%w: reading the %s archive: %w", store.ErrUpload, up.format, err)
+				failed = archiveError(err)
 				return store.PutRequest{}, nil, failed
 			}
-			if e == nil {
-				continue // a directory: made by the files in it
+			if e.Dir {
+				continue
 			}
-			p, err := entryPath(dest, e.name)
-			if err == nil {
-				if first, dup := seen[p]; dup {
-					err = fmt.Errorf("%w: the archive holds %s twice (as %q and %q)", args.ErrInvalid, p, first, e.name)
-				}
-			}
-			if err == nil {
-				err = checkFileSize(p, e.size, s.opts.MaxFileBytes)
-			}
-			if err == nil && len(reqs) >= s.opts.MaxListEntries {
-				err = args.LimitError("the archive holds more than %d files, the most one upload may unpack", s.opts.MaxListEntries)
-			}
+			path, err := entryPath(dest, e.Name)
 			if err != nil {
-				failed = fmt.Errorf("archive entry %q: %w", e.name, err)
-				return store.PutRequest{}, nil, failed
-			}
-			seen[p] = e.name
-			r, err := e.open()
-			if err != nil {
-				failed = fmt.Errorf("%w: archive entry %q: %w", store.ErrUpload, e.name, err)
+				failed = memberError(e.Name, err)
 				return store.PutRequest{}, nil, failed
 			}
 			req := store.PutRequest{
-				Path: p, Mode: e.mode, MTime: e.mtime, Encoding: "raw", Source: toolBeginUpload,
+				Path: path, Mode: e.Mode, MTime: e.MTime, Encoding: "raw", Source: toolBeginUpload,
 				Writer: c.Who().String(), Expires: up.file.expires(now, s.opts.UploadTTL), Pinned: up.file.pin,
 			}
 			if !up.file.mtime.IsZero() {
 				req.MTime = up.file.mtime
 			}
-			reqs = append(reqs, req)
-			return req, r, nil
+			return req, &failingReader{r: r, failed: &failed}, nil
 		}
 	})
 	if failed != nil {
-		return tool.Reply{}, failed
+		return nil, failed
 	}
 	if err != nil {
 		var be *store.BatchError
 		if errors.As(err, &be) {
-			return tool.Reply{}, &tool.StoreError{Op: "put", Path: be.Path, Err: fmt.Errorf("archive entry %d: %w", be.Index, be.Err)}
+			return nil, &tool.StoreError{Op: "put", Path: be.Path, Err: fmt.Errorf("archive entry %d: %w", be.Index, be.Err)}
 		}
-		return tool.Reply{}, &tool.StoreError{Op: "put", Path: dest, Err: err}
+		return nil, &tool.StoreError{Op: "put", Path: dest, Err: err}
 	}
-	if len(res) == 0 {
-		return tool.Reply{}, args.Problem("content", "the %s archive holds no file", up.format)
-	}
-	cctx, cancel := s.opts.CommitContext(ctx)
-	defer cancel()
-	return s.batchReply(cctx, c, res, make([]string, len(res))), nil
+	return res, nil
 }
+
+// failingReader keeps the first error of a member's content other than its
+// end, so the reply names the archive and the member rather than how the
+// store reported the failed read.
+type failingReader struct {
+	r      io.Reader
+	failed *error
+}
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && *f.failed == nil {
+		*f.failed = archiveError(err)
+	}
+	return n, err
+}
+
+// memberPath is where the member name goes below dest (see entryPath),
+// refusing a path the archive names twice.
+func memberPath(dest, name string, seen map[string]string) (string, error) {
+	p, err := entryPath(dest, name)
+	if err == nil {
+		if first, dup := seen[p]; dup {
+			err = fmt.Errorf("%w: the archive holds %s twice (as %q and %q)", args.ErrInvalid, clip.String(p), clip.String(first), clip.String(name))
+		}
+	}
+	if err != nil {
+		return "", memberError(name, err)
+	}
+	seen[p] = name
+	return p, nil
+}
+
+// memberError is err about the archive member name.
+func memberError(name string, err error) error { return &memberErr{name: name, err: err} }
+
+// memberErr is an error about one archive member. Its text is clipped
+// whole: a client chooses the name, and err may quote it too.
+type memberErr struct {
+	name string
+	err  error
+}
+
+func (e *memberErr) Error() string {
+	return clip.N(fmt.Sprintf("archive entry %q: %v", clip.String(e.name), e.err), 4*clip.Max)
+}
+
+func (e *memberErr) Unwrap() error { return e.err }
 
 // entryPath is where the archive entry name goes below dest. Absolute
 // names and names with a ".." component are refused, not resolved.
@@ -164,131 +332,21 @@ func entryPath(dest, name string) (string, error) {
 	return p, nil
 }
 
-// countingReader counts and hashes what is read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
-	h hash.Hash
+// archiveError is the refusal of an archive the archive package could not
+// read: a member of a type depotfs does not unpack, or a damaged archive.
+func archiveError(err error) error {
+	if errors.Is(err, archive.ErrUnsupported) {
+		return fmt.Errorf("%w: %w", args.ErrInvalid, err)
+	}
+	return &tool.Refusal{Type: tool.ErrorValidation, Message: err.Error(), Instruction: archiveReadFix}
 }
 
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	c.h.Write(p[:n])
-	return n, err
+// archiveOver refuses an archive over a limit.
+func archiveOver(msg string) error {
+	return &tool.Refusal{Type: tool.ErrorLimit, Message: msg, Instruction: archiveOverFix}
 }
 
-// finishBody reads what follows the archive's end (padding) and checks the
-// whole body's size and hash against what the upload announced.
-func finishBody(c *countingReader, size int64, sum string) error {
-	if _, err := io.Copy(io.Discard, c); err != nil {
-		return fmt.Errorf("%w: reading the archive: %w", store.ErrUpload, err)
-	}
-	if size >= 0 && c.n != size {
-		return fmt.Errorf("%w: %d bytes arrived, %d were announced", store.ErrUpload, c.n, size)
-	}
-	if got := hex.EncodeToString(c.h.Sum(nil)); sum != "" && got != sum {
-		return fmt.Errorf("%w: declared %s, the archive has %s", store.ErrHashMismatch, sum, got)
-	}
-	return nil
-}
-
-// tarEntries reads a tar stream. Only regular files and directories are
-// accepted; a link, a device or anything else is refused with its name.
-func tarEntries(r io.Reader) entries {
-	tr := tar.NewReader(r)
-	return func() (*archiveEntry, error) {
-		h, err := tr.Next()
-		if err != nil {
-			return nil, err
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			return nil, nil
-		case tar.TypeReg: // tar.Reader reports the legacy TypeRegA as TypeReg
-			return &archiveEntry{name: h.Name, mode: fs.FileMode(h.Mode) & fs.ModePerm, mtime: h.ModTime, size: h.Size,
-				open: func() (io.Reader, error) { return tr, nil }}, nil
-		}
-		return nil, refusedType(h.Name, tarType(h.Typeflag))
-	}
-}
-
-// tarGzEntries reads a gzip-compressed tar stream.
-func tarGzEntries(r io.Reader) (entries, error) {
-	zr, err := gzip.NewReader(r)
-	if err != nil {
-		return nil, err
-	}
-	return tarEntries(zr), nil
-}
-
-// refusedType refuses an archive entry that is not a regular file or a
-// directory.
-func refusedType(name, kind string) error {
-	return fmt.Errorf("archive entry %q: %w: it is a %s; only regular files and directories can be unpacked", name, args.ErrInvalid, kind)
-}
-
-// tarType names a tar entry type for a refusal.
-func tarType(t byte) string {
-	switch t {
-	case tar.TypeSymlink:
-		return "symbolic link"
-	case tar.TypeLink:
-		return "hard link"
-	case tar.TypeChar:
-		return "character device"
-	case tar.TypeBlock:
-		return "block device"
-	case tar.TypeFifo:
-		return "named pipe"
-	}
-	return fmt.Sprintf("entry of type %q", t)
-}
-
-// zipEntries reads a zip archive. Its directory is at its end, so the body
-// is first spooled to a temporary file (at most max bytes, 0: no limit),
-// never held in memory; cleanup removes the file.
-func zipEntries(r io.Reader, max int64) (entries, func(), error) {
-	f, err := os.CreateTemp("", "depotfs-upload-*.zip")
-	if err != nil {
-		return nil, nil, fmt.Errorf("spooling: %w", err)
-	}
-	cleanup := func() {
-		f.Close()
-		os.Remove(f.Name())
-	}
-	src := r
-	if max > 0 {
-		src = io.LimitReader(r, max+1)
-	}
-	n, err := io.Copy(f, src)
-	if err != nil {
-		return nil, cleanup, fmt.Errorf("%w: %w", store.ErrUpload, err)
-	}
-	if max > 0 && n > max {
-		return nil, cleanup, fmt.Errorf("%w: the archive is over the file size limit of %d bytes", store.ErrLimit, max)
-	}
-	zr, err := zip.NewReader(f, n)
-	if err != nil {
-		return nil, cleanup, err
-	}
-	i := 0
-	return func() (*archiveEntry, error) {
-		if i == len(zr.File) {
-			return nil, io.EOF
-		}
-		zf := zr.File[i]
-		i++
-		m := zf.Mode()
-		switch {
-		case m.IsDir():
-			return nil, nil
-		case m&fs.ModeSymlink != 0:
-			return nil, refusedType(zf.Name, "symbolic link")
-		case !m.IsRegular():
-			return nil, refusedType(zf.Name, "special file ("+m.Type().String()+")")
-		}
-		return &archiveEntry{name: zf.Name, mode: m & fs.ModePerm, mtime: zf.Modified, size: int64(zf.UncompressedSize64),
-			open: func() (io.Reader, error) { return zf.Open() }}, nil
-	}, cleanup, nil
+// bodyRefused refuses a PUT whose body is not what was announced.
+func bodyRefused(msg string) error {
+	return &tool.Refusal{Type: tool.ErrorValidation, Message: msg, Instruction: bodyFix}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -229,7 +230,7 @@ func (u *Uploads) put(r *http.Request, c *tool.Call, token string) (tool.Reply, 
 	size := up.size
 	if r.ContentLength >= 0 {
 		if size >= 0 && size != r.ContentLength {
-			return tool.Reply{}, fmt.Errorf("%w: the request carries %d bytes, the upload announced %d", store.ErrUpload, r.ContentLength, size)
+			return tool.Reply{}, bodyRefused(fmt.Sprintf("the PUT for %s carries %d bytes (its Content-Length); guide_begin_upload announced %d", a.path, r.ContentLength, size))
 		}
 		size = r.ContentLength
 	}
@@ -245,8 +246,21 @@ func (u *Uploads) put(r *http.Request, c *tool.Call, token string) (tool.Reply, 
 		Path: a.path, SHA256: a.sha256, Mode: a.mode, MTime: a.mtime, Encoding: "raw",
 		Source: toolBeginUpload, Writer: c.Who().String(), Expires: a.expires(time.Now(), s.opts.UploadTTL), Pinned: a.pin,
 	}
-	res, err := c.Store().PutStream(r.Context(), req, r.Body, size)
-	if err != nil {
+	body := &countingReader{r: r.Body, h: newHash()}
+	res, err := c.Store().PutStream(r.Context(), req, body, size)
+	switch {
+	case err == nil:
+	case body.err != nil:
+		return tool.Reply{}, bodyRefused(fmt.Sprintf("reading the body of the PUT for %s: %v (%d bytes arrived)", a.path, body.err, body.n))
+	case errors.Is(err, store.ErrUpload):
+		// The store names the size mismatch in the terms of a chunked
+		// upload; the agent sent one PUT.
+		got := fmt.Sprintf("%d bytes", body.n)
+		if body.n > size {
+			got = fmt.Sprintf("more than %d bytes", size)
+		}
+		return tool.Reply{}, bodyRefused(fmt.Sprintf("the PUT for %s brought %s; %d were announced", a.path, got, size))
+	default:
 		return tool.Reply{}, &tool.StoreError{Op: "put", Path: a.path, Err: err}
 	}
 	c.Size, c.SHA256 = res.Entry.Size, res.Entry.SHA256

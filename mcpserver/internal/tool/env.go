@@ -51,6 +51,9 @@ type Env struct {
 	// DiskReserve is refused with ErrorDiskFull.
 	DiskFree    func() (int64, error)
 	DiskReserve int64
+	// SpoolDir is the directory of the temporary files an archive upload
+	// is spooled to; "" is os.TempDir().
+	SpoolDir string
 	// Log receives tool bodies' warnings.
 	Log *slog.Logger
 	// Now is the clock of rate limits and call times.

@@ -2,6 +2,7 @@ package tool
 
 import (
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/depotfs/depotfs/internal/audit"
 	"github.com/depotfs/depotfs/internal/policy"
@@ -34,6 +35,9 @@ type Runtime struct {
 	log     *slog.Logger
 	stats   identityStats
 	defs    map[string]def // every registered tool's permissions, by name; written only while registering
+	// streaming is the bytes of raw uploads received and not yet
+	// committed or dropped (see intake).
+	streaming atomic.Int64
 }
 
 // NewRuntime returns the pipeline over st. env is shared with the tool

@@ -16,15 +16,29 @@ import (
 var ErrNoStream = errors.New("this depot's store takes a raw upload only with its size and sha256 declared")
 
 // PutStream is store.Streamer.PutStream for a caller allowed to write
-// req.Path; size bytes (when known) count against the byte rate limit. A
-// store that is not a store.Streamer gets the bytes as a chunked upload of
-// upload id req's path and hash, which needs size and req.SHA256.
+// req.Path. The bytes count against the caller's byte rate and, until
+// committed, with the chunks of uploads in progress against the store's
+// size limit: all size of them at once when size is known (refused before
+// a byte is read), else as they are read (refused as soon as a limit is
+// crossed; nothing is stored). A store that is not a store.Streamer gets
+// the bytes as a chunked upload of upload id req's path and hash, which
+// needs size and req.SHA256.
 func (g *Store) PutStream(ctx context.Context, req store.PutRequest, r io.Reader, size int64) (store.PutResult, error) {
 	if err := g.admit(grant.Write, int(max(size, 0)), req.Path); err != nil {
 		return store.PutResult{}, err
 	}
+	in, err := g.newIntake(ctx, size < 0)
+	if err != nil {
+		return store.PutResult{}, err
+	}
+	defer in.done()
+	if err := in.take(size); err != nil {
+		return store.PutResult{}, err
+	}
+	if size < 0 {
+		r = in.reader(r)
+	}
 	var res store.PutResult
-	var err error
 	if st, ok := g.rt.st.(store.Streamer); ok {
 		res, err = st.PutStream(ctx, req, r, size)
 	} else {
@@ -33,13 +47,15 @@ func (g *Store) PutStream(ctx context.Context, req store.PutRequest, r io.Reader
 	if err == nil {
 		g.c.committed = true
 	}
-	return res, err
+	return res, in.outcome(err)
 }
 
 // PutStreams is store.Streamer.PutStreams for a caller allowed to write
 // below dir and at every file next yields (each is checked before its
-// bytes are read); size bytes (when known) count against the byte rate
-// limit. It needs a store that is a store.Streamer.
+// bytes are read). size is what the files hold in all, known in advance
+// (an archive's declared sizes): it counts against the caller's byte rate
+// and, until committed, against the store's size limit, before anything
+// is read. It needs a store that is a store.Streamer.
 func (g *Store) PutStreams(ctx context.Context, dir string, size int64, next func() (store.PutRequest, io.Reader, error)) ([]store.PutResult, error) {
 	if err := g.admit(grant.Write, int(max(size, 0)), dir); err != nil {
 		return nil, err
@@ -47,6 +63,14 @@ func (g *Store) PutStreams(ctx context.Context, dir string, size int64, next fun
 	st, ok := g.rt.st.(store.Streamer)
 	if !ok {
 		return nil, ErrNoArchive
+	}
+	in, err := g.newIntake(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	defer in.done()
+	if err := in.take(size); err != nil {
+		return nil, err
 	}
 	res, err := st.PutStreams(ctx, func() (store.PutRequest, io.Reader, error) {
 		req, r, err := next()

@@ -1,0 +1,196 @@
+package integration_test
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// storeStats returns guide_cache_stats' store counts.
+func storeStats(t testing.TB, d *daemon) map[string]any {
+	t.Helper()
+	st, _ := d.mustCall("guide_cache_stats", map[string]any{}).Data["store"].(map[string]any)
+	if st == nil {
+		t.Fatal("guide_cache_stats has no store counts")
+	}
+	return st
+}
+
+// serverHWM returns the peak resident memory of the daemon, in bytes.
+func serverHWM(t testing.TB, d *daemon) int64 {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// fileSize returns the size of the file at p.
+func fileSize(t testing.TB, p string) int64 {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// tarStream writes a tar (gzip-compressed with gz) of n files of size
+// bytes each, distinct (each starts with its name), to w.
+func tarStream(t testing.TB, w io.Writer, gz bool, n int, size int64) {
+	t.Helper()
+	out := w
+	var zw *gzip.Writer
+	if gz {
+		zw = gzip.NewWriter(w)
+		out = zw
+	}
+	tw := tar.NewWriter(out)
+	zeros := make([]byte, 1<<20)
+	for i := range n {
+		name := fmt.Sprintf("f%06d.bin", i)
+		if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: size}); err != nil {
+			t.Fatal(err)
+		}
+		left := size
+		if size > 0 {
+			k, _ := io.WriteString(tw, name)
+			left -= int64(k)
+		}
+		for left > 0 {
+			k, err := tw.Write(zeros[:min(left, int64(len(zeros)))])
+			if err != nil {
+				t.Fatal(err)
+			}
+			left -= int64(k)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if zw != nil {
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// overlappingZip returns a zip of n members whose directory entries all
+// point to the one deflated member of size zero bytes: a few KiB that
+// decompress to n*size bytes.
+func overlappingZip(t testing.TB, n int, size int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, err := zw.Create("m0000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(make([]byte, size))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := buf.Bytes()
+	eocd := b[len(b)-22:]
+	cdSize, cdOff := binary.LittleEndian.Uint32(eocd[12:]), binary.LittleEndian.Uint32(eocd[16:])
+	rec := b[cdOff : cdOff+cdSize]
+	out := append([]byte(nil), b[:cdOff]...)
+	for i := range n {
+		r := append([]byte(nil), rec...)
+		copy(r[46:], fmt.Sprintf("m%04d", i))
+		out = append(out, r...)
+	}
+	end := append([]byte(nil), eocd...)
+	binary.LittleEndian.PutUint16(end[8:], uint16(n))
+	binary.LittleEndian.PutUint16(end[10:], uint16(n))
+	binary.LittleEndian.PutUint32(end[12:], uint32(n)*cdSize)
+	return append(out, end...)
+}
+
+// TestArchiveOverBudgetRefused: an archive that unpacks to more than the
+// store can take is refused as soon as its members' declared sizes cross
+// that, before anything is stored or evicted: a tar.gz of 128 distinct
+// 8 MiB files (about 1 MB sent) and a 70 MiB tar into a 64 MiB store, a
+// zip of overlapping members, and an archive of 100,001 members. The
+// depot, its evictions and the database's size are unchanged.
+func TestArchiveOverBudgetRefused(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--max-store-size", "64MiB", "--max-file-size", "16MiB"}})
+	d.mustCall("guide_cache_file", map[string]any{"path": "/keep/a.txt", "content": "kept"})
+
+	var bomb, big, many bytes.Buffer
+	tarStream(t, &bomb, true, 128, 8<<20)
+	tarStream(t, &big, false, 10, 7<<20)
+	tarStream(t, &many, true, 100_001, 0)
+	tests := []struct {
+		name, format string
+		body         []byte
+		want         string
+	}{
+		{"128 x 8 MiB tar.gz", "tar.gz", bomb.Bytes(), "unpacks to more than"},
+		{"70 MiB tar", "tar", big.Bytes(), "unpacks to more than"},
+		{"overlapping zip", "zip", overlappingZip(t, 200, 16<<20), "unpacks to more than"},
+		{"100,001 members", "tar.gz", many.Bytes(), "more than 100000 members"},
+	}
+	before := snapshot(t, d.mount)
+	stats := storeStats(t, d)
+	dbSize := fileSize(t, d.db)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := beginUpload(t, d, map[string]any{"path": "/unpacked", "format": tt.format})
+			start := time.Now()
+			r := put(t, u, bytes.NewReader(tt.body), int64(len(tt.body)), "")
+			took := time.Since(start)
+			if r.Status != http.StatusRequestEntityTooLarge || r.Env.Success || r.Env.Error.Type != "limit" || !strings.Contains(r.Env.Error.Message, tt.want) {
+				t.Fatalf("PUT: %d %+v, want 413 limit saying %q", r.Status, r.Env.Error, tt.want)
+			}
+			t.Logf("%s: %d bytes sent, refused in %v (%q); server peak RSS %d MiB", tt.name, len(tt.body), took.Round(time.Millisecond), r.Env.Error.Message, serverHWM(t, d)>>20)
+		})
+	}
+	if diff := diffSnapshots(before, snapshot(t, d.mount)); diff != "" {
+		t.Errorf("refused archives changed the mount:\n%s", diff)
+	}
+	after := storeStats(t, d)
+	if after["evictions"] != stats["evictions"] || after["files"] != stats["files"] {
+		t.Errorf("store counts went from %v to %v; want nothing evicted or stored", stats, after)
+	}
+	if grown := fileSize(t, d.db) - dbSize; grown > 8<<20 {
+		t.Errorf("depot.db grew by %d bytes for refused archives", grown)
+	}
+}
+
+// TestArchiveWithinBudget: an archive that fits is stored whole, and a
+// store holding other files evicts those, never the archive's own.
+func TestArchiveWithinBudget(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--max-store-size", "64MiB", "--max-file-size", "16MiB"}})
+	d.mustCall("guide_cache_file", map[string]any{"path": "/old/a.bin", "content": strings.Repeat("o", 1<<20)})
+	var b bytes.Buffer
+	tarStream(t, &b, true, 6, 8<<20)
+	u := beginUpload(t, d, map[string]any{"path": "/tree", "format": "tar.gz"})
+	if r := put(t, u, bytes.NewReader(b.Bytes()), int64(b.Len()), ""); !r.Env.Success {
+		t.Fatalf("PUT of 48 MiB into 64 MiB: %d %+v", r.Status, r.Env.Error)
+	}
+	for i := range 6 {
+		if fi, err := os.Stat(d.path(fmt.Sprintf("/tree/f%06d.bin", i))); err != nil || fi.Size() != 8<<20 {
+			t.Errorf("member %d: %v, %v", i, fi, err)
+		}
+	}
+}

@@ -44,6 +44,14 @@ var ErrUpload = errors.New("chunk does not fit its upload")
 // ErrClosed reports a call on a closed store.
 var ErrClosed = errors.New("store is closed")
 
+// ErrUnavailable reports a write that could not be committed in time
+// because the store's servers cannot commit (a cluster that lost its
+// quorum or its leader): nothing in the request was wrong, and the same
+// call may succeed once the servers recover. When the message says so,
+// the change was sent and may still be applied when they recover: read
+// before repeating a change that is not idempotent.
+var ErrUnavailable = errors.New("the store's cluster cannot commit writes now (no quorum)")
+
 // ErrNotEmpty reports a Remove of a directory that still has entries, without
 // RemoveRequest.Recursive.
 var ErrNotEmpty = errors.New("directory not empty")

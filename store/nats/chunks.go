@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/depotfs/depotfs/store"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,11 +24,14 @@ type chunkStore struct {
 	js      jetstream.JetStream
 	stream  jetstream.Stream
 	name    string
-	timeout time.Duration
-	cache   chunkCache
+	timeout time.Duration // bounds a request
+	// writeTimeout bounds the resending of a chunk the servers did not
+	// acknowledge: the time limit of every write (Options.WriteTimeout).
+	writeTimeout time.Duration
+	cache        chunkCache
 }
 
-func openChunks(ctx context.Context, js jetstream.JetStream, name string, replicas int, cacheBytes int64, timeout time.Duration) (*chunkStore, error) {
+func openChunks(ctx context.Context, js jetstream.JetStream, name string, replicas int, cacheBytes int64, timeout, writeTimeout time.Duration) (*chunkStore, error) {
 	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:              name,
 		Description:       "depotfs content chunks",
@@ -43,7 +47,7 @@ func openChunks(ctx context.Context, js jetstream.JetStream, name string, replic
 	if err != nil {
 		return nil, fmt.Errorf("chunk stream: %w", err)
 	}
-	c := &chunkStore{js: js, stream: st, name: name, timeout: timeout}
+	c := &chunkStore{js: js, stream: st, name: name, timeout: timeout, writeTimeout: writeTimeout}
 	c.cache.init(cacheBytes)
 	return c, nil
 }
@@ -159,9 +163,11 @@ func (w *chunkWriter) wait() error {
 	return nil
 }
 
-// resend publishes m again until the servers acknowledge it.
+// resend publishes m again until the servers acknowledge it, within the
+// time limit of a write: a cluster that cannot store it by then makes it
+// fail with store.ErrUnavailable.
 func (w *chunkWriter) resend(m *nats.Msg) error {
-	rctx, rcancel := context.WithTimeout(w.ctx, w.c.timeout)
+	rctx, rcancel := context.WithTimeout(w.ctx, w.c.writeTimeout)
 	defer rcancel()
 	err := retry(rctx, func() error {
 		ctx, cancel := context.WithTimeout(rctx, requestTimeout)
@@ -172,7 +178,10 @@ func (w *chunkWriter) resend(m *nats.Msg) error {
 		}
 		return err
 	})
-	if err != nil {
+	switch {
+	case err != nil && (transient(err) || ambiguous(err)) && (w.ctx.Err() == nil || outOfTime(w.ctx)):
+		return fmt.Errorf("%w: storing chunk %s: %w", store.ErrUnavailable, m.Subject, err)
+	case err != nil:
 		return fmt.Errorf("storing chunk %s: %w", m.Subject, err)
 	}
 	return nil

@@ -30,6 +30,7 @@ const (
 	DefaultGCDelay       = 10 * time.Minute
 	DefaultMaxBatch      = 1000
 	DefaultTimeout       = 10 * time.Second
+	DefaultWriteTimeout  = 30 * time.Second
 )
 
 // Options configure a Store. The zero value works: bucket prefix "depot",
@@ -80,6 +81,11 @@ type Options struct {
 	MaxBatch int
 	// Timeout bounds each request to the servers.
 	Timeout time.Duration
+	// WriteTimeout bounds a write from its call to its answer, however
+	// often it is sent again or waits for the cluster to elect a leader
+	// or regain its quorum: a write not committed by then fails with
+	// store.ErrUnavailable.
+	WriteTimeout time.Duration
 
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -106,9 +112,9 @@ type Store struct {
 	consMu    sync.Mutex
 	cons      jetstream.ConsumeContext
 
-	wmu       sync.Mutex // one transaction at a time on this host
-	qmu       sync.Mutex // guards queue
-	queue     []*job     // calls waiting to be committed (see attempt)
+	wlock     chan struct{} // holds a token while a transaction runs: one at a time on this host
+	qmu       sync.Mutex    // guards queue
+	queue     []*job        // calls waiting to be committed (see attempt)
 	closed    atomic.Bool
 	done      chan struct{}
 	closeOnce sync.Once
@@ -129,7 +135,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 		o = *opts
 	}
 	if o.Replicas < 0 || o.MaxStoreBytes < 0 || o.MaxFileBytes < 0 || o.MaxChunkSize < 0 || o.CacheBytes < 0 ||
-		o.History < 0 || o.SweepInterval < 0 || o.UploadTimeout < 0 || o.GCDelay < 0 || o.ChunkGrace < 0 || o.MaxBatch < 0 || o.Timeout < 0 {
+		o.History < 0 || o.SweepInterval < 0 || o.UploadTimeout < 0 || o.GCDelay < 0 || o.ChunkGrace < 0 || o.MaxBatch < 0 || o.Timeout < 0 || o.WriteTimeout < 0 {
 		return nil, fmt.Errorf("nats: open: %w: negative option", fs.ErrInvalid)
 	}
 	def := func(v *int, d int) {
@@ -157,6 +163,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 	defD(&o.GCDelay, DefaultGCDelay)
 	defD(&o.ChunkGrace, DefaultChunkGrace)
 	defD(&o.Timeout, DefaultTimeout)
+	defD(&o.WriteTimeout, DefaultWriteTimeout)
 	switch {
 	case o.InlineBytes == 0:
 		o.InlineBytes = DefaultInlineBytes
@@ -182,6 +189,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 		nc: nc, js: js, opts: o, log: o.Logger,
 		bucket: o.Prefix + "-tree",
 		done:   make(chan struct{}),
+		wlock:  make(chan struct{}, 1),
 	}
 	s.chunkSize = chunkSizeFor(o.MaxChunkSize, nc.MaxPayload())
 	s.opts.InlineBytes = min(s.opts.InlineBytes, int64(s.chunkSize))
@@ -238,7 +246,7 @@ func (s *Store) setup(ctx context.Context) error {
 		}
 	}
 	s.tree = tree
-	if s.chunks, err = openChunks(ctx, s.js, s.opts.Prefix+"-chunks", s.opts.Replicas, s.opts.CacheBytes, s.opts.Timeout); err != nil {
+	if s.chunks, err = openChunks(ctx, s.js, s.opts.Prefix+"-chunks", s.opts.Replicas, s.opts.CacheBytes, s.opts.Timeout, s.opts.WriteTimeout); err != nil {
 		return err
 	}
 	s.view.st.cache = &s.chunks.cache
@@ -353,9 +361,8 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.stop()
 		// Wait for a transaction in flight.
-		s.wmu.Lock()
-		//lint:ignore SA2001 taking the lock was the wait
-		s.wmu.Unlock()
+		s.wlock <- struct{}{}
+		<-s.wlock
 	})
 	return nil
 }

@@ -354,9 +354,14 @@ func (s *Store) update(ctx context.Context, fn func(t *txn) error, upload func(c
 
 // updateUploaded is update for a call that already uploaded content
 // (sha256 → generation); what the committed change does not reference is
-// deleted.
+// deleted. The whole call, however often it runs again, takes at most
+// Options.WriteTimeout: a cluster that cannot commit that long makes it
+// fail with store.ErrUnavailable.
 func (s *Store) updateUploaded(ctx context.Context, fn func(t *txn) error, upload func(ctx context.Context, sum string) (string, error), uploaded map[string]string) error {
-	j := &job{fn: fn, uploaded: uploaded, keep: map[string]bool{}}
+	wctx, cancel := s.writeCtx(ctx)
+	defer cancel()
+	deadline, _ := wctx.Deadline()
+	j := &job{fn: fn, uploaded: uploaded, keep: map[string]bool{}, deadline: deadline}
 	defer func() {
 		for sum, gen := range j.uploaded {
 			if !j.keep[sum] {
@@ -364,6 +369,29 @@ func (s *Store) updateUploaded(ctx context.Context, fn func(t *txn) error, uploa
 			}
 		}
 	}()
+	err := s.run(wctx, j, upload)
+	if err != nil && outOfTime(wctx) && !errors.Is(err, store.ErrUnavailable) {
+		err = fmt.Errorf("%w: no commit within %v: %w", store.ErrUnavailable, s.opts.WriteTimeout, err)
+	}
+	return err
+}
+
+// errWriteTimeout is the cause of a write's context ending at its time
+// limit.
+var errWriteTimeout = errors.New("the write's time limit ran out")
+
+// writeCtx bounds a write call by Options.WriteTimeout (or ctx's earlier
+// deadline).
+func (s *Store) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, s.opts.WriteTimeout, errWriteTimeout)
+}
+
+// outOfTime reports whether ctx ended at the time limit of a write.
+func outOfTime(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errWriteTimeout) }
+
+// run commits j, running its function again as long as its batch was
+// refused for a change committed meanwhile.
+func (s *Store) run(ctx context.Context, j *job, upload func(ctx context.Context, sum string) (string, error)) error {
 	for {
 		if err := s.check(ctx); err != nil {
 			return err
@@ -403,6 +431,7 @@ type job struct {
 	uploaded map[string]string // content the call uploaded: sha256 → gen
 	keep     map[string]bool   // uploaded content a batch that may be committed references
 	alone    bool              // commit without others (its group's batch was too large)
+	deadline time.Time         // when the call gives up
 
 	t    *txn
 	err  error
@@ -422,8 +451,22 @@ func (s *Store) attempt(ctx context.Context, j *job) (*txn, error) {
 	s.qmu.Lock()
 	s.queue = append(s.queue, j)
 	s.qmu.Unlock()
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	if !s.lockWrites(ctx) {
+		// Out of time before this host's earlier writes finished: j
+		// leaves the queue, unless a group took it meanwhile.
+		s.qmu.Lock()
+		i := slices.Index(s.queue, j)
+		if i >= 0 {
+			s.queue = slices.Delete(s.queue, i, i+1)
+		}
+		s.qmu.Unlock()
+		if i >= 0 {
+			return nil, fmt.Errorf("waiting for this host's earlier writes: %w", ctx.Err())
+		}
+		<-j.done
+		return j.t, j.err
+	}
+	defer s.unlockWrites()
 	select {
 	case <-j.done: // committed (or refused) by another caller's group
 		return j.t, j.err
@@ -443,12 +486,26 @@ func (s *Store) attempt(ctx context.Context, j *job) (*txn, error) {
 	}
 	s.queue = rest
 	s.qmu.Unlock()
-	// The group outlives a caller that gives up: the others wait on it.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.Timeout+applyTimeout)
+	// The group outlives a caller that leaves early (the others wait on
+	// it), but not the first caller's time limit.
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), j.deadline)
 	defer cancel()
 	s.commitGroup(ctx, jobs)
 	return j.t, j.err
 }
+
+// lockWrites takes the host's write lock, unless ctx ends first.
+func (s *Store) lockWrites(ctx context.Context) bool {
+	select {
+	case s.wlock <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// unlockWrites releases the host's write lock.
+func (s *Store) unlockWrites() { <-s.wlock }
 
 // commitGroup runs and commits jobs; each job gets its outcome.
 func (s *Store) commitGroup(ctx context.Context, jobs []*job) {
@@ -518,26 +575,6 @@ func (s *Store) commitGroup(ctx context.Context, jobs []*job) {
 	for _, j := range in {
 		finish(j, t, err)
 	}
-}
-
-// commit publishes a transaction's batch and waits until this host
-// applied it.
-func (s *Store) commit(ctx context.Context, t *txn, msgs []*nats.Msg) error {
-	seq, err := s.publish(ctx, t.base, msgs)
-	if errors.Is(err, errAmbiguous) {
-		ok, serr := s.settle(ctx, t)
-		switch {
-		case serr != nil:
-			return errors.Join(err, serr)
-		case ok:
-			return nil
-		}
-		return errRetry // not committed: run again
-	}
-	if err != nil {
-		return err
-	}
-	return s.view.waitFor(ctx, seq)
 }
 
 // savepoint is a transaction's changes at one moment, to roll back the
@@ -742,112 +779,4 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 		msgs[len(msgs)-1].Header.Set(hdrTxn, t.id)
 	}
 	return msgs, nil
-}
-
-// pubAck is the server's answer to a publish into a stream.
-type pubAck struct {
-	Seq   uint64 `json:"seq"`
-	Error *struct {
-		Code        int    `json:"code"`
-		ErrCode     int    `json:"err_code"`
-		Description string `json:"description"`
-	} `json:"error"`
-}
-
-// JetStream error codes the store reacts to.
-const (
-	errCodeWrongLastSeq         = 10071
-	errCodeWrongLastSeqConstant = 10164
-)
-
-// errAmbiguous reports a batch the servers did not answer in time: it
-// may have been committed.
-var errAmbiguous = errors.New("the servers did not confirm the commit in time")
-
-// publish commits msgs as one atomic batch on top of stream sequence base
-// and returns the sequence of the last message. Every message is stored
-// and replicated when the server acknowledges the commit, or none is. A
-// batch refused because no server answered (a leader election) is sent
-// again; one whose answer did not come in time fails with errAmbiguous.
-func (s *Store) publish(ctx context.Context, base uint64, msgs []*nats.Msg) (uint64, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
-	msgs[0].Header.Set("Nats-Expected-Last-Sequence", strconv.FormatUint(base, 10))
-	last := msgs[len(msgs)-1]
-	var resp *nats.Msg
-	err := retry(ctx, func() error {
-		if len(msgs) > 1 {
-			id := nuid.Next()
-			for i, m := range msgs {
-				m.Header.Set("Nats-Batch-Id", id)
-				m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
-			}
-			last.Header.Set("Nats-Batch-Commit", "1")
-			for _, m := range msgs[:len(msgs)-1] {
-				if err := s.nc.PublishMsg(m); err != nil {
-					return err
-				}
-			}
-		}
-		rctx, rcancel := context.WithTimeout(ctx, requestTimeout)
-		defer rcancel()
-		var err error
-		resp, err = s.nc.RequestMsgWithContext(rctx, last)
-		return err
-	})
-	switch {
-	case err != nil && (ambiguous(err) || transient(err)):
-		return 0, fmt.Errorf("%w: %w", errAmbiguous, err)
-	case err != nil:
-		return 0, fmt.Errorf("committing to the tree bucket: %w", err)
-	}
-	var ack pubAck
-	if err := json.Unmarshal(resp.Data, &ack); err != nil {
-		return 0, fmt.Errorf("committing to the tree bucket: unreadable acknowledgement %q: %w", resp.Data, err)
-	}
-	if ack.Error != nil {
-		if ack.Error.ErrCode == errCodeWrongLastSeq || ack.Error.ErrCode == errCodeWrongLastSeqConstant {
-			return 0, errConflict
-		}
-		return 0, fmt.Errorf("committing to the tree bucket: %s (code %d)", ack.Error.Description, ack.Error.ErrCode)
-	}
-	if want := base + uint64(len(msgs)); ack.Seq != want {
-		return 0, fmt.Errorf("corrupt store: the batch ends at sequence %d, expected %d", ack.Seq, want)
-	}
-	return ack.Seq, nil
-}
-
-// requestTimeout bounds one attempt of a request; a cluster electing a
-// leader answers the next one.
-const requestTimeout = 2 * time.Second
-
-// settle finds out whether the transaction whose commit was ambiguous
-// was committed, once the cluster answers again: the stream's last
-// sequence tells whether anything was, and the transaction's id among
-// the applied messages whether it was this one.
-func (s *Store) settle(ctx context.Context, t *txn) (bool, error) {
-	var last uint64
-	err := retry(ctx, func() error {
-		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		defer cancel()
-		info, err := s.tree.Info(rctx)
-		if err != nil {
-			if ambiguous(err) {
-				return fmt.Errorf("%w: %w", nats.ErrNoResponders, err)
-			}
-			return err
-		}
-		last = info.State.LastSeq
-		return nil
-	})
-	if err != nil {
-		return false, fmt.Errorf("checking an unconfirmed commit: %w", err)
-	}
-	if last <= t.base {
-		return false, nil
-	}
-	if err := s.view.waitFor(ctx, last); err != nil {
-		return false, err
-	}
-	return s.view.committed(t.id), nil
 }

@@ -32,6 +32,9 @@ func (s *Store) PutChunk(ctx context.Context, c store.Chunk) (store.UploadProgre
 		return store.UploadProgress{}, err
 	}
 	sum := hex.EncodeToString(h[:])
+	// One time limit for the chunk's bytes and its commit.
+	ctx, cancel := s.writeCtx(ctx)
+	defer cancel()
 	if err := s.uploads.Lock(ctx, c.UploadID); err != nil {
 		return store.UploadProgress{}, check.PathError("putchunk", p, err)
 	}

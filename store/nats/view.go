@@ -313,8 +313,10 @@ func (v *view) waitUntil(ctx context.Context, done func(uint64) bool) error {
 	}
 }
 
-// maxTxns bounds the transaction ids a view remembers.
-const maxTxns = 4096
+// maxTxns bounds the transaction ids a view remembers: more than any
+// host commits while another settles an unconfirmed commit (see
+// Store.settle).
+const maxTxns = 1 << 16
 
 // remember records an applied transaction id; v.mu must be held.
 func (v *view) remember(id string) {

@@ -40,6 +40,7 @@ var storeErrors = map[string]error{
 	"ErrClosed":       store.ErrClosed,
 	"ErrNotEmpty":     store.ErrNotEmpty,
 	"ErrLimit":        store.ErrLimit,
+	"ErrUnavailable":  store.ErrUnavailable,
 }
 
 // TestStoreErrorsListed fails when package store declares an error value

@@ -100,6 +100,7 @@ var storeCodes = []struct {
 	{store.ErrUpload, fsInvalid, "The content does not fit its upload, so nothing was stored: %s"},
 	{store.ErrRevision, fsInternal, "The path changed while the call ran; call again: %s"},
 	{store.ErrClosed, fsInternal, "depotfs is shutting down; call again once it is back: %s"},
+	{store.ErrUnavailable, fsInternal, "The depot's cluster has no quorum, so no write can commit now; call again in a little while (if the message says the change may still be applied, read the path first): %s"},
 }
 
 // StoreErrorCode returns the contract's error code for err, one of the

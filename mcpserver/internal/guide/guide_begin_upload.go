@@ -287,6 +287,10 @@ func statusOf(res *mcp.CallToolResult) int {
 		return http.StatusRequestEntityTooLarge
 	case tool.ErrorRateLimited:
 		return http.StatusTooManyRequests
+	case tool.ErrorSystem:
+		if env.Error.RetryAfter > 0 {
+			return http.StatusServiceUnavailable
+		}
 	}
 	return http.StatusInternalServerError
 }

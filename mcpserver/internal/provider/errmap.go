@@ -85,6 +85,7 @@ var storeTypes = []struct {
 	{store.ErrHashMismatch, providerFailed},
 	{store.ErrUpload, providerFailed},
 	{store.ErrClosed, providerFailed},
+	{store.ErrUnavailable, providerFailed},
 }
 
 // StoreErrorType returns the contract's error_type for err, one of the

@@ -108,7 +108,11 @@ func Classify(err error) Failure {
 			if m.msg != "" {
 				msg = m.msg
 			}
-			return failure(m.typ, msg, m.instruction)
+			f := failure(m.typ, msg, m.instruction)
+			if m.err == store.ErrUnavailable {
+				f.RetryAfter = unavailableRetry
+			}
+			return f
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
@@ -118,6 +122,10 @@ func Classify(err error) Failure {
 	return failure(ErrorSystem, "depotfs failed internally; the operator's log has the details",
 		"Call again later; the call is safe to repeat. If it keeps failing, tell the user that the depotfs server reports an internal error.")
 }
+
+// unavailableRetry is the retry hint, in seconds, of a write the store's
+// cluster could not commit: about what a cluster needs to elect a leader.
+const unavailableRetry = 10
 
 // Instructions shared by several store errors.
 const (
@@ -154,6 +162,8 @@ var storeFailures = []struct {
 	{store.ErrNotPresent, ErrorNotFound, "", notThere},
 	{store.ErrClosed, ErrorSystem, "depotfs is shutting down",
 		"Call again once depotfs is back; the call is safe to repeat."},
+	{store.ErrUnavailable, ErrorSystem, "the depot's cluster has no quorum: no write can commit now",
+		"Call again after retry_after seconds: the servers behind the depot are recovering. A write that was sent before they failed may still be applied when they recover, so read the path before repeating an append, a create-new write or a move."},
 }
 
 // StoreErrorType returns the envelope's error type for err, one of the

@@ -42,8 +42,9 @@ type Failure struct {
 	Message string `json:"message"`
 	// Instruction tells the agent what to do next.
 	Instruction string `json:"instruction"`
-	// RetryAfter is, for ErrorRateLimited, the seconds to wait before
-	// repeating the call; 0 (omitted) otherwise.
+	// RetryAfter is, for ErrorRateLimited and for a system error the
+	// call may outlive (the store's cluster has no quorum), the seconds to
+	// wait before repeating the call; 0 (omitted) otherwise.
 	RetryAfter int `json:"retry_after,omitempty"`
 }
 

@@ -272,6 +272,25 @@ func (c *Cluster) Kill(i int) {
 	nd.cmd = nil
 }
 
+// Pause stops node i with SIGSTOP, as a server hung or swapped out would
+// be: it keeps its connections but answers nothing until Resume.
+func (c *Cluster) Pause(i int) {
+	if nd := c.Nodes[i]; nd.cmd != nil {
+		nd.cmd.Process.Signal(syscall.SIGSTOP)
+	}
+}
+
+// Resume continues node i after Pause.
+func (c *Cluster) Resume(i int) {
+	if nd := c.Nodes[i]; nd.cmd != nil {
+		nd.cmd.Process.Signal(syscall.SIGCONT)
+	}
+}
+
+// Running reports whether node i is running (not killed; a paused node
+// is running).
+func (c *Cluster) Running(i int) bool { return c.Nodes[i].cmd != nil }
+
 // Restart starts node i again on its store directory.
 func (c *Cluster) Restart(i int) {
 	c.t.Helper()

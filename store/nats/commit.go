@@ -1,0 +1,194 @@
+package nats
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/depotfs/depotfs/store"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+)
+
+// commit publishes a transaction's batch and waits until this host
+// applied it. A batch whose acknowledgement was lost is settled before
+// commit returns: its caller learns its fate, never a guess (see settle).
+func (s *Store) commit(ctx context.Context, t *txn, msgs []*nats.Msg) error {
+	seq, err := s.publish(ctx, t.base, msgs)
+	if errors.Is(err, errAmbiguous) {
+		return s.settle(ctx, t, msgs, err)
+	}
+	if err != nil {
+		return err
+	}
+	return s.view.waitFor(ctx, seq)
+}
+
+// pubAck is the server's answer to a publish into a stream.
+type pubAck struct {
+	Seq   uint64 `json:"seq"`
+	Error *struct {
+		Code        int    `json:"code"`
+		ErrCode     int    `json:"err_code"`
+		Description string `json:"description"`
+	} `json:"error"`
+}
+
+// JetStream error codes the store reacts to.
+const (
+	errCodeWrongLastSeq         = 10071
+	errCodeWrongLastSeqConstant = 10164
+	errCodeBatchTooLarge        = 10199
+	errCodeBatchIncomplete      = 10176
+	errCodeTooManyInflight      = 10210
+)
+
+// errBatchDropped reports a batch the server dropped before storing any
+// of it (a message lost on the way, or too many batches in flight): it
+// is sent again.
+var errBatchDropped = errors.New("the server dropped the batch")
+
+// errAmbiguous reports a batch the servers did not answer in time: it
+// may have been committed.
+var errAmbiguous = errors.New("the servers did not confirm the commit in time")
+
+// publish commits msgs as one atomic batch on top of stream sequence base
+// and returns the sequence of the last message. Every message is stored
+// and replicated when the server acknowledges the commit, or none is. A
+// batch refused because no server answered (a leader election) is sent
+// again; one whose answer did not come in time fails with errAmbiguous.
+func (s *Store) publish(ctx context.Context, base uint64, msgs []*nats.Msg) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	msgs[0].Header.Set("Nats-Expected-Last-Sequence", strconv.FormatUint(base, 10))
+	last := msgs[len(msgs)-1]
+	var ack pubAck
+	err := retry(ctx, func() error {
+		if len(msgs) > 1 {
+			id := nuid.Next()
+			for i, m := range msgs {
+				m.Header.Set("Nats-Batch-Id", id)
+				m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+			}
+			last.Header.Set("Nats-Batch-Commit", "1")
+			for _, m := range msgs[:len(msgs)-1] {
+				if err := s.nc.PublishMsg(m); err != nil {
+					return err
+				}
+			}
+		}
+		rctx, rcancel := context.WithTimeout(ctx, requestTimeout)
+		defer rcancel()
+		resp, err := s.nc.RequestMsgWithContext(rctx, last)
+		if err != nil {
+			return err
+		}
+		ack = pubAck{}
+		if err := json.Unmarshal(resp.Data, &ack); err != nil {
+			return fmt.Errorf("unreadable acknowledgement %q: %w", resp.Data, err)
+		}
+		if e := ack.Error; e != nil && (e.ErrCode == errCodeBatchIncomplete || e.ErrCode == errCodeTooManyInflight) {
+			return fmt.Errorf("%w: %s", errBatchDropped, e.Description)
+		}
+		return nil
+	})
+	switch {
+	case err != nil && (ambiguous(err) || transient(err)):
+		return 0, fmt.Errorf("%w: %w", errAmbiguous, err)
+	case err != nil:
+		return 0, fmt.Errorf("committing to the tree bucket: %w", err)
+	}
+	if e := ack.Error; e != nil {
+		switch e.ErrCode {
+		case errCodeWrongLastSeq, errCodeWrongLastSeqConstant:
+			return 0, errConflict
+		case errCodeBatchTooLarge:
+			return 0, fmt.Errorf("%w: the change writes %d records, more than the servers accept in one atomic batch (%s; their jetstream limits batch max_msgs, which --nats-max-batch must not exceed)",
+				store.ErrLimit, len(msgs), e.Description)
+		}
+		return 0, fmt.Errorf("committing to the tree bucket: %s (code %d)", e.Description, e.ErrCode)
+	}
+	if want := base + uint64(len(msgs)); ack.Seq != want {
+		return 0, fmt.Errorf("corrupt store: the batch ends at sequence %d, expected %d", ack.Seq, want)
+	}
+	return ack.Seq, nil
+}
+
+// requestTimeout bounds one attempt of a request; a cluster electing a
+// leader answers the next one.
+const requestTimeout = 2 * time.Second
+
+// settle finds out the fate of a batch whose commit went unconfirmed, and
+// commits it if it was not: it returns nil once the batch is committed
+// (exactly once), errRetry once it is certain the batch never will be,
+// and an error wrapping store.ErrUnavailable when ctx ends first.
+//
+// The batch is conditional on the stream's last sequence being t.base,
+// and the servers give its messages the sequences that follow, so at most
+// one batch ever holds sequence t.base+1. While the stream's committed
+// last sequence is still t.base, the batch may be waiting in the log of a
+// leader that lost its quorum, and commit later; settle then sends the
+// very same batch again: whichever copy the cluster commits first takes
+// t.base+1 and the other is refused. Once the stream moved past t.base,
+// the batch committed if and only if its transaction id is there.
+func (s *Store) settle(ctx context.Context, t *txn, msgs []*nats.Msg, cause error) error {
+	wait := 50 * time.Millisecond
+	for {
+		last, err := s.lastSeq(ctx)
+		switch {
+		case err != nil:
+			cause = err
+		case last > t.base:
+			if err := s.view.waitFor(ctx, last); err != nil {
+				return err
+			}
+			if s.landed(ctx, t, len(msgs)) {
+				return nil
+			}
+			return errRetry
+		default:
+			seq, err := s.publish(ctx, t.base, msgs)
+			if err == nil {
+				return s.view.waitFor(ctx, seq)
+			}
+			cause = err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: a change was sent but the cluster did not confirm it, and it may still be applied when the cluster recovers: %w", store.ErrUnavailable, cause)
+		case <-s.done:
+			return store.ErrClosed
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// lastSeq asks the tree stream's leader for the stream's last committed
+// sequence.
+func (s *Store) lastSeq(ctx context.Context) (uint64, error) {
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	info, err := s.tree.Info(rctx)
+	if err != nil {
+		return 0, fmt.Errorf("asking for the tree's last sequence: %w", err)
+	}
+	return info.State.LastSeq, nil
+}
+
+// landed reports whether t's batch of n messages is in the stream, which
+// this host has applied past t.base: the view remembers the last
+// transactions it applied, and the batch's last message, at t.base+n,
+// carries the transaction id unless a later write replaced it.
+func (s *Store) landed(ctx context.Context, t *txn, n int) bool {
+	if s.view.committed(t.id) {
+		return true
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	m, err := s.tree.GetMsg(rctx, t.base+uint64(n))
+	return err == nil && m.Header.Get(hdrTxn) == t.id
+}

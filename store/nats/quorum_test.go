@@ -285,3 +285,38 @@ func TestQuorumLossExactlyOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestPingNeedsQuorum: Ping succeeds while the tree's stream can commit,
+// fails within a watchdog interval's half once two of the three servers
+// are gone (its leader included or not), and succeeds again once they
+// are back.
+func TestPingNeedsQuorum(t *testing.T) {
+	t.Parallel()
+	c := natstest.Start(t, 3)
+	prefix := fmt.Sprintf("q%d", depots.Add(1))
+	s := openPrefix(t, c, storetest.Config{}, prefix).(*nats.Store)
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatalf("ping with every server up: %v", err)
+	}
+	moveLeader(t, c, treeStream(prefix), 0)
+	c.Kill(1)
+	c.Kill(2)
+	start := time.Now()
+	waitUntil(t, 15*time.Second, "ping to fail with two of three servers gone", func() bool { return s.Ping(t.Context()) != nil })
+	t.Logf("ping failed %v after the kill", time.Since(start).Round(time.Millisecond))
+	c.Restart(1)
+	c.Restart(2)
+	waitUntil(t, 30*time.Second, "ping to succeed again", func() bool { return s.Ping(t.Context()) == nil })
+}
+
+// waitUntil polls cond until it holds, failing t after timeout.
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %v", what, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

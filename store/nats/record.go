@@ -28,6 +28,9 @@ import (
 const (
 	keyCounters = "m.counters"
 	keyRoot     = "m.root" // the root's times (rootRecord)
+	// keyPing is never written: Ping purges it, which needs the stream's
+	// quorum and changes nothing.
+	keyPing = "m.ping"
 )
 
 // rootRecord holds the root's mtime: the root has no entry record.

@@ -423,18 +423,22 @@ func (s *Store) check(ctx context.Context) error {
 
 func (s *Store) now() time.Time { return s.opts.Now().UTC().Round(0) }
 
-// Ping asks the tree bucket's stream leader for the stream's state and
-// returns its error: nil means the cluster can take commits now (it has a
-// leader that answers). depotfs serve's /healthz and systemd watchdog call
-// it. It is safe for concurrent use.
+// Ping returns nil when the cluster can commit a write to the depot now,
+// an error otherwise. It proposes a change to the tree stream that needs
+// the stream's quorum exactly as a commit does, and that changes nothing:
+// the purge of a subject nothing is ever written to. A stream leader
+// answers it only once a majority of the stream's servers stored it, so a
+// leader cut off from its peers (which still answers stream info) fails
+// it. depotfs serve's /healthz and systemd watchdog call it. It is safe
+// for concurrent use.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	if _, err := s.tree.Info(ctx); err != nil {
-		return fmt.Errorf("nats: ping: %w", err)
+	if err := s.tree.Purge(ctx, jetstream.WithPurgeSubject(s.subject(keyPing))); err != nil {
+		return fmt.Errorf("nats: ping: the tree stream cannot commit: %w", err)
 	}
 	return nil
 }

@@ -122,7 +122,12 @@ func liftContent(r *http.Request) *http.Request {
 	if r.Method != http.MethodPost || r.Body == nil || r.ContentLength >= 0 && r.ContentLength < lift.MinLen {
 		return r
 	}
-	body, err := io.ReadAll(r.Body)
+	// Read into one buffer of the announced size (io.ReadAll would copy
+	// a chunk's body several times over as it grows its buffer); the body
+	// limit in front bounds ContentLength.
+	buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+1))
+	_, err := buf.ReadFrom(r.Body)
+	body := buf.Bytes()
 	if err != nil {
 		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), errReader{err}), r.Body}
 		return r

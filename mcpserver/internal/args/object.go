@@ -41,6 +41,12 @@ func Decode(raw json.RawMessage, field, prefix string, probs *Problems) *Object 
 		probs.Addf(field, "expected an object, got %s", got)
 		return nil
 	}
+	if keys, values, ok := splitObject(raw); ok {
+		for i, key := range keys {
+			o.fields[key] = values[i]
+		}
+		return o
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if _, err := dec.Token(); err != nil {
 		probs.Addf(field, "not valid JSON: %v", err)

@@ -6,9 +6,10 @@
 // sees it (the transport's message sniffing, the protocol-era checks, the
 // method, the _meta, the request, the call's params and its arguments as
 // a map), and encoding/json scans every byte of a string it skips. For a
-// chunk of 8 MiB of base64 that was 65% of the server's CPU (issue 10).
+// chunk of 8 MiB of base64 that was 65% of the server's CPU.
 // Lifted, mcp-go parses a body of a few hundred bytes; the strings cost
-// one validating scan here and one copy when they are put back.
+// one validating pass here and one copy when they are put back, and the
+// argument decoder (package args) only finds their ends.
 //
 // [Lift] replaces each string value of 64 KiB or more inside the
 // arguments of a tools/call request with a placeholder that names a
@@ -54,7 +55,7 @@ func (t *Table) Len() int { return len(t.raw) }
 // ok is false, and body is returned unchanged, when nothing was lifted.
 // The returned strings alias body, which must not be changed afterwards.
 func Lift(body []byte) (out []byte, t *Table, ok bool) {
-	if len(body) < MinLen || !json.Valid(body) {
+	if len(body) < MinLen {
 		return body, nil, false
 	}
 	var nonce [16]byte
@@ -84,7 +85,7 @@ func Lift(body []byte) (out []byte, t *Table, ok bool) {
 			s.skip()
 		}
 	})
-	if !method || len(spans) == 0 {
+	if s.bad || !method || len(spans) == 0 {
 		return body, nil, false
 	}
 	size := len(body)
@@ -94,12 +95,39 @@ func Lift(body []byte) (out []byte, t *Table, ok bool) {
 	out = make([]byte, 0, size)
 	last := 0
 	for i, sp := range spans {
+		if !validString(body[sp[0]:sp[1]]) {
+			return body, nil, false
+		}
 		out = append(out, body[last:sp[0]]...)
 		out = t.placeholder(out, i)
 		t.raw = append(t.raw, body[sp[0]:sp[1]:sp[1]])
 		last = sp[1]
 	}
-	return append(out, body[last:]...), t, true
+	out = append(out, body[last:]...)
+	// The body is valid JSON exactly when what is left of it is and every
+	// lifted string is: each long string is checked once, by validString,
+	// not by encoding/json's far slower scanner.
+	if !json.Valid(out) {
+		return body, nil, false
+	}
+	return out, t, true
+}
+
+// validString reports whether s, delimited by the scanner (quotes included,
+// no unescaped quote inside), is a valid JSON string: no control character,
+// and valid escapes, which only a string with a backslash needs
+// encoding/json to check.
+func validString(s []byte) bool {
+	body := s[1 : len(s)-1]
+	if bytes.IndexByte(body, '\\') >= 0 {
+		return json.Valid(s)
+	}
+	for _, c := range body {
+		if c < 0x20 {
+			return false
+		}
+	}
+	return true
 }
 
 // placeholder appends placeholder i to b.
@@ -166,10 +194,23 @@ func FromContext(ctx context.Context) *Table {
 	return t
 }
 
-// scanner walks a document already known to be valid JSON.
+// scanner walks a JSON document to find the spans of its strings. It
+// trusts the document only as far as it must to find them: out of bytes, or
+// at a byte no JSON value starts with, it stops and sets bad; what it found
+// in a document that is not valid JSON is checked by Lift before use.
 type scanner struct {
-	b []byte
-	i int
+	b   []byte
+	i   int
+	bad bool
+}
+
+// peek returns the byte at s.i, or 0 (and sets bad) at the end.
+func (s *scanner) peek() byte {
+	if s.i >= len(s.b) {
+		s.bad = true
+		return 0
+	}
+	return s.b[s.i]
 }
 
 // ws skips white space.
@@ -189,29 +230,40 @@ func (s *scanner) ws() {
 // must consume. A value that is not an object is skipped.
 func (s *scanner) object(member func(key []byte, start int)) {
 	s.ws()
-	if s.b[s.i] != '{' {
+	if s.peek() != '{' {
 		s.skip()
 		return
 	}
 	s.i++
-	for {
+	for !s.bad {
 		s.ws()
-		if s.b[s.i] == '}' {
+		switch s.peek() {
+		case '}':
 			s.i++
 			return
-		}
-		if s.b[s.i] == ',' {
+		case ',':
 			s.i++
 			s.ws()
+		}
+		if s.peek() != '"' {
+			s.bad = true
+			return
 		}
 		from := s.i
 		s.str()
 		key := s.b[from:s.i]
 		s.ws()
-		s.i++ // ':'
+		if s.peek() != ':' {
+			s.bad = true
+			return
+		}
+		s.i++
 		s.ws()
-		member(key, s.i)
-		s.ws()
+		start := s.i
+		member(key, start)
+		if s.i == start {
+			s.bad = true // no value: stop rather than loop
+		}
 	}
 }
 
@@ -219,25 +271,31 @@ func (s *scanner) object(member func(key []byte, start int)) {
 // string value in it (object keys excluded).
 func (s *scanner) strings(found func(from, to int)) {
 	s.ws()
-	switch s.b[s.i] {
+	switch s.peek() {
 	case '"':
 		from := s.i
 		s.str()
-		found(from, s.i)
+		if !s.bad {
+			found(from, s.i)
+		}
 	case '{':
 		s.object(func(_ []byte, _ int) { s.strings(found) })
 	case '[':
 		s.i++
-		for {
+		for !s.bad {
 			s.ws()
-			switch s.b[s.i] {
+			switch s.peek() {
 			case ']':
 				s.i++
 				return
 			case ',':
 				s.i++
 			default:
+				start := s.i
 				s.strings(found)
+				if s.i == start {
+					s.bad = true
+				}
 			}
 		}
 	default:
@@ -248,13 +306,13 @@ func (s *scanner) strings(found func(from, to int)) {
 // skip consumes the value at s.i and returns the offset after it.
 func (s *scanner) skip() int {
 	s.ws()
-	switch s.b[s.i] {
+	switch s.peek() {
 	case '"':
 		s.str()
 	case '{', '[':
 		depth := 0
-		for {
-			switch s.b[s.i] {
+		for !s.bad {
+			switch s.peek() {
 			case '"':
 				s.str()
 				continue
@@ -283,8 +341,11 @@ func (s *scanner) skip() int {
 // str consumes the string at s.i, quotes included.
 func (s *scanner) str() {
 	s.i++
-	for {
+	for s.i <= len(s.b) {
 		j := bytes.IndexByte(s.b[s.i:], '"')
+		if j < 0 {
+			break
+		}
 		k := s.i + j
 		// The quote ends the string unless an odd run of backslashes
 		// escapes it.
@@ -297,4 +358,5 @@ func (s *scanner) str() {
 			return
 		}
 	}
+	s.i, s.bad = len(s.b), true
 }

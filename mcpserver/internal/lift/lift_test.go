@@ -111,6 +111,10 @@ func FuzzLift(f *testing.F) {
 	f.Add(`{"method":"tools/call","params":{"arguments":{"content":"`, `"}}}`)
 	f.Add(`{"method":"tools/call","params":{"arguments":{"files":[{"content":"\"`, `"}, {"b": "\\"}]}}}`)
 	f.Add(`{"params":{"arguments":["`, `",{"a":"\\"}]},"method":"tools/call"}`)
+	f.Add(`{"method":"tools/call","params":{"arguments":{"content":"`, "\x01\"}}}")
+	f.Add(`{"method":"tools/call","params":{"arguments":{"content":"`, `"`)
+	f.Add(`{"method":"tools/call","params":{"arguments":{"content":"`, `"}}}}`)
+	f.Add(`{"method":"tools/call","params":{"arguments":{"content":"`, `\"}}}`)
 	f.Fuzz(func(t *testing.T, a, b string) {
 		body := []byte(a + b)
 		if len(body) < lift.MinLen {
@@ -123,8 +127,8 @@ func FuzzLift(f *testing.F) {
 			}
 			return
 		}
-		if !json.Valid(out) {
-			t.Fatalf("lifted body is not valid JSON: %.300s", out)
+		if !json.Valid(out) || !json.Valid(body) {
+			t.Fatalf("lifted from a body that is not valid JSON, or into one: %.300s", out)
 		}
 		if got := tab.Restore(out); !bytes.Equal(got, body) {
 			t.Fatalf("Restore does not rebuild the body:\n got %.300q\nwant %.300q", got, body)

@@ -1,10 +1,13 @@
 package integration_test
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/depotfs/depotfs/store/nats/natstest"
 )
 
 // healthz is the status of d's /healthz.
@@ -52,4 +55,33 @@ func TestSeveralHostsHealthzQuorum(t *testing.T) {
 	for _, d := range h.all {
 		waitFor(t, 30*time.Second, "/healthz 200 on "+d.mount, func() bool { return d.healthz(t) == http.StatusOK })
 	}
+}
+
+// TestSeveralHostsServeWaitsForCluster: serve started while no NATS
+// server runs waits for the cluster (saying so in its log), and serves
+// once the servers, started 3 s later, have elected their leaders.
+func TestSeveralHostsServeWaitsForCluster(t *testing.T) {
+	t.Parallel()
+	c := natstest.Start(t, 3)
+	for i := range c.Nodes {
+		c.Kill(i)
+	}
+	started := make(chan error, 1)
+	go func() {
+		time.Sleep(3 * time.Second) // the servers come up after depotfs, as at boot
+		var err error
+		for i := range c.Nodes {
+			err = errors.Join(err, c.StartNode(i))
+		}
+		started <- err
+	}()
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--store", c.URL(), "--nats-prefix", "waits"}})
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d.logs.String(), "waiting for the NATS cluster") {
+		t.Errorf("serve did not log what it waited for:\n%s", d.logs)
+	}
+	pushBytes(d, "/after-the-wait.txt", []byte("written\n"), nil)
+	waitContent(t, d.path("/after-the-wait.txt"), []byte("written\n"), 10*time.Second)
 }

@@ -26,8 +26,15 @@ type storeConfig struct {
 	creds                  string
 	tlsCA, tlsCert, tlsKey string
 	prefix                 string
+	wait                   time.Duration
 	servers                []string // --store's servers, once validated
 }
+
+// defaultNATSWait is how long serve waits, by default, for the NATS
+// cluster to take the depot: longer than servers started at the same time
+// as depotfs need to elect their leaders, short enough that a wrong
+// address shows up in the service's state within minutes.
+const defaultNATSWait = 3 * time.Minute
 
 func (c *storeConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.url, "store", "bolt", "where the depot lives: `bolt` (the --db file) or nats://host:port[,host:port...] (each may repeat nats://; a NATS JetStream cluster shared by several hosts, see docs/several-hosts.md)")
@@ -35,6 +42,7 @@ func (c *storeConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsCA, "nats-tls-ca", "", "CA certificate `file` that signed the NATS servers' certificates; with it the connection uses TLS")
 	fs.StringVar(&c.tlsCert, "nats-tls-cert", "", "client certificate `file` for NATS servers that require one (with --nats-tls-key)")
 	fs.StringVar(&c.tlsKey, "nats-tls-key", "", "private key `file` of --nats-tls-cert")
+	fs.DurationVar(&c.wait, "nats-wait", defaultNATSWait, "how long serve waits at start for the NATS cluster to accept connections and serve the depot (servers started at the same time elect their leaders first), logging what it waits for; 0: fail at once")
 	fs.StringVar(&c.prefix, "nats-prefix", natsstore.DefaultPrefix, "`prefix` of the depot's bucket and stream names, so several depots can share one NATS cluster (letters, digits, - and _)")
 }
 
@@ -58,6 +66,9 @@ func (c *storeConfig) validate() error {
 			return fmt.Errorf("--store %q: %q is not host:port", c.url, hp)
 		}
 		c.servers = append(c.servers, "nats://"+u.Host)
+	}
+	if c.wait < 0 {
+		return fmt.Errorf("--nats-wait %v: want 0 or more", c.wait)
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return errors.New("--nats-tls-cert and --nats-tls-key go together")
@@ -122,17 +133,12 @@ func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot
 	if c.tlsCert != "" {
 		opts = append(opts, nats.ClientCert(c.tlsCert, c.tlsKey))
 	}
-	nc, err := nats.Connect(strings.Join(c.servers, ","), opts...)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("connect to NATS %s: %w", c.url, err)
-	}
-	s, err := natsstore.Open(ctx, nc, &natsstore.Options{
+	s, nc, err := waitForDepot(ctx, c, opts, &natsstore.Options{
 		Prefix: c.prefix, UploadTimeout: cfg.uploadTimeout, Logger: log,
 		MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize),
-	})
+	}, log)
 	if err != nil {
-		nc.Close()
-		return nil, nil, nil, fmt.Errorf("open NATS store: %w", err)
+		return nil, nil, nil, err
 	}
 	ex, err := s.Requests(ctx)
 	if err != nil {
@@ -146,3 +152,57 @@ func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot
 		return err
 	}, nil
 }
+
+// waitForDepot connects to the NATS cluster and opens the depot, trying
+// again until --nats-wait runs out: servers started with depotfs (a boot,
+// a cluster restarted as a whole) accept connections, then elect the
+// JetStream leaders, some seconds later. What it waits for is logged.
+func waitForDepot(ctx context.Context, c storeConfig, opts []nats.Option, so *natsstore.Options, log *slog.Logger) (*natsstore.Store, *nats.Conn, error) {
+	deadline := time.Now().Add(c.wait)
+	waitCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	// Connect returns at once, connected or not; the client keeps trying
+	// every server in the background.
+	opts = append(opts, nats.RetryOnFailedConnect(true))
+	nc, err := nats.Connect(strings.Join(c.servers, ","), opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to NATS %s: %w", c.url, err)
+	}
+	start := time.Now()
+	var logged time.Time
+	waiting := func(what string, err error) {
+		if time.Since(logged) < natsWaitLogEvery {
+			return
+		}
+		logged = time.Now()
+		log.Info("waiting for the NATS cluster", "for", what, "servers", c.url, "waited", time.Since(start).Round(time.Second), "wait", c.wait, "err", err)
+	}
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		var err error
+		if nc.IsConnected() {
+			var s *natsstore.Store
+			if s, err = natsstore.Open(ctx, nc, so); err == nil {
+				if time.Since(start) > time.Second {
+					log.Info("the NATS cluster serves the depot", "waited", time.Since(start).Round(time.Second))
+				}
+				return s, nc, nil
+			}
+			waiting("JetStream to serve the depot (leaders elected)", err)
+		} else {
+			err = nats.ErrNoServers
+			waiting("a server to accept the connection", err)
+		}
+		select {
+		case <-waitCtx.Done():
+			nc.Close()
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			return nil, nil, fmt.Errorf("open NATS store %s: not ready within --nats-wait %v: %w", c.url, c.wait, err)
+		case <-time.After(wait):
+		}
+	}
+}
+
+// natsWaitLogEvery spaces the log lines of waitForDepot.
+const natsWaitLogEvery = 5 * time.Second

@@ -291,6 +291,11 @@ func (c *Cluster) Resume(i int) {
 // is running).
 func (c *Cluster) Running(i int) bool { return c.Nodes[i].cmd != nil }
 
+// StartNode starts node i again on its store directory and returns once
+// it runs, without waiting for JetStream. Unlike Restart it may be called
+// from any goroutine.
+func (c *Cluster) StartNode(i int) error { return c.start(i) }
+
 // Restart starts node i again on its store directory.
 func (c *Cluster) Restart(i int) {
 	c.t.Helper()

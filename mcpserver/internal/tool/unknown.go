@@ -9,7 +9,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/depotfs/depotfs/internal/identity"
-	"github.com/depotfs/depotfs/mcpserver/internal/args"
 	"github.com/depotfs/depotfs/mcpserver/internal/rpcerr"
 )
 
@@ -41,10 +40,13 @@ func unknownToolMessage(name string, visible []string) string {
 		}
 		return fmt.Sprintf("tools/call needs params.name, the tool to call (for example %q) beside params.arguments; tools/list names the tools you may call", example)
 	}
+	// name is already bounded by clip.String (mcpserver's clipToolName),
+	// whose "…[N bytes, sha256:H]" tail names a huge name; quoting it whole
+	// keeps that tail, where args.Quote would cut it off.
 	if best := nearestTool(name, visible); best != "" {
-		return fmt.Sprintf("tool %s not found; did you mean %q? tools/list names the tools you may call", args.Quote(name), best)
+		return fmt.Sprintf("tool %q not found; did you mean %q? tools/list names the tools you may call", name, best)
 	}
-	return fmt.Sprintf("tool %s not found; the tools you may call are %s", args.Quote(name), strings.Join(visible, ", "))
+	return fmt.Sprintf("tool %q not found; the tools you may call are %s", name, strings.Join(visible, ", "))
 }
 
 // nearestTool returns the tool of candidates that name most likely meant,

@@ -55,6 +55,7 @@ func makeTarGz(t testing.TB, entries []tarEntry) []byte {
 // TestArchiveUpload sends a tar.gz of a 2,000-file tree with one PUT and
 // reads every file back through the mount; then a zip.
 func TestArchiveUpload(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	var entries []tarEntry
 	want := map[string][]byte{}
@@ -105,6 +106,7 @@ func TestArchiveUpload(t *testing.T) {
 // TestArchiveUploadRefused sends archives with one bad entry among good
 // ones: each is refused naming the entry, and the depot is unchanged.
 func TestArchiveUploadRefused(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	d.mustCall("guide_cache_file", map[string]any{"path": "/keep.txt", "content": "kept"})
 	good := []tarEntry{{name: "a.txt", typ: tar.TypeReg, data: []byte("a")}, {name: "dir/b.txt", typ: tar.TypeReg, data: []byte("b")}}

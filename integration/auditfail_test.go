@@ -54,6 +54,7 @@ func fill(t *testing.T, dir string) string {
 // calls are refused with a system error and store nothing more; once there is
 // room again, calls work, and the log still verifies.
 func TestAuditLogFull(t *testing.T) {
+	t.Parallel()
 	logDir := smallFS(t, 1<<20)
 	log := filepath.Join(logDir, "audit.log")
 	// No disk reserve: this test is about the audit log failing, which the

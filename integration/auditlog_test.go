@@ -98,6 +98,7 @@ func writeLines(t testing.TB, file string, lines [][]byte) {
 // an edit, a deletion, a reorder or a truncation, verify fails and names
 // the record, and serve refuses to extend a truncated log.
 func TestAuditVerify(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--audit-max-size", "4KiB", "--grants", "guide:/projects:rw"}})
 	for i := range 12 {
 		d.mustCall("guide_cache_file", map[string]any{"path": fmt.Sprintf("/projects/f%02d.txt", i), "content": fmt.Sprint(i)})

@@ -11,6 +11,7 @@ import (
 // right error type, say what to do next, leak no host path, and leave the
 // mount exactly as it was.
 func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	d.mustCall("guide_cache_file", map[string]any{"path": "/existing/file.txt", "content": "keep me\n"})
 	d.mustCall("guide_read_file", map[string]any{

@@ -18,6 +18,7 @@ import (
 // second, the blob file is overwritten behind depotfs's back, and the
 // restart drops it and reads the store's bytes.
 func TestBlobCacheSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	cfg := daemonConfig{transport: overHTTP, args: []string{"--metrics-listen", "127.0.0.1:0"}}
 	d := startDaemon(t, cfg)
 	cfg.db, cfg.mount = d.db, d.mount

@@ -17,6 +17,7 @@ var compactRE = regexp.MustCompile(`(?s)before .*\((\d+) bytes\).*after .*\((\d+
 // server runs, compacts once it is stopped, and reads every file back
 // through a new server.
 func TestCompact(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	want := map[string]string{}
 	for i := range 14 {

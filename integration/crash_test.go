@@ -21,6 +21,7 @@ const crashWriters = 16
 // hash, nothing partial is visible, and the stale mount left by the killed
 // process is recovered.
 func TestCrashRecovery(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	// Mostly small files, so that many writes are in flight at once and
 	// share commits; every 16th is up to 300 KB, so that the kill also

@@ -15,6 +15,7 @@ import (
 // user.depotfs.declared_sha256 without the content; once the content is
 // pushed, the attribute is gone and user.depotfs.sha256 has the hash.
 func TestDeclaredSHA256Xattr(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	content := "announced before it is sent\n"
 	sum := sha256.Sum256([]byte(content))

@@ -52,6 +52,7 @@ func (d *daemon) listTools() []string {
 // error naming the rule. Each attempt leaves exactly one audit line with the
 // right reason and the agent's credential, and the mount unchanged.
 func TestEnforcementOverHTTP(t *testing.T) {
+	t.Parallel()
 	grants := []string{"guide_cache_file:/projects/a:rw", "guide_read_file:/projects/a:r"}
 	deny := []string{"--deny", "/projects/a/secret"}
 	for _, how := range []string{"certificate", "token"} {

@@ -100,6 +100,7 @@ func startCats(t *testing.T, p string, n int) <-chan catOutcome {
 // guide_pending_requests, pushes the content, and cat prints exactly those
 // bytes. Ten concurrent cats of one file make one request.
 func TestFetchOnDemand(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	mtime := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	data := pseudoRandom(70000, 31)
@@ -150,6 +151,7 @@ func TestFetchOnDemand(t *testing.T) {
 // fails with an I/O error after about that long, and the depot is
 // unchanged.
 func TestFetchTimeout(t *testing.T) {
+	t.Parallel()
 	const timeout = 2 * time.Second
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--fetch-timeout", timeout.String()}})
 	listFile(d, "/remote", "nobody.txt", 12, time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC))
@@ -183,6 +185,7 @@ func TestFetchTimeout(t *testing.T) {
 // still listed, and a program that opens it gets its content fetched again
 // on demand, the same way.
 func TestEvictedFileFetchedAgain(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--max-store-size", "50KiB", "--max-file-size", "50KiB"}})
 	first := pseudoRandom(30000, 51)
 	pushBytes(d, "/ev/first.bin", first, nil)

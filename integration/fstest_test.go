@@ -12,6 +12,7 @@ import (
 // testing/fstest conformance checker over the mount from this process (not
 // the one serving it), then checks every file's bytes, which fstest does not.
 func TestMountPassesFSTest(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	want := map[string][]byte{}
 	for i := range 60 {

@@ -96,6 +96,7 @@ func sdkCall(t *testing.T, ctx context.Context, cs *sdk.ClientSession, tool stri
 // a change, and a cancelled call (notifications/cancelled, which the SDK
 // sends without _meta) that leaves the session usable.
 func TestGoSDKClient(t *testing.T) {
+	t.Parallel()
 	for _, tr := range []transportKind{overHTTP, overStdio} {
 		for _, version := range sdkVersions {
 			t.Run(string(tr)+"/"+version, func(t *testing.T) {

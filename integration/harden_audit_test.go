@@ -55,6 +55,7 @@ func serveOnce(t *testing.T, log string) (int, string) {
 // 'audit verify' and refused by serve; a tail left between a write and its
 // checkpoint is reported, and serve names it in a recovery record.
 func TestAuditForgedRecord(t *testing.T) {
+	t.Parallel()
 	_, log := auditDaemon(t, 3)
 	t.Run("forged", func(t *testing.T) {
 		path := copyAuditLog(t, log)
@@ -113,6 +114,7 @@ func TestAuditForgedRecord(t *testing.T) {
 // middle (a rotated file) was edited or deleted, naming the record, as
 // verify does.
 func TestServeVerifiesMiddle(t *testing.T) {
+	t.Parallel()
 	_, log := auditDaemon(t, 30)
 	rotated, _ := filepath.Glob(log + ".0*")
 	var files []string
@@ -155,6 +157,7 @@ func TestServeVerifiesMiddle(t *testing.T) {
 // --audit-retain-size the rotated files stay within it, and the log kept
 // still verifies.
 func TestAuditRetention(t *testing.T) {
+	t.Parallel()
 	_, log := auditDaemon(t, 60, "--audit-retain-size", "8KiB")
 	var total int64
 	n := 0
@@ -182,6 +185,7 @@ func TestAuditRetention(t *testing.T) {
 // database lies in the same directory (so the same audit log) is refused
 // at start, naming the process that holds the log.
 func TestSecondServeRefused(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	other := filepath.Join(filepath.Dir(d.db), "other.db")
 	code, _, errOut := runDepotfs(t, "serve", "--db", other, "--no-mount", "--listen", "127.0.0.1:0")

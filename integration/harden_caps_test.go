@@ -11,6 +11,7 @@ import (
 // argument name come back in the reply, the server log and the audit
 // record as a few hundred bytes with their length and hash.
 func TestHugeNamesBounded(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	huge := strings.Repeat("n", 4<<20)
 	rc := newRawClient(t, d.url)

@@ -16,6 +16,7 @@ import (
 // success is stored and readable, the refused one is not; reads, status
 // and the audit log keep working.
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	disk := smallFS(t, 48<<20)
 	d := startDaemon(t, daemonConfig{transport: overHTTP, db: filepath.Join(disk, "depot.db"), args: []string{"--disk-reserve", "16MiB"}})
 	var stored [][]byte

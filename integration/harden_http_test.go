@@ -47,6 +47,7 @@ func (b *stallingBody) Read(p []byte) (int, error) {
 // over the limit is answered 413 before the body is read, with a JSON-RPC
 // error naming the limit, and a burst of refusals is audited once.
 func TestOversizedBodyRefused(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	rc := newRawClient(t, d.url)
 	const declared = 100 << 20
@@ -90,6 +91,7 @@ func TestOversizedBodyRefused(t *testing.T) {
 // nothing, and one that stops sending its body, are closed within the
 // timeouts; a client cannot open more than --max-conns-per-addr.
 func TestStalledConnections(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{
 		"--http-read-header-timeout", "2s", "--http-body-idle-timeout", "2s", "--max-conns-per-addr", "8"}})
 	addr := hostOf(t, d.url)
@@ -175,6 +177,7 @@ func TestStalledConnections(t *testing.T) {
 // too long gets a retryable 503; concurrent calls within the budget all
 // succeed.
 func TestInflightBytesBounded(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--max-inflight-bytes", "16MiB", "--inflight-wait", "1s"}})
 	rc := newRawClient(t, d.url)
 	// A 4 MiB body (charged 24 MiB, the whole budget) that stalls holds
@@ -231,6 +234,7 @@ func TestInflightBytesBounded(t *testing.T) {
 // TestBatchRefused is issue 11 point 15: a JSON-RPC batch is answered
 // -32600 (invalid request), not -32700 (parse error).
 func TestBatchRefused(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	rc := newRawClient(t, d.url)
 	st, b, _ := rc.post([]byte(` [{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`))
@@ -244,6 +248,7 @@ func TestBatchRefused(t *testing.T) {
 // --session-idle-timeout is dropped and its id answered 404; live sessions
 // are capped by --max-sessions.
 func TestSessionIdleTimeout(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--session-idle-timeout", "2s", "--max-sessions", "3"}})
 	rc := newRawClient(t, d.url)
 	if st, _ := rc.call(1, "guide_cache_stats", "{}"); st != http.StatusOK {
@@ -274,6 +279,7 @@ func TestSessionIdleTimeout(t *testing.T) {
 // revoked agent's open notification stream ends within a couple of
 // seconds, and the audit log records it.
 func TestRevocationEndsStreams(t *testing.T) {
+	t.Parallel()
 	t.Run("token", func(t *testing.T) {
 		tokens := t.TempDir() + "/tokens.json"
 		tok, id := issueToken(t, tokens, "watcher", "*:/:rw")

@@ -17,6 +17,7 @@ import (
 // identity string in replies and the audit log; 'ca revoke' says until
 // when the CRL is valid and serve warns a week before it expires.
 func TestIdentityNamespaces(t *testing.T) {
+	t.Parallel()
 	p := newPKI(t)
 	p.tokens = filepath.Join(t.TempDir(), "tokens.json")
 	// A certificate for "same" in the default (local) domain, and a token

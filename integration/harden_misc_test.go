@@ -14,6 +14,7 @@ import (
 // away (here a long poll of guide_pending_requests) is audited as
 // cancelled, not as a normal completion.
 func TestCancelledCallAudited(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	rc := newRawClient(t, d.url)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -46,6 +47,7 @@ func TestCancelledCallAudited(t *testing.T) {
 // TestNoSpliceNoise is the rest of issue 11 point 15: reading files
 // through the mount logs nothing per read at INFO.
 func TestNoSpliceNoise(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--log-level", "info"}})
 	data := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
 	for i := range 4 {

@@ -23,6 +23,7 @@ import (
 // depotfs is shutting down and /healthz answers 503; with the file still open, depotfs exits by the timeout
 // plus a small margin (it waits once, not once per part).
 func TestSIGTERMDrains(t *testing.T) {
+	t.Parallel()
 	const timeout = 3 * time.Second
 	const margin = 4 * time.Second // unmount, closing the store and the audit log, a loaded machine
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--shutdown-timeout", timeout.String()}})

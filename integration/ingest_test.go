@@ -17,6 +17,7 @@ import (
 // and a loopback client without credentials pushing 600 small files, 8 at
 // a time, is never rate limited.
 func TestBulkPushDefaults(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--max-store-size", "3584KiB"}})
 	stats := d.mustCall("guide_cache_stats", map[string]any{})
 	limits, _ := stats.Data["limits"].(map[string]any)
@@ -53,6 +54,7 @@ func TestBulkPushDefaults(t *testing.T) {
 // reads every one back through the mount with sha256sum; then a batch
 // with one bad entry is refused and changes nothing in the mount.
 func TestCacheFilesBatch(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	const n = 500
 	var files []any

@@ -82,6 +82,7 @@ func cacheStats(d *daemon) map[string]map[string]float64 {
 // a pinned file is never evicted, and a file that can never fit is refused
 // with the mount unchanged.
 func TestEvictionLRU(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: limitArgs})
 	content := map[string][]byte{}
 	for i, name := range []string{"pinned", "a", "b", "c"} {
@@ -165,6 +166,7 @@ func TestEvictionLRU(t *testing.T) {
 // once expired, a pinned one with a TTL stays, and the /uploads default TTL
 // applies to filename-only uploads.
 func TestExpiry(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--upload-ttl", "2s"}})
 	pushed := time.Now()
 	d.mustCall("guide_cache_file", map[string]any{"path": "/ttl/short", "content": "gone soon", "ttl_seconds": 1})
@@ -205,6 +207,7 @@ func TestExpiry(t *testing.T) {
 // pins, the TTLs and the LRU order (approximately: reads are persisted at
 // shutdown).
 func TestRestartKeepsLifecycle(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: limitArgs})
 	content := map[string][]byte{}
 	for i, name := range []string{"pinned", "a", "b", "c"} {

@@ -7,6 +7,7 @@ import (
 // TestLocalGrants: the unauthenticated local callers (stdio, loopback HTTP
 // without TLS or tokens) have full grants unless --grants narrows them.
 func TestLocalGrants(t *testing.T) {
+	t.Parallel()
 	for _, tr := range []transportKind{overStdio, overHTTP} {
 		t.Run(string(tr), func(t *testing.T) {
 			d := startDaemon(t, daemonConfig{transport: tr, args: []string{"--grants", "guide:/local:rw,*:/shared:r"}})

@@ -13,6 +13,7 @@ import (
 // client launching it over stdio would start it, exits at once naming the
 // holder's pid and command and saying what to do; the first keeps serving.
 func TestDatabaseLocked(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	cmd := exec.Command(depotfsBin, "serve", "--stdio", "--db", d.db, "--mount", filepath.Join(t.TempDir(), "mnt"))
 	start := time.Now()

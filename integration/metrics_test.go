@@ -91,6 +91,7 @@ func get(t *testing.T, url string) (int, string) {
 // content and reads through the mount; /healthz answers 200, then 503
 // with a reason and no path once the mount is gone.
 func TestMetricsAndHealth(t *testing.T) {
+	t.Parallel()
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
 	tok, _ := issueToken(t, tokens, "agent", "guide:/ok:rw")
 	d := startDaemon(t, daemonConfig{transport: overHTTP, client: clientAuth{bearer: tok},

@@ -19,6 +19,7 @@ import (
 // each is a new file version with its own inode number, like a
 // rename-replace on a local filesystem, so tail follows every one.
 func TestTailFollowsUpdates(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	const path = "/logs/app.log"
 	d.mustCall("guide_cache_file", map[string]any{"path": path, "content": "version 0\n"})
@@ -43,6 +44,7 @@ func TestTailFollowsUpdates(t *testing.T) {
 // file is pushed into it (Python's import cache and git's untracked cache
 // depend on it), and that it is the same after a restart.
 func TestDirMtimeFollowsPushes(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	d.mustCall("guide_cache_file", map[string]any{"path": "/pkg/a.py", "content": "A = 1\n"})
 	before, err := os.Stat(d.path("/pkg"))
@@ -71,6 +73,7 @@ func TestDirMtimeFollowsPushes(t *testing.T) {
 // TestDfShowsStoreLimit checks df and getconf on the mount: the size is
 // --max-store-size, the use is the stored content, names reach 255 bytes.
 func TestDfShowsStoreLimit(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--max-store-size", "64MiB", "--max-file-size", "16MiB"}})
 	d.mustCall("guide_cache_file", map[string]any{"path": "/f", "content": strings.Repeat("x", 1<<20)})
 	fields := strings.Fields(runProgram(t, "df", "-B1", "--output=size,used", d.mount))
@@ -88,6 +91,7 @@ func TestDfShowsStoreLimit(t *testing.T) {
 // whole version. It counts updates rather than asserting a rate, so a slow
 // machine makes it longer, not flaky.
 func TestNoErrorsReadingAHotFile(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	const path = "/hot/state.json"
 	const rate, duration, hotUpdates = 200, 3 * time.Second, 400

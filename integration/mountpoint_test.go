@@ -15,6 +15,7 @@ import (
 // directory and the database as they were; --allow-non-empty-mount
 // mounts over it.
 func TestNonEmptyMountpointRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mount := filepath.Join(dir, "mnt")
 	if err := os.MkdirAll(mount, 0o755); err != nil {

@@ -15,6 +15,7 @@ import (
 // summary line; --json prints the server's replies; a refused PATH makes
 // the exit status non-zero.
 func TestPushCommand(t *testing.T) {
+	t.Parallel()
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
 	tok, _ := issueToken(t, tokens, "ci", "guide:/ci:rw")
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--tokens", tokens}, client: clientAuth{bearer: tok}})

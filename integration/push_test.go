@@ -15,6 +15,7 @@ import (
 // over each transport and reads it back through the mount with real
 // programs.
 func TestPushAndReadBack(t *testing.T) {
+	t.Parallel()
 	for _, tr := range []transportKind{overHTTP, overStdio} {
 		t.Run(string(tr), func(t *testing.T) {
 			t.Parallel()
@@ -129,6 +130,7 @@ func checkReply(t *testing.T, d *daemon, env envelope, path string, content []by
 // they appear with their declared size, and reading one fails with EIO
 // until its content arrives.
 func TestListedFileIsAPlaceholder(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	mtime := time.Date(2023, 6, 7, 8, 9, 10, 0, time.UTC)
 	d.mustCall("guide_list_directory", map[string]any{

@@ -11,6 +11,7 @@ import (
 // TestMountIsReadOnly runs programs that try to change the mount; each must
 // fail with EROFS.
 func TestMountIsReadOnly(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	d.mustCall("guide_cache_file", map[string]any{"path": "/ro/file.txt", "content": "original\n"})
 	file, dir := d.path("/ro/file.txt"), d.path("/ro")
@@ -58,6 +59,7 @@ func getxattr(t testing.TB, path, name string) string {
 
 // TestProvenanceXattrs reads the user.depotfs.* attributes.
 func TestProvenanceXattrs(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	content := "provenance\n"
 	d.mustCall("guide_cache_file", map[string]any{"path": "/x/p.txt", "content": content})

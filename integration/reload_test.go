@@ -11,6 +11,7 @@ import (
 // serving: the revoked token is refused, another token still works, the
 // mount still answers.
 func TestSIGHUPReloadsTokens(t *testing.T) {
+	t.Parallel()
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
 	tokA, idA := issueToken(t, tokens, "a", "*:/:rw")
 	tokB, _ := issueToken(t, tokens, "b", "*:/:rw")
@@ -45,6 +46,7 @@ func TestSIGHUPReloadsTokens(t *testing.T) {
 // TestSIGHUPReloadsGrants: the local grants come from --env-file, and
 // SIGHUP applies a change to them without a restart.
 func TestSIGHUPReloadsGrants(t *testing.T) {
+	t.Parallel()
 	env := filepath.Join(t.TempDir(), "depotfs.env")
 	write := func(s string) {
 		t.Helper()

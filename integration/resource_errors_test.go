@@ -23,6 +23,7 @@ import (
 // working, and the depot is unchanged (same resources, same files in the
 // mount, the missing file still missing).
 func TestResourceNotFoundError(t *testing.T) {
+	t.Parallel()
 	for _, tr := range []transportKind{overHTTP, overStdio} {
 		for _, version := range []string{"2025-06-18", "2026-07-28"} {
 			t.Run(string(tr)+"/"+version, func(t *testing.T) {

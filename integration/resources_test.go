@@ -121,6 +121,7 @@ func pushAll(t *testing.T, d *daemon, files map[string][]byte) {
 // is notified when the file is updated. Finally SIGTERM, with both kinds of
 // notification stream still open, stops depotfs promptly.
 func TestResources(t *testing.T) {
+	t.Parallel()
 	// 500 files pushed as fast as possible: no rate limit.
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--rate-calls", "0"}})
 	files := map[string][]byte{}

@@ -67,6 +67,7 @@ func waitContent(t testing.TB, p string, want []byte, timeout time.Duration) tim
 // TestSeveralHostsPushReadBack: a file pushed through host A reads back
 // byte-identical, by sha256sum, through the mounts of B and C.
 func TestSeveralHostsPushReadBack(t *testing.T) {
+	t.Parallel()
 	h := startHosts(t, 3)
 	a, b, c := h.all[0], h.all[1], h.all[2]
 	data := pseudoRandom(3<<20+12345, 7) // several chunks
@@ -86,6 +87,7 @@ func TestSeveralHostsPushReadBack(t *testing.T) {
 // TestSeveralHostsUpdateLatency: 100 updates on A, each visible on B and C
 // right after A acknowledges it; reports the latency distribution.
 func TestSeveralHostsUpdateLatency(t *testing.T) {
+	t.Parallel()
 	h := startHosts(t, 3)
 	a, b, c := h.all[0], h.all[1], h.all[2]
 	pushBytes(a, "/live/counter.txt", []byte("start\n"), nil)
@@ -120,6 +122,7 @@ func TestSeveralHostsUpdateLatency(t *testing.T) {
 // TestSeveralHostsNATSNodeKilled: SIGKILL of one NATS server in the middle
 // of pushes loses nothing acknowledged, and pushes keep succeeding.
 func TestSeveralHostsNATSNodeKilled(t *testing.T) {
+	t.Parallel()
 	h := startHosts(t, 2)
 	a, b := h.all[0], h.all[1]
 	t.Cleanup(func() {
@@ -189,6 +192,7 @@ func TestSeveralHostsNATSNodeKilled(t *testing.T) {
 // TestSeveralHostsHostKilled: SIGKILL of host C, more pushes on A, restart
 // C: C shows everything.
 func TestSeveralHostsHostKilled(t *testing.T) {
+	t.Parallel()
 	h := startHosts(t, 3)
 	a, c := h.all[0], h.all[2]
 	pushBytes(a, "/before.txt", []byte("before\n"), nil)
@@ -246,6 +250,7 @@ func (d *daemon) ls(t testing.TB, depotDir string) []string {
 // content no host has; the agent connected to B sees one request with
 // every waiter, sends the content through B, and every program reads it.
 func TestSeveralHostsFetch(t *testing.T) {
+	t.Parallel()
 	h := startHosts(t, 3)
 	a, b, c := h.all[0], h.all[1], h.all[2]
 	data := pseudoRandom(70000, 41)

@@ -25,6 +25,7 @@ func statusCommand(t *testing.T, env []string, args ...string) (int, string) {
 // tokens with DEPOTFS_TOKEN or --token-file, and says what is missing
 // without one.
 func TestStatusWithToken(t *testing.T) {
+	t.Parallel()
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
 	tok, id := issueToken(t, tokens, "ops", "guide:/:rw")
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--tokens", tokens}, client: clientAuth{bearer: tok}})
@@ -57,6 +58,7 @@ func TestStatusWithToken(t *testing.T) {
 // certificates with --ca, --cert and --key, and says what is wrong
 // without them.
 func TestStatusWithMTLS(t *testing.T) {
+	t.Parallel()
 	p := newPKI(t)
 	agent := p.issue("ops", "guide:/:r")
 	d := startDaemon(t, daemonConfig{transport: overHTTP, pki: p, client: agent})

@@ -20,6 +20,7 @@ import (
 // where they used to go unanswered until the process exited. Closing the
 // file then lets depotfs exit 0 at once.
 func TestStdioRefusesAfterSIGTERM(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overStdio, args: []string{"--shutdown-timeout", "60s"}})
 	d.mustCall("guide_cache_file", map[string]any{"path": "/held.txt", "content": "held"})
 	f, err := os.Open(d.path("/held.txt"))

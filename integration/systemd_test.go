@@ -85,6 +85,7 @@ func nextNotification(t *testing.T, ch <-chan notification, want string) notific
 // the MCP listener accepts connections, WATCHDOG=1 while WATCHDOG_USEC is
 // set, and STOPPING=1 when it is told to stop.
 func TestSystemdNotify(t *testing.T) {
+	t.Parallel()
 	mount := filepath.Join(t.TempDir(), "mnt")
 	sock, notes := listenNotify(t, mount)
 	d := startDaemon(t, daemonConfig{transport: overHTTP, mount: mount,

@@ -18,6 +18,7 @@ import (
 // so is a new connection resuming the old TLS session (at the handshake).
 // Each refusal is logged with its reason and the depot is unchanged.
 func TestMTLSRevocation(t *testing.T) {
+	t.Parallel()
 	p := newPKI(t)
 	builder := p.issue("builder", "guide:/projects/a:rw")
 	d := startDaemon(t, daemonConfig{transport: overHTTP, pki: p, client: builder})
@@ -89,6 +90,7 @@ func TestMTLSRevocation(t *testing.T) {
 // TestMTLSRefusesStrangers: without a certificate, or with one from
 // another CA, the TLS handshake fails and is logged.
 func TestMTLSRefusesStrangers(t *testing.T) {
+	t.Parallel()
 	p := newPKI(t)
 	d := startDaemon(t, daemonConfig{transport: overHTTP, pki: p, noInit: true})
 	other := newPKI(t)
@@ -117,6 +119,7 @@ func TestMTLSRefusesStrangers(t *testing.T) {
 // WWW-Authenticate challenge; "depotfs token revoke" takes effect at the
 // next request.
 func TestBearerTokens(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tokens := dir + "/tokens.json"
 	tok, id := issueToken(t, tokens, "ci", "guide:/ci:rw")
@@ -153,6 +156,7 @@ func TestBearerTokens(t *testing.T) {
 // TestTokensOverTLS: with a client CA and tokens, a client without a
 // certificate authenticates with its token over HTTPS.
 func TestTokensOverTLS(t *testing.T) {
+	t.Parallel()
 	p := newPKI(t)
 	p.tokens = t.TempDir() + "/tokens.json"
 	tok, _ := issueToken(t, p.tokens, "runner", "*:/:rw")

@@ -11,6 +11,7 @@ import (
 // print the new content. Every version has the same size, so the kernel
 // cannot notice the change from the size alone.
 func TestUpdateIsNeverStale(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	const path = "/hot/counter.txt"
 	for i := range 100 {

@@ -105,6 +105,7 @@ func hashFile(t testing.TB, p string) string {
 // the mount; the response is guide_cache_file's reply, sent once the mount
 // shows the file.
 func TestRawUpload(t *testing.T) {
+	t.Parallel()
 	const size = 300 << 20
 	file, sum := writeRandomFile(t, size)
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--max-file-size", "1GiB"}})
@@ -135,6 +136,7 @@ func TestRawUpload(t *testing.T) {
 // stores nothing (the mount and the store's counts are unchanged) and is
 // audited.
 func TestRawUploadRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens.json")
 	tokA, _ := issueToken(t, tokens, "a", "guide:/:rw")
@@ -272,6 +274,7 @@ func announcePut(t testing.TB, rawURL, bearer string, size int64) putReply {
 // the request limit: the reply is a JSON-RPC error that names the limit and
 // the ways to send more.
 func TestRequestOverLimit(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	u, err := url.Parse(d.url)
 	if err != nil {

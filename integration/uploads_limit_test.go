@@ -13,6 +13,7 @@ import (
 // that needs their room is refused with a limit error; a restart with a
 // short --upload-timeout reclaims them and the same write then succeeds.
 func TestAbandonedUploadCountsAndIsReclaimed(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: limitArgs})
 	// 50 KB pinned: nothing else evictable.
 	pushBytes(d, "/keep/pinned", pseudoRandom(50000, 1), map[string]any{"pin": true})
@@ -63,6 +64,7 @@ func TestAbandonedUploadCountsAndIsReclaimed(t *testing.T) {
 // id, then by idle time), each drop audited with the upload's path; a
 // write the abandoned upload blocked then succeeds. No restart.
 func TestUploadsListAndDropLive(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: limitArgs})
 	pushBytes(d, "/keep/pinned", pseudoRandom(50000, 1), map[string]any{"pin": true})
 	sendChunks := func(path, id string, data []byte, count, n int) {

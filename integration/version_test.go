@@ -15,6 +15,7 @@ var revisionRE = regexp.MustCompile(`(?m)^revision ([0-9a-f]{40}) `)
 // TestVersion: "depotfs version" and "depotfs --version" print the version
 // MCP clients see as serverInfo.version, never the placeholder "dev".
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	out := depotfsCommand(t, "version")
 	first, _, _ := strings.Cut(out, "\n")
 	v, ok := strings.CutPrefix(first, "depotfs ")

@@ -50,7 +50,7 @@ func serveOnce(t *testing.T, log string) (int, string) {
 	return code, errOut
 }
 
-// TestAuditForgedRecord is issue 11 point 2: a record appended after the
+// TestAuditForgedRecord: a record appended after the
 // checkpoint with seq, prev and a recomputed SHA-256 hash is named by
 // 'audit verify' and refused by serve; a tail left between a write and its
 // checkpoint is reported, and serve names it in a recovery record.
@@ -110,7 +110,7 @@ func TestAuditForgedRecord(t *testing.T) {
 	})
 }
 
-// TestServeVerifiesMiddle is issue 11 point 3: serve refuses a log whose
+// TestServeVerifiesMiddle: serve refuses a log whose
 // middle (a rotated file) was edited or deleted, naming the record, as
 // verify does.
 func TestServeVerifiesMiddle(t *testing.T) {
@@ -153,7 +153,7 @@ func TestServeVerifiesMiddle(t *testing.T) {
 	})
 }
 
-// TestAuditRetention is the audit part of issue 11 point 9: with
+// TestAuditRetention: with
 // --audit-retain-size the rotated files stay within it, and the log kept
 // still verifies.
 func TestAuditRetention(t *testing.T) {
@@ -181,7 +181,7 @@ func TestAuditRetention(t *testing.T) {
 	}
 }
 
-// TestSecondServeRefused is issue 11 point 14: a second serve whose
+// TestSecondServeRefused: a second serve whose
 // database lies in the same directory (so the same audit log) is refused
 // at start, naming the process that holds the log.
 func TestSecondServeRefused(t *testing.T) {

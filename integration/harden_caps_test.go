@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestHugeNamesBounded is issue 11 point 9: a 4 MiB tool name and a 4 MiB
+// TestHugeNamesBounded: a 4 MiB tool name and a 4 MiB
 // argument name come back in the reply, the server log and the audit
 // record as a few hundred bytes with their length and hash.
 func TestHugeNamesBounded(t *testing.T) {

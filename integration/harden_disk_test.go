@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// TestDiskFull is issue 11 point 10: with the database and the audit log on
+// TestDiskFull: with the database and the audit log on
 // a small disk, writes are refused with a disk_full error naming the free
 // and needed bytes before the disk is full; every write answered with
 // success is stored and readable, the refused one is not; reads, status

@@ -43,7 +43,7 @@ func (b *stallingBody) Read(p []byte) (int, error) {
 	return 0, b.ctx.Err()
 }
 
-// TestOversizedBodyRefused is issue 11 point 4: a declared Content-Length
+// TestOversizedBodyRefused: a declared Content-Length
 // over the limit is answered 413 before the body is read, with a JSON-RPC
 // error naming the limit, and a burst of refusals is audited once.
 func TestOversizedBodyRefused(t *testing.T) {
@@ -87,7 +87,7 @@ func TestOversizedBodyRefused(t *testing.T) {
 	}
 }
 
-// TestStalledConnections is issue 11 point 7: a connection that says
+// TestStalledConnections: a connection that says
 // nothing, and one that stops sending its body, are closed within the
 // timeouts; a client cannot open more than --max-conns-per-addr.
 func TestStalledConnections(t *testing.T) {
@@ -172,7 +172,7 @@ func TestStalledConnections(t *testing.T) {
 	})
 }
 
-// TestInflightBytesBounded is issue 11 point 8: requests wait for room in
+// TestInflightBytesBounded: requests wait for room in
 // --max-inflight-bytes before their bodies are read, and one that waits
 // too long gets a retryable 503; concurrent calls within the budget all
 // succeed.
@@ -231,7 +231,7 @@ func TestInflightBytesBounded(t *testing.T) {
 	}
 }
 
-// TestBatchRefused is issue 11 point 15: a JSON-RPC batch is answered
+// TestBatchRefused: a JSON-RPC batch is answered
 // -32600 (invalid request), not -32700 (parse error).
 func TestBatchRefused(t *testing.T) {
 	t.Parallel()
@@ -244,7 +244,7 @@ func TestBatchRefused(t *testing.T) {
 	}
 }
 
-// TestSessionIdleTimeout is issue 11 point 6: a session unused for
+// TestSessionIdleTimeout: a session unused for
 // --session-idle-timeout is dropped and its id answered 404; live sessions
 // are capped by --max-sessions.
 func TestSessionIdleTimeout(t *testing.T) {
@@ -274,7 +274,7 @@ func TestSessionIdleTimeout(t *testing.T) {
 	}
 }
 
-// TestRevocationEndsStreams is issue 11 point 1: after "depotfs token
+// TestRevocationEndsStreams: after "depotfs token
 // revoke", or "depotfs ca revoke" (the server re-reads the CRL), the
 // revoked agent's open notification stream ends within a couple of
 // seconds, and the audit log records it.

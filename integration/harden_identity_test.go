@@ -11,7 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// TestIdentityNamespaces is issue 11 point 5: a token and a certificate
+// TestIdentityNamespaces: a token and a certificate
 // issued for the same name are two identities; a caller whose grants are
 // all read-only sees no write tool; an unauthenticated HTTP caller has one
 // identity string in replies and the audit log; 'ca revoke' says until

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// TestCancelledCallAudited is issue 11 point 15: a call whose client goes
+// TestCancelledCallAudited: a call whose client goes
 // away (here a long poll of guide_pending_requests) is audited as
 // cancelled, not as a normal completion.
 func TestCancelledCallAudited(t *testing.T) {
@@ -44,7 +44,7 @@ func TestCancelledCallAudited(t *testing.T) {
 	}
 }
 
-// TestNoSpliceNoise is the rest of issue 11 point 15: reading files
+// TestNoSpliceNoise: reading files
 // through the mount logs nothing per read at INFO.
 func TestNoSpliceNoise(t *testing.T) {
 	t.Parallel()

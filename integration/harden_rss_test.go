@@ -31,7 +31,7 @@ func peakRSS(t testing.TB, pid int) float64 {
 	return 0
 }
 
-// BenchmarkInflightRSS is issue 11 point 8's figure: the server's peak RSS
+// BenchmarkInflightRSS measures the server's peak RSS
 // under 16 concurrent calls of 16 MiB (all must succeed) and under 16
 // concurrent bodies of 100 MiB (over the limit), on default settings.
 // Run with -bench (the binary is then built without the race detector):

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// TestSIGTERMDrains is issue 11 point 13: SIGTERM refuses new work at once
+// TestSIGTERMDrains: SIGTERM refuses new work at once
 // and lets the work under way finish, all within one --shutdown-timeout.
 // A file open in the mount when the signal arrives is read to its end and
 // a raw upload whose body is half sent completes; a new open fails with

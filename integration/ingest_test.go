@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// TestBulkPushDefaults is issue 10's defaults: a daemon started with only a
+// TestBulkPushDefaults checks the bulk-push defaults: a daemon started with only a
 // small --max-store-size starts (the default --max-file-size follows it),
 // and a loopback client without credentials pushing 600 small files, 8 at
 // a time, is never rate limited.

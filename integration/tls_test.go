@@ -11,7 +11,7 @@ import (
 	"github.com/depotfs/depotfs/internal/audit"
 )
 
-// TestMTLSRevocation is proof 2 of issue 4 for revocation, through the real
+// TestMTLSRevocation proves revocation through the real
 // binary over HTTPS with the mcp-go client: an agent's certificate works,
 // also on a resumed TLS session; once "depotfs ca revoke" has rewritten the
 // CRL, the next call on the already-open connection is refused (401), and

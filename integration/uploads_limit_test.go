@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestAbandonedUploadCountsAndIsReclaimed (issue 11 point 12): the chunks
+// TestAbandonedUploadCountsAndIsReclaimed : the chunks
 // of an upload left incomplete count against --max-store-size, so a write
 // that needs their room is refused with a limit error; a restart with a
 // short --upload-timeout reclaims them and the same write then succeeds.
@@ -58,7 +58,7 @@ func TestAbandonedUploadCountsAndIsReclaimed(t *testing.T) {
 	}
 }
 
-// TestUploadsListAndDropLive (issue 11 point 12, operator reclaim): with
+// TestUploadsListAndDropLive (operator reclaim): with
 // the server running, "depotfs uploads list" shows the uploads in progress
 // and "depotfs uploads drop" frees an abandoned one's room at once (by
 // id, then by idle time), each drop audited with the upload's path; a

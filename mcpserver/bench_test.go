@@ -10,8 +10,9 @@ import (
 )
 
 // BenchmarkChunkPush pushes 64 MiB as eight 8 MiB base64 chunks of
-// guide_read_file over streamable HTTP, one at a time: the path whose JSON
-// passes issue 10 measured. Profile it with -cpuprofile.
+// guide_read_file over streamable HTTP, one at a time: the path where
+// encoding/json's passes over a chunk's content cost most. Profile it with
+// -cpuprofile.
 func BenchmarkChunkPush(b *testing.B) {
 	const size, part = 64 << 20, 8 << 20
 	h := newHarnessOver(b, nil, "http")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Pushes the same work to depotfs and to reference MCP servers, in one run,
 # and prints a table with the ratios. Not a test: a measurement to repeat
-# whenever the ingest path changes (issue 10).
+# whenever the ingest path changes.
 #
 #   bench/ingest/run.sh            # 20,000 small files, 64 MiB, 256 MiB
 #   BENCH_FILES=2000 bench/ingest/run.sh

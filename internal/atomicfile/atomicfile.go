@@ -12,8 +12,10 @@ import (
 
 // Write writes data to a temporary file beside path with mode, syncs it,
 // renames it over path and syncs the directory, so the new content has
-// replaced the old and survives a crash once Write returns nil. On error
-// path is unchanged and no temporary file is left. Write is safe for
+// replaced the old and survives a crash once Write returns nil. An error
+// before the rename leaves path unchanged and no temporary file; an error
+// syncing the directory after it means path already holds the new content,
+// which a crash may still undo. Write is safe for
 // concurrent use on different paths; writers of one path must serialise
 // themselves (the last rename wins).
 func Write(path string, data []byte, mode fs.FileMode) (err error) {

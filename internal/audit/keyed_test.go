@@ -38,7 +38,7 @@ func appendRaw(t testing.TB, path string, b []byte) {
 	}
 }
 
-// TestForgedRecordRefused is issue 11 point 2: a record appended after the
+// TestForgedRecordRefused: a record appended after the
 // checkpoint with seq, prev and hash recomputed is refused by Verify and
 // by Open, which names it.
 func TestForgedRecordRefused(t *testing.T) {
@@ -152,7 +152,7 @@ func TestUnkeyedLogMigrates(t *testing.T) {
 	}
 }
 
-// TestOpenVerifiesMiddle is issue 11 point 3: Open refuses a log edited in
+// TestOpenVerifiesMiddle: Open refuses a log edited in
 // its middle, in the current file or in a sealed rotated file, naming the
 // record, and reads sealed files it verified before only when they changed.
 func TestOpenVerifiesMiddle(t *testing.T) {
@@ -202,7 +202,7 @@ func TestOpenVerifiesMiddle(t *testing.T) {
 	l3.Close()
 }
 
-// TestRetention is issue 11 point 9: rotated files beyond RetainSize are
+// TestRetention: rotated files beyond RetainSize are
 // deleted, and what is kept still verifies from its signed base; deleting
 // a kept file is still detected.
 func TestRetention(t *testing.T) {
@@ -270,7 +270,7 @@ func TestRetentionByAge(t *testing.T) {
 	}
 }
 
-// TestLock is issue 11 point 14: a second writer is refused, naming the
+// TestLock: a second writer is refused, naming the
 // process holding the log.
 func TestLock(t *testing.T) {
 	l, path := newLog(t, nil)
@@ -327,7 +327,7 @@ func TestGroupCommit(t *testing.T) {
 	}
 }
 
-// TestRecordBounded is the audit part of issue 11 point 9: a 32 MiB tool
+// TestRecordBounded: a 32 MiB tool
 // name costs a few hundred bytes of log, with its length and hash.
 func TestRecordBounded(t *testing.T) {
 	l, path := newLog(t, nil)

@@ -41,6 +41,10 @@ type (
 	FetchStats = guide.FetchStats
 	// Limits are the configured limits in CacheStats.
 	Limits = guide.Limits
+	// Caller is the calling identity's share of the per-identity limits
+	// in CacheStats; Quota is one of them.
+	Caller = guide.Caller
+	Quota  = tool.Quota
 )
 
 // The error types of the envelope (see the tool.Error* constants).

@@ -18,6 +18,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/audit"
 	"github.com/depotfs/depotfs/internal/identity"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 )
 
 // Defaults of HTTPLimits.
@@ -26,7 +27,11 @@ const (
 	DefaultMaxInflightBytes   = 256 << 20
 	DefaultInflightWait       = 30 * time.Second
 	DefaultSessionIdleTimeout = 30 * time.Minute
-	DefaultMaxSessions        = 1000
+	// DefaultMaxSessions is far above what a few identities can hold at
+	// DefaultMaxSessionsPerIdentity each, so that no one identity, nor a
+	// few, can take every session.
+	DefaultMaxSessions            = 4096
+	DefaultMaxSessionsPerIdentity = 64
 )
 
 // callMemoryFactor is what a call's body costs in memory while it is
@@ -58,9 +63,14 @@ type HTTPLimits struct {
 	// then answered 404, as the protocol asks, and the client starts a new
 	// session.
 	SessionIdleTimeout time.Duration
-	// MaxSessions bounds the live sessions; a new session beyond it is
-	// refused with 503.
+	// MaxSessions bounds the live sessions of all identities; a new
+	// session beyond it is refused with 503.
 	MaxSessions int
+	// MaxSessionsPerIdentity bounds the live sessions of one identity (an
+	// unauthenticated HTTP caller is its host): a new session of an
+	// identity at the limit is refused with 503, and other identities
+	// are not affected.
+	MaxSessionsPerIdentity int
 	// Recheck, when set, authenticates a request again; open streams and
 	// sessions are rechecked every second with the request that opened
 	// them, so a revoked credential loses them within a second or two.
@@ -82,6 +92,9 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 	}
 	if l.MaxSessions <= 0 {
 		l.MaxSessions = DefaultMaxSessions
+	}
+	if l.MaxSessionsPerIdentity <= 0 {
+		l.MaxSessionsPerIdentity = DefaultMaxSessionsPerIdentity
 	}
 	return l
 }
@@ -116,11 +129,46 @@ func writeRefusal(w http.ResponseWriter, status, code int, msg string, data map[
 	w.Write(b)
 }
 
-// limitBody applies the body limits to a POST before mcp-go reads it. It
-// returns false when it has answered the request itself; otherwise r's
-// body is bounded, watched for stalls and charged, and release must be
-// called when the request is done.
-func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+// limitBody applies the body limits to a POST before mcp-go reads it, and
+// reserves a session for an initialize that would start one. It returns
+// false when it has answered the request itself; otherwise r's body is
+// bounded, watched for stalls and charged, and release must be called
+// when the request is done (after the caller has given a session created
+// by the request to its identity, see sessions.own).
+func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) (release func(), sessionKey string, ok bool) {
+	release, ok = s.limitBodyOnly(w, r)
+	if !ok || r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+		return release, "", ok
+	}
+	br, _ := r.Body.(interface{ Peek(int) ([]byte, error) })
+	if br == nil {
+		return release, "", true
+	}
+	head, _ := br.Peek(512)
+	if !isInitialize(head) {
+		return release, "", true
+	}
+	who, _ := identity.FromContext(r.Context())
+	key := tool.Key(who)
+	err := s.sessions.reserve(key)
+	if err == nil {
+		return release, key, true
+	}
+	release()
+	w.Header().Set("Retry-After", "10")
+	msg := fmt.Sprintf("depotfs has %d live sessions, its limit (--max-sessions); retry later, or end unused sessions with DELETE", s.opts.HTTP.MaxSessions)
+	if errors.Is(err, errIdentitySessionsFull) {
+		msg = fmt.Sprintf("%s holds %d live sessions, the limit for one identity (--max-sessions-per-identity); end unused sessions with DELETE, or let them expire after --session-idle-timeout (%v)",
+			who.String(), s.opts.HTTP.MaxSessionsPerIdentity, s.opts.HTTP.SessionIdleTimeout)
+	}
+	s.log.Warn("http session refused: at the limit", "identity", who.String(), "err", err)
+	writeRefusal(w, http.StatusServiceUnavailable, codeServerBusy, msg,
+		map[string]any{"retryable": true, "max_sessions": s.opts.HTTP.MaxSessions, "max_sessions_per_identity": s.opts.HTTP.MaxSessionsPerIdentity})
+	return func() {}, "", false
+}
+
+// limitBodyOnly is limitBody without the session reservation.
+func (s *Server) limitBodyOnly(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
 	release = func() {}
 	if r.Method != http.MethodPost || r.Body == nil {
 		return release, true
@@ -166,10 +214,7 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) (release func
 	} else {
 		br = bufio.NewReaderSize(body, 512)
 	}
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{br, body}
+	r.Body = peekBody{br, body}
 	// The first byte says whether it is a batch, which the protocol no
 	// longer allows: answer -32600 instead of mcp-go's parse error.
 	if first, _ := firstByte(br); first == '[' {
@@ -177,17 +222,14 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) (release func
 		writeRefusal(w, http.StatusBadRequest, mcp.INVALID_REQUEST, "JSON-RPC batches are not supported: send one request per HTTP POST", nil)
 		return func() {}, false
 	}
-	if r.Header.Get("Mcp-Session-Id") == "" && s.sessions.full() {
-		if head, _ := br.Peek(br.Buffered()); isInitialize(head) {
-			release()
-			w.Header().Set("Retry-After", "10")
-			writeRefusal(w, http.StatusServiceUnavailable, codeServerBusy,
-				fmt.Sprintf("depotfs has %d live sessions, its limit (--max-sessions); retry later, or end unused sessions with DELETE", s.opts.HTTP.MaxSessions),
-				map[string]any{"retryable": true, "max_sessions": s.opts.HTTP.MaxSessions})
-			return func() {}, false
-		}
-	}
 	return release, true
+}
+
+// peekBody is a request body read through a bufio.Reader, whose first
+// bytes can be looked at without consuming them.
+type peekBody struct {
+	*bufio.Reader
+	io.Closer
 }
 
 // firstByte returns the first byte of the body that is not JSON white

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bufio"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -53,18 +54,34 @@ func TestBudget(t *testing.T) {
 }
 
 // TestSessions: issued ids validate, dropped ones are terminated (404),
-// unknown ones are errors; the cap counts live sessions only.
+// unknown ones are errors; the caps count live and reserved sessions, in
+// all and per identity, and a dropped session frees its identity's place.
 func TestSessions(t *testing.T) {
-	m := newSessions(2, time.Minute)
-	a, b := m.Generate(), m.Generate()
+	m := newSessions(3, 2, time.Minute)
+	take := func(key string) (string, error) {
+		if err := m.reserve(key); err != nil {
+			return "", err
+		}
+		id := m.Generate()
+		m.own(id, key)
+		return id, nil
+	}
+	a, _ := take("alice")
+	b, _ := take("alice")
 	if a == b || !strings.HasPrefix(a, sessionPrefix) {
 		t.Fatalf("ids %q %q", a, b)
 	}
 	if term, err := m.Validate(a); term || err != nil {
 		t.Fatalf("Validate(live) = %v, %v", term, err)
 	}
-	if !m.full() {
-		t.Fatal("two live sessions of two: not full")
+	if _, err := take("alice"); !errors.Is(err, errIdentitySessionsFull) {
+		t.Fatalf("alice's third session: %v; want her limit", err)
+	}
+	if _, err := take("bob"); err != nil {
+		t.Fatalf("bob's first session while alice is at her limit: %v", err)
+	}
+	if err := m.reserve("carol"); !errors.Is(err, errSessionsFull) {
+		t.Fatalf("a fourth session of three: %v; want the server's limit", err)
 	}
 	m.Terminate(a)
 	if term, err := m.Validate(a); !term || err != nil {
@@ -73,8 +90,15 @@ func TestSessions(t *testing.T) {
 	if _, err := m.Validate("depotfs-session-unknown"); err == nil {
 		t.Fatal("an unknown id validated")
 	}
-	if m.full() {
-		t.Fatal("full after a session was dropped")
+	if held, _ := m.count("alice"); held != 1 {
+		t.Fatalf("alice holds %d after one of her two was dropped", held)
+	}
+	if err := m.reserve("carol"); err != nil {
+		t.Fatalf("a session after one was dropped: %v", err)
+	}
+	m.unreserve("carol")
+	if held, _ := m.count("carol"); held != 0 || m.pending != 0 {
+		t.Fatalf("carol holds %d, %d pending, after giving her place back", held, m.pending)
 	}
 }
 

@@ -406,6 +406,7 @@ func newServer(st store.Store, opts *Options) *Server {
 		s.stopNotify = o.Requests.Notify(s.res.PendingChanged)
 	}
 	s.http = s.newHandler()
+	s.env.Quotas = s.quotas
 	return s
 }
 

@@ -15,22 +15,32 @@ import (
 )
 
 // sessions is the streamable HTTP transport's session id manager (mcp-go's
-// SessionIdManager): it knows the live sessions, so it can cap them, and
-// the dropped ones, which mcp-go then answers 404. It also keeps, for
-// every live session and open notification stream, the request that
-// authenticated it, so that a revoked credential loses them (recheck).
+// SessionIdManager): it knows the live sessions, so it can cap them, in
+// all and per identity, and the dropped ones, which mcp-go then answers
+// 404. It also keeps, for every live session and open notification
+// stream, the request that authenticated it, so that a revoked credential
+// loses them (recheck).
+//
+// mcp-go's Generate does not say who the session is for, so an
+// initialize first reserves a place for its identity (reserve); the
+// handler then gives the session it created to that identity (own), or
+// gives the place back.
 type sessions struct {
-	max  int
-	idle time.Duration // dropped ids are remembered this long
+	max    int           // live sessions in all
+	perKey int           // live and reserved sessions of one identity
+	idle   time.Duration // dropped ids are remembered this long
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards everything below
 	live    map[string]*session
 	gone    map[string]time.Time // dropped id -> when
 	streams map[*stream]struct{}
+	held    map[string]int // identity key -> live sessions owned plus places reserved
+	pending int            // places reserved and not yet owned or returned
 }
 
 type session struct {
 	req *http.Request // the latest request, for rechecks
+	key string        // the owning identity's key; "" until own
 }
 
 // stream is an open notification stream.
@@ -40,8 +50,9 @@ type stream struct {
 	cancel  context.CancelFunc
 }
 
-func newSessions(max int, idle time.Duration) *sessions {
-	return &sessions{max: max, idle: idle, live: map[string]*session{}, gone: map[string]time.Time{}, streams: map[*stream]struct{}{}}
+func newSessions(max, perKey int, idle time.Duration) *sessions {
+	return &sessions{max: max, perKey: perKey, idle: idle, live: map[string]*session{}, gone: map[string]time.Time{},
+		streams: map[*stream]struct{}{}, held: map[string]int{}}
 }
 
 const sessionPrefix = "depotfs-session-"
@@ -84,10 +95,14 @@ func (m *sessions) Terminate(id string) (bool, error) {
 }
 
 func (m *sessions) dropLocked(id string) {
-	if _, ok := m.live[id]; !ok {
+	s, ok := m.live[id]
+	if !ok {
 		return
 	}
 	delete(m.live, id)
+	if s.key != "" {
+		m.releaseLocked(s.key)
+	}
 	now := time.Now()
 	m.gone[id] = now
 	if len(m.gone) > 4*m.max {
@@ -99,11 +114,62 @@ func (m *sessions) dropLocked(id string) {
 	}
 }
 
-// full reports whether a new session would exceed the cap.
-func (m *sessions) full() bool {
+// errSessionsFull and errIdentitySessionsFull are reserve's refusals.
+var (
+	errSessionsFull         = errors.New("the server's live sessions are at their limit")
+	errIdentitySessionsFull = errors.New("this identity's live sessions are at their limit")
+)
+
+// reserve takes a place for a new session of the identity key, refusing
+// when the server or the identity is at its limit. The place is the
+// identity's until own gives it a session or unreserve returns it.
+func (m *sessions) reserve(key string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.live) >= m.max
+	switch {
+	case m.held[key] >= m.perKey:
+		return errIdentitySessionsFull
+	case len(m.live)+m.pending >= m.max:
+		return errSessionsFull
+	}
+	m.held[key]++
+	m.pending++
+	return nil
+}
+
+// own gives the session id, created with a place reserve took for key, to
+// key; an id that is no longer live returns the place.
+func (m *sessions) own(id, key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pending--
+	if s, ok := m.live[id]; ok && s.key == "" {
+		s.key = key
+		return
+	}
+	m.releaseLocked(key)
+}
+
+// unreserve returns a place reserve took for key and no session got.
+func (m *sessions) unreserve(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pending--
+	m.releaseLocked(key)
+}
+
+func (m *sessions) releaseLocked(key string) {
+	if m.held[key]--; m.held[key] <= 0 {
+		delete(m.held, key)
+	}
+}
+
+// count returns the live sessions of the identity key (with places
+// reserved for it) and its limit.
+func (m *sessions) count(key string) (held, limit int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.held[key], m.perKey
 }
 
 // seen notes the latest authenticated request of a session.

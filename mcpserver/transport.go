@@ -58,7 +58,7 @@ func (s *Server) Handler() http.Handler { return s.http }
 
 func (s *Server) newHandler() http.Handler {
 	lim := s.opts.HTTP
-	s.sessions = newSessions(lim.MaxSessions, lim.SessionIdleTimeout)
+	s.sessions = newSessions(lim.MaxSessions, lim.MaxSessionsPerIdentity, lim.SessionIdleTimeout)
 	s.inflight = &budget{size: lim.MaxInflightBytes}
 	h := server.NewStreamableHTTPServer(s.mcp, server.WithStreamableHTTPLogger(s.log),
 		server.WithSessionIdManager(s.sessions), server.WithSessionIdleTTL(lim.SessionIdleTimeout))
@@ -79,11 +79,23 @@ func (s *Server) newHandler() http.Handler {
 			s.uploads.ServeHTTP(w, r.WithContext(ctx))
 			return
 		}
-		release, ok := s.limitBody(w, r)
+		r = r.WithContext(ctx)
+		release, sessionKey, ok := s.limitBody(w, r)
 		if !ok {
 			return
 		}
 		defer release()
+		if sessionKey != "" {
+			// The session mcp-go creates for this initialize, if any, is
+			// the caller's; otherwise the place goes back.
+			defer func() {
+				if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
+					s.sessions.own(sid, sessionKey)
+				} else {
+					s.sessions.unreserve(sessionKey)
+				}
+			}()
+		}
 		if !isStream(r) {
 			// A failed resources/read gets the error depotfs chooses
 			// (internal/rpcerr): one Fixes per request.

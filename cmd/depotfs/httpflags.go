@@ -19,6 +19,7 @@ type httpConfig struct {
 	inflightWait      time.Duration
 	sessionIdle       time.Duration
 	maxSessions       int
+	maxSessionsPerID  int
 }
 
 func (c *httpConfig) flags(fs *flag.FlagSet) {
@@ -30,7 +31,8 @@ func (c *httpConfig) flags(fs *flag.FlagSet) {
 	fs.Var(&c.maxInflight, "max-inflight-bytes", "memory `size` allowed for request bodies being decoded at once (each charged 6× its size); further requests wait for room before their bodies are read")
 	fs.DurationVar(&c.inflightWait, "inflight-wait", mcpserver.DefaultInflightWait, "how long a request waits for room under --max-inflight-bytes before it is answered 503 (retryable)")
 	fs.DurationVar(&c.sessionIdle, "session-idle-timeout", mcpserver.DefaultSessionIdleTimeout, "drop an MCP session unused for this long; its id is then answered 404 and the client starts a new one")
-	fs.IntVar(&c.maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "live MCP sessions allowed; a new one beyond is answered 503")
+	fs.IntVar(&c.maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "live MCP sessions allowed in all; a new one beyond is answered 503")
+	fs.IntVar(&c.maxSessionsPerID, "max-sessions-per-identity", mcpserver.DefaultMaxSessionsPerIdentity, "live MCP sessions allowed to one identity (an unauthenticated client: its host); its new one beyond is answered 503, other identities' are not")
 }
 
 func (c *httpConfig) validate() error {
@@ -39,8 +41,8 @@ func (c *httpConfig) validate() error {
 			return errors.New("--http-*-timeout, --inflight-wait and --session-idle-timeout must be positive durations")
 		}
 	}
-	if c.maxConnsPerAddr < 0 || c.maxSessions < 1 || c.maxInflight < 1<<20 {
-		return errors.New("--max-conns-per-addr must not be negative, --max-sessions at least 1, --max-inflight-bytes at least 1MiB")
+	if c.maxConnsPerAddr < 0 || c.maxSessions < 1 || c.maxSessionsPerID < 1 || c.maxInflight < 1<<20 {
+		return errors.New("--max-conns-per-addr must not be negative, --max-sessions and --max-sessions-per-identity at least 1, --max-inflight-bytes at least 1MiB")
 	}
 	return nil
 }
@@ -49,6 +51,6 @@ func (c *httpConfig) validate() error {
 func (c *httpConfig) limits() mcpserver.HTTPLimits {
 	return mcpserver.HTTPLimits{
 		BodyIdleTimeout: c.bodyIdleTimeout, MaxInflightBytes: int64(c.maxInflight), InflightWait: c.inflightWait,
-		SessionIdleTimeout: c.sessionIdle, MaxSessions: c.maxSessions,
+		SessionIdleTimeout: c.sessionIdle, MaxSessions: c.maxSessions, MaxSessionsPerIdentity: c.maxSessionsPerID,
 	}
 }

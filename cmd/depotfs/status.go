@@ -270,6 +270,12 @@ func printStatus(w io.Writer, url string, st *mcpserver.CacheStats) error {
 		[2]string{"fetch timeout", seconds(l.FetchTimeoutSeconds, "none (not mounted)")},
 		[2]string{"upload ttl", seconds(l.UploadTTLSeconds, "none (uploads are kept)")},
 	)
+	if len(st.Caller.Limits) > 0 {
+		rows = append(rows, [2]string{"", ""}, [2]string{"YOURS", "\t" + st.Caller.Identity})
+		for _, q := range st.Caller.Limits {
+			rows = append(rows, [2]string{strings.ReplaceAll(q.Name, "_", " "), fmt.Sprintf("%d of %d\t(%s)", q.Held, q.Limit, q.Flag)})
+		}
+	}
 	for _, r := range rows {
 		// Every line has a cell, blank ones too, so one alignment spans
 		// all sections.

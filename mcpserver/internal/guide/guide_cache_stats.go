@@ -27,7 +27,15 @@ type CacheStats struct {
 	Store    StoreStats `json:"store"`
 	Fetch    FetchStats `json:"fetch"`
 	Limits   Limits     `json:"limits"`
+	Caller   Caller     `json:"caller"`
 	Revision uint64     `json:"revision"`
+}
+
+// Caller is what the calling identity holds of each limit kept per
+// identity.
+type Caller struct {
+	Identity string       `json:"identity"`
+	Limits   []tool.Quota `json:"limits"`
 }
 
 // StoreStats are the store's counts and cumulative counters (see
@@ -106,6 +114,7 @@ func (s *tools) cacheStats(ctx context.Context, c *tool.Call, raw json.RawMessag
 			MaxContentBytes: s.opts.MaxContentBytes, MaxChunks: s.opts.MaxChunks,
 			MaxBatchFiles: s.opts.MaxBatchFiles, MaxBatchBytes: s.opts.MaxBatchBytes,
 		},
+		Caller:   Caller{Identity: c.Who().String(), Limits: s.quotas(c)},
 		Revision: rev,
 	}
 	if s.opts.UploadTTL > 0 {
@@ -123,4 +132,14 @@ func (s *tools) cacheStats(ctx context.Context, c *tool.Call, raw json.RawMessag
 	msg := fmt.Sprintf("The depot holds %d files (%d bytes stored, %d saved by deduplication) and %d placeholders; %d evictions and %d expiries so far; %d file request(s) pending.",
 		st.Files, st.StoredBytes, st.DedupSavedBytes(), st.Placeholders, st.Evictions, st.Expiries, d.Fetch.Pending)
 	return tool.Reply{Data: d, Message: msg, Stats: map[string]any{"revision": rev}}, nil
+}
+
+// quotas returns the per-identity limits and what c's identity holds of
+// each.
+func (s *tools) quotas(c *tool.Call) []tool.Quota {
+	out := []tool.Quota{}
+	if s.opts.Quotas != nil {
+		out = append(out, s.opts.Quotas(tool.Key(c.Who()))...)
+	}
+	return out
 }

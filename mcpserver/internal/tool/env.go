@@ -54,6 +54,10 @@ type Env struct {
 	// SpoolDir is the directory of the temporary files an archive upload
 	// is spooled to; "" is os.TempDir().
 	SpoolDir string
+	// Quotas, when set, returns the per-identity limits kept outside the
+	// tools (sessions) and what the identity of key (see Key) holds of
+	// each.
+	Quotas func(key string) []Quota
 	// Log receives tool bodies' warnings.
 	Log *slog.Logger
 	// Now is the clock of rate limits and call times.
@@ -98,4 +102,15 @@ func (e *Env) MountPath(p string) string {
 		return ""
 	}
 	return filepath.Join(e.MountPoint, filepath.FromSlash(p))
+}
+
+// Quota is one per-identity limit and what one identity holds of it, as
+// guide_cache_stats shows the caller. A plain value.
+type Quota struct {
+	// Name says what is counted: "sessions", "raw_uploads", ...
+	Name string `json:"name"`
+	// Flag is the depotfs serve flag that sets Limit.
+	Flag  string `json:"flag"`
+	Held  int64  `json:"held"`
+	Limit int64  `json:"limit"`
 }

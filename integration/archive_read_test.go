@@ -167,8 +167,10 @@ func TestArchiveDirectories(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	tgz := makeTarGz(t, []tarEntry{
+		{name: "./", typ: tar.TypeDir}, // tar -C dir . writes the root first
 		{name: ".git/", typ: tar.TypeDir},
-		{name: ".git/refs/", typ: tar.TypeDir},
+		{name: ".git/", typ: tar.TypeDir}, // twice, as an appended tar may
+		{name: "./.git/refs/", typ: tar.TypeDir},
 		{name: ".git/refs/heads/", typ: tar.TypeDir},
 		{name: ".git/branches/", typ: tar.TypeDir},
 		{name: ".git/HEAD", typ: tar.TypeReg, data: []byte("ref: refs/heads/main\n")},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -182,12 +183,14 @@ func (s *tools) scan(f *os.File, n int64, format archive.Format, dest string, ro
 		if members > s.opts.MaxListEntries {
 			return nil, archiveOver(fmt.Sprintf("the %s archive holds more than %d members, the most one upload may unpack", format, s.opts.MaxListEntries))
 		}
-		path, err := memberPath(dest, e.Name, p.seen)
+		path, err := memberPath(dest, e, p.seen)
 		if err != nil {
 			return nil, err
 		}
 		if e.Dir {
-			p.dirEntry[path] = e.MTime
+			if path != dest { // "./", which tar -C dir . writes first, is dest itself
+				p.dirEntry[path] = e.MTime
+			}
 			continue
 		}
 		if err := checkFileSize(path, e.Size, s.opts.MaxFileBytes); err != nil {
@@ -204,10 +207,11 @@ func (s *tools) scan(f *os.File, n int64, format archive.Format, dest string, ro
 		}
 	}
 	for path, mtime := range p.dirEntry {
-		if !p.dirs[path] && path != dest {
+		if !p.dirs[path] {
 			p.emptyDirs = append(p.emptyDirs, store.Declaration{Path: path, Kind: store.KindDir, Size: -1, MTime: mtime})
 		}
 	}
+	slices.SortFunc(p.emptyDirs, func(a, b store.Declaration) int { return strings.Compare(a.Path, b.Path) })
 	return p, nil
 }
 
@@ -278,20 +282,39 @@ func (f *failingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// memberPath is where the member name goes below dest (see entryPath),
-// refusing a path the archive names twice.
-func memberPath(dest, name string, seen map[string]string) (string, error) {
-	p, err := entryPath(dest, name)
+// memberPath is where the member e goes below dest (see entryPath; a
+// directory may name dest itself), refusing a path the archive names
+// twice, unless as a directory both times.
+func memberPath(dest string, e archive.Entry, seen map[string]string) (string, error) {
+	p, err := entryPath(dest, e.Name)
+	if e.Dir && err != nil && errors.Is(err, depotpath.ErrEscapes) && isDot(e.Name) {
+		return dest, nil
+	}
 	if err == nil {
-		if first, dup := seen[p]; dup {
-			err = fmt.Errorf("%w: the archive holds %s twice (as %q and %q)", args.ErrInvalid, clip.String(p), clip.String(first), clip.String(name))
+		first, dup := seen[p]
+		if dup && !(e.Dir && strings.HasPrefix(first, dirMark)) {
+			err = fmt.Errorf("%w: the archive holds %s twice (as %q and %q)", args.ErrInvalid, clip.String(p), clip.String(strings.TrimPrefix(first, dirMark)), clip.String(e.Name))
 		}
 	}
 	if err != nil {
-		return "", memberError(name, err)
+		return "", memberError(e.Name, err)
 	}
-	seen[p] = name
+	if e.Dir {
+		seen[p] = dirMark + e.Name
+	} else {
+		seen[p] = e.Name
+	}
 	return p, nil
+}
+
+// dirMark starts the seen name of a directory entry, which may come twice.
+const dirMark = "\x00"
+
+// isDot reports whether a member name names the archive's root: "." or
+// "./", as tar -C dir . writes.
+func isDot(name string) bool {
+	n := strings.Trim(strings.ReplaceAll(name, "\\", "/"), "/")
+	return n == "." || n == ""
 }
 
 // memberError is err about the archive member name.

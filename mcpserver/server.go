@@ -45,13 +45,11 @@ const (
 	DefaultMaxSubscriptions = 10000
 	DefaultUploadTTL        = 24 * time.Hour
 
-	// Per-identity rate limits (Options.Rate): sustained calls and content
-	// bytes per second, and the bursts allowed at once. The byte burst is
-	// raised to MaxContentBytes if that is larger, so a call of the largest
-	// allowed size can always pass.
-	DefaultRateCalls     = 50
+	// Per-identity rate bursts (Options.Rate): the calls and content bytes
+	// allowed at once when a rate is set. The byte burst is raised to
+	// MaxContentBytes if that is larger, so a call of the largest allowed
+	// size can always pass.
 	DefaultRateCallBurst = 100
-	DefaultRateBytes     = 64 << 20
 	DefaultRateByteBurst = 128 << 20
 )
 
@@ -166,9 +164,10 @@ type Options struct {
 	// (for tests and embedding; depotfs serve always keeps one).
 	Audit Auditor
 
-	// Rate limits calls and content bytes per identity; zero fields take
-	// the Default* values, a negative rate means unlimited. The limits
-	// apply to authenticated identities, and to callers without a
+	// Rate limits calls and content bytes per identity. A rate of zero
+	// (the default) or less means unlimited, as in package ratelimit and
+	// on the command line; zero bursts take the Default* values. The
+	// limits apply to authenticated identities, and to callers without a
 	// credential (stdio, loopback HTTP) only with RateLocal.
 	Rate ratelimit.Limits
 	// RateLocal applies Rate to callers without a credential too.
@@ -285,14 +284,6 @@ func (o *Options) withDefaults() Options {
 		opts.Now = time.Now
 	}
 	r := &opts.Rate
-	for _, d := range []struct {
-		v   *float64
-		def float64
-	}{{&r.Calls, DefaultRateCalls}, {&r.Bytes, DefaultRateBytes}} {
-		if *d.v == 0 {
-			*d.v = d.def
-		}
-	}
 	if r.CallBurst <= 0 {
 		r.CallBurst = DefaultRateCallBurst
 	}

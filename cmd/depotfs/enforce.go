@@ -75,18 +75,12 @@ func (c *enforceConfig) resolve(db string) error {
 // defaultAuditLog is the audit log beside the database db.
 func defaultAuditLog(db string) string { return filepath.Join(filepath.Dir(db), "audit.log") }
 
-// rate returns the rate limits for mcpserver.Options: 0 on the command
-// line means unlimited, which Options spells as a negative rate.
+// rate returns the rate limits for mcpserver.Options, where 0 means
+// unlimited as it does here.
 func (c *enforceConfig) rate() ratelimit.Limits {
-	unlimitedIfZero := func(v float64) float64 {
-		if v == 0 {
-			return -1
-		}
-		return v
-	}
 	return ratelimit.Limits{
-		Calls: unlimitedIfZero(c.rateCalls), CallBurst: c.rateCallBurst,
-		Bytes: unlimitedIfZero(float64(c.rateBytes)), ByteBurst: int(c.rateByteBurst),
+		Calls: c.rateCalls, CallBurst: c.rateCallBurst,
+		Bytes: float64(c.rateBytes), ByteBurst: int(c.rateByteBurst),
 	}
 }
 

@@ -2,12 +2,10 @@ package bolt
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
-	"github.com/depotfs/depotfs/store/internal/entryrec"
+	"github.com/depotfs/depotfs/store/internal/rules"
 )
 
 // Declare records req.Entries in one transaction: all apply or none do.
@@ -30,59 +28,13 @@ func (s *Store) Declare(ctx context.Context, req store.DeclareRequest) (store.De
 		return store.DeclareResult{}, s.check(ctx)
 	}
 	var res store.DeclareResult
-	failed := ""
 	err := s.update(ctx, func(w *wtx) error {
-		res = store.DeclareResult{}
-		for _, d := range req.Entries {
-			if err := w.declare(d, req, &res); err != nil {
-				failed = d.Path
-				return err
-			}
-		}
-		return nil
+		var err error
+		res, err = rules.Declare(w, req)
+		return err
 	})
 	if err != nil {
-		return store.DeclareResult{}, pathErr("declare", failed, err)
+		return store.DeclareResult{}, pathErr("declare", "", err)
 	}
 	return res, nil
-}
-
-func (w *wtx) declare(d store.Declaration, req store.DeclareRequest, res *store.DeclareResult) error {
-	if d.Path == depotpath.Root {
-		res.Unchanged++
-		return nil
-	}
-	if err := checkParents(w.tree, d.Path); err != nil {
-		return err
-	}
-	r, err := getEntry(w.tree, d.Path)
-	if err != nil {
-		return err
-	}
-	if r != nil && r.Kind != d.Kind {
-		return fmt.Errorf("%w: declared a %s, the path is a %s", store.ErrConflict, d.Kind, r.Kind)
-	}
-	if err := w.parents(d.Path); err != nil {
-		return err
-	}
-	next, stale, changed := entryrec.Declare(r, d, req.Writer, req.Source, w.now)
-	switch {
-	case r == nil:
-		next.Ino = w.nextIno()
-		res.Created++
-		return w.put(store.EventCreated, d.Path, &next)
-	case stale:
-		res.Stale++
-		if r.Present {
-			if err := w.unref(r.SHA256); err != nil {
-				return err
-			}
-		}
-	default:
-		res.Unchanged++
-	}
-	if !changed {
-		return nil
-	}
-	return w.put(store.EventUpdated, d.Path, &next)
 }

@@ -22,8 +22,8 @@ func (w *wtx) touchDir(p string) {
 	w.touched[dir] = struct{}{}
 }
 
-// untouchWithin forgets the touches of dir and the directories below it.
-func (w *wtx) untouchWithin(dir string) {
+// UntouchWithin forgets the touches of dir and the directories below it.
+func (w *wtx) UntouchWithin(dir string) {
 	for d := range w.touched {
 		if depotpath.Within(d, dir) {
 			delete(w.touched, d)

@@ -85,7 +85,7 @@ func (w *wtx) evict(h hash, ev *store.Evictions) error {
 		}
 		next := *r
 		next.Present, next.SHA256, next.Updated = false, "", w.now
-		if err := w.put(store.EventEvicted, p, &next); err != nil {
+		if _, err := w.Put(store.EventEvicted, p, next); err != nil {
 			return err
 		}
 		if err := w.unref(sum); err != nil {

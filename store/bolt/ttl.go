@@ -7,6 +7,7 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/entryrec"
+	"github.com/depotfs/depotfs/store/internal/rules"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -46,10 +47,7 @@ func (s *Store) ExpireEntries(ctx context.Context) (int, error) {
 				if r == nil || entryrec.Expires(r).IsZero() || r.Expires.After(w.now) {
 					return errors.New("corrupt store: the expiry index disagrees with " + p)
 				}
-				if err := w.remove(p, r); err != nil {
-					return err
-				}
-				if err := w.pruneParents(p); err != nil {
+				if err := rules.Expire(w, p, r); err != nil {
 					return err
 				}
 			}

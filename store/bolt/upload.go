@@ -9,6 +9,7 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/entryrec"
+	"github.com/depotfs/depotfs/store/internal/rules"
 	"github.com/depotfs/depotfs/store/internal/uploadrec"
 	bbolt "go.etcd.io/bbolt"
 )
@@ -121,7 +122,7 @@ func (w *wtx) putChunk(c store.Chunk, sum hash) (store.UploadProgress, bool, err
 	}
 	if u == nil || u.Result == nil {
 		// Fail early on a path the upload could never be written to.
-		if err := checkParents(w.tree, c.File.Path); err != nil {
+		if err := rules.CheckParents(w, c.File.Path); err != nil {
 			return store.UploadProgress{}, false, err
 		}
 		r, err := getEntry(w.tree, c.File.Path)

@@ -10,6 +10,7 @@ import (
 	"github.com/depotfs/depotfs/store/internal/check"
 	"github.com/depotfs/depotfs/store/internal/entryrec"
 	"github.com/depotfs/depotfs/store/internal/evictplan"
+	"github.com/depotfs/depotfs/store/internal/rules"
 	"github.com/nats-io/nuid"
 )
 
@@ -25,11 +26,11 @@ func (s *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult,
 	if err != nil {
 		return store.PutResult{}, err
 	}
-	var res *putOutcome
+	var res *rules.Written
 	err = s.update(ctx, func(t *txn) error {
 		t.offer(sum, req.Data)
 		var err error
-		res, err = t.putFile(req, sum, int64(len(req.Data)))
+		res, err = rules.Put(t, req, sum, int64(len(req.Data)))
 		return err
 	}, func(ctx context.Context, _ string) (string, error) {
 		return s.writeBlob(ctx, sum, req.Data)
@@ -37,7 +38,7 @@ func (s *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult,
 	if err != nil {
 		return store.PutResult{}, check.PathError("put", req.Path, err)
 	}
-	return res.result(), nil
+	return res.Result(), nil
 }
 
 // writeBlob stores data as the chunks of a new generation of content sum.
@@ -48,73 +49,6 @@ func (s *Store) writeBlob(ctx context.Context, sum string, data []byte) (string,
 		return "", err
 	}
 	return gen, nil
-}
-
-// putOutcome is a PutResult whose entry gets its revision at commit.
-type putOutcome struct {
-	status  store.PutStatus
-	rec     *record
-	evicted store.Evictions
-}
-
-func (o *putOutcome) result() store.PutResult {
-	return store.PutResult{Status: o.status, Entry: o.rec.entry(), Evicted: o.evicted}
-}
-
-// putFile makes req.Path a present file with content sum of the given size,
-// applying req's conditions and metadata, and evicts what the size limit
-// requires.
-func (t *txn) putFile(req store.PutRequest, sum string, size int64) (*putOutcome, error) {
-	p := req.Path
-	if err := t.s.limits().Size(size); err != nil {
-		return nil, err
-	}
-	stored := t.stored
-	if err := t.checkParents(p); err != nil {
-		return nil, err
-	}
-	r := t.get(p)
-	if err := entryrec.CheckWrite(r.rec(), req.IfAbsent, req.IfRevision); err != nil {
-		return nil, err
-	}
-	if err := t.parents(p); err != nil {
-		return nil, err
-	}
-	next := record{Path: p}
-	if r != nil {
-		next = *r
-	}
-	var status store.PutStatus
-	var kind store.EventKind
-	next.Record, status, kind = entryrec.Put(r.rec(), req, sum, size, t.now)
-	if status != store.StatusUnchanged {
-		if err := t.ref(sum, size, nil); err != nil {
-			return nil, err
-		}
-		if status == store.StatusUpdated {
-			if err := t.unref(r.SHA256); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if status == store.StatusUnchanged {
-		t.touched = append(t.touched, sum)
-		if entryrec.SameMeta(r.rec(), next.rec()) {
-			return &putOutcome{status: status, rec: r}, nil
-		}
-	}
-	next.Updated = t.now
-	if err := t.put(kind, &next); err != nil {
-		return nil, err
-	}
-	out := &putOutcome{status: status, rec: &next}
-	if t.stored > stored {
-		var err error
-		if out.evicted, err = t.makeRoom(sum); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
 }
 
 // stagedBytes is what the chunks of all uploads in progress hold, this
@@ -132,12 +66,12 @@ func (t *txn) stagedBytes() int64 {
 	return n
 }
 
-// makeRoom evicts content, least recently used first, until the stored
+// MakeRoom evicts content, least recently used first, until the stored
 // content and the chunks of uploads in progress together fit
 // Options.MaxStoreBytes again; keep (the content just
 // written) and content used by pinned files are never evicted. When that
 // cannot make room it fails with store.ErrLimit.
-func (t *txn) makeRoom(keep string) (store.Evictions, error) {
+func (t *txn) MakeRoom(keep string) (store.Evictions, error) {
 	limit := t.s.opts.MaxStoreBytes
 	staged := t.stagedBytes()
 	if limit == 0 || t.stored+staged <= limit {
@@ -215,7 +149,7 @@ func (t *txn) evict(sum string, ev *store.Evictions) error {
 		if err := t.put(store.EventEvicted, &next); err != nil {
 			return err
 		}
-		if err := t.unref(sum); err != nil {
+		if err := t.Unref(sum); err != nil {
 			return err
 		}
 		n++
@@ -245,13 +179,13 @@ func (s *Store) PutBatch(ctx context.Context, reqs []store.PutRequest) ([]store.
 		sums[i] = sum
 		data[sum] = req.Data
 	}
-	outs := make([]*putOutcome, len(reqs))
+	outs := make([]*rules.Written, len(reqs))
 	failed := 0
 	err := s.update(ctx, func(t *txn) error {
 		for i, req := range reqs {
 			t.offer(sums[i], req.Data)
 			var err error
-			if outs[i], err = t.putFile(req, sums[i], int64(len(req.Data))); err != nil {
+			if outs[i], err = rules.Put(t, req, sums[i], int64(len(req.Data))); err != nil {
 				failed = i
 				return err
 			}
@@ -265,7 +199,7 @@ func (s *Store) PutBatch(ctx context.Context, reqs []store.PutRequest) ([]store.
 	}
 	res := make([]store.PutResult, len(reqs))
 	for i, o := range outs {
-		res[i] = o.result()
+		res[i] = o.Result()
 	}
 	return res, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/entryrec"
+	"github.com/depotfs/depotfs/store/internal/rules"
 	"github.com/depotfs/depotfs/store/internal/uploadrec"
 )
 
@@ -115,7 +116,7 @@ type uploadRecord struct {
 
 	// done is set by the transaction that completes the upload; its
 	// Result is filled in once the entry's revision is known.
-	done *putOutcome
+	done *rules.Written
 }
 
 type uploadChunk struct {

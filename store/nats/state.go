@@ -1,7 +1,6 @@
 package nats
 
 import (
-	"strings"
 	"time"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
@@ -123,8 +122,7 @@ func (st *state) setUpload(k string, u *uploadRecord) {
 	}
 }
 
-// descendants returns the entries below dir, deepest first, siblings by
-// path.
+// descendants returns the entries below dir, in no particular order.
 func (st *state) descendants(dir string) []*record {
 	var out []*record
 	var walk func(d string)
@@ -138,8 +136,5 @@ func (st *state) descendants(dir string) []*record {
 		}
 	}
 	walk(dir)
-	sortDeepestFirst(out)
 	return out
 }
-
-func depth(p string) int { return strings.Count(p, "/") }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
+	"github.com/depotfs/depotfs/store/internal/rules"
 	"github.com/nats-io/nuid"
 )
 
@@ -124,19 +125,19 @@ func (s *Store) PutStream(ctx context.Context, req store.PutRequest, r io.Reader
 	if err != nil {
 		return store.PutResult{}, check.PathError("put", req.Path, err)
 	}
-	var res *putOutcome
+	var res *rules.Written
 	err = s.updateUploaded(ctx, func(t *txn) error {
 		if f.small != nil {
 			t.offer(f.sum, f.small)
 		}
 		var err error
-		res, err = t.putFile(req, f.sum, f.size)
+		res, err = rules.Put(t, req, f.sum, f.size)
 		return err
 	}, nil, uploadedOf(f))
 	if err != nil {
 		return store.PutResult{}, check.PathError("put", req.Path, err)
 	}
-	return res.result(), nil
+	return res.Result(), nil
 }
 
 // uploadedOf is what a streamed file uploaded, for updateUploaded.
@@ -197,7 +198,7 @@ func (s *Store) PutStreams(ctx context.Context, next func() (store.PutRequest, i
 	if len(reqs) == 0 {
 		return nil, s.check(ctx)
 	}
-	outs := make([]*putOutcome, len(reqs))
+	outs := make([]*rules.Written, len(reqs))
 	failed := 0
 	uploaded := uploadedOf(files...)
 	err := s.updateUploaded(ctx, func(t *txn) error {
@@ -207,7 +208,7 @@ func (s *Store) PutStreams(ctx context.Context, next func() (store.PutRequest, i
 				t.offer(f.sum, f.small)
 			}
 			var err error
-			if outs[i], err = t.putFile(req, f.sum, f.size); err != nil {
+			if outs[i], err = rules.Put(t, req, f.sum, f.size); err != nil {
 				failed = i
 				return err
 			}
@@ -228,7 +229,7 @@ func (s *Store) PutStreams(ctx context.Context, next func() (store.PutRequest, i
 	}
 	res := make([]store.PutResult, len(reqs))
 	for i, o := range outs {
-		res[i] = o.result()
+		res[i] = o.Result()
 	}
 	return res, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/entryrec"
+	"github.com/depotfs/depotfs/store/internal/rules"
 )
 
 // expireBatch bounds the entries one expiry transaction removes.
@@ -39,10 +40,7 @@ func (s *Store) ExpireEntries(ctx context.Context) (int, error) {
 				if r == nil || entryrec.Expires(r.rec()).IsZero() || r.Expires.After(t.now) {
 					continue
 				}
-				if err := t.remove(r); err != nil {
-					return err
-				}
-				if err := t.pruneParents(p); err != nil {
+				if err := rules.Expire(t, p, r.rec()); err != nil {
 					return err
 				}
 				n++

@@ -1,7 +1,6 @@
 package nats
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,12 +8,10 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
-	"github.com/depotfs/depotfs/store/internal/entryrec"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 )
@@ -62,8 +59,8 @@ func (t *txn) touchDir(p string) {
 	t.dirs[dir] = true
 }
 
-// untouchWithin forgets the touches of dir and the directories below it.
-func (t *txn) untouchWithin(dir string) {
+// UntouchWithin forgets the touches of dir and the directories below it.
+func (t *txn) UntouchWithin(dir string) {
 	for d := range t.dirs {
 		if depotpath.Within(d, dir) {
 			delete(t.dirs, d)
@@ -92,257 +89,6 @@ var errConflict = errors.New("the tree changed on another host")
 // errRetry reports a batch that was not committed and may be sent again
 // at once.
 var errRetry = errors.New("the batch was not committed")
-
-func (t *txn) get(p string) *record {
-	if p == depotpath.Root {
-		return nil
-	}
-	if r, ok := t.entries[p]; ok {
-		return r
-	}
-	return t.st.entries[p]
-}
-
-func (t *txn) hasChildren(dir string) bool {
-	for c := range t.st.children[dir] {
-		if t.get(c) != nil {
-			return true
-		}
-	}
-	for p, r := range t.entries {
-		if r != nil {
-			if d, _ := depotpath.Split(p); d == dir {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// descendants returns the entries below dir, deepest first. It reads the
-// state as it was before the transaction overlaid by the transaction's
-// changes, which is exact for the calls that use it: nothing they write
-// before lies below dir.
-func (t *txn) descendants(dir string) []*record {
-	var out []*record
-	for _, r := range t.st.descendants(dir) {
-		if cur := t.get(r.Path); cur != nil {
-			out = append(out, cur)
-		}
-	}
-	return out
-}
-
-func sortDeepestFirst(rs []*record) {
-	slices.SortFunc(rs, func(a, b *record) int {
-		if c := cmp.Compare(depth(b.Path), depth(a.Path)); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Path, b.Path)
-	})
-}
-
-func (t *txn) mark(p string) {
-	if i := slices.Index(t.order, p); i >= 0 {
-		t.order = slices.Delete(t.order, i, i+1)
-	}
-	t.order = append(t.order, p)
-}
-
-// put writes r at its path as a change of the given kind. r's revision is
-// 0 until messages assigns the one its message gets: a later call in the
-// same group must not see the revision r replaces (see entryrec.CheckRevision).
-func (t *txn) put(kind store.EventKind, r *record) error {
-	old := t.get(r.Path)
-	if err := t.repin(old, r); err != nil {
-		return err
-	}
-	r.Revision = 0
-	t.entries[r.Path] = r
-	t.mark(r.Path)
-	if kind == store.EventCreated {
-		t.touchDir(r.Path)
-	}
-	if kind == store.EventEvicted {
-		t.evicted[r.Path] = true
-	} else {
-		delete(t.evicted, r.Path)
-	}
-	return nil
-}
-
-// remove deletes the entry r, releasing its content.
-func (t *txn) remove(r *record) error {
-	if err := t.repin(r, nil); err != nil {
-		return err
-	}
-	if s := entryrec.PresentSum(r.rec()); s != "" {
-		if err := t.unref(s); err != nil {
-			return err
-		}
-	}
-	t.entries[r.Path] = nil
-	t.mark(r.Path)
-	t.touchDir(r.Path)
-	delete(t.evicted, r.Path)
-	return nil
-}
-
-// repin moves a pinned reference from old's content to r's.
-func (t *txn) repin(old, r *record) error {
-	a, b := entryrec.PinnedSum(old.rec()), entryrec.PinnedSum(r.rec())
-	if a == b {
-		return nil
-	}
-	if a != "" {
-		bl := t.blob(a)
-		if bl == nil || bl.Pins == 0 {
-			return fmt.Errorf("corrupt store: blob %s has no pinned reference to drop", a)
-		}
-		bl.Pins--
-		t.setBlob(a, bl)
-	}
-	if b != "" {
-		bl := t.blob(b)
-		if bl == nil {
-			return fmt.Errorf("corrupt store: pinned content %s is missing", b)
-		}
-		bl.Pins++
-		t.setBlob(b, bl)
-	}
-	return nil
-}
-
-// blob returns a copy of the blob record for sum, nil when absent.
-func (t *txn) blob(sum string) *blobRecord {
-	if b, ok := t.blobs[sum]; ok {
-		c := *b
-		return &c
-	}
-	if b := t.st.blobs[sum]; b != nil {
-		c := *b
-		return &c
-	}
-	return nil
-}
-
-func (t *txn) setBlob(sum string, b *blobRecord) {
-	old := t.blob(sum)
-	if old != nil && old.Refs > 0 {
-		t.stored -= old.Size
-	}
-	if b.Refs > 0 {
-		t.stored += b.Size
-	}
-	if _, ok := t.blobs[sum]; !ok {
-		t.bOrder = append(t.bOrder, sum)
-	}
-	t.blobs[sum] = b
-}
-
-// ref takes a reference on content sum of the given size; content the
-// store does not hold must have been uploaded by this call (needContent
-// otherwise, unless missing is set: then it is that error).
-func (t *txn) ref(sum string, size int64, missing error) error {
-	b := t.blob(sum)
-	if data, ok := t.inline[sum]; b == nil && ok && int64(len(data)) == size {
-		b = &blobRecord{Size: size, ChunkSize: max(size, 1), Gen: genInline}
-	} else if b == nil {
-		gen, ok := t.uploaded[sum]
-		if !ok {
-			if missing != nil {
-				return missing
-			}
-			return needContent{sum}
-		}
-		t.used[sum] = true
-		b = &blobRecord{Size: size, ChunkSize: int64(t.s.chunkSize), Gen: gen}
-	} else if b.Size != size {
-		return fmt.Errorf("corrupt blob %s: size %d, content has %d", sum, b.Size, size)
-	}
-	b.Refs++
-	t.setBlob(sum, b)
-	t.touched = append(t.touched, sum)
-	return nil
-}
-
-func (t *txn) unref(sum string) error {
-	b := t.blob(sum)
-	if b == nil || b.Refs == 0 {
-		return fmt.Errorf("corrupt store: blob %s has no reference to drop", sum)
-	}
-	b.Refs--
-	t.setBlob(sum, b)
-	return nil
-}
-
-func (t *txn) upload(k string) *uploadRecord {
-	if u, ok := t.uploads[k]; ok {
-		return u
-	}
-	return t.st.uploads[k]
-}
-
-func (t *txn) setUpload(k string, u *uploadRecord) {
-	if _, ok := t.uploads[k]; !ok {
-		t.uOrder = append(t.uOrder, k)
-	}
-	t.uploads[k] = u
-}
-
-// parents checks that no ancestor of p is a file and creates the missing
-// ones as implicit directories.
-func (t *txn) parents(p string) error {
-	for _, dir := range depotpath.Parents(p) {
-		if dir == depotpath.Root {
-			continue
-		}
-		r := t.get(dir)
-		if r == nil {
-			if err := t.put(store.EventCreated, &record{Path: dir, Record: entryrec.Record{Kind: store.KindDir, MTime: t.now, Created: t.now, Updated: t.now}}); err != nil {
-				return err
-			}
-			continue
-		}
-		if r.Kind != store.KindDir {
-			return fmt.Errorf("%w: %s is a file", store.ErrConflict, dir)
-		}
-	}
-	return nil
-}
-
-// checkParents is parents without the writes.
-func (t *txn) checkParents(p string) error {
-	for _, dir := range depotpath.Parents(p) {
-		if dir == depotpath.Root {
-			continue
-		}
-		r := t.get(dir)
-		if r == nil {
-			return nil
-		}
-		if r.Kind != store.KindDir {
-			return fmt.Errorf("%w: %s is a file", store.ErrConflict, dir)
-		}
-	}
-	return nil
-}
-
-// pruneParents removes the implicit ancestors of p, nearest first, that no
-// longer have children.
-func (t *txn) pruneParents(p string) error {
-	dirs := depotpath.Parents(p)
-	for i := len(dirs) - 1; i >= 1; i-- {
-		r := t.get(dirs[i])
-		if r == nil || r.Explicit || t.hasChildren(dirs[i]) {
-			return nil
-		}
-		if err := t.remove(r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // update runs fn in a transaction and commits it, running it again on the
 // newer state when another host committed first. fn may ask for content
@@ -760,7 +506,7 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 	// answer retried chunks.
 	for _, k := range completed {
 		u := t.uploads[k]
-		res := u.done.result()
+		res := u.done.Result()
 		u.Result = &res
 		if err := add(k, u); err != nil {
 			return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
 	"github.com/depotfs/depotfs/store/internal/entryrec"
+	"github.com/depotfs/depotfs/store/internal/rules"
 	"github.com/depotfs/depotfs/store/internal/uploadrec"
 	"github.com/nats-io/nuid"
 )
@@ -102,7 +103,7 @@ func (t *txn) putChunk(c store.Chunk, ukey string, ch uploadChunk) (prog store.U
 		}
 	}
 	if old == nil || old.Result == nil {
-		if err := t.checkParents(c.File.Path); err != nil {
+		if err := rules.CheckParents(t, c.File.Path); err != nil {
 			return prog, false, false, err
 		}
 		if err := entryrec.CheckWrite(t.get(c.File.Path).rec(), c.File.IfAbsent, c.File.IfRevision); err != nil {
@@ -131,7 +132,7 @@ func (t *txn) putChunk(c store.Chunk, ukey string, ch uploadChunk) (prog store.U
 	// The last chunk is let in: completing turns the upload's bytes into
 	// stored content, which evicts then.
 	if u.Received < u.Count {
-		if _, err := t.makeRoom(""); err != nil {
+		if _, err := t.MakeRoom(""); err != nil {
 			return prog, false, false, fmt.Errorf("chunk %d of upload %s: %w", c.Index, c.UploadID, err)
 		}
 	}
@@ -199,7 +200,7 @@ func (s *Store) complete(ctx context.Context, ukey string) (store.PutResult, err
 		s.dropUpload(ctx, ukey)
 		return store.PutResult{}, fmt.Errorf("%w: declared %s, the chunks make %s; the upload is discarded", store.ErrHashMismatch, u.File.SHA256, sum)
 	}
-	var out *putOutcome
+	var out *rules.Written
 	err = s.update(ctx, func(t *txn) error {
 		cur := t.upload(ukey)
 		if cur == nil {
@@ -212,10 +213,10 @@ func (s *Store) complete(ctx context.Context, ukey string) (store.PutResult, err
 		// content starts to.
 		done := *cur
 		done.Chunks = nil
-		done.done = &putOutcome{}
+		done.done = &rules.Written{}
 		t.setUpload(ukey, &done)
 		var err error
-		if out, err = t.putFile(cur.File, sum, cur.Bytes); err != nil {
+		if out, err = rules.Put(t, cur.File, sum, cur.Bytes); err != nil {
 			return err
 		}
 		done.done = out
@@ -233,7 +234,7 @@ func (s *Store) complete(ctx context.Context, ukey string) (store.PutResult, err
 		return store.PutResult{}, err
 	}
 	s.dropUpload(ctx, ukey)
-	return out.result(), nil
+	return out.Result(), nil
 }
 
 // dropUpload deletes the chunks of an upload; a failure leaves garbage
@@ -242,4 +243,21 @@ func (s *Store) dropUpload(ctx context.Context, ukey string) {
 	if err := s.chunks.purge(context.WithoutCancel(ctx), s.chunks.name+"."+ukey+".>"); err != nil {
 		s.log.Warn("nats: deleting an upload's chunks", "err", err)
 	}
+}
+
+// upload returns the upload record under key k as of the transaction,
+// nil when there is none.
+func (t *txn) upload(k string) *uploadRecord {
+	if u, ok := t.uploads[k]; ok {
+		return u
+	}
+	return t.st.uploads[k]
+}
+
+// setUpload writes the upload record under key k (nil: deleted).
+func (t *txn) setUpload(k string, u *uploadRecord) {
+	if _, ok := t.uploads[k]; !ok {
+		t.uOrder = append(t.uOrder, k)
+	}
+	t.uploads[k] = u
 }

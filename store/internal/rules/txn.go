@@ -1,0 +1,82 @@
+package rules
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
+)
+
+// Txn is one write transaction of a store, as the rules see it. Records
+// it returns are the store's: the rules read them and never change them.
+// It is used by one goroutine at a time.
+type Txn interface {
+	// Get returns the entry at p as of the transaction, nil when absent
+	// (the root has no record).
+	Get(p string) (*entryrec.Record, error)
+	// Put writes r at p as a change of the given kind and returns the
+	// record the store keeps: its Revision, and its Ino when r.Ino is 0,
+	// are set by the time the transaction commits, so an entry read from
+	// it after the commit is the one committed. Put keeps indexes and
+	// pinned references in step; content references are the caller's
+	// (Ref, Unref).
+	Put(kind store.EventKind, p string, r entryrec.Record) (*entryrec.Record, error)
+	// Delete deletes the entry r at p (an EventRemoved). Its content
+	// reference is the caller's to drop.
+	Delete(p string, r *entryrec.Record) error
+	// HasChildren reports whether the directory dir has an entry.
+	HasChildren(dir string) (bool, error)
+	// Descendants returns every entry below dir, deepest first.
+	Descendants(dir string) ([]Entry, error)
+	// UntouchWithin keeps the times of dir and the directories below
+	// it, which the entries written in them would otherwise move.
+	UntouchWithin(dir string)
+
+	// Ref takes a reference on content sum of size bytes. Content the
+	// store does not hold is stored by the write that offered it to
+	// the store's transaction; otherwise Ref fails.
+	Ref(sum string, size int64) error
+	// Unref drops a reference on content sum; the store deletes content
+	// nothing references once that is safe.
+	Unref(sum string) error
+	// Use records a use of content sum (for the least recently used
+	// order of eviction).
+	Use(sum string) error
+	// Stored is the size of all referenced content, this transaction's
+	// changes included.
+	Stored() int64
+	// MakeRoom evicts content other than keep, least recently used
+	// first, until the store fits its size limit again, or fails with
+	// store.ErrLimit.
+	MakeRoom(keep string) (store.Evictions, error)
+
+	// Now is the transaction's clock: one reading for all its changes.
+	Now() time.Time
+	// Limits are the store's size limits.
+	Limits() check.Limits
+}
+
+// Entry is a record at its path.
+type Entry struct {
+	Path string
+	Rec  *entryrec.Record
+}
+
+// Entry is the entry e shows; after the commit for a record Txn.Put
+// returned.
+func (e Entry) Entry() store.Entry { return e.Rec.Entry(e.Path) }
+
+// SortDeepestFirst orders es deepest first, then by path: the order
+// Txn.Descendants returns.
+func SortDeepestFirst(es []Entry) {
+	slices.SortFunc(es, func(a, b Entry) int {
+		if c := cmp.Compare(strings.Count(b.Path, "/"), strings.Count(a.Path, "/")); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+}

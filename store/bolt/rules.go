@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"time"
 
@@ -13,9 +14,21 @@ import (
 // wtx is the transaction the write rules run in; a write that offers
 // content wraps it (withContent).
 var (
-	_ rules.Txn = (*wtx)(nil)
-	_ rules.Txn = withContent{}
+	_ rules.Txn       = (*wtx)(nil)
+	_ rules.Txn       = withContent{}
+	_ rules.Committer = committer{}
 )
+
+// committer runs the write rules in the store's transactions.
+type committer struct{ s *Store }
+
+// Update runs fn in a write transaction (see Store.update).
+func (c committer) Update(ctx context.Context, fn func(rules.Txn) error) error {
+	return dbErr(c.s.update(ctx, func(w *wtx) error { return fn(w) }))
+}
+
+// Check fails as update would before running anything.
+func (c committer) Check(ctx context.Context) error { return c.s.check(ctx) }
 
 // Get reads the entry at p from the tree bucket; nil when absent.
 func (w *wtx) Get(p string) (*record, error) { return getEntry(w.tree, p) }

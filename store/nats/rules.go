@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -15,7 +16,22 @@ import (
 // txn is the transaction the write rules run in: its changes overlay the
 // host's state, and revisions and new inodes are assigned when messages
 // turns them into the batch.
-var _ rules.Txn = (*txn)(nil)
+var (
+	_ rules.Txn       = (*txn)(nil)
+	_ rules.Committer = committer{}
+)
+
+// committer runs the write rules in the store's transactions; they
+// upload no content.
+type committer struct{ s *Store }
+
+// Update runs fn in a transaction and commits it (see Store.update).
+func (c committer) Update(ctx context.Context, fn func(rules.Txn) error) error {
+	return c.s.update(ctx, func(t *txn) error { return fn(t) }, nil)
+}
+
+// Check fails as update would before running anything.
+func (c committer) Check(ctx context.Context) error { return c.s.check(ctx) }
 
 // get returns the entry at p as of the transaction, nil when absent.
 func (t *txn) get(p string) *record {

@@ -9,12 +9,12 @@ import (
 	"github.com/depotfs/depotfs/store/internal/entryrec"
 )
 
-// Declare records req.Entries in order, so a later declaration of a path
-// wins (see store.DeclareRequest and entryrec.Declare): a new entry is
-// created with its missing parents, a present file the declaration makes
-// stale releases its content. An error names the declaration's path. The
-// request is checked (check.Declarations) before.
-func Declare(t Txn, req store.DeclareRequest) (store.DeclareResult, error) {
+// declareIn records req.Entries in t, in order, so a later declaration
+// of a path wins (see store.DeclareRequest and entryrec.Declare): a new
+// entry is created with its missing parents, a present file the
+// declaration makes stale releases its content. An error names the
+// declaration's path.
+func declareIn(t Txn, req store.DeclareRequest) (store.DeclareResult, error) {
 	var res store.DeclareResult
 	for _, d := range req.Entries {
 		if err := declare(t, d, req, &res); err != nil {

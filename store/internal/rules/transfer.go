@@ -9,27 +9,27 @@ import (
 	"github.com/depotfs/depotfs/store/internal/transfer"
 )
 
-// Copied is the outcome of a copy or a move; Result is final once the
+// copied is the outcome of a copy or a move; result is final once the
 // transaction has committed.
-type Copied struct {
+type copied struct {
 	res store.CopyResult
 	top Entry
 }
 
-// Result is the store's answer to the copy or move.
-func (c *Copied) Result() store.CopyResult {
+// result is the store's answer to the copy or move.
+func (c *copied) result() store.CopyResult {
 	res := c.res
 	res.Entry = c.top.Entry()
 	return res
 }
 
-// Transfer copies or moves the file or tree at tr.From to tr.To: the new
+// transferIn copies or moves the file or tree at tr.From to tr.To: the new
 // entries, parents first, referencing the source's content (no byte is
 // copied); for a move, then the old ones removed, children first, and
 // the implicit parents left empty. Every error names the path it
-// concerns. The request is checked (tr.Check) before.
-func Transfer(t Txn, tr transfer.Transfer) (*Copied, error) {
-	fail := func(p string, err error) (*Copied, error) { return nil, check.PathError(tr.Op(), p, err) }
+// concerns.
+func transferIn(t Txn, tr transfer.Transfer) (*copied, error) {
+	fail := func(p string, err error) (*copied, error) { return nil, check.PathError(tr.Op(), p, err) }
 	src, err := t.Get(tr.From)
 	if err != nil {
 		return fail(tr.From, err)
@@ -60,7 +60,7 @@ func Transfer(t Txn, tr transfer.Transfer) (*Copied, error) {
 	if err := parents(t, tr.To); err != nil {
 		return fail(tr.To, err)
 	}
-	out := &Copied{res: transfer.Result(dst)}
+	out := &copied{res: transfer.Result(dst)}
 	top, err := place(t, tr, tr.To, src, dst)
 	if err != nil {
 		return fail(tr.To, err)

@@ -81,11 +81,10 @@ func prune(t Txn, p string) error {
 	return nil
 }
 
-// Remove deletes the entry at req.Path: a file, an empty directory, or
-// with req.Recursive a directory and everything below it, deepest first;
-// then the implicit parents it leaves empty. The request is checked
-// (check.Remove) before.
-func Remove(t Txn, req store.RemoveRequest) error {
+// removeIn deletes the entry at req.Path in t: a file, an empty
+// directory, or with req.Recursive a directory and everything below it,
+// deepest first; then the implicit parents it leaves empty.
+func removeIn(t Txn, req store.RemoveRequest) error {
 	p := req.Path
 	r, err := t.Get(p)
 	if err != nil {

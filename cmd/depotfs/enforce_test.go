@@ -26,7 +26,7 @@ func TestEnforceFlags(t *testing.T) {
 				t.Errorf("audit log %q, want it beside the database", c.auditLog)
 			}
 			// Hard limits are opt-in: a bulk push must pass on the defaults.
-			if r := c.rate(); r.Calls >= 0 || r.CallBurst != 100 || r.Bytes >= 0 || r.ByteBurst != 128<<20 {
+			if r := c.rate(); r.Calls != 0 || r.CallBurst != 100 || r.Bytes != 0 || r.ByteBurst != 128<<20 {
 				t.Errorf("rate %+v, want unlimited calls and bytes", r)
 			}
 		}},
@@ -45,8 +45,8 @@ func TestEnforceFlags(t *testing.T) {
 			}
 		}},
 		{"unlimited", []string{"--rate-calls", "0", "--rate-bytes", "0"}, "", func(t *testing.T, c *enforceConfig) {
-			if r := c.rate(); r.Calls >= 0 || r.Bytes >= 0 {
-				t.Errorf("0 on the command line gave %+v, want negative (unlimited) rates", r)
+			if r := c.rate(); r.Calls != 0 || r.Bytes != 0 {
+				t.Errorf("0 on the command line gave %+v, want zero (unlimited) rates", r)
 			}
 			l := ratelimit.New(c.rate())
 			for range 10000 {

@@ -239,6 +239,12 @@ type envelope struct {
 		Type        string `json:"type"`
 		Message     string `json:"message"`
 		Instruction string `json:"instruction"`
+		// Current is the entry a conditional write lost to.
+		Current *struct {
+			Exists   bool   `json:"exists"`
+			Revision uint64 `json:"revision"`
+			SHA256   string `json:"sha256"`
+		} `json:"current"`
 	} `json:"error"`
 }
 

@@ -21,6 +21,11 @@ const (
 	fsExists      = "already_exists"
 	fsInvalid     = "invalid_parameters"
 	fsInternal    = "internal_error"
+	// fsConflict is beyond the contract: a write whose if_revision or
+	// if_absent no longer holds (another writer came first). The contract
+	// has no code for a lost race, and an agent must tell it apart from
+	// a failure to retry unchanged.
+	fsConflict = "conflict"
 )
 
 // fsError is a failure an fs tool words itself. path is the depot path it
@@ -47,6 +52,11 @@ func fsFailure(err error) (code, msg, path string, details map[string]any) {
 			path = relPath(fe.path)
 		}
 		return fe.code, fe.msg, path, fe.details
+	}
+	var conflict *tool.ConflictError
+	if errors.As(err, &conflict) {
+		return fsConflict, "The file changed since the revision you read, so nothing was stored: " + conflict.Error(), conflict.Path,
+			map[string]any{"current": conflict.Current}
 	}
 	var rate *tool.RateError
 	if errors.As(err, &rate) {

@@ -42,10 +42,12 @@ func Tools(env *tool.Env) []tool.Tool {
 	s.docs = tool.NewDocs(docs, "doc", "result", map[string]string{"error": "error.json"}, env)
 	r, w, rw := tool.Read, tool.Write, tool.ReadWrite
 	readOnly := tool.Hints{ReadOnly: true, Idempotent: true}
+	write := s.fsTool("write", "Write a file in the depot", tool.Hints{Destructive: true}, s.fsWrite, w("path"))
+	write.Spec = tool.ConditionSchema(write.Spec)
 	return s.docs.Tools(
 		s.fsTool("list", "List a depot directory", readOnly, s.fsList, r("path")),
 		s.fsTool("read", "Read a depot file", readOnly, s.fsRead, r("path")),
-		s.fsTool("write", "Write a file in the depot", tool.Hints{Destructive: true}, s.fsWrite, w("path")),
+		write,
 		s.fsTool("mkdir", "Create a depot directory", tool.Hints{Idempotent: true}, s.fsMkdir, w("path")),
 		s.fsTool("delete", "Delete a depot file or directory", tool.Hints{Destructive: true, Idempotent: true}, s.fsDelete, w("path")),
 		s.fsTool("copy", "Copy a depot file or directory", tool.Hints{Destructive: true, Idempotent: true}, s.fsCopy, r("source"), w("destination")),
@@ -140,10 +142,13 @@ type fsMetadata struct {
 	Path     string `json:"path"`
 	Modified string `json:"modified"`
 	Size     int64  `json:"size"`
+	// Beyond the contract: the store revision of the file's last change,
+	// what write's if_revision compares.
+	Revision uint64 `json:"revision"`
 }
 
 func newFSMetadata(e store.Entry) fsMetadata {
-	return fsMetadata{Path: relPath(e.Path), Modified: fsTime(tool.EntryTime(e)), Size: e.Size}
+	return fsMetadata{Path: relPath(e.Path), Modified: fsTime(tool.EntryTime(e)), Size: e.Size, Revision: e.Revision}
 }
 
 // fsCommitted waits until the mount shows the store's current revision

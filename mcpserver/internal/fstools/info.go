@@ -30,6 +30,9 @@ type fsInfoReply struct {
 	SHA256    string `json:"sha256,omitempty"`
 	Mode      string `json:"mode,omitempty"`
 	MountPath string `json:"mount_path,omitempty"`
+	// Revision is the store revision of the entry's last change, what
+	// write's if_revision compares; 0 when the path has no entry.
+	Revision uint64 `json:"revision,omitempty"`
 }
 
 // fsPermissions says what can be done with an entry.
@@ -83,6 +86,7 @@ func (s *tools) fsInfo(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 		SHA256:    e.SHA256,
 		Mode:      args.FormatMode(e.Mode),
 		MountPath: s.opts.MountPath(p),
+		Revision:  e.Revision,
 	}
 	if !e.IsDir() {
 		out.Size = e.Size

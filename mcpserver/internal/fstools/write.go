@@ -58,6 +58,7 @@ type fsWriteArgs struct {
 	encoding string // args.EncodingUTF8 or args.EncodingBase64
 	mode     string
 	makeDirs bool
+	cond     tool.Condition
 }
 
 // fsWrite is write: one whole file, stored atomically.
@@ -77,6 +78,10 @@ func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 		}
 		a.mode = o.Choice("mode", modeOverwrite, false, modeCreate, modeOverwrite, modeAppend, modeCreateNew)
 		a.makeDirs = o.Bool("make_dirs", false)
+		a.cond = tool.DecodeCondition(o)
+		if a.cond.Set() && a.mode != modeOverwrite {
+			o.Problems().Addf("mode", "is %s, and if_revision and if_absent guard only a whole write (mode overwrite): leave mode out, or the conditions", a.mode)
+		}
 		o.Finish()
 	}
 	c.Path = a.path
@@ -109,7 +114,9 @@ func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 	var err error
 	switch a.mode {
 	case modeOverwrite:
+		a.cond.Apply(&req)
 		res, err = c.Store().Put(ctx, req)
+		err = a.cond.Conflict(ctx, c.Store(), a.path, err)
 	case modeCreateNew:
 		req.IfAbsent = true
 		res, err = c.Store().Put(ctx, req)
@@ -117,6 +124,10 @@ func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 		res, err = s.createOnce(ctx, c, req)
 	case modeAppend:
 		res, err = s.appendFile(ctx, c, req)
+	}
+	var conflict *tool.ConflictError
+	if errors.As(err, &conflict) {
+		return tool.Reply{}, err
 	}
 	if err != nil {
 		return tool.Reply{}, s.limitDetails(ctx, c, fsStoreError(err, a.path))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/mcpserver/internal/args"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 	"github.com/depotfs/depotfs/store"
 )
 
@@ -24,6 +25,7 @@ type fileArgs struct {
 	mode     fs.FileMode
 	ttl      time.Duration // ttl_seconds; 0 when not given
 	pin      bool
+	cond     tool.Condition // if_revision, if_absent: only for the tools that take them
 }
 
 // maxTTLSeconds bounds ttl_seconds: a hundred years.

@@ -31,7 +31,7 @@ const maxPendingUploads = 1024
 
 func (s *tools) beginUploadTool() tool.Tool {
 	return tool.Tool{
-		Spec:    s.docs.Spec(toolBeginUpload, "Begin a raw upload of a large file", writes),
+		Spec:    tool.ConditionSchema(s.docs.Spec(toolBeginUpload, "Begin a raw upload of a large file", writes)),
 		Profile: tool.ProfileGuide,
 		Paths:   []tool.PathArg{tool.Write("path"), tool.Write("filename")},
 		Shape:   tool.EnvelopeShape{},
@@ -88,9 +88,13 @@ func (s *tools) beginUpload(ctx context.Context, c *tool.Call, raw json.RawMessa
 		}
 		up.format = o.Choice("format", formatFile, false, formatFile, formatTar, formatTarGz, formatZip)
 		up.file.decodeMeta(o)
+		up.file.cond = tool.DecodeCondition(o)
 		o.Finish()
 		if up.format != formatFile && up.file.filename != "" {
 			c.Args().Addf("filename", "an archive is unpacked into a directory: give its path instead")
+		}
+		if up.format != formatFile && up.file.cond.Set() {
+			c.Args().Addf("format", "an archive is unpacked into a directory, which if_revision and if_absent cannot guard: send the file itself (format \"file\"), or leave them out")
 		}
 		if up.file.filename != "" && up.file.sha256 == "" && c.Args().OK() {
 			c.Args().Addf("sha256", "is required with filename: the file's path under %s is made from its hash", s.opts.Uploads)
@@ -118,6 +122,9 @@ func (s *tools) beginUpload(ctx context.Context, c *tool.Call, raw json.RawMessa
 			Instruction: "Send the file with guide_read_file in chunks (upload_id, chunk_index, chunk_count), or ask the user to run depotfs push. Nothing was stored."}
 	}
 	if err := c.Store().CheckWrite(up.file.path); err != nil {
+		return tool.Reply{}, err
+	}
+	if err := up.file.cond.Check(ctx, c.Store(), up.file.path); err != nil {
 		return tool.Reply{}, err
 	}
 	now := s.opts.Now()
@@ -246,6 +253,7 @@ func (u *Uploads) put(r *http.Request, c *tool.Call, token string) (tool.Reply, 
 		Path: a.path, SHA256: a.sha256, Mode: a.mode, MTime: a.mtime, Encoding: "raw",
 		Source: toolBeginUpload, Writer: c.Who().String(), Expires: a.expires(time.Now(), s.opts.UploadTTL), Pinned: a.pin,
 	}
+	a.cond.Apply(&req)
 	body := &countingReader{r: r.Body, h: newHash()}
 	res, err := c.Store().PutStream(r.Context(), req, body, size)
 	switch {
@@ -261,7 +269,7 @@ func (u *Uploads) put(r *http.Request, c *tool.Call, token string) (tool.Reply, 
 		}
 		return tool.Reply{}, bodyRefused(fmt.Sprintf("the PUT for %s brought %s; %d were announced", a.path, got, size))
 	default:
-		return tool.Reply{}, &tool.StoreError{Op: "put", Path: a.path, Err: err}
+		return tool.Reply{}, &tool.StoreError{Op: "put", Path: a.path, Err: a.cond.Conflict(r.Context(), c.Store(), a.path, err)}
 	}
 	c.Size, c.SHA256 = res.Entry.Size, res.Entry.SHA256
 	ctx, cancel := s.opts.CommitContext(r.Context())

@@ -17,7 +17,7 @@ const toolCacheFile = "guide_cache_file"
 
 func (s *tools) cacheFileTool() tool.Tool {
 	return tool.Tool{
-		Spec:    s.docs.Spec(toolCacheFile, "Cache a file in the depot", writes),
+		Spec:    tool.ConditionSchema(s.docs.Spec(toolCacheFile, "Cache a file in the depot", writes)),
 		Profile: tool.ProfileGuide,
 		Paths:   []tool.PathArg{tool.Write("path"), tool.Write("filename")},
 		Shape:   tool.EnvelopeShape{},
@@ -30,6 +30,7 @@ func (s *tools) cacheFile(ctx context.Context, c *tool.Call, raw json.RawMessage
 	var a fileArgs
 	if o := c.Decode(raw); o != nil {
 		a = decodeFile(o, s.opts.MaxContentBytes)
+		a.cond = tool.DecodeCondition(o)
 		o.Finish()
 	}
 	c.Path = a.path
@@ -57,7 +58,7 @@ func (s *tools) putFile(ctx context.Context, c *tool.Call, a *fileArgs, source s
 
 	ctx, cancel := s.opts.CommitContext(ctx)
 	defer cancel()
-	res, err := c.Store().Put(ctx, store.PutRequest{
+	req := store.PutRequest{
 		Path:     a.path,
 		Data:     a.data,
 		SHA256:   sum,
@@ -68,9 +69,11 @@ func (s *tools) putFile(ctx context.Context, c *tool.Call, a *fileArgs, source s
 		Writer:   c.Who().String(),
 		Expires:  a.expires(time.Now(), s.opts.UploadTTL),
 		Pinned:   a.pin,
-	})
+	}
+	a.cond.Apply(&req)
+	res, err := c.Store().Put(ctx, req)
 	if err != nil {
-		return tool.Reply{}, &tool.StoreError{Op: "put", Path: a.path, Err: err}
+		return tool.Reply{}, &tool.StoreError{Op: "put", Path: a.path, Err: a.cond.Conflict(ctx, c.Store(), a.path, err)}
 	}
 	return s.stored(ctx, c, res, a.filename, int64(len(a.data))), nil
 }

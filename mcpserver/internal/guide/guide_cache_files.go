@@ -19,7 +19,7 @@ const toolCacheFiles = "guide_cache_files"
 
 func (s *tools) cacheFilesTool() tool.Tool {
 	return tool.Tool{
-		Spec:    s.docs.Spec(toolCacheFiles, "Cache many files in the depot at once", writes),
+		Spec:    tool.ConditionSchema(s.docs.Spec(toolCacheFiles, "Cache many files in the depot at once", writes), "properties", "files", "items"),
 		Profile: tool.ProfileGuide,
 		Paths:   []tool.PathArg{tool.Write("path"), tool.Write("filename")},
 		Shape:   tool.EnvelopeShape{},
@@ -76,7 +76,8 @@ func (s *tools) cacheFiles(ctx context.Context, c *tool.Call, raw json.RawMessag
 	if err != nil {
 		var be *store.BatchError
 		if errors.As(err, &be) {
-			return tool.Reply{}, &tool.StoreError{Op: "put", Path: be.Path, Err: fmt.Errorf("files[%d]: %w", be.Index, be.Err)}
+			cerr := files[be.Index].cond.Conflict(ctx, c.Store(), be.Path, be.Err)
+			return tool.Reply{}, &tool.StoreError{Op: "put", Path: be.Path, Err: fmt.Errorf("files[%d]: %w", be.Index, cerr)}
 		}
 		return tool.Reply{}, &tool.StoreError{Op: "put", Path: c.Path, Err: err}
 	}
@@ -154,6 +155,7 @@ func (s *tools) decodeBatch(elems []json.RawMessage, probs *args.Problems) []fil
 			continue
 		}
 		a := decodeFile(o, s.opts.MaxContentBytes)
+		a.cond = tool.DecodeCondition(o)
 		o.Finish()
 		total += int64(len(a.data))
 		files = append(files, a)
@@ -200,6 +202,7 @@ func (s *tools) batchRequests(c *tool.Call, files []fileArgs) ([]store.PutReques
 			Encoding: a.encoding, Source: toolCacheFiles, Writer: c.Who().String(),
 			Expires: a.expires(now, s.opts.UploadTTL), Pinned: a.pin,
 		}
+		a.cond.Apply(&reqs[i])
 	}
 	return reqs, probs.Err()
 }

@@ -81,6 +81,14 @@ func Classify(err error) Failure {
 		return failure(ErrorSystem, "depotfs cannot write its audit log, so it refuses calls",
 			"Tell the user that the depotfs server cannot write its audit log and refuses calls until its operator fixes it; then call again (the call is safe to repeat).")
 	}
+	var conflict *ConflictError
+	if errors.As(err, &conflict) {
+		f := failure(ErrorConflict, conflict.Error(),
+			"Another writer changed this path since you read it (error.current has its revision and sha256 now): read it again, apply your change to what you read, and call again with if_revision set to the revision you read. Nothing was stored.")
+		cur := conflict.Current
+		f.Current = &cur
+		return f
+	}
 	var denied *policy.Denied
 	if errors.As(err, &denied) {
 		return failure(ErrorSecurity, denied.Rule,

@@ -46,6 +46,9 @@ type Failure struct {
 	// call may outlive (the store's cluster has no quorum), the seconds to
 	// wait before repeating the call; 0 (omitted) otherwise.
 	RetryAfter int `json:"retry_after,omitempty"`
+	// Current is, for a conditional write that lost (ErrorConflict from
+	// if_revision or if_absent), the entry as it is now; nil otherwise.
+	Current *Current `json:"current,omitempty"`
 }
 
 // result encodes env once and returns it as structured content plus the

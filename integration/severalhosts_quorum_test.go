@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -84,4 +85,52 @@ func TestSeveralHostsServeWaitsForCluster(t *testing.T) {
 	}
 	pushBytes(d, "/after-the-wait.txt", []byte("written\n"), nil)
 	waitContent(t, d.path("/after-the-wait.txt"), []byte("written\n"), 10*time.Second)
+}
+
+// cacheFiles sends n small files under dir in one guide_cache_files call
+// through d and returns how long it took.
+func cacheFiles(t *testing.T, d *daemon, dir string, n int) (time.Duration, envelope) {
+	t.Helper()
+	files := make([]any, n)
+	for i := range files {
+		files[i] = map[string]any{"path": fmt.Sprintf("%s/f%04d.txt", dir, i), "content": fmt.Sprintf("file %d of the batch\n", i)}
+	}
+	start := time.Now()
+	env, err := d.tryCall("guide_cache_files", map[string]any{"files": files})
+	if err != nil {
+		t.Fatalf("guide_cache_files: %v", err)
+	}
+	return time.Since(start), env
+}
+
+// TestSeveralHostsLargeBatch: one guide_cache_files call of 1,000 small
+// files (the tool's advertised maximum) commits on a NATS depot, as on
+// bolt, and every file reads on the other host; a host whose
+// --nats-max-batch is lower refuses a larger change with a limit error
+// that names that flag.
+func TestSeveralHostsLargeBatch(t *testing.T) {
+	t.Parallel()
+	h := startHosts(t, 2)
+	a, b := h.all[0], h.all[1]
+	single := startDaemon(t, daemonConfig{transport: overHTTP})
+	boltTook, env := cacheFiles(t, single, "/batch", 1000)
+	if !env.Success {
+		t.Fatalf("1,000 files on bolt: %+v", env.Error)
+	}
+	natsTook, env := cacheFiles(t, a, "/batch", 1000)
+	if !env.Success {
+		t.Fatalf("1,000 files on NATS: %+v", env.Error)
+	}
+	t.Logf("1,000-file guide_cache_files: nats %v, bolt %v (%.1fx)", natsTook.Round(time.Millisecond), boltTook.Round(time.Millisecond), float64(natsTook)/float64(boltTook))
+	waitFor(t, 30*time.Second, "1,000 files on B", func() bool { return len(b.ls(t, "/batch")) == 1000 })
+	waitContent(t, b.path("/batch/f0999.txt"), []byte("file 999 of the batch\n"), 10*time.Second)
+
+	small := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--store", h.cluster.URL(), "--nats-prefix", h.prefix, "--nats-max-batch", "100"}})
+	_, env = cacheFiles(t, small, "/over", 50)
+	if env.Success || env.Error == nil || env.Error.Type != "limit" || !strings.Contains(env.Error.Message, "--nats-max-batch") {
+		t.Fatalf("50 files (150 records) over --nats-max-batch 100: %+v, want a limit error naming the flag", env.Error)
+	}
+	if names := b.ls(t, "/over"); len(names) != 0 {
+		t.Errorf("the refused batch left %v", names)
+	}
 }

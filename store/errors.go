@@ -66,6 +66,12 @@ var ErrNotEmpty = errors.New("directory not empty")
 // succeed later, once other uploads complete or expire.
 var ErrLimit = errors.New("over the store's size limit")
 
+// ErrBatchLimit reports a change (a batch of files, a directory's copy,
+// move or removal, a listing) that writes more records than one commit
+// of the store can hold; the message names that limit. It wraps ErrLimit.
+// Nothing was changed: the same files in several smaller calls fit.
+var ErrBatchLimit = fmt.Errorf("%w: the change is larger than one commit of the store holds", ErrLimit)
+
 // BatchError reports the request that made a PutBatch fail; nothing of the
 // batch was stored. Err is what Put would have returned for that request,
 // so errors.Is(err, ErrLimit) and the like see through a BatchError.

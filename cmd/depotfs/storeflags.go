@@ -27,6 +27,7 @@ type storeConfig struct {
 	tlsCA, tlsCert, tlsKey string
 	prefix                 string
 	wait                   time.Duration
+	maxBatch               int
 	servers                []string // --store's servers, once validated
 }
 
@@ -43,6 +44,7 @@ func (c *storeConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsCert, "nats-tls-cert", "", "client certificate `file` for NATS servers that require one (with --nats-tls-key)")
 	fs.StringVar(&c.tlsKey, "nats-tls-key", "", "private key `file` of --nats-tls-cert")
 	fs.DurationVar(&c.wait, "nats-wait", defaultNATSWait, "how long serve waits at start for the NATS cluster to accept connections and serve the depot (servers started at the same time elect their leaders first), logging what it waits for; 0: fail at once")
+	fs.IntVar(&c.maxBatch, "nats-max-batch", natsstore.DefaultMaxBatch, "most `records` one change may write (a new small file takes 3): the NATS servers' jetstream { limits { batch { max_msgs } } } must allow as many; 0: the default")
 	fs.StringVar(&c.prefix, "nats-prefix", natsstore.DefaultPrefix, "`prefix` of the depot's bucket and stream names, so several depots can share one NATS cluster (letters, digits, - and _)")
 }
 
@@ -66,6 +68,9 @@ func (c *storeConfig) validate() error {
 			return fmt.Errorf("--store %q: %q is not host:port", c.url, hp)
 		}
 		c.servers = append(c.servers, "nats://"+u.Host)
+	}
+	if c.maxBatch < 0 {
+		return fmt.Errorf("--nats-max-batch %d: want 1 or more (0: the default)", c.maxBatch)
 	}
 	if c.wait < 0 {
 		return fmt.Errorf("--nats-wait %v: want 0 or more", c.wait)
@@ -134,7 +139,7 @@ func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot
 		opts = append(opts, nats.ClientCert(c.tlsCert, c.tlsKey))
 	}
 	s, nc, err := waitForDepot(ctx, c, opts, &natsstore.Options{
-		Prefix: c.prefix, UploadTimeout: cfg.uploadTimeout, Logger: log,
+		Prefix: c.prefix, UploadTimeout: cfg.uploadTimeout, Logger: log, MaxBatch: c.maxBatch,
 		MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize),
 	}, log)
 	if err != nil {

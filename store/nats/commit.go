@@ -106,8 +106,8 @@ func (s *Store) publish(ctx context.Context, base uint64, msgs []*nats.Msg) (uin
 		case errCodeWrongLastSeq, errCodeWrongLastSeqConstant:
 			return 0, errConflict
 		case errCodeBatchTooLarge:
-			return 0, fmt.Errorf("%w: the change writes %d records, more than the servers accept in one atomic batch (%s; their jetstream limits batch max_msgs, which --nats-max-batch must not exceed)",
-				store.ErrLimit, len(msgs), e.Description)
+			return 0, fmt.Errorf("%w: the change writes %d records, more than the servers accept in one atomic batch (%s: their jetstream limits batch max_msgs, lower than --nats-max-batch)",
+				store.ErrBatchLimit, len(msgs), e.Description)
 		}
 		return 0, fmt.Errorf("committing to the tree bucket: %s (code %d)", e.Description, e.ErrCode)
 	}

@@ -45,9 +45,12 @@
 //
 // # Caveats
 //
-// One change writes at most Options.MaxBatch records (the servers'
-// atomic batch limit, jetstream { limits { batch { max_msgs } } }): a
-// Copy, Move, Remove or Declare of more entries fails with store.ErrLimit.
+// One change writes at most Options.MaxBatch records, which the servers'
+// atomic batch limit (jetstream { limits { batch { max_msgs } } }) must
+// allow: a batch of files, or a Copy, Move, Remove or Declare, with more
+// fails with store.ErrBatchLimit. A change is one batch so that its
+// superseded records (the bucket keeps one value per key) are replaced
+// all at once or not at all.
 // The LRU order of eviction is the evicting host's: writes as every host
 // sees them, reads of that host only. Hits and misses are per host, since
 // the store was opened. The event history is in memory: a watcher asking

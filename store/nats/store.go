@@ -28,7 +28,7 @@ const (
 	DefaultSweepInterval = time.Second
 	DefaultUploadTimeout = time.Hour
 	DefaultGCDelay       = 10 * time.Minute
-	DefaultMaxBatch      = 1000
+	DefaultMaxBatch      = 10000
 	DefaultTimeout       = 10 * time.Second
 	DefaultWriteTimeout  = 30 * time.Second
 )
@@ -75,9 +75,12 @@ type Options struct {
 	// the sweeper deletes them as leaked (SweepChunks): longer than any
 	// host takes between writing content's chunks and committing it.
 	ChunkGrace time.Duration
-	// MaxBatch is the largest atomic batch the servers accept (their
-	// jetstream max_batch_size, 1000 by default): a change that writes
-	// more records fails with store.ErrLimit.
+	// MaxBatch is the most records one change may write: it is committed
+	// as one atomic batch, so the servers must accept batches that large
+	// (jetstream { limits { batch { max_msgs } } }, 1000 unless set; see
+	// docs/several-hosts.md). A new small file takes three records (its
+	// entry, its content record and its bytes). A larger change fails
+	// with store.ErrBatchLimit and changes nothing.
 	MaxBatch int
 	// Timeout bounds each request to the servers.
 	Timeout time.Duration

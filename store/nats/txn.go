@@ -513,8 +513,8 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 		}
 	}
 	if len(msgs) > t.s.opts.MaxBatch {
-		return nil, fmt.Errorf("%w: the change writes %d records, one atomic batch holds at most %d (the servers' jetstream max_batch_size and Options.MaxBatch)",
-			store.ErrLimit, len(msgs), t.s.opts.MaxBatch)
+		return nil, fmt.Errorf("%w: the change writes %d records (a new small file takes three), one commit holds at most %d (--nats-max-batch; the servers' jetstream limits batch max_msgs must allow as many)",
+			store.ErrBatchLimit, len(msgs), t.s.opts.MaxBatch)
 	}
 	commit := strconv.FormatUint(t.base+uint64(len(msgs)), 10)
 	for _, m := range msgs {

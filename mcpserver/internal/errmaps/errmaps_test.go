@@ -41,6 +41,7 @@ var storeErrors = map[string]error{
 	"ErrNotEmpty":     store.ErrNotEmpty,
 	"ErrLimit":        store.ErrLimit,
 	"ErrUnavailable":  store.ErrUnavailable,
+	"ErrBatchLimit":   store.ErrBatchLimit,
 }
 
 // TestStoreErrorsListed fails when package store declares an error value

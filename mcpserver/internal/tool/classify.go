@@ -154,6 +154,8 @@ var storeFailures = []struct {
 	msg         string
 	instruction string
 }{
+	{store.ErrBatchLimit, ErrorLimit, "",
+		"Send the files in several smaller calls: the message says how many records this change needed and how many one commit of the depot holds. Nothing was stored."},
 	{store.ErrLimit, ErrorLimit, "", storeLimitFix},
 	{store.ErrHashMismatch, ErrorValidation, "",
 		"Recompute the SHA-256 of the exact bytes you send (after base64 decoding) and call again with the matching sha256 and content; for a chunked upload, send every chunk again. Nothing was stored."},

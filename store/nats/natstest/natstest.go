@@ -107,6 +107,8 @@ jetstream {
   store_dir: %q
   # fsync every write before acknowledging it
   sync_interval: always
+  # one depot change is one atomic batch (--nats-max-batch)
+  limits { batch { max_msgs: 10000 } }
 }
 cluster {
   name: depot

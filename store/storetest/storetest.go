@@ -81,6 +81,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Revision", func(t *testing.T) { testRevision(t, open) })
 	t.Run("Watch", func(t *testing.T) { testWatch(t, open) })
 	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, open) })
+	t.Run("TreeRaces", func(t *testing.T) { testTreeRaces(t, open) })
 	t.Run("ConditionalWrites", func(t *testing.T) { testConditionalWrites(t, open) })
 	t.Run("Close", func(t *testing.T) { testClose(t, open) })
 }

@@ -1,9 +1,12 @@
 package integration_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -133,4 +136,26 @@ func TestSeveralHostsLargeBatch(t *testing.T) {
 	if names := b.ls(t, "/over"); len(names) != 0 {
 		t.Errorf("the refused batch left %v", names)
 	}
+}
+
+// TestSeveralHostsSettingsAgree: the first host records its limits in the
+// cluster; a host started with another --max-store-size refuses to start,
+// naming both values, and starts once told to make its values the
+// depot's.
+func TestSeveralHostsSettingsAgree(t *testing.T) {
+	t.Parallel()
+	c := natstest.Start(t, 3)
+	args := []string{"--store", c.URL(), "--nats-prefix", "agree", "--max-store-size", "10MiB"}
+	startDaemon(t, daemonConfig{transport: overHTTP, args: args})
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, depotfsBin, "serve", "--db", filepath.Join(dir, "depot.db"), "--mount", filepath.Join(dir, "mnt"),
+		"--listen", "127.0.0.1:0", "--store", c.URL(), "--nats-prefix", "agree", "--max-store-size", "20MiB")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--max-store-size is 20MiB on this host, 10MiB in the depot") {
+		t.Fatalf("a host with another --max-store-size: %v\n%s\nwant a refusal naming both values", err, out)
+	}
+	startDaemon(t, daemonConfig{transport: overHTTP, args: append(args[:4:4], "--max-store-size", "20MiB", "--nats-reset-settings")})
+	startDaemon(t, daemonConfig{transport: overHTTP, args: append(args[:4:4], "--max-store-size", "20MiB")})
 }

@@ -28,6 +28,7 @@ type storeConfig struct {
 	prefix                 string
 	wait                   time.Duration
 	maxBatch               int
+	resetSettings          bool
 	servers                []string // --store's servers, once validated
 }
 
@@ -45,6 +46,7 @@ func (c *storeConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsKey, "nats-tls-key", "", "private key `file` of --nats-tls-cert")
 	fs.DurationVar(&c.wait, "nats-wait", defaultNATSWait, "how long serve waits at start for the NATS cluster to accept connections and serve the depot (servers started at the same time elect their leaders first), logging what it waits for; 0: fail at once")
 	fs.IntVar(&c.maxBatch, "nats-max-batch", natsstore.DefaultMaxBatch, "most `records` one change may write (a new small file takes 3): the NATS servers' jetstream { limits { batch { max_msgs } } } must allow as many; 0: the default")
+	fs.BoolVar(&c.resetSettings, "nats-reset-settings", false, "make this host's --max-store-size, --max-file-size, --upload-timeout and --upload-ttl the depot's: every host of a NATS depot must start with the values the first one recorded in the cluster, or it refuses to start; then restart the other hosts with them")
 	fs.StringVar(&c.prefix, "nats-prefix", natsstore.DefaultPrefix, "`prefix` of the depot's bucket and stream names, so several depots can share one NATS cluster (letters, digits, - and _)")
 }
 
@@ -140,6 +142,7 @@ func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot
 	}
 	s, nc, err := waitForDepot(ctx, c, opts, &natsstore.Options{
 		Prefix: c.prefix, UploadTimeout: cfg.uploadTimeout, Logger: log, MaxBatch: c.maxBatch,
+		Settings: sharedSettings(cfg), ResetSettings: c.resetSettings,
 		MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize),
 	}, log)
 	if err != nil {
@@ -186,7 +189,12 @@ func waitForDepot(ctx context.Context, c storeConfig, opts []nats.Option, so *na
 		var err error
 		if nc.IsConnected() {
 			var s *natsstore.Store
-			if s, err = natsstore.Open(ctx, nc, so); err == nil {
+			s, err = natsstore.Open(ctx, nc, so)
+			if errors.Is(err, natsstore.ErrSettingsDiffer) {
+				nc.Close()
+				return nil, nil, fmt.Errorf("open NATS store: %w, or make this host's the depot's with --nats-reset-settings", err)
+			}
+			if err == nil {
 				if time.Since(start) > time.Second {
 					log.Info("the NATS cluster serves the depot", "waited", time.Since(start).Round(time.Second))
 				}
@@ -211,3 +219,15 @@ func waitForDepot(ctx context.Context, c storeConfig, opts []nats.Option, so *na
 
 // natsWaitLogEvery spaces the log lines of waitForDepot.
 const natsWaitLogEvery = 5 * time.Second
+
+// sharedSettings are the flags every host of a NATS depot must agree on,
+// as the store records them: the limits each host enforces on the one
+// shared depot.
+func sharedSettings(cfg serveConfig) map[string]string {
+	return map[string]string{
+		"--max-store-size": cfg.maxStoreSize.String(),
+		"--max-file-size":  cfg.maxFileSize.String(),
+		"--upload-timeout": cfg.uploadTimeout.String(),
+		"--upload-ttl":     cfg.uploadTTL.String(),
+	}
+}

@@ -90,6 +90,15 @@ type Options struct {
 	// store.ErrUnavailable.
 	WriteTimeout time.Duration
 
+	// Settings are values every host of the depot must share, by name
+	// (the size limits, expiry times: whatever the caller enforces on the
+	// depot), as the caller shows them. The first host to open the depot
+	// records them in the cluster; a host whose values differ fails Open
+	// with ErrSettingsDiffer naming both, unless ResetSettings is set:
+	// then its values replace the recorded ones.
+	Settings      map[string]string
+	ResetSettings bool
+
 	Now    func() time.Time
 	Logger *slog.Logger
 }
@@ -249,6 +258,9 @@ func (s *Store) setup(ctx context.Context) error {
 		}
 	}
 	s.tree = tree
+	if err := s.agree(ctx); err != nil {
+		return err
+	}
 	if s.chunks, err = openChunks(ctx, s.js, s.opts.Prefix+"-chunks", s.opts.Replicas, s.opts.CacheBytes, s.opts.Timeout, s.opts.WriteTimeout); err != nil {
 		return err
 	}

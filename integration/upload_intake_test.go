@@ -98,6 +98,9 @@ func TestStreamsInFlightCountAgainstStore(t *testing.T) {
 	if _, err := pw.Write(data[:20<<20]); err != nil {
 		t.Fatal(err)
 	}
+	if got := storeStats(t, d)["receiving_bytes"]; got != float64(size) {
+		t.Errorf("guide_cache_stats receiving_bytes while the first streams: %v, want %d", got, size)
+	}
 	r := put(t, second, bytes.NewReader(data), size, "")
 	if r.Status != http.StatusRequestEntityTooLarge || r.Env.Error == nil || !strings.Contains(r.Env.Error.Message, "being received") {
 		t.Errorf("a second 40 MiB PUT while the first streams: %d %+v, want 413 naming the uploads in flight", r.Status, r.Env.Error)

@@ -241,6 +241,7 @@ func printStatus(w io.Writer, url string, st *mcpserver.CacheStats) error {
 		{"saved by dedup", bytes(s.DedupSavedBytes)},
 		{"distinct contents", n(s.Blobs, 10)},
 		{"uploads in progress", fmt.Sprintf("%d\t(%s)", s.Uploads, humanSize(s.UploadBytes))},
+		{"raw uploads arriving", humanSize(s.ReceivingBytes) + "\t(not yet stored; count against the size limit)"},
 		{"evictions", fmt.Sprintf("%d\t(%s)", s.Evictions, humanSize(s.EvictedBytes))},
 		{"expiries", n(s.Expiries, 10)},
 		{"leaked chunks swept", n(s.SweptChunks, 10) + "\t(left by a crashed host; --store nats)"},

@@ -50,6 +50,7 @@ type StoreStats struct {
 	Blobs           int64 `json:"blobs"`
 	Uploads         int64 `json:"uploads"`
 	UploadBytes     int64 `json:"upload_bytes"`
+	ReceivingBytes  int64 `json:"receiving_bytes"`
 	Evictions       int64 `json:"evictions"`
 	EvictedBytes    int64 `json:"evicted_bytes"`
 	Expiries        int64 `json:"expiries"`
@@ -105,7 +106,7 @@ func (s *tools) cacheStats(ctx context.Context, c *tool.Call, raw json.RawMessag
 		Store: StoreStats{
 			Files: st.Files, Placeholders: st.Placeholders, Directories: st.Dirs,
 			StoredBytes: st.StoredBytes, LogicalBytes: st.LogicalBytes, DedupSavedBytes: st.DedupSavedBytes(),
-			Blobs: st.Blobs, Uploads: st.Uploads, UploadBytes: st.UploadBytes,
+			Blobs: st.Blobs, Uploads: st.Uploads, UploadBytes: st.UploadBytes, ReceivingBytes: c.Store().Receiving(),
 			Evictions: st.Evictions, EvictedBytes: st.EvictedBytes, Expiries: st.Expiries, SweptChunks: st.SweptChunks,
 			Hits: st.Hits, Misses: st.Misses,
 		},

@@ -56,6 +56,11 @@ func (g *Store) Room(ctx context.Context) (int64, error) {
 	return max(in.room-g.rt.streaming.Load(), 0), nil
 }
 
+// Receiving returns the bytes of raw uploads being received and not yet
+// committed or dropped, which count against the store's size limit with
+// the chunks of uploads in progress.
+func (g *Store) Receiving() int64 { return g.rt.streaming.Load() }
+
 // take counts n more bytes of the stream.
 func (in *intake) take(n int64) error {
 	if n <= 0 {

@@ -33,13 +33,13 @@ func TestStoreConformanceSmallChunks(t *testing.T) {
 }
 
 // openPrefix opens the depot named prefix in c as one more host.
-func openPrefix(t *testing.T, c *natstest.Cluster, cfg storetest.Config, prefix string) store.Store {
+func openPrefix(t testing.TB, c *natstest.Cluster, cfg storetest.Config, prefix string) store.Store {
 	t.Helper()
 	return openWith(t, c, cfg, prefix, nats.Options{})
 }
 
 // openWith is openPrefix with base's other options.
-func openWith(t *testing.T, c *natstest.Cluster, cfg storetest.Config, prefix string, base nats.Options) store.Store {
+func openWith(t testing.TB, c *natstest.Cluster, cfg storetest.Config, prefix string, base nats.Options) store.Store {
 	t.Helper()
 	o := base
 	o.Prefix, o.MaxStoreBytes, o.MaxFileBytes, o.Now = prefix, cfg.MaxStoreBytes, cfg.MaxFileBytes, cfg.Now

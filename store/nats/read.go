@@ -2,6 +2,7 @@ package nats
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,9 +14,20 @@ import (
 	"github.com/depotfs/depotfs/store/internal/entryrec"
 )
 
-// Stat returns the entry at path as this host has applied the tree. It is
-// safe for concurrent use.
+// Stat returns the entry at path as this host has applied the tree; a
+// path this host has no entry for is looked up again once the host caught
+// up with the cluster (see catchUp), so an entry any host created before
+// the call is found. It is safe for concurrent use.
 func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
+	e, err := s.stat(ctx, path)
+	if errors.Is(err, store.ErrNotExist) && s.sync(ctx) == nil {
+		return s.stat(ctx, path)
+	}
+	return e, err
+}
+
+// stat is Stat from this host's state as it is.
+func (s *Store) stat(ctx context.Context, path string) (store.Entry, error) {
 	if err := check.Path("stat", path); err != nil {
 		return store.Entry{}, err
 	}
@@ -69,10 +81,12 @@ func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) 
 	return out, nil
 }
 
-// Open returns the content of the file at path. The Content reads chunks
-// from this host's cache or the servers; it keeps reading its bytes after
-// the file changes, on this host until it is closed, and from another host
-// for Options.GCDelay. It is safe for concurrent use.
+// Open returns the content of the file at path as the cluster has it when
+// Open is called: this host first catches up with every write any host
+// had acknowledged (close-to-open across hosts, see catchUp). The Content
+// reads chunks from this host's cache or the servers; it keeps reading
+// its bytes after the file changes, on this host until it is closed, and
+// from another host for Options.GCDelay. It is safe for concurrent use.
 func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
 	if err := check.Path("open", path); err != nil {
 		return nil, err
@@ -80,6 +94,8 @@ func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, check.PathError("open", path, err)
 	}
+	// A cluster that does not answer leaves this host's state to read.
+	_ = s.sync(ctx)
 	if path == depotpath.Root {
 		return nil, check.PathError("open", path, store.ErrIsDir)
 	}

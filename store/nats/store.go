@@ -133,6 +133,7 @@ type Store struct {
 	goMu      sync.Mutex
 	wg        sync.WaitGroup
 	open      openBlobs
+	catchUp   catchUp
 }
 
 var _ store.Store = (*Store)(nil)

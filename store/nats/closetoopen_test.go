@@ -1,0 +1,116 @@
+package nats_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/nats/natstest"
+	"github.com/depotfs/depotfs/store/storetest"
+)
+
+// TestCloseToOpenAcrossHosts: right after host A acknowledges a write,
+// an open on host B (and a Stat of a path A just created) sees it. Four
+// writers on A race four readers on B; any stale or missing read fails
+// the test. DEPOTFS_CLOSE_TO_OPEN_N sets the number of writes (1,000 by
+// default; 10,000 for the figure in docs/several-hosts.md).
+func TestCloseToOpenAcrossHosts(t *testing.T) {
+	t.Parallel()
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("DEPOTFS_CLOSE_TO_OPEN_N")); err == nil && v > 0 {
+		n = v
+	}
+	c := natstest.Start(t, 3)
+	prefix := fmt.Sprintf("c%d", depots.Add(1))
+	hs := hostsOf(t, c, prefix, 2)
+	a, b := hs[0], hs[1]
+	const workers = 4
+	var stale, missing atomic.Int64
+	var mu sync.Mutex
+	var opens []time.Duration
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				p := fmt.Sprintf("/c2o/w%d/f%03d", w, i%50) // new files, then overwrites
+				data := []byte(fmt.Sprintf("write %d by worker %d\n", i, w))
+				if _, err := a.Put(context.Background(), store.PutRequest{Path: p, Data: data}); err != nil {
+					t.Errorf("put %s: %v", p, err)
+					return
+				}
+				if _, err := b.Stat(context.Background(), p); err != nil {
+					missing.Add(1)
+					continue
+				}
+				start := time.Now()
+				got, err := readOnce(b, p)
+				took := time.Since(start)
+				if err != nil || !bytes.Equal(got, data) {
+					stale.Add(1)
+					continue
+				}
+				mu.Lock()
+				opens = append(opens, took)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(opens)
+	pct := func(p float64) time.Duration { return opens[int(p*float64(len(opens)-1))] }
+	t.Logf("%d writes on A, each opened on B right after its acknowledgement: %d stale, %d missing; open+read on B p50 %v p99 %v max %v",
+		n, stale.Load(), missing.Load(), pct(0.5), pct(0.99), opens[len(opens)-1])
+	if stale.Load() > 0 || missing.Load() > 0 {
+		t.Errorf("%d stale and %d missing reads on B after A acknowledged", stale.Load(), missing.Load())
+	}
+}
+
+// readOnce opens p on s and reads it whole.
+func readOnce(s store.Store, p string) ([]byte, error) {
+	c, err := s.Open(context.Background(), p)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	buf := make([]byte, c.Size())
+	_, err = c.ReadAt(buf, 0)
+	return buf, err
+}
+
+// BenchmarkOpenCatchUp measures what an open costs on a host of a NATS
+// depot: the round trip that catches up with the cluster, then the read
+// of a small inline file; and, for comparison, a Stat of the same file,
+// answered from the host's memory.
+func BenchmarkOpenCatchUp(b *testing.B) {
+	c := natstest.Start(b, 3)
+	prefix := fmt.Sprintf("c%d", depots.Add(1))
+	var hs []store.Store
+	for range 2 {
+		hs = append(hs, openPrefix(b, c, storetest.Config{}, prefix))
+	}
+	if _, err := hs[0].Put(b.Context(), store.PutRequest{Path: "/f", Data: []byte("small\n")}); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Open", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := readOnce(hs[1], "/f"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Stat", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := hs[1].Stat(b.Context(), "/f"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

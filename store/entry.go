@@ -43,8 +43,8 @@ type Entry struct {
 	DeclaredSHA256 string
 	// MTime is the agent's mtime, else the arrival time. A directory's
 	// MTime (and Updated) moves to the time of the change whenever an entry
-	// is created in it, removed from it, or moved into or out of it, and
-	// persists; that change carries no event and no new Revision of its
+	// is created in it, removed from it, or moved into or out of it, or a
+	// file in it gets new content, and persists; that change carries no event and no new Revision of its
 	// own (the child's event says the listing changed). The root's times
 	// are zero until the first such change.
 	MTime    time.Time

@@ -8,6 +8,7 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 	"github.com/depotfs/depotfs/store/internal/rules"
 )
 
@@ -46,7 +47,7 @@ func (w *wtx) Put(kind store.EventKind, p string, r record) (*record, error) {
 	if err := w.index(p, old, &r); err != nil {
 		return nil, err
 	}
-	if kind == store.EventCreated {
+	if kind == store.EventCreated || entryrec.NewContent(old, &r) {
 		w.touchDir(p)
 	}
 	r.Revision = w.nextRev()

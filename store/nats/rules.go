@@ -142,7 +142,7 @@ func (t *txn) put(kind store.EventKind, r *record) error {
 	r.Revision = 0
 	t.entries[r.Path] = r
 	t.mark(r.Path)
-	if kind == store.EventCreated {
+	if kind == store.EventCreated || entryrec.NewContent(old.rec(), r.rec()) {
 		t.touchDir(r.Path)
 	}
 	if kind == store.EventEvicted {

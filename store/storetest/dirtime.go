@@ -8,9 +8,10 @@ import (
 )
 
 // testDirTimes checks that a directory's mtime and ctime move when an entry
-// is created in it, removed from it or moved into or out of it, and only
-// then: programs (Python's import cache, git's untracked cache, rsync)
-// notice new files by their directory's mtime.
+// is created in it, removed from it or moved into or out of it, or a file
+// in it gets new content (a rename-replace on a local filesystem), and
+// only then: programs (Python's import cache, git's untracked cache,
+// rsync, find -newer) notice changes by their directory's mtime.
 func testDirTimes(t *testing.T, open Opener) {
 	clk := newClock()
 	s := open(t, Config{Now: clk.Now})
@@ -42,7 +43,13 @@ func testDirTimes(t *testing.T, open Opener) {
 
 	clk.Advance(time.Second)
 	put(t, s, "/d/b", []byte("b2"))
-	kept("updating /d/b", "/d", clk.Now().Add(-time.Second))
+	moved("updating /d/b", "/d")
+
+	clk.Advance(time.Second)
+	if _, err := s.Put(t.Context(), store.PutRequest{Path: "/d/b", Data: []byte("b2"), Mode: 0o600}); err != nil {
+		t.Fatal(err)
+	}
+	kept("changing only the mode of /d/b", "/d", clk.Now().Add(-time.Second))
 
 	clk.Advance(time.Second)
 	if err := s.Remove(t.Context(), store.RemoveRequest{Path: "/d/b"}); err != nil {

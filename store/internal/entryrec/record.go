@@ -71,6 +71,15 @@ func PresentSum(r *Record) string {
 	return r.SHA256
 }
 
+// NewContent reports whether writing b over a gives a file new content:
+// then the directory's times move, as a rename-replace moves them on a
+// local filesystem (the mount shows an update so), while a change of
+// metadata alone, or an eviction, leaves them.
+func NewContent(a, b *Record) bool {
+	s := PresentSum(b)
+	return s != "" && s != PresentSum(a)
+}
+
 // PinnedSum is the content hash of a pinned present file, else "".
 func PinnedSum(r *Record) string {
 	if r == nil || !r.Pinned {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 )
 
@@ -113,15 +114,25 @@ type Broker struct {
 	stopEx    context.CancelFunc
 }
 
-// request is a Request and what its waiters and watch share. Waiters is
-// guarded by Broker.mu; err is written before done is closed and read only
-// after.
+// request is a Request and what its waiters and watch share. Waiters and
+// held are guarded by Broker.mu; err is written before done is closed and
+// read only after.
 type request struct {
 	Request
 	done chan struct{} // closed when the request is resolved
 	err  error         // why waiters must stop, or nil to retry the open
 	stop context.CancelFunc
+	// held keeps the request pending with no reader waiting, until the
+	// broker's timeout after it was made (hold): it was made for a
+	// reader that does not wait (Want), or for a sibling of the file a
+	// reader wants.
+	held bool
+	hold *time.Timer
 }
+
+// MaxSiblings bounds the placeholders of one directory asked for together
+// when a reader first wants one of them (see Broker.Fetch).
+const MaxSiblings = 256
 
 // New returns a Broker over st. A nil opts means the defaults.
 func New(st store.Store, opts *Options) *Broker {
@@ -172,6 +183,12 @@ func (b *Broker) Timeout() time.Duration { return b.timeout }
 // and the store's error for anything else, such as store.ErrNotExist when
 // the entry is removed while readers wait. A request whose last reader
 // stops waiting is withdrawn.
+//
+// The first request for a file also asks for every other placeholder of
+// its directory (up to MaxSiblings), so that a program walking a declared
+// tree costs the agents one round trip per directory, not one per file.
+// Those requests stay pending for the broker's timeout without a reader
+// (they are held), and a reader that opens one of them joins it.
 func (b *Broker) Fetch(ctx context.Context, p string) (store.Content, error) {
 	timer := time.NewTimer(b.timeout)
 	defer timer.Stop()
@@ -195,7 +212,7 @@ func (b *Broker) Fetch(ctx context.Context, p string) (store.Content, error) {
 		if e.Present {
 			continue // arrived between Open and Stat
 		}
-		r, err := b.join(e, rev)
+		r, err := b.join(e, rev, true)
 		if err != nil {
 			return nil, fmt.Errorf("fetch %s: %w", p, err)
 		}
@@ -219,61 +236,192 @@ func (b *Broker) Fetch(ctx context.Context, p string) (store.Content, error) {
 	}
 }
 
-// join adds a waiter to the pending request for e's path, publishing one
-// (and starting its watch from rev) if there is none.
-func (b *Broker) join(e store.Entry, rev uint64) (*request, error) {
+// Want asks for the content of the placeholder at the clean depot path p,
+// and for every other placeholder of its directory, as Fetch does, without
+// waiting for it: the requests are held for the broker's timeout. It does
+// nothing when p's content is present, and fails with the store's error
+// when p has no entry.
+func (b *Broker) Want(ctx context.Context, p string) error {
+	rev, err := b.st.Revision(ctx)
+	if err != nil {
+		return fmt.Errorf("want %s: %w", p, err)
+	}
+	e, err := b.st.Stat(ctx, p)
+	if err != nil {
+		return fmt.Errorf("want %s: %w", p, err)
+	}
+	if e.Present || e.IsDir() {
+		return nil
+	}
+	if _, err := b.join(e, rev, false); err != nil {
+		return fmt.Errorf("want %s: %w", p, err)
+	}
+	return nil
+}
+
+// join adds a waiter (when wait is set) to the pending request for e's
+// path, publishing one if there is none: its watch starts from rev, and
+// the other placeholders of e's directory are asked for in the same
+// change of the pending set (see siblings), so an agent sees them all in
+// one reply. A request made without a waiter is held.
+func (b *Broker) join(e store.Entry, rev uint64, wait bool) (*request, error) {
+	if r, err := b.joinExisting(e.Path, wait); r != nil || err != nil {
+		return r, err
+	}
+	sibs := b.siblings(e.Path)
 	b.mu.Lock()
-	if b.closed {
+	if r, err := b.joinExistingLocked(e.Path, wait); r != nil || err != nil {
 		b.mu.Unlock()
+		return r, err
+	}
+	r := b.publishLocked(e, rev, wait)
+	n := 0
+	for _, s := range sibs {
+		if n == MaxSiblings {
+			break
+		}
+		if b.reqs[s.Path] == nil {
+			b.publishLocked(s, rev, false)
+			n++
+		}
+	}
+	b.mu.Unlock()
+	b.log.Info("fetch: a reader wants a file's content; asking agents", "path", e.Path, "request", r.ID, "size", e.Size, "waits", wait)
+	if n > 0 {
+		b.log.Info("fetch: asking agents for the other placeholders of the directory too", "path", e.Path, "placeholders", n)
+	}
+	b.notify()
+	return r, nil
+}
+
+// joinExisting adds a waiter to (or renews the hold of) the pending request
+// for p, if there is one.
+func (b *Broker) joinExisting(p string, wait bool) (*request, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.joinExistingLocked(p, wait)
+}
+
+func (b *Broker) joinExistingLocked(p string, wait bool) (*request, error) {
+	if b.closed {
 		return nil, ErrClosed
 	}
-	if r := b.reqs[e.Path]; r != nil {
-		r.Waiters++
-		b.mu.Unlock()
-		return r, nil
+	r := b.reqs[p]
+	if r == nil {
+		return nil, nil
 	}
+	if wait {
+		r.Waiters++
+	} else {
+		b.holdLocked(r)
+	}
+	return r, nil
+}
+
+// publishLocked makes a request for e, with one waiter when wait is set,
+// held otherwise, and starts its watch from rev. b.mu must be held.
+func (b *Broker) publishLocked(e store.Entry, rev uint64, wait bool) *request {
 	b.lastID++
 	ctx, stop := context.WithCancel(context.Background())
 	r := &request{
 		Request: Request{
 			ID: b.lastID, Path: e.Path, Size: e.Size, MTime: e.MTime, SHA256: e.SHA256,
-			Since: time.Now(), Waiters: 1,
+			Since: time.Now(),
 		},
 		done: make(chan struct{}),
 		stop: stop,
+	}
+	if wait {
+		r.Waiters = 1
+	} else {
+		b.holdLocked(r)
 	}
 	b.reqs[e.Path] = r
 	b.stats.Requested++
 	b.changedLocked()
 	b.wg.Add(1)
 	go b.watch(ctx, r, rev)
+	return r
+}
+
+// holdLocked keeps r pending without readers for the broker's timeout from
+// now. b.mu must be held.
+func (b *Broker) holdLocked(r *request) {
+	r.held = true
+	if r.hold != nil {
+		r.hold.Reset(b.timeout)
+		return
+	}
+	r.hold = time.AfterFunc(b.timeout, func() { b.unhold(r) })
+}
+
+// unhold ends r's hold, withdrawing it if no reader waits.
+func (b *Broker) unhold(r *request) {
+	b.mu.Lock()
+	if b.reqs[r.Path] != r {
+		b.mu.Unlock()
+		return
+	}
+	r.held = false
+	if r.Waiters > 0 {
+		b.mu.Unlock()
+		return
+	}
+	b.withdrawLocked(r)
 	b.mu.Unlock()
-	b.log.Info("fetch: a reader is waiting for a file's content; asking agents", "path", e.Path, "request", r.ID, "size", e.Size)
-	b.notify()
-	return r, nil
+	b.withdrawn(r)
+}
+
+// siblings returns the other placeholders of p's directory.
+func (b *Broker) siblings(p string) []store.Entry {
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	defer cancel()
+	dir, _ := depotpath.Split(p)
+	es, err := b.st.ReadDir(ctx, dir)
+	if err != nil {
+		return nil // gone since: the reader's own request says what happens
+	}
+	var sibs []store.Entry
+	for _, e := range es {
+		if !e.IsDir() && !e.Present && e.Path != p {
+			sibs = append(sibs, e)
+		}
+	}
+	return sibs
 }
 
 // leave removes one waiter that stopped waiting, counting it in counter,
-// and withdraws the request if it was the last. It returns the number of
-// readers still waiting.
+// and withdraws the request if it was the last and the request is not
+// held. It returns the number of readers still waiting.
 func (b *Broker) leave(r *request, counter *uint64) int {
 	b.mu.Lock()
 	*counter++
 	r.Waiters--
 	left := r.Waiters
-	withdraw := left == 0 && b.reqs[r.Path] == r
+	withdraw := left == 0 && !r.held && b.reqs[r.Path] == r
 	if withdraw {
-		delete(b.reqs, r.Path)
-		b.stats.Withdrawn++
-		b.changedLocked()
+		b.withdrawLocked(r)
 	}
 	b.mu.Unlock()
 	if withdraw {
-		r.stop()
-		b.log.Info("fetch: request withdrawn: no reader is waiting any more", "path", r.Path, "request", r.ID)
-		b.notify()
+		b.withdrawn(r)
 	}
 	return left
+}
+
+// withdrawLocked removes r from the pending requests. b.mu must be held;
+// call withdrawn after releasing it.
+func (b *Broker) withdrawLocked(r *request) {
+	delete(b.reqs, r.Path)
+	b.stats.Withdrawn++
+	b.changedLocked()
+}
+
+// withdrawn stops a withdrawn request's watch and tells the listeners.
+func (b *Broker) withdrawn(r *request) {
+	r.stop()
+	b.log.Info("fetch: request withdrawn: no reader is waiting any more", "path", r.Path, "request", r.ID)
+	b.notify()
 }
 
 // resolve ends a pending request: its waiters wake, and retry the open when
@@ -288,6 +436,9 @@ func (b *Broker) resolve(r *request, fetched bool, err error) {
 	delete(b.reqs, r.Path)
 	r.err = err
 	close(r.done)
+	if r.hold != nil {
+		r.hold.Stop()
+	}
 	if fetched {
 		b.stats.Fetched++
 	}
@@ -434,6 +585,9 @@ func (b *Broker) Close() error {
 		delete(b.reqs, p)
 		r.err = ErrClosed
 		close(r.done)
+		if r.hold != nil {
+			r.hold.Stop()
+		}
 		reqs = append(reqs, r)
 	}
 	b.changedLocked()

@@ -11,6 +11,9 @@
 // cancelled), or the broker's timeout passes. Many readers of one missing
 // file share one request; the request is withdrawn when its last reader
 // stops waiting, so nothing is left behind by a reader that was killed.
+// The first request for a file asks for every other placeholder of its
+// directory too, and [Broker.Want] asks without waiting (an O_NONBLOCK
+// open): such requests are held for the timeout without a reader.
 //
 // The other side, the agents, learn what is wanted from [Broker.Pending]
 // (a snapshot with a channel that is closed at the next change, for long

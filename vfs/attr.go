@@ -25,7 +25,9 @@ const versionBit = 1 << 63
 // top bit set. So an update looks like an atomic rename-replace on a local
 // filesystem (tail -F, and anything else that compares inode numbers,
 // notices the new file), the number is unique in the mount, and it is the
-// same after a restart.
+// same after a restart. A version that the kernel's inode for an earlier
+// version follows (same content, or an append) keeps that inode's number
+// while the kernel knows it.
 func Ino(e store.Entry) uint64 {
 	if e.IsDir() {
 		return e.Ino
@@ -43,6 +45,10 @@ func stableAttr(e store.Entry) fs.StableAttr {
 	return fs.StableAttr{Mode: syscall.S_IFREG, Ino: Ino(e)}
 }
 
+// dirSize is the size every directory reports, as ext4 reports an empty
+// one: find -size 0 and du look for empty files, not directories.
+const dirSize = 4096
+
 // fillAttr reports an entry as the kernel should see it.
 //
 // Times: mtime is the entry's MTime (the agent's, else the arrival time);
@@ -57,7 +63,10 @@ func (fsys *fsys) fillAttr(e store.Entry, out *fuse.Attr) {
 	out.Nlink = 1
 	out.Uid = fsys.opts.UID
 	out.Gid = fsys.opts.GID
-	if !e.IsDir() && e.Size > 0 {
+	switch {
+	case e.IsDir():
+		out.Size = dirSize
+	case e.Size > 0:
 		out.Size = uint64(e.Size)
 	}
 	out.Blksize = blockSize

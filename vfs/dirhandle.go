@@ -64,6 +64,15 @@ func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 		e := &h.entries[h.pos-2]
 		id := stableAttr(*e)
 		de.Name, de.Ino, de.Mode = depotpath.Base(e.Path), id.Ino, id.Mode
+		if ch := h.dir.GetChild(de.Name); ch != nil && !e.IsDir() {
+			// A file node that followed later versions keeps its
+			// first version's number: the listing says what stat says.
+			if f, ok := ch.Operations().(*fileNode); ok {
+				if v, _ := f.snapshot(); v.rev == e.Revision {
+					de.Ino = ch.StableAttr().Ino
+				}
+			}
+		}
 		h.last = e
 	default:
 		return nil, 0

@@ -39,11 +39,15 @@
 //
 // Each version of a file is its own kernel inode with its own inode number
 // ([Ino]): an update looks like an atomic rename-replace on a local
-// filesystem, which tail -F follows. A process that opened the old version
-// keeps reading the old version, whole and consistent, from its own
-// snapshot and cache; nobody ever sees a mix of two versions. An open that
-// races an update (the kernel still held the old version's name) reads the
-// newer version whole, around the old inode's cache and size.
+// filesystem, which tail -F follows, and the old inode's link count drops
+// to 0. A process that opened the old version keeps reading the old
+// version, whole and consistent, from its own snapshot and cache; nobody
+// ever sees a mix of two versions. A version with the same content (a
+// change of mode or mtime) or one that extends the content (an append)
+// keeps the inode instead, which grows: tail -F prints only what was
+// added. An open that races an update (the kernel still held the old
+// version's name) reads the version the opener saw when it is still at
+// hand, and always gets the attributes of the version it reads.
 //
 // # Passthrough
 //
@@ -61,6 +65,9 @@
 //
 // Unmount does not wait for other processes: if files are still open in the
 // mount, it aborts the FUSE connection and detaches the mount.
+//
+// The provenance extended attributes are read by name; listxattr lists
+// none, so that programs copying extended attributes (cp -a) leave them.
 //
 // This package must not import mcpserver (it meets the MCP layer only through
 // the store and its events), and it never writes to the store.

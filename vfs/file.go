@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -16,21 +17,35 @@ import (
 	"github.com/depotfs/depotfs/vfs/internal/blobcache"
 )
 
-// fileNode is one version of a regular file: the entry as it was when the
-// kernel looked it up (see fileVersion). A newer version of the same path is a new fileNode
-// (see stableAttr), so its entry never changes. It is safe for concurrent
-// use.
+// fileNode is one version of a regular file, as the kernel sees it: the
+// entry as it was when the kernel looked it up (see fileVersion). A newer
+// version of the same path is a new fileNode (see stableAttr), except when
+// it has the same content or extends it (see follow): then the node
+// follows it and the inode stays. It is safe for concurrent use.
 type fileNode struct {
 	fs.Inode
 	readOnly
 
-	fsys    *fsys
-	version fileVersion
+	fsys *fsys
 
-	mu       sync.Mutex
-	blob     *os.File    // the blob file open handles share (passthrough); nil when none is open
-	blobRefs int32       // open handles on blob
-	primed   atomic.Bool // the content was handed to the kernel's page cache (prime)
+	// mu guards every field below it except primed.
+	mu      sync.Mutex
+	version fileVersion // what the node shows (see follow)
+	gone    bool        // replaced by an unrelated version, or removed: link count 0
+	// cached: the node followed a newer version (see follow) and is
+	// served through the page cache from then on; passed: a handle was
+	// once served by passthrough, so the node never follows a newer
+	// version. The kernel ties an inode to one backing file, or to the
+	// page cache, until the RELEASE of its last open file is answered,
+	// which is after fileNode knows the handle is closed: an inode that
+	// changed content and mode in between would fail opens with EIO (or
+	// read the older backing file).
+	cached, passed bool
+	opens          int32       // open handles, of either kind
+	shared         *shared     // the content the open fileHandles of the version shown share; nil when none is open
+	blob           *os.File    // the blob file open handles share (passthrough); nil when none is open
+	blobRefs       int32       // open handles on blob
+	primed         atomic.Bool // the content was handed to the kernel's page cache (prime)
 }
 
 var (
@@ -38,80 +53,222 @@ var (
 	_ = (fs.NodeOpener)((*fileNode)(nil))
 )
 
-// Getattr reports the attributes of this version of the file.
+// Getattr reports the attributes of the version the node shows. A node
+// that a newer version replaced, or whose file was removed, has a link
+// count of 0, like an open file on a local filesystem after a
+// rename-replace or an unlink.
 func (f *fileNode) Getattr(_ context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	f.fsys.fillAttr(f.version.entry(), &out.Attr)
+	f.fillAttr(&out.Attr)
 	return 0
+}
+
+// fillAttr reports the version the node shows, under the node's own inode
+// number (that of the first version it showed).
+func (f *fileNode) fillAttr(out *fuse.Attr) {
+	v, gone := f.snapshot()
+	f.fsys.fillAttr(v.entry(), out)
+	out.Ino = f.StableAttr().Ino
+	if gone {
+		out.Nlink = 0
+	}
 }
 
 // writeFlags are the open flags that ask to change a file.
 const writeFlags = syscall.O_WRONLY | syscall.O_RDWR | syscall.O_TRUNC | syscall.O_APPEND | syscall.O_CREAT
 
+// openTries bounds how often Open starts again when the node changed
+// version while it was opening.
+const openTries = 3
+
+// pageSize is the kernel's page size, for invalidating the pages from a
+// file's old end.
+var pageSize = int64(os.Getpagesize())
+
 // Open takes a snapshot of the file's content. The kernel keeps its page
-// cache across opens (FOPEN_KEEP_CACHE): the inode is this version only, so
-// its cached pages can never be stale. Closing sends no FLUSH
-// (FOPEN_NOFLUSH): there is nothing to flush. With passthrough on, a file
-// of at least PassthroughMinSize is served from its blob file, which the
-// kernel reads directly.
+// cache across opens (FOPEN_KEEP_CACHE): the node's cached pages belong
+// to the content it shows, which only ever grows (see follow), so they can
+// never be stale. Closing sends no FLUSH (FOPEN_NOFLUSH): there is
+// nothing to flush. With passthrough on, a file of at least
+// PassthroughMinSize is served from its blob file, which the kernel reads
+// directly.
 //
-// If the store's content is no longer this version (the file changed after
-// the kernel looked it up), the reader gets the newer version, whole: it
-// is read around the page cache and the size of this inode
-// (FOPEN_DIRECT_IO), which belong to the older version. A reader therefore
-// sees one version or another, never an error and never a mix. A
-// placeholder is the exception: its open fails with ESTALE once the
-// content has been fetched, and the kernel looks the name up again and
-// retries, so the reader also gets the new version's attributes. An open
-// with O_NONBLOCK never waits for a placeholder's content: it fails at
-// once with EAGAIN.
+// The attributes the opener sees are always those of the version it
+// reads. If the store's content is no longer the node's (the kernel
+// resolved the name before an update it has not been told of yet, or just
+// as it was told), the open reads the node's own version when that is
+// still at hand (see openOld): what a stat just before the open showed,
+// as a local filesystem opens the file a path resolved to before a
+// rename-replace. Else the node follows the newer version when it can
+// (the newer one extends its content, or no handle of the node is open),
+// and the node's attributes and pages are invalidated before Open
+// returns. Else the open fails with ESTALE, on which the kernel looks the
+// name up again and retries once, finding the newer version. A
+// placeholder whose content arrived fails with ESTALE too.
+//
+// An open with O_NONBLOCK never waits for a placeholder's content: it
+// asks for it (Fetcher.Want) and fails at once with EAGAIN.
 func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if flags&writeFlags != 0 {
 		return nil, 0, syscall.EROFS
 	}
-	const cached = fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH
-	const direct = fuse.FOPEN_DIRECT_IO | fuse.FOPEN_NOFLUSH
-	p := f.version.path
-	// The store is asked even when the blob is cached: the open counts as
-	// a use of the content (eviction spares it), and says whether this
-	// version is still the file's.
-	var c store.Content
-	var err error
-	if flags&syscall.O_NONBLOCK != 0 {
-		// Never wait for an agent: a placeholder fails at once.
-		c, err = f.fsys.st.Open(ctx, p)
-		if errors.Is(err, store.ErrNotPresent) {
-			return nil, 0, syscall.EAGAIN
+	for range openTries {
+		v, _ := f.snapshot()
+		c, errno := f.fsys.openContent(ctx, v.path, flags)
+		if errno != 0 {
+			return nil, 0, errno
 		}
-	} else {
-		c, err = f.fsys.content(ctx, p)
+		if !v.holds(c) {
+			if h, fl, ok := f.openOld(ctx, v); ok {
+				c.Close()
+				return h, fl, 0
+			}
+			var ok bool
+			if v, ok = f.catchUp(ctx, v, c); !ok {
+				c.Close()
+				if v.rev == 0 {
+					continue // the node moved on meanwhile: look again
+				}
+				return nil, 0, syscall.ESTALE
+			}
+		}
+		h, flags, errno := f.serve(ctx, v, c)
+		if errno == errMoved {
+			continue
+		}
+		return h, flags, errno
+	}
+	return nil, 0, syscall.ESTALE
+}
+
+// errMoved is serve's answer when the node moved on to another version
+// while it was opening: Open starts again.
+const errMoved = syscall.EAGAIN
+
+// openContent returns the content of the file at p as it is now. An open
+// with O_NONBLOCK of a placeholder fails with EAGAIN, after asking for its
+// content.
+func (fsys *fsys) openContent(ctx context.Context, p string, flags uint32) (store.Content, syscall.Errno) {
+	if flags&syscall.O_NONBLOCK == 0 {
+		c, err := fsys.content(ctx, p)
+		if err != nil {
+			return nil, fsys.errno("open", p, err)
+		}
+		return c, 0
+	}
+	// Never wait for an agent: a placeholder fails at once, once asked for.
+	c, err := fsys.st.Open(ctx, p)
+	if errors.Is(err, store.ErrNotPresent) {
+		if fsys.opts.Fetcher != nil {
+			if err := fsys.opts.Fetcher.Want(ctx, p); err != nil {
+				fsys.log.Debug("vfs: asking for a placeholder's content failed", "path", p, "err", err)
+			}
+		}
+		return nil, syscall.EAGAIN
 	}
 	if err != nil {
-		return nil, 0, f.fsys.errno("open", p, err)
+		return nil, fsys.errno("open", p, err)
 	}
-	current := c.SHA256() == f.version.sha256() && c.Size() == f.version.size
-	if !current && !f.version.present {
-		c.Close()
-		return nil, 0, syscall.ESTALE
+	return c, 0
+}
+
+// catchUp makes the node follow the newer version whose content is c, if
+// it can (see follow), and tells the kernel what changed before the open
+// returns. It returns the version the node shows and true when that is
+// c's; false with the zero version when the node moved on meanwhile; and
+// false with the node's version when the node stays an older version.
+func (f *fileNode) catchUp(ctx context.Context, v fileVersion, c store.Content) (fileVersion, bool) {
+	if !v.present {
+		return v, false // a placeholder: its open fails with ESTALE
 	}
-	if pt := f.fsys.pt.Load(); pt != nil && wants(f.version.entry()) {
-		h, err := f.openBlob(ctx, pt, c, current)
-		if h != nil {
+	e, err := f.fsys.st.Stat(ctx, v.path)
+	if err != nil || e.IsDir() || e.SHA256 != c.SHA256() || e.Size != c.Size() {
+		return v, false
+	}
+	res, old := f.follow(ctx, e, c, true)
+	f.fsys.log.Debug("vfs: an open raced an update", "path", v.path, "revision", v.rev, "store_revision", e.Revision, "outcome", res)
+	switch res {
+	case grew:
+		f.notify(v.path, old&^(pageSize-1))
+	case retargeted:
+		f.notify(v.path, 0)
+	case kept:
+		return fileVersion{}, false
+	case replaced, refreshed:
+		return v, false
+	}
+	nv, _ := f.snapshot()
+	return nv, nv.holds(c)
+}
+
+// notify invalidates the node's attributes and its pages from off (none
+// when off is negative), from inside a FUSE request: the kernel holds no
+// lock an OPEN's reply would release.
+func (f *fileNode) notify(p string, off int64) {
+	if errno := f.NotifyContent(off, 0); errno != 0 && errno != syscall.ENOENT {
+		f.fsys.log.Debug("vfs: invalidating a file that follows a newer version failed", "path", p, "err", errno)
+	}
+}
+
+// serve returns the handle for an open of version v, whose content is c
+// (serve takes it).
+func (f *fileNode) serve(ctx context.Context, v fileVersion, c store.Content) (fs.FileHandle, uint32, syscall.Errno) {
+	const cached = fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH
+	const direct = fuse.FOPEN_DIRECT_IO | fuse.FOPEN_NOFLUSH
+	if pt := f.fsys.pt.Load(); pt != nil && wants(v.entry()) && !f.isCached() {
+		bh, err := f.openBlob(ctx, pt, c, v)
+		if bh != nil {
 			c.Close()
-			return h, cached, 0
+			return bh, cached, 0
 		}
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, blobcache.ErrTooLarge) {
-			f.fsys.log.Warn("vfs: blob cache unavailable; reading from the store", "path", p, "err", err)
+			f.fsys.log.Warn("vfs: blob cache unavailable; reading from the store", "path", v.path, "err", err)
 		}
 		// The kernel refuses to mix passthrough and page-cache opens of
 		// one inode: a file that may be opened for passthrough is read
-		// around the page cache when it is not.
-		return &fileHandle{fsys: f.fsys, path: p, content: c}, direct, 0
+		// around the page cache when it is not (FUSE_DIRECT_IO_ALLOW_MMAP
+		// still lets programs map it).
+		h := f.newHandle(v, c)
+		if h == nil {
+			return nil, 0, errMoved
+		}
+		return h, direct, 0
 	}
-	if !current {
-		return &fileHandle{fsys: f.fsys, path: p, content: c}, direct, 0
+	h := f.newHandle(v, c)
+	if h == nil {
+		return nil, 0, errMoved
 	}
-	f.prime(c)
-	return &fileHandle{fsys: f.fsys, path: p, content: c}, cached, 0
+	f.prime(h.s, v)
+	return h, cached, 0
+}
+
+// isCached reports whether the node is served through the page cache
+// only (see fileNode.cached).
+func (f *fileNode) isCached() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cached
+}
+
+// openOld serves an open of the node's version v when the store has a
+// newer one, from what the node still holds of v: the content its handles
+// share (kept for lingerFor after the last closes), or v's blob file (open,
+// or still in the blob cache). ok is false when it holds nothing of v.
+func (f *fileNode) openOld(ctx context.Context, v fileVersion) (h fs.FileHandle, flags uint32, ok bool) {
+	const cached = fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH
+	if !v.present {
+		return nil, 0, false
+	}
+	if h := f.shareHandle(v); h != nil {
+		return h, cached, true
+	}
+	pt := f.fsys.pt.Load()
+	if pt == nil || !wants(v.entry()) || f.isCached() {
+		return nil, 0, false
+	}
+	if bh, _ := f.openBlob(ctx, pt, nil, v); bh != nil {
+		return bh, cached, true
+	}
+	return nil, 0, false
 }
 
 // primeMax bounds the files whose content Open hands to the kernel (see
@@ -121,11 +278,11 @@ const primeMax = 128 << 10
 // prime stores the content of a small file in the kernel's page cache for
 // this inode (FUSE_NOTIFY_STORE), once, before the first open of it
 // returns: the reader's first read is then served from the page cache
-// instead of costing a READ round trip. The inode is this version only, so
-// the pages can never be stale; if the kernel drops them later, reads ask
-// for them as usual. c must be this version's content.
-func (f *fileNode) prime(c store.Content) {
-	size := f.version.size
+// instead of costing a READ round trip. The node's content only ever grows,
+// so the pages can never be stale; if the kernel drops them later, reads
+// ask for them as usual. c must be v's content.
+func (f *fileNode) prime(c store.Content, v fileVersion) {
+	size := v.size
 	if size <= 0 || size > primeMax || f.primed.Swap(true) {
 		return
 	}
@@ -133,55 +290,82 @@ func (f *fileNode) prime(c store.Content) {
 	if n, err := c.ReadAt(buf, 0); int64(n) != size {
 		f.primed.Store(false)
 		if err != nil && !errors.Is(err, io.EOF) {
-			f.fsys.log.Debug("vfs: reading a file to prime the page cache failed", "path", f.version.path, "err", err)
+			f.fsys.log.Debug("vfs: reading a file to prime the page cache failed", "path", v.path, "err", err)
 		}
 		return
 	}
 	if errno := f.WriteCache(0, buf); errno != 0 {
 		f.primed.Store(false)
-		f.fsys.log.Debug("vfs: priming the page cache failed", "path", f.version.path, "err", errno)
+		f.fsys.log.Debug("vfs: priming the page cache failed", "path", v.path, "err", errno)
 	}
 }
 
-// openBlob returns a handle on this version's blob file for passthrough,
-// or nil when there is none to give. Every open of the inode shares one
-// blob file while any is open (the kernel allows one backing file per
-// inode); the first fills it from c when c is this version (current),
-// else takes it from the cache if it is still there.
-func (f *fileNode) openBlob(ctx context.Context, pt *blobs, c store.Content, current bool) (*blobHandle, error) {
+// openBlob returns a handle on version v's blob file for passthrough, or
+// nil when there is none to give (or the node no longer shows v). Every
+// open of the inode shares one blob file while any is open (the kernel
+// allows one backing file per inode); the first fills it from c, v's
+// content, or when c is nil takes it from the cache if it is still there.
+func (f *fileNode) openBlob(ctx context.Context, pt *blobs, c store.Content, v fileVersion) (*blobHandle, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.version.same(v) {
+		return nil, nil
+	}
 	if f.blob == nil {
 		switch {
-		case current:
-			bf, err := pt.open(ctx, f.version.entry(), c)
+		case c != nil:
+			bf, err := pt.open(ctx, v.entry(), c)
 			if err != nil {
 				return nil, err
 			}
 			f.blob = bf
+			f.passed = true
 		default:
-			bf, ok := pt.cache.Get(f.version.sha256())
+			bf, ok := pt.cache.Get(v.sha256())
 			if !ok {
 				return nil, nil
 			}
 			f.blob = bf
+			f.passed = true
 		}
 	}
 	f.blobRefs++
+	f.opens++
 	return &blobHandle{node: f}, nil
 }
 
-// releaseBlob drops one handle's share of the blob file.
-func (f *fileNode) releaseBlob() error {
+// releaseBlob drops one handle's share of the blob file. The last keeps
+// it open for lingerFor (see lingerFor).
+func (f *fileNode) releaseBlob() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.opens--
 	f.blobRefs--
 	if f.blobRefs > 0 {
-		return nil
+		return
 	}
-	err := f.blob.Close()
+	bf := f.blob
+	time.AfterFunc(lingerFor, func() { f.expireBlob(bf) })
+}
+
+// expireBlob closes the blob file bf if no handle took it up again.
+func (f *fileNode) expireBlob(bf *os.File) {
+	f.mu.Lock()
+	if f.blob != bf || f.blobRefs > 0 {
+		f.mu.Unlock()
+		return
+	}
 	f.blob = nil
-	return err
+	f.mu.Unlock()
+	if err := bf.Close(); err != nil {
+		f.fsys.log.Warn("vfs: closing a blob file failed", "path", f.path(), "err", err)
+	}
+}
+
+// path returns the file's depot path.
+func (f *fileNode) path() string {
+	v, _ := f.snapshot()
+	return v.path
 }
 
 // content returns the bytes of the file at path p as they are now. It is
@@ -194,35 +378,4 @@ func (fsys *fsys) content(ctx context.Context, p string) (store.Content, error) 
 		return fsys.opts.Fetcher.Fetch(ctx, p)
 	}
 	return fsys.st.Open(ctx, p)
-}
-
-// fileHandle is an open file: a content snapshot read one kernel-requested
-// range at a time. Read is safe for concurrent use (store.Content.ReadAt
-// is); the kernel calls Release once, after every Read has returned.
-type fileHandle struct {
-	fsys    *fsys
-	path    string
-	content store.Content
-}
-
-var (
-	_ = (fs.FileReader)((*fileHandle)(nil))
-	_ = (fs.FileReleaser)((*fileHandle)(nil))
-)
-
-// Read fills dest from offset off; short only at the end of the file.
-func (h *fileHandle) Read(_ context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	n, err := h.content.ReadAt(dest, off)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, h.fsys.errno("read", h.path, err)
-	}
-	return fuse.ReadResultData(dest[:n]), 0
-}
-
-// Release closes the snapshot.
-func (h *fileHandle) Release(context.Context) syscall.Errno {
-	if err := h.content.Close(); err != nil {
-		return h.fsys.errno("release", h.path, err)
-	}
-	return 0
 }

@@ -26,15 +26,25 @@ type fsys struct {
 
 // child returns the inode for entry e, named name in directory parent, and
 // fills out for the kernel. It reuses the inode parent already has under
-// that name when it is the same version of the same entry: go-fuse would
-// discard a duplicate anyway, and invalidations sent to a discarded
-// duplicate fail.
+// that name when it is the same version of the same entry, or a file node
+// that can follow e (see fileNode.follow): go-fuse would discard a
+// duplicate anyway, and invalidations sent to a discarded duplicate fail.
+// A file node e replaces is marked gone.
 func (fsys *fsys) child(ctx context.Context, parent *fs.Inode, name string, e store.Entry, out *fuse.EntryOut) *fs.Inode {
-	fsys.fillAttr(e, &out.Attr)
 	id := stableAttr(e)
-	if ch := parent.GetChild(name); ch != nil && ch.StableAttr() == id {
-		return ch
+	if ch := parent.GetChild(name); ch != nil {
+		if f, ok := ch.Operations().(*fileNode); ok && !e.IsDir() {
+			if res, _ := f.follow(ctx, e, nil, false); res != replaced {
+				f.fillAttr(&out.Attr)
+				return ch
+			}
+			f.markGone()
+		} else if ch.StableAttr() == id {
+			fsys.fillAttr(e, &out.Attr)
+			return ch
+		}
 	}
+	fsys.fillAttr(e, &out.Attr)
 	var node fs.InodeEmbedder
 	if e.IsDir() {
 		node = &dirNode{fsys: fsys, path: e.Path}

@@ -111,11 +111,11 @@ func (inv *invalidator) apply(ctx context.Context, ev store.Event) {
 	case store.EventResync:
 		inv.all(ctx, inv.root, depotpath.Root)
 	case store.EventCreated:
-		inv.entry(ev, true)
+		inv.entry(ctx, ev, true)
 	case store.EventRemoved:
 		inv.removed(ctx, ev.Path)
 	case store.EventUpdated, store.EventEvicted:
-		inv.entry(ev, false)
+		inv.entry(ctx, ev, false)
 	}
 	if pt := inv.fsys.pt.Load(); pt != nil && ev.Kind != store.EventResync {
 		sum := ev.Entry.SHA256
@@ -134,13 +134,20 @@ func (inv *invalidator) apply(ctx context.Context, ev store.Event) {
 // its parent's listing. If the kernel does not know the entry's parent, the
 // deepest ancestor it knows gets the name of the next path component and its
 // listing invalidated: that covers directories that appeared only as
-// parents, and negative entries.
-func (inv *invalidator) entry(ev store.Event, listed bool) {
+// parents, and negative entries. A file the kernel knows is updated as
+// fileNode.follow allows: in place, or replaced (see replace).
+func (inv *invalidator) entry(ctx context.Context, ev store.Event, listed bool) {
 	if ev.Path == depotpath.Root {
 		inv.notifyContent(inv.root, ev.Path)
 		return
 	}
 	parent, name, node := inv.find(ev.Path)
+	if node != nil && !listed {
+		if f, ok := node.Operations().(*fileNode); ok {
+			inv.file(ctx, parent, name, f, ev)
+			return
+		}
+	}
 	if node != nil {
 		inv.notifyContent(node, ev.Path)
 		listed = listed || node.IsDir() != ev.Entry.IsDir()
@@ -153,12 +160,49 @@ func (inv *invalidator) entry(ev store.Event, listed bool) {
 	}
 }
 
+// file applies an update of the file node f, named name in parent. The
+// node follows the new version when it can (the same content, or an
+// append: tail -F then reads only what was added); else the kernel is
+// told the node was replaced, as by a rename over it, and the node
+// reports a link count of 0. Either way the parent's attributes are
+// invalidated: its mtime moved.
+func (inv *invalidator) file(ctx context.Context, parent *fs.Inode, name string, f *fileNode, ev store.Event) {
+	res, old := f.follow(ctx, ev.Entry, nil, false)
+	switch res {
+	case grew:
+		inv.notifyRange(&f.Inode, ev.Path, old&^(pageSize-1))
+	case kept, refreshed, retargeted:
+		inv.notifyRange(&f.Inode, ev.Path, -1)
+	case replaced:
+		inv.replace(parent, name, f, ev.Path)
+	}
+	inv.notifyRange(parent, ev.Path, -1)
+}
+
+// replace tells the kernel that the file node f, named name in parent, is
+// no longer the file's: the name is dropped and the inode's link count
+// cleared (FUSE_NOTIFY_DELETE), and f reports a link count of 0 if asked
+// again. Its pages stay: they are still the content of the version that
+// open handles read.
+func (inv *invalidator) replace(parent *fs.Inode, name string, f *fileNode, p string) {
+	f.markGone()
+	if parent.NotifyDelete(name, &f.Inode) != 0 {
+		inv.notifyEntry(parent, name, p)
+	}
+	inv.notifyRange(&f.Inode, p, -1)
+}
+
 // removed invalidates a removed entry, and then each parent directory that
 // disappeared with it (a directory that existed only as a parent goes away
 // with its last child).
 func (inv *invalidator) removed(ctx context.Context, p string) {
 	for p != depotpath.Root {
 		parent, name, node := inv.find(p)
+		if node != nil {
+			if f, ok := node.Operations().(*fileNode); ok {
+				f.markGone()
+			}
+		}
 		if node == nil || parent.NotifyDelete(name, node) != 0 {
 			inv.notifyEntry(parent, name, p)
 		}
@@ -231,7 +275,13 @@ func (inv *invalidator) notifyEntry(parent *fs.Inode, name, p string) {
 }
 
 func (inv *invalidator) notifyContent(n *fs.Inode, p string) {
-	if errno := n.NotifyContent(0, 0); errno != 0 && errno != syscall.ENOENT {
+	inv.notifyRange(n, p, 0)
+}
+
+// notifyRange invalidates n's attributes and its pages from off to the
+// end; none when off is negative.
+func (inv *invalidator) notifyRange(n *fs.Inode, p string, off int64) {
+	if errno := n.NotifyContent(off, 0); errno != 0 && errno != syscall.ENOENT {
 		inv.fsys.log.Warn("vfs: invalidating an inode failed", "path", p, "err", errno)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"os"
 	"os/exec"
@@ -311,8 +312,10 @@ func TestWaitApplied(t *testing.T) {
 
 // TestOpenOfOutdatedVersion checks the guard behind the invalidations: when
 // the kernel still holds an old version's name (here because the event was
-// lost), opening it reads the new version whole, never an error or a mix
-// of the old size and the new bytes.
+// lost), opening it reads one version whole, with the size fstat gives: the
+// old one while the node still holds its content (what a stat just before
+// showed), then the new one. Never an error, nor the new bytes with the old
+// size.
 func TestOpenOfOutdatedVersion(t *testing.T) {
 	bst, _ := newStore(t, nil)
 	st := &lossyStore{Store: bst, inject: make(chan store.Event)}
@@ -323,13 +326,37 @@ func TestOpenOfOutdatedVersion(t *testing.T) {
 	}
 	st.lose(true)
 	put(t, st, nil, store.PutRequest{Path: "/f", Data: []byte("version two, longer")})
-	for _, read := range []func() ([]byte, error){
-		func() ([]byte, error) { return os.ReadFile(m.path("/f")) },
-		func() ([]byte, error) { return exec.Command("cat", m.path("/f")).Output() },
-	} {
-		got, err := read()
-		if err != nil || string(got) != "version two, longer" {
-			t.Errorf("read %q, %v; want the new version", got, err)
+	read := func() string {
+		t.Helper()
+		f, err := os.Open(m.path("/f"))
+		if err != nil {
+			t.Fatal(err)
 		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(f)
+		if err != nil || int64(len(got)) != fi.Size() {
+			t.Fatalf("read %q, %v; fstat says %d bytes", got, err, fi.Size())
+		}
+		if s := string(got); s != "version one" && s != "version two, longer" {
+			t.Fatalf("read %q, no version", s)
+		}
+		return string(got)
+	}
+	if got := read(); got != "version one" {
+		t.Errorf("an open right after the update read %q, want the version the kernel showed", got)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for read() != "version two, longer" {
+		if time.Now().After(deadline) {
+			t.Fatal("the new version never showed")
+		}
+		time.Sleep(100 * time.Millisecond) // polling a condition with a deadline
+	}
+	if out, err := exec.Command("cat", m.path("/f")).Output(); err != nil || string(out) != "version two, longer" {
+		t.Errorf("cat printed %q, %v; want the new version", out, err)
 	}
 }

@@ -250,8 +250,13 @@ func mountOptions(o Options) *fuse.MountOptions {
 		// with attributes on a directory's first READDIR and when the
 		// names it listed are being looked up (ls -l), plain names
 		// otherwise (find).
-		ExtraCapabilities: fuse.CAP_READDIRPLUS_AUTO,
-		MaxReadAhead:      maxRead,
+		ExtraCapabilities: fuse.CAP_READDIRPLUS_AUTO |
+			// Lets programs map a file served with direct I/O (one
+			// that may not enter the page cache, see fileNode.serve)
+			// with MAP_SHARED; Linux 6.6 and later, else mmap fails
+			// with ENODEV.
+			fuse.CAP_DIRECT_IO_ALLOW_MMAP,
+		MaxReadAhead: maxRead,
 		// Not IgnoreSecurityLabels: it answers ENODATA for ACLs, where
 		// Getxattr's EOPNOTSUPP lets ls stop asking.
 		DisableXAttrs: o.NoXattrs,

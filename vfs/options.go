@@ -109,6 +109,10 @@ type Fetcher interface {
 	// an error wrapping store.ErrNotPresent when the content did not arrive
 	// in time; and the store's errors otherwise.
 	Fetch(ctx context.Context, p string) (store.Content, error)
+	// Want asks for the content of the placeholder at p as Fetch would,
+	// without waiting for it: an open with O_NONBLOCK fails at once with
+	// EAGAIN, but the agents are asked all the same.
+	Want(ctx context.Context, p string) error
 }
 
 // withDefaults returns a copy of o with every zero field that has a default

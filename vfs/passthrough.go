@@ -211,9 +211,7 @@ func (h *blobHandle) Read(_ context.Context, dest []byte, off int64) (fuse.ReadR
 
 // Release drops the handle's share of the blob file.
 func (h *blobHandle) Release(context.Context) syscall.Errno {
-	if err := h.node.releaseBlob(); err != nil {
-		h.node.fsys.log.Warn("vfs: closing a blob file failed", "path", h.node.version.path, "err", err)
-	}
+	h.node.releaseBlob()
 	return 0
 }
 

@@ -88,3 +88,13 @@ func unstamp(s int64, ns int32) time.Time {
 	}
 	return time.Unix(s, int64(ns)).UTC()
 }
+
+// holds reports whether c is this version's content.
+func (v *fileVersion) holds(c store.Content) bool {
+	return v.present && c.SHA256() == v.sha256() && c.Size() == v.size
+}
+
+// same reports whether w has the same content as v (metadata aside).
+func (v *fileVersion) same(w fileVersion) bool {
+	return v.present == w.present && v.sum == w.sum && v.size == w.size
+}

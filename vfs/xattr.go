@@ -11,7 +11,8 @@ import (
 	"github.com/depotfs/depotfs/store"
 )
 
-// The provenance extended attributes, the only ones the filesystem has. An
+// The provenance extended attributes, the only ones the filesystem has.
+// They are read by name (getfattr -n) and not listed (see listxattr). An
 // attribute whose value is empty (a directory's hash, an unknown encoding)
 // is absent.
 const (
@@ -22,7 +23,8 @@ const (
 	// "placeholder" for one it does not (listed but not sent, stale, or
 	// evicted: opening it waits for an agent to send it). A scanner can
 	// skip placeholders by this attribute, or by opening with O_NONBLOCK,
-	// which fails at once with EAGAIN for a placeholder.
+	// which fails at once with EAGAIN for a placeholder (and asks the
+	// agents for it).
 	XattrState = "user.depotfs.state"
 	// XattrDeclaredSHA256 is, on a placeholder, the content hash an agent
 	// declared for it (store.Entry.DeclaredSHA256): a scanner that keeps
@@ -36,7 +38,7 @@ const (
 	StatePlaceholder = "placeholder"
 )
 
-// xattrNames lists the provenance attributes in the order listxattr gives.
+// xattrNames lists the provenance attributes.
 var xattrNames = []string{XattrSHA256, XattrSource, XattrEncoding, XattrState, XattrDeclaredSHA256}
 
 var (
@@ -97,30 +99,24 @@ func absentXattr(name string) syscall.Errno {
 	return syscall.EOPNOTSUPP
 }
 
-// listxattr answers LISTXATTR: the NUL-terminated names of the attributes
-// e has, with the same size and ERANGE rules as getxattr.
-func listxattr(e store.Entry, dest []byte) (uint32, syscall.Errno) {
-	var list []byte
-	for _, name := range xattrNames {
-		if xattrValue(e, name) != "" {
-			list = append(list, name...)
-			list = append(list, 0)
-		}
-	}
-	if len(dest) < len(list) {
-		return uint32(len(list)), syscall.ERANGE
-	}
-	return uint32(copy(dest, list)), 0
+// Listxattr answers LISTXATTR with an empty list: the provenance
+// attributes are read by name only. Listed, they would be copied with the
+// file by every program that preserves extended attributes (cp -a, rsync
+// -X, tar --xattrs) onto a disk where they no longer describe anything,
+// a copy calling itself "stored" with a hash no one checks.
+func listxattr() (uint32, syscall.Errno) {
+	return 0, 0
 }
 
 // Getxattr returns a provenance attribute of this version of the file.
 func (f *fileNode) Getxattr(_ context.Context, name string, dest []byte) (uint32, syscall.Errno) {
-	return getxattr(f.version.entry(), name, dest)
+	v, _ := f.snapshot()
+	return getxattr(v.entry(), name, dest)
 }
 
-// Listxattr lists the provenance attributes of this version of the file.
-func (f *fileNode) Listxattr(_ context.Context, dest []byte) (uint32, syscall.Errno) {
-	return listxattr(f.version.entry(), dest)
+// Listxattr lists no attributes (see listxattr).
+func (f *fileNode) Listxattr(context.Context, []byte) (uint32, syscall.Errno) {
+	return listxattr()
 }
 
 // Getxattr returns a provenance attribute of the directory.
@@ -135,11 +131,7 @@ func (d *dirNode) Getxattr(ctx context.Context, name string, dest []byte) (uint3
 	return getxattr(e, name, dest)
 }
 
-// Listxattr lists the provenance attributes of the directory.
-func (d *dirNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	e, err := d.stat(ctx)
-	if err != nil {
-		return 0, d.fsys.errno("listxattr", d.path, err)
-	}
-	return listxattr(e, dest)
+// Listxattr lists no attributes (see listxattr).
+func (d *dirNode) Listxattr(context.Context, []byte) (uint32, syscall.Errno) {
+	return listxattr()
 }

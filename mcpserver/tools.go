@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 
+	"github.com/depotfs/depotfs/internal/audit"
 	"github.com/depotfs/depotfs/internal/auth"
 	"github.com/depotfs/depotfs/mcpserver/internal/fstools"
 	"github.com/depotfs/depotfs/mcpserver/internal/guide"
@@ -32,7 +33,20 @@ var _ auth.EventSink = (*Server)(nil)
 // burst of them (depotfs serve also logs each failure, see its logSink).
 // It implements auth.EventSink: it is safe for concurrent use and returns
 // once the record is durable; the refusal stands whatever happens here.
-func (s *Server) AuthFailure(ctx context.Context, f auth.Failure) { s.rt.AuthFailure(ctx, f) }
+func (s *Server) AuthFailure(_ context.Context, f auth.Failure) {
+	reason := f.Reason
+	if f.Err != nil {
+		reason += ": " + f.Err.Error()
+	}
+	r := &audit.Record{
+		Time: f.Time, Event: audit.EventAuth, Transport: "http", Remote: f.Remote, Auth: string(f.Method),
+		Serial: f.Serial, TokenID: f.TokenID, Stage: string(f.Stage), Resumed: f.Resumed, Reason: reason,
+	}
+	if f.Subject != "" {
+		r.Identity = "http:" + f.Subject
+	}
+	s.rt.AuthRefused(r, f.Count, f.Reason)
+}
 
 // IdentityStats returns the counts of every identity that called since the
 // server started (at most the 10,000 seen most recently), sorted by

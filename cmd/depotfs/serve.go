@@ -392,14 +392,17 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	}
 	// Metrics read the store and the broker at each scrape, and hear every
 	// call through the audit log and every FUSE request through vfs.
-	mopts := metrics.Options{Store: st, Tools: mcpserver.CallNames()}
+	mopts := metrics.Options{Tools: mcpserver.CallNames(), Store: func(ctx context.Context) (metrics.StoreStats, error) {
+		s, err := st.Stats(ctx)
+		return metrics.StoreStats(s), err
+	}}
 	var broker *fetch.Broker
 	if !cfg.noMount {
 		// The broker asks agents for files a program opens without their
 		// content; it is closed before the unmount, so waiting programs
 		// get an I/O error instead of holding the unmount up.
 		broker = fetch.New(st, &fetch.Options{Timeout: cfg.fetchTimeout, Logger: log, Exchange: exchange})
-		mopts.Fetch = broker
+		mopts.Fetch = func() metrics.FetchStats { return metrics.FetchStats(broker.Stats()) }
 	}
 	met := metrics.New(mopts)
 	opts.Audit = meteredAudit{Auditor: alog, m: met}

@@ -2,7 +2,8 @@
 // go list -deps: the binary wires the server and the mount; the mount and
 // the MCP server meet only through the store, never importing each other;
 // no tool package can import a store implementation; the security
-// packages cannot be imported from outside the module.
+// packages cannot be imported from outside the module; the shared leaves
+// under internal/ depend on nothing of the domain.
 package layout_test
 
 import (
@@ -90,6 +91,28 @@ func TestSecurityPackagesInternal(t *testing.T) {
 		for pkg := range g {
 			if strings.HasSuffix(pkg, "/"+name) && !within(pkg, "internal") {
 				t.Errorf("%s: a security package outside internal/ can be imported by any module", pkg)
+			}
+		}
+	}
+}
+
+// TestSharedLeavesIndependent: the packages under internal/ are shared
+// leaves (auth, audit, policy, metrics, ...) that the domain uses, so none
+// of them may import the domain: not the store (or a package below it), the
+// MCP server, the mount or the binary. A leaf that needs the domain's
+// figures declares its own narrow types (as metrics.StoreStats does), and
+// code that serves one domain package lives next to it (as
+// mcpserver/internal/search does).
+func TestSharedLeavesIndependent(t *testing.T) {
+	for pkg, ds := range graph(t) {
+		if !within(pkg, "internal") {
+			continue
+		}
+		for _, d := range ds {
+			for _, domain := range []string{"store", "mcpserver", "vfs", "cmd"} {
+				if within(d, domain) {
+					t.Errorf("%s imports %s: a shared leaf under internal/ must not depend on %s", pkg, d, domain)
+				}
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/metrics"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/fetch"
 )
 
 type sessions int
@@ -57,7 +58,7 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 
 	// Every source present and every family observed once, so that each
 	// one the registry can export is in the gathering.
-	m := metrics.New(metrics.Options{Store: storeStats{s: store.Stats{}}, Fetch: fetchStats{}})
+	m := metrics.New(metrics.Options{Store: storeStats(store.Stats{}, nil), Fetch: fetchStats(fetch.Stats{})})
 	m.WatchBlobCache(func() (metrics.BlobCache, bool) { return metrics.BlobCache{}, true })
 	m.WatchSessions(sessions(0))
 	m.Call("t", "security", metrics.RefusedDenied, time.Millisecond, 1)

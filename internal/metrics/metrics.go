@@ -8,28 +8,39 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/depotfs/depotfs/store"
-	"github.com/depotfs/depotfs/store/fetch"
 )
 
 const namespace = "depotfs"
 
-// StoreSource is the store as metrics reads it, at every scrape.
-type StoreSource interface {
-	Stats(ctx context.Context) (store.Stats, error)
+// StoreStats are the store's figures as metrics reads them at every
+// scrape. They are store.Stats's fields, in its order, so that one converts
+// to the other: declared here so that this shared package does not depend
+// on the store.
+type StoreStats struct {
+	Files, Placeholders, Dirs int64
+	StoredBytes, LogicalBytes int64
+	Blobs                     int64
+	Uploads, UploadBytes      int64
+	Evictions, EvictedBytes   int64
+	Expiries, SweptChunks     int64
+	Hits, Misses              int64
+	MaxStoreBytes             int64
+	MaxFileBytes              int64
 }
 
-// FetchSource is the fetch broker as metrics reads it, at every scrape.
-type FetchSource interface {
-	Stats() fetch.Stats
+// FetchStats are the fetch broker's counts as metrics reads them at every
+// scrape: fetch.Stats's fields, in its order, so that one converts to the
+// other.
+type FetchStats struct {
+	Pending, Waiting                                   int
+	Requested, Fetched, TimedOut, Abandoned, Withdrawn uint64
 }
 
 // Options say where the scrape-time figures come from; a nil source
 // leaves its metrics out.
 type Options struct {
-	Store StoreSource
-	Fetch FetchSource
+	Store func(context.Context) (StoreStats, error)
+	Fetch func() FetchStats
 	// ScrapeTimeout bounds reading the store at a scrape; 0 means 5s.
 	ScrapeTimeout time.Duration
 	// Tools are the tool names (and other call names, such as

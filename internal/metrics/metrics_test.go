@@ -14,21 +14,22 @@ import (
 	"github.com/depotfs/depotfs/store/fetch"
 )
 
-type storeStats struct {
-	s   store.Stats
-	err error
+// storeStats reads s (converted as cmd/depotfs converts the store's own
+// figures, so a field added to store.Stats alone fails to compile here) or
+// fails with err.
+func storeStats(s store.Stats, err error) func(context.Context) (metrics.StoreStats, error) {
+	return func(context.Context) (metrics.StoreStats, error) { return metrics.StoreStats(s), err }
 }
 
-func (f storeStats) Stats(context.Context) (store.Stats, error) { return f.s, f.err }
-
-type fetchStats fetch.Stats
-
-func (f fetchStats) Stats() fetch.Stats { return fetch.Stats(f) }
+// fetchStats reads s, converted as cmd/depotfs converts the broker's.
+func fetchStats(s fetch.Stats) func() metrics.FetchStats {
+	return func() metrics.FetchStats { return metrics.FetchStats(s) }
+}
 
 func TestMetrics(t *testing.T) {
 	m := metrics.New(metrics.Options{
-		Store: storeStats{s: store.Stats{Files: 3, Placeholders: 1, StoredBytes: 42, Evictions: 2, SweptChunks: 7, Hits: 5, Misses: 1}},
-		Fetch: fetchStats{Pending: 1, Requested: 4, Fetched: 3},
+		Store: storeStats(store.Stats{Files: 3, Placeholders: 1, StoredBytes: 42, Evictions: 2, SweptChunks: 7, Hits: 5, Misses: 1}, nil),
+		Fetch: fetchStats(fetch.Stats{Pending: 1, Requested: 4, Fetched: 3}),
 	})
 	m.Call("guide_cache_file", metrics.OutcomeOK, "", 3*time.Millisecond, 100)
 	m.Call("guide_cache_file", "security", metrics.RefusedDenied, time.Millisecond, 0)
@@ -74,7 +75,7 @@ depotfs_mcp_streams_open{kind="listen"} 0
 		t.Errorf("promlint: %v %v", problems, err)
 	}
 
-	failing := metrics.New(metrics.Options{Store: storeStats{err: errors.New("closed")}})
+	failing := metrics.New(metrics.Options{Store: storeStats(store.Stats{}, errors.New("closed"))})
 	if err := testutil.GatherAndCompare(failing.Registry(), strings.NewReader(`
 # HELP depotfs_store_stats_up 1 when the store's statistics could be read at this scrape.
 # TYPE depotfs_store_stats_up gauge

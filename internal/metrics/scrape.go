@@ -36,7 +36,7 @@ var (
 
 // storeCollector reads the store's statistics at each scrape.
 type storeCollector struct {
-	src     StoreSource
+	src     func(context.Context) (StoreStats, error)
 	timeout time.Duration
 }
 
@@ -50,7 +50,7 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	s, err := c.src.Stats(ctx)
+	s, err := c.src(ctx)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(storeUp, prometheus.GaugeValue, 0)
 		return
@@ -80,7 +80,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // fetchCollector reads the fetch broker's counts at each scrape.
-type fetchCollector struct{ src FetchSource }
+type fetchCollector struct{ src func() FetchStats }
 
 func (c *fetchCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{fetchPending, fetchWaiting, fetchRequested, fetchOutcomes} {
@@ -89,7 +89,7 @@ func (c *fetchCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *fetchCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.src.Stats()
+	s := c.src()
 	ch <- prometheus.MustNewConstMetric(fetchPending, prometheus.GaugeValue, float64(s.Pending))
 	ch <- prometheus.MustNewConstMetric(fetchWaiting, prometheus.GaugeValue, float64(s.Waiting))
 	ch <- prometheus.MustNewConstMetric(fetchRequested, prometheus.CounterValue, float64(s.Requested))

@@ -13,7 +13,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/depotfs/depotfs/internal/audit"
-	"github.com/depotfs/depotfs/internal/auth"
 	"github.com/depotfs/depotfs/internal/identity"
 	"github.com/depotfs/depotfs/internal/policy"
 )
@@ -148,47 +147,35 @@ func (s *Runtime) callRecord(c *Call, f *Failure, err error, refused bool, now t
 	return r
 }
 
-// AuthFailure records a refused TLS handshake or authentication in the
-// audit log and in the counts of the peer's address, and warns about a
-// burst of them (depotfs serve also logs each failure, see its logSink).
-// It is the body of the server's auth.EventSink: it is safe for concurrent
-// use and returns once the record is durable; the refusal stands whatever
-// happens here.
-func (s *Runtime) AuthFailure(_ context.Context, f auth.Failure) {
+// AuthRefused records a refused TLS handshake or authentication, r (an
+// audit record of event audit.EventAuth, without its time, request id and
+// decision, which it fills in), in the audit log and in the counts of the
+// peer's address: count refusals (at least one) of one burst, the latest of
+// which code names. It warns about a burst of them (depotfs serve also logs
+// each failure). It is safe for concurrent use and returns once the record
+// is durable; the refusal stands whatever happens here.
+func (s *Runtime) AuthRefused(r *audit.Record, count int, code string) {
 	now := s.env.Now()
-	when := f.Time
-	if when.IsZero() {
-		when = now
+	if r.Time.IsZero() {
+		r.Time = now
 	}
-	key := "http:" + hostOf(f.Remote)
-	n := max(f.Count, 1)
+	r.Time, r.RequestID, r.Decision = r.Time.UTC(), newRequestID(), audit.Deny
+	key := "http:" + hostOf(r.Remote)
+	n := max(count, 1)
 	st := s.stats.update(key, func(st *IdentityStats) {
 		st.AuthFailures += int64(n)
 		st.Last = now
 	})
 	if s.limiter.Denial(key, now) {
 		s.log.Warn("unusual pattern: a burst of failed authentications from one address",
-			"remote", f.Remote, "failures", st.AuthFailures, "last_reason", f.Reason)
-	}
-	reason := f.Reason
-	if f.Err != nil {
-		reason += ": " + f.Err.Error()
+			"remote", r.Remote, "failures", st.AuthFailures, "last_reason", code)
 	}
 	if n > 1 {
-		reason += fmt.Sprintf(" (%d refusals from this address in this burst; this is the latest)", n)
-	}
-	r := &audit.Record{
-		Time: when.UTC(), Event: audit.EventAuth, RequestID: newRequestID(),
-		Transport: "http", Remote: f.Remote, Auth: string(f.Method),
-		Serial: f.Serial, TokenID: f.TokenID, Stage: string(f.Stage), Resumed: f.Resumed,
-		Decision: audit.Deny, Reason: reason,
-	}
-	if f.Subject != "" {
-		r.Identity = "http:" + f.Subject
+		r.Reason += fmt.Sprintf(" (%d refusals from this address in this burst; this is the latest)", n)
 	}
 	if s.audit != nil {
 		if err := s.audit.Append(r); err != nil {
-			s.log.Error("audit record of a refused authentication not written", "remote", f.Remote, "err", err)
+			s.log.Error("audit record of a refused authentication not written", "remote", r.Remote, "err", err)
 		}
 	}
 }

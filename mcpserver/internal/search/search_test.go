@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/depotfs/depotfs/internal/search"
+	"github.com/depotfs/depotfs/mcpserver/internal/search"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/bolt"
 )

@@ -80,7 +80,7 @@ func (s *Store) publish(ctx context.Context, base uint64, msgs []*nats.Msg) (uin
 				}
 			}
 		}
-		rctx, rcancel := context.WithTimeout(ctx, requestTimeout)
+		rctx, rcancel := context.WithTimeout(ctx, commitTimeout(len(msgs)))
 		defer rcancel()
 		resp, err := s.nc.RequestMsgWithContext(rctx, last)
 		if err != nil {
@@ -121,6 +121,16 @@ func (s *Store) publish(ctx context.Context, base uint64, msgs []*nats.Msg) (uin
 // leader answers the next one.
 const requestTimeout = 2 * time.Second
 
+// commitTimeout bounds one attempt to commit a batch of n messages. It is
+// short, so that a batch sent to a leader that just died is sent again
+// soon after the election: a resend is safe (see settle), and a leader
+// that stores and replicates a batch answers well within it.
+func commitTimeout(n int) time.Duration { return 500*time.Millisecond + time.Duration(n)*100*time.Microsecond }
+
+// probeTimeout bounds a question to the stream's leader while a commit is
+// unconfirmed: a cluster without a leader is asked again soon.
+const probeTimeout = 500 * time.Millisecond
+
 // settle finds out the fate of a batch whose commit went unconfirmed, and
 // commits it if it was not: it returns nil once the batch is committed
 // (exactly once), errRetry once it is certain the batch never will be,
@@ -135,7 +145,7 @@ const requestTimeout = 2 * time.Second
 // t.base+1 and the other is refused. Once the stream moved past t.base,
 // the batch committed if and only if its transaction id is there.
 func (s *Store) settle(ctx context.Context, t *txn, msgs []*nats.Msg, cause error) error {
-	wait := 50 * time.Millisecond
+	wait := 20 * time.Millisecond
 	for {
 		last, err := s.lastSeq(ctx)
 		switch {
@@ -163,14 +173,14 @@ func (s *Store) settle(ctx context.Context, t *txn, msgs []*nats.Msg, cause erro
 			return store.ErrClosed
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, time.Second)
+		wait = min(2*wait, maxBackoff)
 	}
 }
 
 // lastSeq asks the tree stream's leader for the stream's last committed
 // sequence.
 func (s *Store) lastSeq(ctx context.Context) (uint64, error) {
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	rctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	info, err := s.tree.Info(rctx)
 	if err != nil {

@@ -26,9 +26,13 @@ func ambiguous(err error) bool {
 		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrAsyncPublishTimeout)
 }
 
+// maxBackoff bounds the wait between two attempts: a cluster that just
+// elected a leader is asked again within it.
+const maxBackoff = 100 * time.Millisecond
+
 // retry calls fn until it succeeds, fails with an error that is not
 // transient, or ctx is done (then the last error is returned), waiting a
-// little longer after each transient failure.
+// little longer after each transient failure, up to maxBackoff.
 func retry(ctx context.Context, fn func() error) error {
 	wait := 20 * time.Millisecond
 	for {
@@ -41,6 +45,6 @@ func retry(ctx context.Context, fn func() error) error {
 			return err
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, time.Second)
+		wait = min(2*wait, maxBackoff)
 	}
 }

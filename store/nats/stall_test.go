@@ -1,0 +1,101 @@
+package nats_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/nats/natstest"
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// connectTo connects to node i of c alone.
+func connectTo(t *testing.T, c *natstest.Cluster, i int) *natsgo.Conn {
+	t.Helper()
+	nc, err := natsgo.Connect(c.Nodes[i].URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// TestLeaderKillStall: a host writes without pause while the tree
+// stream's leader is killed; the first write acknowledged after the
+// cluster elected a new leader must come within half a second of the
+// election (what depotfs adds to what JetStream itself needs).
+func TestLeaderKillStall(t *testing.T) {
+	t.Parallel()
+	c := natstest.Start(t, 3)
+	prefix := fmt.Sprintf("s%d", depots.Add(1))
+	a := hostsOf(t, c, prefix, 1)[0]
+	stream := treeStream(prefix)
+	moveLeader(t, c, stream, 0)
+
+	var mu sync.Mutex
+	var acks []time.Time
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			_, err := a.Put(ctx, store.PutRequest{Path: fmt.Sprintf("/stall/f%d", i%100), Data: []byte(fmt.Sprint(i))})
+			cancel()
+			if err == nil {
+				mu.Lock()
+				acks = append(acks, time.Now())
+				mu.Unlock()
+			}
+		}
+	}()
+	waitUntil(t, 10*time.Second, "writes before the kill", func() bool { mu.Lock(); defer mu.Unlock(); return len(acks) > 20 })
+
+	// Watch for the new leader from a connection to a surviving node.
+	js, err := jetstream.New(connectTo(t, c, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Kill(0)
+	killed := time.Now()
+	var elected time.Time
+	waitUntil(t, 30*time.Second, "a new leader", func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		defer cancel()
+		st, err := js.Stream(ctx, stream)
+		if err == nil && st.CachedInfo().Cluster != nil && st.CachedInfo().Cluster.Leader != "" && st.CachedInfo().Cluster.Leader != c.Nodes[0].Name {
+			elected = time.Now()
+			return true
+		}
+		return false
+	})
+	var resumed time.Time
+	waitUntil(t, 30*time.Second, "a write acknowledged after the election", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, at := range acks {
+			if at.After(killed) {
+				resumed = at
+				return true
+			}
+		}
+		return false
+	})
+	close(stop)
+	<-done
+	stall := resumed.Sub(elected)
+	t.Logf("leader killed; new leader seen %v later; first write acknowledged %v after that (%v after the kill)",
+		elected.Sub(killed).Round(time.Millisecond), stall.Round(time.Millisecond), resumed.Sub(killed).Round(time.Millisecond))
+	if stall > 500*time.Millisecond {
+		t.Errorf("writes resumed %v after the election, want within 500ms", stall.Round(time.Millisecond))
+	}
+}

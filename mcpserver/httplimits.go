@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/depotfs/depotfs/internal/audit"
 	"github.com/depotfs/depotfs/internal/identity"
@@ -377,83 +378,29 @@ func (b *refusalBursts) note(r *http.Request, report func(n int)) {
 	report(n)
 }
 
-// budget is a weighted semaphore of bytes with FIFO waiters.
+// budget is the bytes of request bodies in flight: a weighted semaphore
+// with FIFO waiters (x/sync's), where a request larger than the whole
+// budget waits for it to be empty and then takes it all.
 type budget struct {
-	mu      sync.Mutex
-	size    int64
-	used    int64
-	waiters []*waiter
+	sem  *semaphore.Weighted
+	size int64
 }
 
-type waiter struct {
-	n     int64
-	ready chan struct{}
-}
+func newBudget(size int64) *budget { return &budget{sem: semaphore.NewWeighted(size), size: size} }
 
-// acquire takes n bytes, waiting up to wait for room; a request larger
-// than the whole budget waits for the budget to be empty and then takes
-// it all.
+// acquire takes n bytes, waiting up to wait for room; on failure it takes
+// nothing.
 func (b *budget) acquire(ctx context.Context, n int64, wait time.Duration) error {
-	n = min(n, b.size)
-	b.mu.Lock()
-	if len(b.waiters) == 0 && b.used+n <= b.size {
-		b.used += n
-		b.mu.Unlock()
-		return nil
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := b.sem.Acquire(ctx, min(n, b.size)); err != nil {
+		return fmt.Errorf("waited %v for %d bytes: %w", wait, n, err)
 	}
-	w := &waiter{n: n, ready: make(chan struct{})}
-	b.waiters = append(b.waiters, w)
-	b.mu.Unlock()
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-w.ready:
-		return nil
-	case <-ctx.Done():
-		return b.cancel(w, ctx.Err())
-	case <-t.C:
-		return b.cancel(w, fmt.Errorf("waited %v for %d bytes", wait, n))
-	}
+	return nil
 }
 
-// cancel removes w, unless it was granted meanwhile.
-func (b *budget) cancel(w *waiter, err error) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	select {
-	case <-w.ready:
-		b.used -= w.n
-		b.wake()
-		return err
-	default:
-	}
-	for i, x := range b.waiters {
-		if x == w {
-			b.waiters = append(b.waiters[:i], b.waiters[i+1:]...)
-			break
-		}
-	}
-	b.wake()
-	return err
-}
-
-func (b *budget) release(n int64) {
-	n = min(n, b.size)
-	b.mu.Lock()
-	b.used -= n
-	b.wake()
-	b.mu.Unlock()
-}
-
-// wake grants waiters in order while they fit. mu is held.
-func (b *budget) wake() {
-	for len(b.waiters) > 0 && b.used+b.waiters[0].n <= b.size {
-		w := b.waiters[0]
-		b.waiters = b.waiters[1:]
-		b.used += w.n
-		close(w.ready)
-	}
-}
+// release gives back n bytes taken by acquire.
+func (b *budget) release(n int64) { b.sem.Release(min(n, b.size)) }
 
 // LimitListener returns ln refusing (closing at once) a connection from an
 // address that already has perAddr open; perAddr <= 0 means no limit.

@@ -10,10 +10,11 @@ import (
 )
 
 // TestBudget: acquisitions that fit pass at once, others wait in order
-// and are granted on release; a wait that outlasts its limit fails and
-// takes nothing; a request larger than the budget waits for all of it.
+// and are granted on release; a wait that outlasts its limit, or whose
+// client has gone, fails and takes nothing; a request larger than the
+// budget waits for all of it.
 func TestBudget(t *testing.T) {
-	b := &budget{size: 100}
+	b := newBudget(100)
 	ctx := context.Background()
 	if err := b.acquire(ctx, 60, time.Second); err != nil {
 		t.Fatal(err)
@@ -33,23 +34,17 @@ func TestBudget(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
-	b.mu.Lock()
-	used := b.used
-	b.mu.Unlock()
-	if used != 100 {
-		t.Fatalf("used %d after granting an oversized request; want the whole budget", used)
+	if b.sem.TryAcquire(1) {
+		t.Fatal("the budget had room after granting an oversized request; want it all taken")
 	}
 	b.release(500)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := b.acquire(cctx, 10, time.Second); err != nil {
-		t.Fatalf("a request that fits failed: %v", err) // fits at once, no wait
+	if err := b.acquire(cctx, 10, time.Second); err == nil {
+		t.Fatal("a request whose client has gone was granted")
 	}
-	b.release(10)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.used != 0 || len(b.waiters) != 0 {
-		t.Fatalf("budget not back to empty: used %d, %d waiters", b.used, len(b.waiters))
+	if !b.sem.TryAcquire(100) {
+		t.Fatal("budget not back to empty")
 	}
 }
 

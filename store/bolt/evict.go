@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/depotfs/depotfs/store"
-	"github.com/depotfs/depotfs/store/internal/entryrec"
 	"github.com/depotfs/depotfs/store/internal/evictplan"
+	"github.com/depotfs/depotfs/store/internal/rules"
 )
 
 // makeRoom evicts blobs, least recently used first, until the stored
@@ -60,39 +60,17 @@ func (w *wtx) makeRoom(keep hash) (store.Evictions, error) {
 // transaction's changes included.
 func (w *wtx) stagedBytes() int64 { return w.s.staged.bytes.Load() + w.staged.bytes }
 
-// evict makes every file using blob h a placeholder, which drops h.
+// evict drops blob h: every file using it becomes a placeholder (see
+// rules.Evict).
 func (w *wtx) evict(h hash, ev *store.Evictions) error {
 	b, _, err := getBlob(w.blobs, h)
 	if err != nil {
 		return err
 	}
-	var paths []string
+	var users []string
 	c := w.refs.Cursor()
 	for k, _ := c.Seek(h[:]); k != nil && bytes.HasPrefix(k, h[:]); k, _ = c.Next() {
-		paths = append(paths, string(k[len(h):]))
+		users = append(users, string(k[len(h):]))
 	}
-	sum := hex.EncodeToString(h[:])
-	if uint64(len(paths)) != b.Refs {
-		return fmt.Errorf("corrupt store: blob %s has %d references, %d files use it", sum, b.Refs, len(paths))
-	}
-	for _, p := range paths {
-		r, err := getEntry(w.tree, p)
-		if err != nil {
-			return err
-		}
-		if r == nil || entryrec.PresentSum(r) != sum || r.Pinned {
-			return fmt.Errorf("corrupt store: refs says %s uses blob %s", p, sum)
-		}
-		next := *r
-		next.Present, next.SHA256, next.Updated = false, "", w.now
-		if _, err := w.Put(store.EventEvicted, p, next); err != nil {
-			return err
-		}
-		if err := w.unref(sum); err != nil {
-			return err
-		}
-		evictplan.Evicted(ev, p)
-	}
-	ev.Bytes += b.Size
-	return nil
+	return rules.Evict(w, hex.EncodeToString(h[:]), b.Size, b.Refs, users, ev)
 }

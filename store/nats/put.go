@@ -3,7 +3,6 @@ package nats
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/depotfs/depotfs/store"
@@ -122,44 +121,21 @@ func (t *txn) MakeRoom(keep string) (store.Evictions, error) {
 	return ev, nil
 }
 
-// evict makes every file using content sum a placeholder, which drops it.
+// evict drops content sum: every file using it becomes a placeholder
+// (see rules.Evict).
 func (t *txn) evict(sum string, ev *store.Evictions) error {
 	b := t.blob(sum)
-	var paths []string
+	var users []string
 	for p := range t.st.refs[sum] {
-		paths = append(paths, p)
+		users = append(users, p)
 	}
 	for p, r := range t.entries {
 		if entryrec.PresentSum(r.rec()) == sum && !t.st.refs[sum][p] {
-			paths = append(paths, p)
+			users = append(users, p)
 		}
 	}
-	slices.Sort(paths)
-	n := 0
-	for _, p := range paths {
-		r := t.get(p)
-		if entryrec.PresentSum(r.rec()) != sum {
-			continue
-		}
-		if r.Pinned {
-			return fmt.Errorf("corrupt store: pinned %s uses evictable content %s", p, sum)
-		}
-		next := *r
-		next.Present, next.SHA256, next.Updated = false, "", t.now
-		if err := t.put(store.EventEvicted, &next); err != nil {
-			return err
-		}
-		if err := t.Unref(sum); err != nil {
-			return err
-		}
-		n++
-		evictplan.Evicted(ev, p)
-	}
-	if uint64(n) != b.Refs {
-		return fmt.Errorf("corrupt store: content %s has %d references, %d files use it", sum, b.Refs, n)
-	}
-	ev.Bytes += b.Size
-	return nil
+	slices.Sort(users)
+	return rules.Evict(t, sum, b.Size, b.Refs, users, ev)
 }
 
 // PutBatch stores several whole files in one atomic batch (see

@@ -495,7 +495,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		}()
 	}
 	if cfg.stdio {
-		log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg), "mcp", "stdio", "tools", cfg.tools, limitAttrs(cfg))
+		log.Info("depotfs ready", storeAttr(cfg), "mount", mountDesc(cfg), "mcp", "stdio", "tools", cfg.tools, limitAttrs(cfg))
 		ready("stdio")
 		// Requests that arrive after a signal are answered "shutting
 		// down" until the mount's drain is over too, as the process exits
@@ -538,7 +538,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		scheme = "https"
 		ln = auth.NewListener(ln, ha.tls, &auth.ListenerOptions{Sink: sink, Logger: log})
 	}
-	log.Info("depotfs ready", "database", cfg.db, "mount", mountDesc(cfg),
+	log.Info("depotfs ready", storeAttr(cfg), "mount", mountDesc(cfg),
 		"mcp", scheme+"://"+ln.Addr().String()+"/mcp", "auth", cfg.auth.methods(), "tools", cfg.tools, limitAttrs(cfg))
 	// The listener accepts connections from here on (the kernel queues
 	// them until Serve runs), so systemd may start what depends on it.

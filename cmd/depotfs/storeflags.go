@@ -231,3 +231,12 @@ func sharedSettings(cfg serveConfig) map[string]string {
 		"--upload-ttl":     cfg.uploadTTL.String(),
 	}
 }
+
+// storeAttr names the store in the ready line: the database file, or the
+// NATS depot (whose --db directory holds only the audit log and keys).
+func storeAttr(cfg serveConfig) slog.Attr {
+	if cfg.store.url == "bolt" {
+		return slog.String("database", cfg.db)
+	}
+	return slog.String("store", cfg.store.url+" prefix "+cfg.store.prefix)
+}

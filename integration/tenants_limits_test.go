@@ -1,8 +1,13 @@
 package integration_test
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -88,5 +93,127 @@ func TestSessionFloodPerIdentity(t *testing.T) {
 	}
 	if body, _ := refusal.Load().(string); !strings.Contains(body, "max-sessions-per-identity") {
 		t.Errorf("the flooder's refusal %q does not name --max-sessions-per-identity", body)
+	}
+}
+
+// tenant is one identity of a multi-tenant daemon: its token and client.
+type tenant struct {
+	token string
+	c     *mcpClient
+}
+
+// call invokes a tool as the tenant.
+func (tn tenant) call(t testing.TB, tool string, args map[string]any) envelope {
+	t.Helper()
+	env, err := callWith(tn.c.mcp, tool, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// twoTenants starts a daemon with tokens for A (grant /a) and B (grant
+// /b) and connects both.
+func twoTenants(t *testing.T, args ...string) (*daemon, tenant, tenant) {
+	t.Helper()
+	tokens := t.TempDir() + "/tokens.json"
+	tokA, _ := issueToken(t, tokens, "tenant-a", "*:/a:rw")
+	tokB, _ := issueToken(t, tokens, "tenant-b", "*:/b:rw")
+	d := startDaemon(t, daemonConfig{transport: overHTTP, client: clientAuth{bearer: tokA},
+		args: append([]string{"--tokens", tokens}, args...)})
+	return d, tenant{tokA, d.connect(clientAuth{bearer: tokA})}, tenant{tokB, d.connect(clientAuth{bearer: tokB})}
+}
+
+// TestUploadCapsPerIdentity: A beginning raw uploads without sending them
+// reaches its own limit and B can still begin one; A's abandoned chunked
+// uploads reach their own limit and B's write still fits in the store.
+func TestUploadCapsPerIdentity(t *testing.T) {
+	t.Parallel()
+	d, a, b := twoTenants(t, "--max-store-size", "8MiB", "--max-file-size", "4MiB")
+	_ = d
+	begun := 0
+	for ; begun < 1100; begun++ {
+		env := a.call(t, "guide_begin_upload", map[string]any{"path": fmt.Sprintf("/a/raw-%d.bin", begun)})
+		if !env.Success {
+			if !strings.Contains(env.Error.Message, "max-raw-uploads-per-identity") {
+				t.Errorf("A's refusal after %d raw uploads: %+v; want it to name --max-raw-uploads-per-identity", begun, env.Error)
+			}
+			break
+		}
+	}
+	if begun > 64 {
+		t.Errorf("A began %d raw uploads without sending them; want at most 64", begun)
+	}
+	if env := b.call(t, "guide_begin_upload", map[string]any{"path": "/b/raw.bin"}); !env.Success {
+		t.Fatalf("B could not begin a raw upload after A began %d: %+v", begun, env.Error)
+	}
+
+	// A abandons chunked uploads of 512 KiB chunks until refused.
+	chunk := pseudoRandom(512<<10, 7)
+	staged := 0
+	for i := range 15 {
+		env := a.call(t, "guide_read_file", map[string]any{"path": fmt.Sprintf("/a/big-%d.bin", i), "upload_id": fmt.Sprintf("big-%d", i),
+			"chunk_index": 0, "chunk_count": 4, "content": base64.StdEncoding.EncodeToString(chunk), "encoding": "base64",
+			"sha256": strings.Repeat("0", 64)})
+		if !env.Success {
+			if !strings.Contains(env.Error.Message, "max-upload-bytes-per-identity") {
+				t.Errorf("A's refused chunk: %+v; want it to name --max-upload-bytes-per-identity", env.Error)
+			}
+			break
+		}
+		staged += len(chunk)
+	}
+	t.Logf("A began %d raw uploads and staged %d bytes before its limits", begun, staged)
+	data := pseudoRandom(3<<20, 8)
+	if env := b.call(t, "guide_cache_file", map[string]any{"path": "/b/file.bin", "content": base64.StdEncoding.EncodeToString(data), "encoding": "base64"}); !env.Success {
+		t.Fatalf("B's 3 MiB write after A staged %d bytes of an 8 MiB store: %+v", staged, env.Error)
+	}
+	stats := a.call(t, "guide_cache_stats", map[string]any{})
+	caller, _ := stats.Data["caller"].(map[string]any)
+	limits, _ := caller["limits"].([]any)
+	names := map[string]bool{}
+	for _, l := range limits {
+		q, _ := l.(map[string]any)
+		names[fmt.Sprint(q["name"])] = true
+	}
+	for _, n := range []string{"sessions", "raw_uploads", "upload_bytes"} {
+		if !names[n] {
+			t.Errorf("guide_cache_stats shows A no %s limit: %v", n, caller)
+		}
+	}
+}
+
+// TestUploadIDsPerIdentity: upload ids are per identity. B choosing the
+// id of A's upload starts its own upload, learns nothing of A's, cannot
+// drop it, and does not see it listed; A's upload completes.
+func TestUploadIDsPerIdentity(t *testing.T) {
+	t.Parallel()
+	d, a, b := twoTenants(t)
+	whole := pseudoRandom(2000, 9)
+	sum := sha256hex(whole)
+	send := func(tn tenant, path string, i int, sha string) envelope {
+		return tn.call(t, "guide_read_file", map[string]any{"path": path, "upload_id": "shared-id", "chunk_index": i, "chunk_count": 2,
+			"content": base64.StdEncoding.EncodeToString(whole[i*1000 : (i+1)*1000]), "encoding": "base64", "sha256": sha})
+	}
+	if env := send(a, "/a/hidden-upload.bin", 0, sum); !env.Success {
+		t.Fatalf("A's first chunk: %+v", env.Error)
+	}
+	env := send(b, "/b/mine.bin", 0, strings.Repeat("1", 64))
+	if raw, _ := json.Marshal(env); !env.Success || strings.Contains(string(raw), "hidden-upload") {
+		t.Errorf("B choosing A's upload id: %s; want its own upload, nothing of A's", raw)
+	}
+	drop := b.call(t, "guide_drop_uploads", map[string]any{"upload_ids": []any{"shared-id"}, "idle_seconds": 0})
+	if raw, _ := json.Marshal(drop); strings.Contains(string(raw), "hidden-upload") {
+		t.Errorf("B dropping the id: %s; names A's upload", raw)
+	}
+	list := b.call(t, "guide_list_uploads", map[string]any{})
+	if raw, _ := json.Marshal(list); strings.Contains(string(raw), "hidden-upload") {
+		t.Errorf("B's list: %s; shows A's upload", raw)
+	}
+	if env := send(a, "/a/hidden-upload.bin", 1, sum); !env.Success || !uploadComplete(env) {
+		t.Fatalf("A's last chunk after B used the same id: %+v", env.Error)
+	}
+	if got, err := os.ReadFile(d.path("/a/hidden-upload.bin")); err != nil || !bytes.Equal(got, whole) {
+		t.Errorf("A's file through the mount: %v", err)
 	}
 }

@@ -1,12 +1,15 @@
 package integration_test
 
 import (
+	"archive/tar"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -191,5 +194,57 @@ func TestBadTokenFloodCheap(t *testing.T) {
 	}
 	if counted < requests {
 		t.Errorf("the log lines count %d refusals of %d", counted, requests)
+	}
+}
+
+// TestRefusedUploadsDenied: refused uploads are refusals on security
+// grounds, audited as decision deny with a reason (and the path where one
+// is known), so "depotfs audit query --decision deny" finds them: a PUT
+// on another identity's upload URL, a guessed URL, archives with a member
+// that escapes or is a link.
+func TestRefusedUploadsDenied(t *testing.T) {
+	t.Parallel()
+	d, a, b := twoTenants(t)
+	begin := func(args map[string]any) string {
+		env := a.call(t, "guide_begin_upload", args)
+		u, _ := env.Data["upload_url"].(string)
+		if !env.Success || u == "" {
+			t.Fatalf("guide_begin_upload %v: %+v", args, env.Error)
+		}
+		return u
+	}
+	secret := begin(map[string]any{"path": "/a/secret-plan.bin"})
+	if r := put(t, secret, strings.NewReader("x"), 1, b.token); r.Status != http.StatusNotFound || strings.Contains(fmt.Sprint(r.Env), "tenant-a") {
+		t.Errorf("B's PUT on A's URL: %d %+v; want 404 naming nobody", r.Status, r.Env.Error)
+	}
+	guess := secret[:strings.LastIndex(secret, "/")+1] + strings.Repeat("0", 64)
+	if r := put(t, guess, strings.NewReader("x"), 1, b.token); r.Status != http.StatusNotFound {
+		t.Errorf("a guessed URL: %d", r.Status)
+	}
+	for _, e := range []tarEntry{{name: "../escape.txt", typ: tar.TypeReg, data: []byte("x")}, {name: "link", typ: tar.TypeSymlink}} {
+		u := begin(map[string]any{"path": "/a/unpacked", "format": "tar.gz"})
+		arch := makeTarGz(t, []tarEntry{e})
+		if r := put(t, u, bytes.NewReader(arch), int64(len(arch)), a.token); r.Env.Success {
+			t.Errorf("an archive with member %q was unpacked", e.name)
+		}
+	}
+	d.stop()
+	code, out, errOut := runDepotfs(t, "audit", "query", "--audit-log", d.auditLog(), "--decision", "deny", "--tool", "guide_begin_upload")
+	if code != 0 {
+		t.Fatalf("audit query: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"issued to another identity", "never issued", "escape", "link"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("audit query --decision deny finds no refused upload with %q:\n%s", want, out)
+		}
+	}
+	found := false
+	for _, r := range auditRecords(t, d.auditLog()) {
+		if r.Decision == "deny" && strings.Contains(r.Reason, "another identity") && slices.Contains(r.Paths, "/a/secret-plan.bin") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no deny record of B's PUT naming the path of A's upload")
 	}
 }

@@ -36,9 +36,12 @@ const (
 	DefaultMaxBatchFiles = 1000
 	DefaultMaxBatchBytes = DefaultMaxContentBytes
 	// DefaultUploadURLTTL is how long an upload_url works by default.
-	DefaultUploadURLTTL   = 15 * time.Minute
-	DefaultMaxListEntries = 100000
-	DefaultCommitTimeout  = time.Minute
+	DefaultUploadURLTTL = 15 * time.Minute
+	// DefaultMaxRawUploadsPerIdentity bounds the raw uploads one identity
+	// has begun and not sent.
+	DefaultMaxRawUploadsPerIdentity = 64
+	DefaultMaxListEntries           = 100000
+	DefaultCommitTimeout            = time.Minute
 
 	DefaultResourcePageSize = 100
 	DefaultMaxResourceBytes = 16 << 20
@@ -107,6 +110,16 @@ type Options struct {
 	// UploadURLTTL is how long an upload_url of guide_begin_upload works;
 	// default DefaultUploadURLTTL.
 	UploadURLTTL time.Duration
+
+	// MaxRawUploadsPerIdentity bounds the raw uploads one identity has
+	// begun (guide_begin_upload) and not sent; default
+	// DefaultMaxRawUploadsPerIdentity. Another identity's are not counted.
+	MaxRawUploadsPerIdentity int
+	// MaxUploadBytesPerIdentity bounds what one identity's chunked uploads
+	// in progress hold in the store; 0 means a quarter of the store's size
+	// limit (no bound without one), so no identity's abandoned uploads can
+	// take the room every other identity writes into.
+	MaxUploadBytesPerIdentity int64
 
 	// MaxListEntries limits the entries of one guide_list_directory call,
 	// counting nested ones, and the entries one listing of the provider and
@@ -249,6 +262,9 @@ func (o *Options) withDefaults() Options {
 	if opts.UploadURLTTL <= 0 {
 		opts.UploadURLTTL = DefaultUploadURLTTL
 	}
+	if opts.MaxRawUploadsPerIdentity <= 0 {
+		opts.MaxRawUploadsPerIdentity = DefaultMaxRawUploadsPerIdentity
+	}
 	if opts.MaxBatchFiles <= 0 {
 		opts.MaxBatchFiles = DefaultMaxBatchFiles
 	}
@@ -365,6 +381,7 @@ func newServer(st store.Store, opts *Options) *Server {
 		MaxContentBytes: o.MaxContentBytes, MaxFileBytes: o.MaxFileBytes, MaxReadBytes: o.MaxReadBytes,
 		MaxChunks: o.MaxChunks, MaxListEntries: o.MaxListEntries,
 		MaxBatchFiles: o.MaxBatchFiles, MaxBatchBytes: o.MaxBatchBytes, UploadURLTTL: o.UploadURLTTL,
+		MaxRawUploadsPerIdentity: o.MaxRawUploadsPerIdentity, MaxUploadBytesPerIdentity: o.MaxUploadBytesPerIdentity,
 		UploadTTL: o.UploadTTL, RateLocal: o.RateLocal, CommitTimeout: o.CommitTimeout, Applied: o.Applied,
 		DiskFree: o.DiskFree, DiskReserve: o.DiskReserve, SpoolDir: o.SpoolDir,
 		Log: o.Logger, Now: o.Now,

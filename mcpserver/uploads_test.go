@@ -6,20 +6,25 @@ import (
 	"testing"
 )
 
-// TestUploadsTools: guide_list_uploads shows only the uploads of files the
-// caller may read; guide_drop_uploads needs write access to each upload's
-// file: naming one it may not write denies the whole call, and a drop by
-// idle time leaves such uploads out. A read-only caller is not shown the
-// drop tool at all.
+// TestUploadsTools: upload ids are per identity. guide_list_uploads shows
+// a caller its own uploads (a caller with full grants, the operator,
+// everyone's); another identity may choose the same id without meeting
+// the first; naming another identity's id in guide_drop_uploads finds
+// nothing, as a made-up id does; a drop by idle time drops only the
+// caller's own. A read-only caller is not shown the drop tool at all.
 func TestUploadsTools(t *testing.T) {
 	e := newEnforced(t, nil, nil, nil)
 	e.as(tester)
+	chunk := func(path, id string) {
+		e.ok("guide_read_file", m{"path": path, "upload_id": id, "chunk_index": 0, "chunk_count": 2, "content": "x", "sha256": strings.Repeat("a", 64)}, nil)
+	}
 	for _, u := range []struct{ path, id string }{{"/a/f", "ua"}, {"/b/g", "ub"}} {
-		e.ok("guide_read_file", m{"path": u.path, "upload_id": u.id, "chunk_index": 0, "chunk_count": 2, "content": "x", "sha256": strings.Repeat("a", 64)}, nil)
+		chunk(u.path, u.id)
 	}
 	type list struct {
 		Uploads []struct {
 			UploadID string `json:"upload_id"`
+			Path     string `json:"path"`
 		} `json:"uploads"`
 	}
 	ids := func(l list) []string {
@@ -37,29 +42,42 @@ func TestUploadsTools(t *testing.T) {
 
 	e.as(agent(t, "ra", "guide:/a:r"))
 	e.ok("guide_list_uploads", m{}, &l)
-	if got := ids(l); !slices.Equal(got, []string{"ua"}) {
-		t.Errorf("a caller that may read /a lists %v, want [ua]", got)
+	if got := ids(l); len(got) != 0 {
+		t.Errorf("another identity that may read /a lists %v, want none", got)
 	}
 	if _, err := e.rawCall("guide_drop_uploads", m{"idle_seconds": 0}); err == nil {
 		t.Error("a read-only caller could call guide_drop_uploads")
 	}
 
 	e.as(agent(t, "wa", "guide:/a:rw"))
-	e.fail("guide_drop_uploads", m{"upload_ids": []any{"ua", "ub"}}, "security")
+	chunk("/a/h", "ua") // the id tester chose: its own upload, no conflict
+	e.ok("guide_list_uploads", m{}, &l)
+	if got := ids(l); !slices.Equal(got, []string{"ua"}) || l.Uploads[0].Path != "/a/h" {
+		t.Errorf("wa lists %+v, want only its own ua at /a/h", l.Uploads)
+	}
 	var d struct {
 		Dropped []struct {
 			UploadID string `json:"upload_id"`
+			Path     string `json:"path"`
 		} `json:"dropped"`
+		Kept []struct {
+			UploadID string `json:"upload_id"`
+			Reason   string `json:"reason"`
+		} `json:"kept"`
+	}
+	e.ok("guide_drop_uploads", m{"upload_ids": []any{"ub"}}, &d)
+	if len(d.Dropped) != 0 || len(d.Kept) != 1 || d.Kept[0].Reason != "not_found" {
+		t.Errorf("wa naming tester's ub: %+v; want it not found, as a made-up id", d)
 	}
 	e.ok("guide_drop_uploads", m{"idle_seconds": 0}, &d)
-	if len(d.Dropped) != 1 || d.Dropped[0].UploadID != "ua" {
-		t.Errorf("a caller that may write /a dropped %+v, want only ua", d.Dropped)
+	if len(d.Dropped) != 1 || d.Dropped[0].UploadID != "ua" || d.Dropped[0].Path != "/a/h" {
+		t.Errorf("wa dropped %+v, want only its own ua", d.Dropped)
 	}
 	e.fail("guide_drop_uploads", m{}, "validation")
 
 	e.as(tester)
 	e.ok("guide_list_uploads", m{}, &l)
-	if got := ids(l); !slices.Equal(got, []string{"ub"}) {
-		t.Errorf("after the drops the full caller lists %v, want [ub]", got)
+	if got := ids(l); !slices.Equal(got, []string{"ua", "ub"}) {
+		t.Errorf("after wa's drops the full caller lists %v, want [ua ub]", got)
 	}
 }

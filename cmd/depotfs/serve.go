@@ -31,46 +31,48 @@ import (
 
 // serveConfig is everything "depotfs serve" is told by flags and environment.
 type serveConfig struct {
-	db            string
-	mount         string
-	listen        string
-	metricsListen string
-	listenSet     bool // --listen given explicitly (flag or environment)
-	stdio         bool
-	noMount       bool
-	nonEmpty      bool
-	insecure      bool
-	uid, gid      int
-	umask         string
-	allowOther    bool
-	exec          bool
-	noXattrs      bool
-	passthrough   bool
-	blobCacheDir  string
-	blobCacheSize byteSize
-	memoryLimit   byteSize
-	uploadTimeout time.Duration
-	uploadTTL     time.Duration
-	fetchTimeout  time.Duration
-	maxStoreSize  byteSize
-	maxFileSize   byteSize
-	diskReserve   byteSize
-	uploadURLTTL  time.Duration
-	fileSizeSet   bool // --max-file-size was given (flag or environment)
-	shutdown      time.Duration
-	logLevel      slog.Level
-	debugFUSE     bool
-	tools         string // --tools as given
-	resourcePage  int
-	maxResource   int64
-	envFile       string
-	explicit      map[string]bool     // flags the command line or environment set, which --env-file does not override
-	envStarted    map[string]string   // --env-file's settings at start
-	profiles      []mcpserver.Profile // --tools parsed by validate
-	auth          authConfig
-	http          httpConfig
-	enforce       enforceConfig
-	store         storeConfig
+	db             string
+	mount          string
+	listen         string
+	metricsListen  string
+	listenSet      bool // --listen given explicitly (flag or environment)
+	stdio          bool
+	noMount        bool
+	nonEmpty       bool
+	insecure       bool
+	uid, gid       int
+	umask          string
+	allowOther     bool
+	exec           bool
+	noXattrs       bool
+	passthrough    bool
+	blobCacheDir   string
+	blobCacheSize  byteSize
+	memoryLimit    byteSize
+	uploadTimeout  time.Duration
+	uploadTTL      time.Duration
+	fetchTimeout   time.Duration
+	maxStoreSize   byteSize
+	maxFileSize    byteSize
+	diskReserve    byteSize
+	uploadURLTTL   time.Duration
+	rawUploadsPer  int      // --max-raw-uploads-per-identity
+	uploadBytesPer byteSize // --max-upload-bytes-per-identity
+	fileSizeSet    bool     // --max-file-size was given (flag or environment)
+	shutdown       time.Duration
+	logLevel       slog.Level
+	debugFUSE      bool
+	tools          string // --tools as given
+	resourcePage   int
+	maxResource    int64
+	envFile        string
+	explicit       map[string]bool     // flags the command line or environment set, which --env-file does not override
+	envStarted     map[string]string   // --env-file's settings at start
+	profiles       []mcpserver.Profile // --tools parsed by validate
+	auth           authConfig
+	http           httpConfig
+	enforce        enforceConfig
+	store          storeConfig
 }
 
 func (c *serveConfig) flags(fs *flag.FlagSet) {
@@ -97,6 +99,8 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.Var(&c.memoryLimit, "memory-limit", "soft `size` limit on depotfs's own memory (the Go heap; database pages mapped from the file are not counted): the garbage collector runs more often to stay under it, and once the live heap needs more, whenever the heap has grown by half; 0: the Go runtime's defaults; GOMEMLIMIT in the environment wins")
 	fs.DurationVar(&c.uploadTimeout, "upload-timeout", time.Hour, "delete a chunked upload, and free the room its chunks take under --max-store-size, after this long without a new chunk")
 	fs.DurationVar(&c.uploadURLTTL, "upload-url-ttl", mcpserver.DefaultUploadURLTTL, "how long an upload_url of guide_begin_upload (a raw HTTP PUT of a large file) works")
+	fs.IntVar(&c.rawUploadsPer, "max-raw-uploads-per-identity", mcpserver.DefaultMaxRawUploadsPerIdentity, "raw uploads (guide_begin_upload) one identity may have begun and not sent; its next one is refused, other identities' are not")
+	fs.Var(&c.uploadBytesPer, "max-upload-bytes-per-identity", "`size` one authenticated identity's chunked uploads in progress may hold (the local user's too with --rate-local); a chunk beyond is refused, other identities' are not; 0: a quarter of --max-store-size")
 	fs.DurationVar(&c.uploadTTL, "upload-ttl", 24*time.Hour, "remove a filename-only upload (under /uploads) after this long, unless the call gave ttl_seconds or pin; 0: keep uploads")
 	fs.DurationVar(&c.fetchTimeout, "fetch-timeout", fetch.DefaultTimeout, "how long a program opening a file whose content is not stored waits for an agent to send it, before it gets an I/O error")
 	c.maxStoreSize, c.maxFileSize = defaultMaxStoreSize, defaultMaxFileSize
@@ -257,6 +261,9 @@ func (c *serveConfig) validate() error {
 	if c.uploadURLTTL <= 0 {
 		return fmt.Errorf("--upload-url-ttl %v: want a positive duration such as 15m", c.uploadURLTTL)
 	}
+	if c.rawUploadsPer < 1 {
+		return fmt.Errorf("--max-raw-uploads-per-identity %d: want at least 1", c.rawUploadsPer)
+	}
 	if c.uploadTTL < 0 {
 		return fmt.Errorf("--upload-ttl %v: want a positive duration, or 0 to keep uploads", c.uploadTTL)
 	}
@@ -377,6 +384,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		ResourcePageSize: cfg.resourcePage, MaxResourceBytes: cfg.maxResource,
 		Policy: cfg.enforce.host, Audit: alog, Rate: cfg.enforce.rate(), RateLocal: cfg.enforce.rateLocal,
 		MaxFileBytes: int64(cfg.maxFileSize), UploadTTL: uploadTTL, UploadURLTTL: cfg.uploadURLTTL, HTTP: cfg.http.limits(),
+		MaxRawUploadsPerIdentity: cfg.rawUploadsPer, MaxUploadBytesPerIdentity: int64(cfg.uploadBytesPer),
 		DiskFree: diskFree(cfg.db, cfg.enforce.auditLog), DiskReserve: int64(cfg.diskReserve),
 		SpoolDir: spoolDir(cfg.db)}
 	if err := prepareSpool(opts.SpoolDir); err != nil {

@@ -26,8 +26,9 @@ const toolBeginUpload = "guide_begin_upload"
 const UploadPath = "/upload/"
 
 // maxPendingUploads bounds the raw uploads outstanding (begun, not yet
-// sent or expired) at once.
-const maxPendingUploads = 1024
+// sent or expired) at once, of all identities: far above what a few
+// identities hold at Env.MaxRawUploadsPerIdentity each.
+const maxPendingUploads = 16384
 
 func (s *tools) beginUploadTool() tool.Tool {
 	return tool.Tool{
@@ -161,6 +162,11 @@ func (u *Uploads) add(up *rawUpload, now time.Time) (string, error) {
 			delete(u.begun, t)
 		}
 	}
+	if n, limit := u.heldLocked(tool.Key(up.who)), u.tools.opts.MaxRawUploadsPerIdentity; n >= limit {
+		return "", &tool.Refusal{Type: tool.ErrorLimit,
+			Message:     fmt.Sprintf("you have begun %d raw uploads and not sent them, the most one identity may hold (--max-raw-uploads-per-identity)", limit),
+			Instruction: "Send the uploads you began (or let them expire) before beginning more. Nothing was stored."}
+	}
 	if len(u.begun) >= maxPendingUploads {
 		return "", &tool.Refusal{Type: tool.ErrorLimit,
 			Message:     fmt.Sprintf("%d raw uploads are begun and not yet sent, the most depotfs keeps", maxPendingUploads),
@@ -170,22 +176,51 @@ func (u *Uploads) add(up *rawUpload, now time.Time) (string, error) {
 	return token, nil
 }
 
+// heldLocked returns how many raw uploads the identity of key has begun
+// and not sent. u.mu is held.
+func (u *Uploads) heldLocked(key string) int {
+	n := 0
+	for _, p := range u.begun {
+		if tool.Key(p.who) == key {
+			n++
+		}
+	}
+	return n
+}
+
+// Held returns how many raw uploads the identity of key has begun and
+// not sent (expired ones included until the next begin sweeps them).
+func (u *Uploads) Held(key string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.heldLocked(key)
+}
+
 // take removes and returns the upload of token for who: a token works once,
-// before it expires, for the identity that began the upload.
-func (u *Uploads) take(token string, who identity.Identity, now time.Time) (*rawUpload, error) {
+// before it expires, for the identity that began the upload. To any other
+// identity the token is unknown, as a made-up one is: it learns nothing
+// of the upload and cannot use it up, and the refusal is audited as
+// denied with the path (c notes it) and the identity it belongs to.
+func (u *Uploads) take(c *tool.Call, token string, who identity.Identity, now time.Time) (*rawUpload, error) {
 	u.mu.Lock()
 	up, ok := u.begun[token]
-	delete(u.begun, token)
+	other := ok && !sameCaller(up.who, who)
+	if !other {
+		delete(u.begun, token)
+	}
 	u.mu.Unlock()
 	again := "Call guide_begin_upload again for a new upload_url, then send the bytes to it once. Nothing was stored."
+	unknown := &tool.Refusal{Type: tool.ErrorNotFound, Message: "this upload URL is unknown or was already used", Instruction: again,
+		Deny: true, Audit: "a PUT to an upload URL that was never issued, or was already used"}
 	switch {
 	case !ok:
-		return nil, &tool.Refusal{Type: tool.ErrorNotFound, Message: "this upload URL is unknown or was already used", Instruction: again}
+		return nil, unknown
+	case other:
+		c.Note(up.file.path)
+		unknown.Audit = "a PUT to an upload URL issued to another identity (" + up.who.String() + ")"
+		return nil, unknown
 	case !now.Before(up.expires):
 		return nil, &tool.Refusal{Type: tool.ErrorNotFound, Message: "this upload URL expired at " + up.expires.UTC().Format(time.RFC3339), Instruction: again}
-	case !sameCaller(up.who, who):
-		return nil, &tool.Refusal{Type: tool.ErrorSecurity, Message: "this upload URL was issued to another identity (" + up.who.String() + ")",
-			Instruction: "Send the PUT with the credentials (client certificate or bearer token) of the caller that began the upload. Nothing was stored; the URL is now used."}
 	}
 	return up, nil
 }
@@ -228,7 +263,7 @@ func (u *Uploads) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // put streams the request's body into the store for the upload of token.
 func (u *Uploads) put(r *http.Request, c *tool.Call, token string) (tool.Reply, error) {
 	s := u.tools
-	up, err := u.take(token, c.Who(), s.opts.Now())
+	up, err := u.take(c, token, c.Who(), s.opts.Now())
 	if err != nil {
 		return tool.Reply{}, err
 	}

@@ -115,7 +115,7 @@ func (s *tools) cacheStats(ctx context.Context, c *tool.Call, raw json.RawMessag
 			MaxContentBytes: s.opts.MaxContentBytes, MaxChunks: s.opts.MaxChunks,
 			MaxBatchFiles: s.opts.MaxBatchFiles, MaxBatchBytes: s.opts.MaxBatchBytes,
 		},
-		Caller:   Caller{Identity: c.Who().String(), Limits: s.quotas(c)},
+		Caller:   Caller{Identity: c.Who().String(), Limits: s.quotas(ctx, c)},
 		Revision: rev,
 	}
 	if s.opts.UploadTTL > 0 {
@@ -137,10 +137,16 @@ func (s *tools) cacheStats(ctx context.Context, c *tool.Call, raw json.RawMessag
 
 // quotas returns the per-identity limits and what c's identity holds of
 // each.
-func (s *tools) quotas(c *tool.Call) []tool.Quota {
+func (s *tools) quotas(ctx context.Context, c *tool.Call) []tool.Quota {
 	out := []tool.Quota{}
+	key := tool.Key(c.Who())
 	if s.opts.Quotas != nil {
-		out = append(out, s.opts.Quotas(tool.Key(c.Who()))...)
+		out = append(out, s.opts.Quotas(key)...)
+	}
+	out = append(out, tool.Quota{Name: "raw_uploads", Flag: "--max-raw-uploads-per-identity",
+		Held: int64(s.uploads.Held(key)), Limit: int64(s.opts.MaxRawUploadsPerIdentity)})
+	if held, limit, err := c.Store().UploadBytes(ctx); err == nil {
+		out = append(out, tool.Quota{Name: "upload_bytes", Flag: "--max-upload-bytes-per-identity", Held: held, Limit: limit})
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/depotfs/depotfs/internal/audit"
 	"github.com/depotfs/depotfs/internal/identity"
 	"github.com/depotfs/depotfs/internal/policy"
+	"github.com/depotfs/depotfs/mcpserver/internal/archive"
 )
 
 var _ Auditor = (*audit.Log)(nil)
@@ -133,6 +134,8 @@ func (s *Runtime) callRecord(c *Call, f *Failure, err error, refused bool, now t
 		r.Decision, r.Reason = audit.Deny, denied.Rule
 	case refused:
 		r.Decision, r.Reason = audit.Deny, err.Error()
+	case f != nil && denial(err, f) != "":
+		r.Decision, r.Reason = audit.Deny, denial(err, f)
 	case c.perms.Full():
 		r.Reason = "full grants"
 	case len(c.grants) > 0:
@@ -178,4 +181,25 @@ func (s *Runtime) AuthRefused(r *audit.Record, count int, code string) {
 			s.log.Error("audit record of a refused authentication not written", "remote", r.Remote, "err", err)
 		}
 	}
+}
+
+// denial returns why a failed call is a refusal on security grounds,
+// which is audited as decision deny so that "depotfs audit query
+// --decision deny" finds it: a failure of type security (a path that
+// escapes the depot, an upload URL of another identity), a Refusal marked
+// Deny (a guessed upload URL), and an archive member that is neither a
+// file nor a directory (a link, a device). It returns "" for any other
+// failure.
+func denial(err error, f *Failure) string {
+	var ref *Refusal
+	switch {
+	case errors.As(err, &ref) && ref.Deny:
+		if ref.Audit != "" {
+			return ref.Audit
+		}
+		return ref.Message
+	case f.Type == ErrorSecurity, errors.Is(err, archive.ErrUnsupported):
+		return f.Message
+	}
+	return ""
 }

@@ -35,6 +35,13 @@ type Env struct {
 	MaxBatchBytes int64
 	// UploadURLTTL is how long an upload_url of guide_begin_upload works.
 	UploadURLTTL time.Duration
+	// MaxRawUploadsPerIdentity bounds the raw uploads one identity has
+	// begun and not sent.
+	MaxRawUploadsPerIdentity int
+	// MaxUploadBytesPerIdentity bounds what one identity's chunked
+	// uploads in progress hold; 0: a quarter of the store's size limit
+	// (see UploadBytesLimit).
+	MaxUploadBytesPerIdentity int64
 	// UploadTTL is how long a filename-only upload is kept by default;
 	// negative: never expires.
 	UploadTTL time.Duration

@@ -109,10 +109,16 @@ func (g *Store) PutChunk(ctx context.Context, ch store.Chunk) (store.UploadProgr
 	if err := g.admit(grant.Write, len(ch.Data), ch.File.Path); err != nil {
 		return store.UploadProgress{}, err
 	}
+	if err := g.checkUploadBytes(ctx, int64(len(ch.Data))); err != nil {
+		return store.UploadProgress{}, err
+	}
+	id := ch.UploadID
+	ch.UploadID = g.storeUploadID(id)
 	p, err := g.rt.st.PutChunk(ctx, ch)
 	if err == nil {
 		g.c.committed = true
 	}
+	p.UploadID = id
 	return p, err
 }
 

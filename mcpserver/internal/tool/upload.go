@@ -127,6 +127,13 @@ type Refusal struct {
 	Type        ErrorType
 	Message     string
 	Instruction string
+	// Deny records the call in the audit log as decision deny, as a
+	// refusal on security grounds (a guessed or another identity's upload
+	// URL) rather than a failed call; Audit, when set, is the record's
+	// reason instead of Message, for what the operator may see and the
+	// caller may not (whose URL it was).
+	Deny  bool
+	Audit string
 }
 
 func (r *Refusal) Error() string { return r.Message }

@@ -44,7 +44,7 @@ func (g *Store) ListUploads(ctx context.Context, dir string) ([]store.UploadInfo
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(ups, func(u store.UploadInfo) bool {
+	return slices.DeleteFunc(g.shownUploads(ups), func(u store.UploadInfo) bool {
 		_, err := g.c.perms.Check(g.c.def.name, g.c.def.group, u.Path, grant.Read)
 		return !depotpath.Within(u.Path, dir) || err != nil
 	}), nil
@@ -69,6 +69,8 @@ func (g *Store) DropUploads(ctx context.Context, dir string, ids []string, idle 
 	if err != nil {
 		return nil, err
 	}
+	// ids are the caller's names; the store's are matched and dropped.
+	ids = g.storeIDs(ids, all)
 	g.mu.Lock()
 	if dir == "" {
 		dir = depotpath.Root
@@ -79,6 +81,9 @@ func (g *Store) DropUploads(ctx context.Context, dir string, ids []string, idle 
 	for _, u := range all {
 		if err != nil {
 			break
+		}
+		if _, seen := g.shownID(u.ID); !seen {
+			continue
 		}
 		if !depotpath.Within(u.Path, dir) || ids != nil && !slices.Contains(ids, u.ID) {
 			continue
@@ -102,9 +107,10 @@ func (g *Store) DropUploads(ctx context.Context, dir string, ids []string, idle 
 	dropped, err := a.DropUploads(ctx, chosen, idle)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, u := range dropped {
+	for i, u := range dropped {
 		g.c.committed = true
 		g.c.note(u.Path)
+		dropped[i].ID, _ = g.shownID(u.ID)
 	}
 	return dropped, err
 }

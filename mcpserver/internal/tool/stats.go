@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
 	"github.com/depotfs/depotfs/internal/identity"
 	"github.com/depotfs/depotfs/internal/ratelimit"
 )
@@ -37,13 +39,14 @@ type IdentityStats struct {
 // maxStatsKeys bounds the identities (and addresses of refused
 // authentications) whose counts are kept; beyond it the one seen least
 // recently is dropped, so a flood from many addresses cannot exhaust
-// memory.
+// memory (or, with an O(1) LRU, CPU).
 const maxStatsKeys = ratelimit.DefaultMaxKeys
 
-// identityStats holds the counts of every identity seen.
+// identityStats holds the counts of every identity seen, in the order they
+// were last updated. The zero value is ready.
 type identityStats struct {
 	mu  sync.Mutex
-	ids map[string]*IdentityStats
+	ids *simplelru.LRU[string, *IdentityStats] // guarded by mu; nil until the first update
 }
 
 // update applies fn to key's counts under the lock and returns a copy.
@@ -51,24 +54,29 @@ func (st *identityStats) update(key string, fn func(*IdentityStats)) IdentitySta
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.ids == nil {
-		st.ids = map[string]*IdentityStats{}
+		st.ids, _ = simplelru.NewLRU[string, *IdentityStats](maxStatsKeys, nil) // fails only for a size below 1
 	}
-	s, ok := st.ids[key]
+	s, ok := st.ids.Get(key)
 	if !ok {
-		if len(st.ids) >= maxStatsKeys {
-			var oldest *IdentityStats
-			for _, v := range st.ids {
-				if oldest == nil || v.Last.Before(oldest.Last) {
-					oldest = v
-				}
-			}
-			delete(st.ids, oldest.Identity)
-		}
 		s = &IdentityStats{Identity: key}
-		st.ids[key] = s
+		st.ids.Add(key, s)
 	}
 	fn(s)
 	return *s
+}
+
+// all returns a copy of every identity's counts.
+func (st *identityStats) all() []IdentityStats {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.ids == nil {
+		return []IdentityStats{}
+	}
+	out := make([]IdentityStats, 0, st.ids.Len())
+	for _, v := range st.ids.Values() {
+		out = append(out, *v)
+	}
+	return out
 }
 
 // IdentityStats returns the counts of every identity that called since the
@@ -78,12 +86,7 @@ func (st *identityStats) update(key string, fn func(*IdentityStats)) IdentitySta
 // depotfs reports them in each reply's stats.caller (the caller's own) and
 // a statistics tool may include them all.
 func (s *Runtime) IdentityStats() []IdentityStats {
-	s.stats.mu.Lock()
-	defer s.stats.mu.Unlock()
-	out := make([]IdentityStats, 0, len(s.stats.ids))
-	for _, v := range s.stats.ids {
-		out = append(out, *v)
-	}
+	out := s.stats.all()
 	slices.SortFunc(out, func(a, b IdentityStats) int { return strings.Compare(a.Identity, b.Identity) })
 	return out
 }

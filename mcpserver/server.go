@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -224,6 +225,12 @@ type Options struct {
 	// pending-requests resource show to agents. nil: nothing is ever
 	// requested.
 	Requests Requests
+
+	// Backup, when set, writes an online backup of the depot to w (see
+	// BackupPath), calling started with the backup's revision and the size
+	// of its database before its first byte. nil: the HTTP listener
+	// refuses backups.
+	Backup func(ctx context.Context, w io.Writer, started func(rev uint64, dbSize int64)) error
 }
 
 // Requests is the fetch broker as the MCP tools see it (package

@@ -70,6 +70,10 @@ func (s *Server) newHandler() http.Handler {
 			ctx = identity.NewContext(ctx, s.local(identity.HTTP(r)))
 		}
 		ctx = tool.WithBaseURL(ctx, baseURL(r))
+		if r.URL.Path == BackupPath {
+			s.serveBackup(w, r.WithContext(ctx))
+			return
+		}
 		if strings.HasPrefix(r.URL.Path, guide.UploadPath) {
 			// A raw upload's body is as large as the file: the store
 			// limits it while it streams. A stall still ends it.

@@ -34,6 +34,8 @@ func commands() []command {
 		{"uploads", "list and drop the chunked uploads of a running server", runUploads},
 		{"push", "send files and directory trees to a running server over raw HTTP uploads", runPush},
 		{"compact", "shrink the database file offline to its live data", runCompact},
+		{"backup", "write a backup of the depot (online or offline) to a file, or verify one", runBackup},
+		{"restore", "restore a backup written by 'depotfs backup' into a database", runRestore},
 		{"tools", "print the reference of the MCP tools as Markdown", runTools},
 		{"version", "print the version and the revision it was built from", runVersion},
 		{"flags", "print every command's flags, environment variables and defaults as Markdown", runFlags},

@@ -398,6 +398,9 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	if cfg.auth.grants.set {
 		opts.LocalGrants = cfg.auth.grants.grants
 	}
+	if b, ok := st.(*bolt.Store); ok {
+		opts.Backup = onlineBackup(b, cfg.enforce.auditLog)
+	}
 	// Metrics read the store and the broker at each scrape, and hear every
 	// call through the audit log and every FUSE request through vfs.
 	mopts := metrics.Options{Tools: mcpserver.CallNames(), Store: func(ctx context.Context) (metrics.StoreStats, error) {
@@ -534,6 +537,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", dr.handler(handler))
 	mux.Handle("/upload/", dr.handler(handler)) // raw uploads begun by guide_begin_upload
+	mux.Handle(mcpserver.BackupPath, dr.handler(handler))
 	mux.Handle("/metrics", metricsHandler)
 	mux.Handle("/healthz", checker.Handler())
 	ln, err := net.Listen("tcp", cfg.listen)

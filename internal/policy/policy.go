@@ -227,6 +227,22 @@ func (s Set) Check(tool, group, path string, access grant.Access) (grant.Grant, 
 	return deny(fmt.Sprintf("no grant allows %s to %s via %s; grants: %s", AccessWords(access), path, tool, s))
 }
 
+// Explicit reports whether the caller may have access to path through
+// tool by a grant that names tool itself, or by full grants: a group or
+// the * wildcard does not count. Operator actions (a backup, which copies
+// the whole depot and the audit log's key) need a grant given for them.
+func (s Set) Explicit(tool, path string, access grant.Access) bool {
+	if s.full {
+		return true
+	}
+	for _, g := range s.grants {
+		if g.Tool == tool && g.Access&access == access && depotpath.Within(path, g.Prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // AnyTool reports whether some grant allows access to path through any
 // tool, within the host policy. It answers "may this caller write here at
 // all", for decisions that are not tied to one tool.

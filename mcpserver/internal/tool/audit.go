@@ -203,3 +203,7 @@ func denial(err error, f *Failure) string {
 	}
 	return ""
 }
+
+// Perms returns what the caller of c may do, bounded by the server's
+// policy, for requests that decide their own rights (a backup).
+func (c *Call) Perms() policy.Set { return c.perms }

@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/depotfs/depotfs/internal/audit"
+	"github.com/depotfs/depotfs/internal/backup"
+	"github.com/depotfs/depotfs/mcpserver"
+	"github.com/depotfs/depotfs/store/bolt"
+)
+
+func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	subs := []subcommand{
+		{"create", "write a backup of the depot to a file: online from a running server (--url), or offline (--db); the default command", runBackupCreate},
+		{"verify", "check a backup file: the container, every member's hash and every file's content hash", runBackupVerify},
+	}
+	if _, rec := stderr.(*flagRecorder); !rec && (len(args) == 0 || strings.HasPrefix(args[0], "-") && args[0] != "-h" && args[0] != "--help") {
+		return runBackupCreate(ctx, args, stdout, stderr)
+	}
+	return runGroup("backup", "Backups of a depot: the database as of one revision, with the audit log, its checkpoint and its key, in one file.", subs, ctx, args, stdout, stderr)
+}
+
+// backupConfig is what "depotfs backup create" is told.
+type backupConfig struct {
+	to       string
+	db       string // offline: the database to copy
+	auditLog string // offline: the audit log; default audit.log beside --db
+	url      string
+	json     bool
+	timeout  time.Duration
+	creds    clientCreds
+}
+
+// backupResult is the summary a backup prints (--json: as one object).
+type backupResult struct {
+	File     string  `json:"file"`
+	Revision uint64  `json:"revision"`
+	Bytes    int64   `json:"bytes"`
+	Seconds  float64 `json:"seconds"`
+	Online   bool    `json:"online"`
+}
+
+func runBackupCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var cfg backupConfig
+	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
+	fs.StringVar(&cfg.to, "to", "", "backup `file` to write (mode 0600; it must not exist)")
+	fs.StringVar(&cfg.db, "db", "", "offline: the database `file` of a stopped server to back up, instead of asking a running one")
+	fs.StringVar(&cfg.auditLog, "audit-log", "", "offline: the audit log `file`; default audit.log beside --db, as for serve")
+	fs.StringVar(&cfg.url, "url", "http://127.0.0.1:7411/mcp", "MCP `endpoint` of the running depotfs serve (the backup is fetched from /backup beside it)")
+	fs.BoolVar(&cfg.json, "json", false, "print the result as one JSON object instead of a summary line, and draw no progress bar")
+	fs.DurationVar(&cfg.timeout, "timeout", 0, "give up after this long; 0: no limit")
+	cfg.creds.flags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: depotfs backup [create] --to FILE [flags]
+
+Writes a backup of the depot to FILE: the database as of one revision, taken
+while agents keep writing (a bbolt read transaction), with the audit log, its
+checkpoint and its key. The file holds that key, a secret: it is created with
+mode 0600; keep it where the database is kept. 'depotfs backup verify FILE'
+checks it; 'depotfs restore FILE --db PATH' puts it back.
+
+Online (default), it asks the running server at --url, with the credentials of
+'depotfs status' (DEPOTFS_TOKEN or --token-file, --cert/--key, --ca); the
+caller needs the backup right, a grant naming it: backup:/:r (full grants
+also do). With --db it copies a stopped server's database instead.
+
+On a terminal it shows a progress bar; otherwise, or with --json, it prints
+one line (one JSON object) when done. A backup cut off halfway is removed;
+any partial file is refused by verify and restore.
+
+Examples:
+  depotfs backup --to /backups/depot-nightly.dfsbak
+  DEPOTFS_TOKEN=dfs1_... depotfs backup --url https://depot:7411/mcp --ca ca.crt --to b.dfsbak
+  depotfs backup --db /srv/depot/depot.db --to b.dfsbak
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if cfg.to == "" {
+		return usageError{errors.New("--to FILE is required")}
+	}
+	if cfg.timeout < 0 {
+		return usageError{fmt.Errorf("--timeout %v: want a positive duration, or 0", cfg.timeout)}
+	}
+	if cfg.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.timeout)
+		defer cancel()
+	}
+	f, err := os.OpenFile(cfg.to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("--to: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(cfg.to)
+		}
+	}()
+	start := time.Now()
+	res := backupResult{File: cfg.to, Online: cfg.db == ""}
+	bar := !cfg.json && isTerminal(stderr)
+	var prog *progress
+	count := &countWriter{w: f, add: func(n int64) {
+		if prog != nil {
+			prog.bytes.Add(n)
+		}
+	}}
+	if cfg.db != "" {
+		log := cfg.auditLog
+		if log == "" {
+			log = defaultAuditLog(cfg.db)
+		}
+		err = bolt.BackupFile(cfg.db, func(c bolt.Copy) error {
+			prog = newProgress(stderr, 1, c.Size, bar)
+			res.Revision = c.Revision
+			return writeBackup(count, c, log)
+		})
+	} else {
+		res.Revision, err = fetchBackup(ctx, &cfg, count, func(size int64) { prog = newProgress(stderr, 1, size, bar) })
+	}
+	if prog != nil {
+		prog.stop()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		var locked *bolt.LockedError
+		if errors.As(err, &locked) {
+			return fmt.Errorf("%w\na server is running on it: back it up online (without --db), or stop it first", err)
+		}
+		return fmt.Errorf("backup: %w", err)
+	}
+	ok = true
+	res.Bytes, res.Seconds = count.n, time.Since(start).Seconds()
+	if cfg.json {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	fmt.Fprintf(stdout, "backed up revision %d to %s: %s in %v (%s/s)\n", res.Revision, res.File, humanSize(res.Bytes),
+		time.Since(start).Round(time.Millisecond), humanSize(int64(float64(res.Bytes)/max(res.Seconds, 1e-3))))
+	return nil
+}
+
+// countWriter counts the bytes written through it and reports each write.
+type countWriter struct {
+	w   io.Writer
+	n   int64
+	add func(int64)
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	c.add(int64(n))
+	return n, err
+}
+
+// writeBackup writes the backup container of copy c and of the audit log
+// at auditLog (left out when it does not exist) to w.
+func writeBackup(w io.Writer, c bolt.Copy, auditLog string) error {
+	files, err := audit.BackupFiles(auditLog)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	h := backup.Header{Store: "bolt", Revision: c.Revision}
+	if len(files) > 0 {
+		h.Audit = filepath.Base(auditLog)
+	}
+	bw, err := backup.NewWriter(w, h)
+	if err != nil {
+		return err
+	}
+	if err := bw.Add(backup.DBName, c.Size, func(w io.Writer) error { _, err := c.WriteTo(w); return err }); err != nil {
+		return err
+	}
+	for _, p := range files {
+		if err := addFile(bw, backup.AuditDir+filepath.Base(p), p); err != nil {
+			return err
+		}
+	}
+	return bw.Close()
+}
+
+// addFile adds the file at p as it is when opened: a log that grows
+// meanwhile is copied up to its size at that moment. A file removed
+// before it is opened (retention) is left out.
+func addFile(bw *backup.Writer, name, p string) error {
+	f, err := os.Open(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return bw.Add(name, fi.Size(), func(w io.Writer) error { _, err := io.CopyN(w, f, fi.Size()); return err })
+}
+
+// backupURL is the server's backup endpoint beside its MCP endpoint.
+func backupURL(mcpURL string) (string, error) {
+	u, err := url.Parse(mcpURL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", usageError{fmt.Errorf("--url %q: want http(s)://HOST:PORT/mcp", mcpURL)}
+	}
+	u.Path, u.RawQuery = mcpserver.BackupPath, ""
+	return u.String(), nil
+}
+
+// fetchBackup streams a backup from the running server into w and
+// returns its revision; begin is called with the size of its database
+// (most of it; 0 when not announced) before the body is read.
+func fetchBackup(ctx context.Context, cfg *backupConfig, w io.Writer, begin func(size int64)) (uint64, error) {
+	if err := cfg.creds.load(); err != nil {
+		return 0, err
+	}
+	u, err := backupURL(cfg.url)
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, err
+	}
+	if cfg.creds.token != "" {
+		req.Header.Set("Authorization", "Bearer "+cfg.creds.token)
+	}
+	hc := &http.Client{}
+	if cfg.creds.tls != nil {
+		hc.Transport = &http.Transport{TLSClientConfig: cfg.creds.tls, Proxy: http.ProxyFromEnvironment}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return 0, fmt.Errorf("%s: %s: %s", u, resp.Status, strings.TrimSpace(string(msg)))
+	}
+	rev, err := strconv.ParseUint(resp.Header.Get(mcpserver.BackupRevisionHeader), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: no %s header: not a depotfs backup endpoint", u, mcpserver.BackupRevisionHeader)
+	}
+	size, _ := strconv.ParseInt(resp.Header.Get(mcpserver.BackupSizeHeader), 10, 64)
+	begin(size)
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return 0, fmt.Errorf("%s: the backup was cut off: %w", u, err)
+	}
+	return rev, nil
+}
+
+// onlineBackup is the Backup of mcpserver.Options for a bolt store whose
+// audit log is auditLog: one read transaction's copy of the database, then
+// the audit log's files as they are at that moment.
+func onlineBackup(st *bolt.Store, auditLog string) func(context.Context, io.Writer, func(uint64, int64)) error {
+	return func(ctx context.Context, w io.Writer, started func(rev uint64, dbSize int64)) error {
+		return st.Backup(ctx, func(c bolt.Copy) error {
+			started(c.Revision, c.Size)
+			return writeBackup(w, c, auditLog)
+		})
+	}
+}

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/depotfs/depotfs/internal/audit"
+	"github.com/depotfs/depotfs/internal/backup"
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/bolt"
+)
+
+func runBackupVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("backup verify", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: depotfs backup verify FILE
+
+Checks a backup file without changing anything: the container is complete
+(a backup cut off halfway is refused), every member matches its SHA-256, the
+database opens, and every file's content matches its SHA-256. It needs free
+space in the temporary directory for a copy of the database.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	pos, err := parseFlagsArgs(fs, args, stderr, 1, "FILE")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "depotfs-verify-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	h, files, err := unpackBackup(pos[0], tmp)
+	if err != nil {
+		return err
+	}
+	n, err := checkContents(ctx, filepath.Join(tmp, backup.DBName))
+	if err != nil {
+		return fmt.Errorf("%s: %w", pos[0], err)
+	}
+	fmt.Fprintf(stdout, "ok: %s: revision %d, %d file(s) whose content matches its sha256, audit log of %d file(s)\n", pos[0], h.Revision, n, files)
+	return nil
+}
+
+func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
+	db := fs.String("db", "", "database `file` to restore into (required); serve must not be running on it")
+	auditLog := fs.String("audit-log", "", "audit log `file` to restore the backup's log as; default audit.log beside --db, as for serve")
+	force := fs.Bool("force", false, "replace an existing database and audit log")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: depotfs restore FILE --db PATH [flags]
+
+Restores a backup written by 'depotfs backup': the database as of the
+backup's revision, and its audit log, checkpoint and key. Everything is
+checked first, as 'depotfs backup verify' does; a backup that is incomplete
+or altered changes nothing. A target that already holds a database or an
+audit log is refused unless --force. The restored depot's revisions continue
+above the backup's.
+
+Examples:
+  depotfs restore /backups/depot-2026-11-27.dfsbak --db /srv/depot/depot.db
+  depotfs audit verify --db /srv/depot/depot.db
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	pos, err := parseFlagsArgs(fs, args, stderr, 1, "FILE")
+	if err != nil {
+		return err
+	}
+	if *db == "" {
+		return usageError{errors.New("--db PATH is required")}
+	}
+	log := *auditLog
+	if log == "" {
+		log = defaultAuditLog(*db)
+	}
+	existing, err := targetFiles(*db, log)
+	if err != nil {
+		return err
+	}
+	if len(existing) > 0 && !*force {
+		return fmt.Errorf("restore: the target is not empty (%s): restore into a new --db, or pass --force to replace it", strings.Join(existing, ", "))
+	}
+	if err := os.MkdirAll(filepath.Dir(*db), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(*db), ".depotfs-restore-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	h, _, err := unpackBackup(pos[0], tmp)
+	if err != nil {
+		return err
+	}
+	n, err := checkContents(ctx, filepath.Join(tmp, backup.DBName))
+	if err != nil {
+		return fmt.Errorf("%s: %w", pos[0], err)
+	}
+	if err := os.MkdirAll(filepath.Dir(log), 0o700); err != nil {
+		return err
+	}
+	for _, p := range existing {
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("restore --force: %w", err)
+		}
+	}
+	if h.Audit != "" {
+		entries, err := os.ReadDir(filepath.Join(tmp, "audit"))
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			rest, ok := strings.CutPrefix(e.Name(), h.Audit)
+			if !ok {
+				return fmt.Errorf("%s: %w: audit member %q is not a file of %s", pos[0], backup.ErrCorrupt, e.Name(), h.Audit)
+			}
+			if err := os.Rename(filepath.Join(tmp, "audit", e.Name()), log+rest); err != nil {
+				return fmt.Errorf("restore: %w", err)
+			}
+		}
+	}
+	if err := os.Rename(filepath.Join(tmp, backup.DBName), *db); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	fmt.Fprintf(stdout, "restored revision %d (%d files) into %s, audit log %s\n", h.Revision, n, *db, log)
+	return nil
+}
+
+// targetFiles lists what already exists of a restore's target: the
+// database (when not empty) and the audit log's files.
+func targetFiles(db, log string) ([]string, error) {
+	var out []string
+	if fi, err := os.Stat(db); err == nil && fi.Size() > 0 {
+		out = append(out, db)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	files, err := audit.BackupFiles(log)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return append(out, files...), nil
+}
+
+// unpackBackup reads the backup at file into dir (DBName, and the audit
+// log's files under audit/), all or nothing: on an error the caller
+// removes dir. It returns the header and the number of audit files.
+func unpackBackup(file, dir string) (backup.Header, int, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return backup.Header{}, 0, err
+	}
+	defer f.Close()
+	audits := 0
+	h, err := backup.Read(f, func(h backup.Header, name string, size int64, r io.Reader) error {
+		var dst string
+		switch {
+		case name == backup.DBName:
+			dst = filepath.Join(dir, backup.DBName)
+		case strings.HasPrefix(name, backup.AuditDir) && !strings.Contains(name[len(backup.AuditDir):], "/"):
+			audits++
+			if err := os.MkdirAll(filepath.Join(dir, "audit"), 0o700); err != nil {
+				return err
+			}
+			dst = filepath.Join(dir, "audit", name[len(backup.AuditDir):])
+		default:
+			return fmt.Errorf("%s: %w: unknown member %q", file, backup.ErrCorrupt, name)
+		}
+		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, r); err != nil {
+			out.Close()
+			return fmt.Errorf("%s: %w: %s: %v", file, backup.ErrCorrupt, name, err)
+		}
+		if err := out.Sync(); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+	if err != nil {
+		return h, 0, fmt.Errorf("%s: %w", file, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, backup.DBName)); err != nil {
+		return h, 0, fmt.Errorf("%s: %w: no %s in it", file, backup.ErrCorrupt, backup.DBName)
+	}
+	return h, audits, nil
+}
+
+// checkContents opens the database at db and reads every present file,
+// comparing its content with its SHA-256; it returns how many it read.
+func checkContents(ctx context.Context, db string) (int, error) {
+	st, err := bolt.Open(db, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	n := 0
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		entries, err := st.ReadDir(ctx, dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			switch {
+			case e.IsDir():
+				if err := walk(e.Path); err != nil {
+					return err
+				}
+			case e.Present:
+				if err := checkContent(ctx, st, e); err != nil {
+					return err
+				}
+				n++
+			}
+		}
+		return nil
+	}
+	return n, walk("/")
+}
+
+// checkContent reads the content of e and compares its hash.
+func checkContent(ctx context.Context, st store.Store, e store.Entry) error {
+	c, err := st.Open(ctx, e.Path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", e.Path, err)
+	}
+	defer c.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(c, 0, c.Size())); err != nil {
+		return fmt.Errorf("%s: %w", e.Path, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != e.SHA256 {
+		return fmt.Errorf("%w: %s: content hashes to %s, its entry says %s", backup.ErrCorrupt, e.Path, got, e.SHA256)
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package mcpserver
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/internal/grant"
+	"github.com/depotfs/depotfs/internal/policy"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
+)
+
+// BackupPath is where the HTTP listener serves an online backup: a GET
+// answered with the backup container (package internal/backup) as the
+// body, and its revision in the BackupRevisionHeader.
+const BackupPath = "/backup"
+
+// BackupRevisionHeader carries the revision a backup is as of, and
+// BackupSizeHeader the size of its database, most of the body (for a
+// progress bar: the body is streamed, without a Content-Length).
+const (
+	BackupRevisionHeader = "Depotfs-Backup-Revision"
+	BackupSizeHeader     = "Depotfs-Backup-Db-Size"
+)
+
+// BackupTool is the name a grant gives the backup right with
+// (backup:/:r), and the name of backups in the audit log. A group or the
+// * wildcard does not give it: a backup copies every file and the audit
+// log's key, so the right is given on purpose.
+const BackupTool = "backup"
+
+// serveBackup streams a backup to a caller with the backup right, and
+// audits it as one call. A failure once the body has started cuts the
+// response off: the container then lacks its last member, which every
+// reader refuses.
+func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		http.Error(w, "ask for a backup with GET", http.StatusMethodNotAllowed)
+		return
+	}
+	c := s.rt.NewCall(r.Context(), BackupTool, BackupTool)
+	c.Path = depotpath.Root
+	var err error
+	started := false
+	switch {
+	case s.opts.Backup == nil:
+		err = &tool.Refusal{Type: tool.ErrorNotFound, Message: "this depot cannot be backed up online (its store is not bolt)",
+			Instruction: "Use depotfs export for a depot on NATS."}
+	case !c.Perms().Explicit(BackupTool, depotpath.Root, grant.Read):
+		err = &policy.Denied{Tool: BackupTool, Path: depotpath.Root, Access: grant.Read,
+			Rule: fmt.Sprintf("a backup needs a grant naming it (%s:/:r); grants: %s", BackupTool, c.Perms())}
+	default:
+		err = s.opts.Backup(r.Context(), w, func(rev uint64, dbSize int64) {
+			started = true
+			c.Status = "revision " + strconv.FormatUint(rev, 10)
+			w.Header().Set("Content-Type", "application/x-tar")
+			w.Header().Set(BackupRevisionHeader, strconv.FormatUint(rev, 10))
+			w.Header().Set(BackupSizeHeader, strconv.FormatInt(dbSize, 10))
+			w.WriteHeader(http.StatusOK)
+		})
+	}
+	auditErr := s.rt.Finish(c, err)
+	switch {
+	case started && (err != nil || auditErr != nil):
+		panic(http.ErrAbortHandler)
+	case started:
+		return
+	case auditErr != nil:
+		http.Error(w, "depotfs cannot write its audit log, so it refuses backups until it can", http.StatusServiceUnavailable)
+	case err != nil:
+		f := tool.Classify(err)
+		status := http.StatusInternalServerError
+		switch f.Type {
+		case tool.ErrorSecurity:
+			status = http.StatusForbidden
+		case tool.ErrorNotFound:
+			status = http.StatusNotImplemented
+		}
+		http.Error(w, f.Message+"\n"+f.Instruction, status)
+	}
+}

@@ -146,9 +146,9 @@ func (w *wtx) ref(sum string, size int64, write func(h hash) error) error {
 	return nil
 }
 
-// unref drops a reference to a blob; at 0 it is dropped after the
+// Unref drops a reference to a blob; at 0 it is dropped after the
 // transaction function returns (see gc.dropLocked).
-func (w *wtx) unref(sum string) error {
+func (w *wtx) Unref(sum string) error {
 	h, err := parseHash(sum)
 	if err != nil {
 		return err

@@ -74,7 +74,7 @@ func (w *wtx) addPins(sum string, d int) error {
 
 // index updates the counters and the refs, expiry and pin bookkeeping for
 // the entry at p changing from old to r (either nil: absent). The blob
-// reference counts themselves are the caller's (ref, unref).
+// reference counts themselves are the caller's (ref, Unref).
 func (w *wtx) index(p string, old, r *record) error {
 	w.c.Add(old, -1)
 	w.c.Add(r, 1)

@@ -103,9 +103,6 @@ func (w *wtx) Ref(sum string, size int64) error {
 	return w.ref(sum, size, func(hash) error { return fmt.Errorf("corrupt store: content %s is missing", sum) })
 }
 
-// Unref drops a reference to content sum (see unref).
-func (w *wtx) Unref(sum string) error { return w.unref(sum) }
-
 // Use records a use of content sum now: a write is a use.
 func (w *wtx) Use(sum string) error {
 	h, err := parseHash(sum)

@@ -226,7 +226,6 @@ func (t *txn) Ref(sum string, size int64) error {
 	}
 	b.Refs++
 	t.setBlob(sum, b)
-	t.touched = append(t.touched, sum)
 	return nil
 }
 

@@ -217,3 +217,33 @@ func TestUploadIDsPerIdentity(t *testing.T) {
 		t.Errorf("A's file through the mount: %v", err)
 	}
 }
+
+// TestEvictionNamesOnlyReadable: A filling the store evicts B's file; A's
+// replies count it but never name it.
+func TestEvictionNamesOnlyReadable(t *testing.T) {
+	t.Parallel()
+	_, a, b := twoTenants(t, "--max-store-size", "4MiB", "--max-file-size", "2MiB")
+	put := func(tn tenant, path string, seed uint64) envelope {
+		return tn.call(t, "guide_cache_file", map[string]any{"path": path,
+			"content": base64.StdEncoding.EncodeToString(pseudoRandom(1<<20, seed)), "encoding": "base64"})
+	}
+	if env := put(b, "/b/merger-plan-acme-2027.pdf", 1); !env.Success {
+		t.Fatalf("B's write: %+v", env.Error)
+	}
+	evicted := 0.0
+	for i := range 6 {
+		env := put(a, fmt.Sprintf("/a/fill-%d.bin", i), uint64(10+i))
+		if !env.Success {
+			t.Fatalf("A's write %d: %+v", i, env.Error)
+		}
+		raw, _ := json.Marshal(env)
+		if strings.Contains(string(raw), "/b/") || strings.Contains(string(raw), "merger") {
+			t.Fatalf("A's reply names B's file: %s", raw)
+		}
+		n, _ := env.Stats["evicted_files"].(float64)
+		evicted += n
+	}
+	if evicted == 0 {
+		t.Fatal("A's writes evicted nothing: the test did not fill the store")
+	}
+}

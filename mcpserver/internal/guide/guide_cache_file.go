@@ -125,9 +125,14 @@ func evictionWarnings(ev store.Evictions) []string {
 	if ev.Count == 0 {
 		return nil
 	}
+	// Paths names at most store.MaxEvictedPaths files, and only those the
+	// caller may read.
 	list := strings.Join(ev.Paths, ", ")
-	if len(ev.Paths) < ev.Count {
-		list += fmt.Sprintf(" and %d more", ev.Count-len(ev.Paths))
+	switch more := ev.Count - len(ev.Paths); {
+	case more > 0 && list == "":
+		list = fmt.Sprintf("%d not named here", more)
+	case more > 0:
+		list += fmt.Sprintf(" and %d more not named here", more)
 	}
 	return []string{fmt.Sprintf("To make room, %d file(s) (%d bytes) were evicted, least recently used first: %s. They stay listed as placeholders; a program that opens one waits while guide_pending_requests asks for it again.", ev.Count, ev.Bytes, list)}
 }

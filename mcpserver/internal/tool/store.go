@@ -80,6 +80,7 @@ func (g *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult,
 	if err == nil {
 		g.c.committed = true
 	}
+	g.shownEvictions(&res.Evicted)
 	return res, err
 }
 
@@ -100,6 +101,9 @@ func (g *Store) PutBatch(ctx context.Context, reqs []store.PutRequest) ([]store.
 	if err == nil {
 		g.c.committed = true
 	}
+	for i := range res {
+		g.shownEvictions(&res[i].Evicted)
+	}
 	return res, err
 }
 
@@ -119,6 +123,7 @@ func (g *Store) PutChunk(ctx context.Context, ch store.Chunk) (store.UploadProgr
 		g.c.committed = true
 	}
 	p.UploadID = id
+	g.shownEvictions(&p.Result.Evicted)
 	return p, err
 }
 

@@ -47,6 +47,7 @@ func (g *Store) PutStream(ctx context.Context, req store.PutRequest, r io.Reader
 	if err == nil {
 		g.c.committed = true
 	}
+	g.shownEvictions(&res.Evicted)
 	return res, in.outcome(err)
 }
 
@@ -83,6 +84,9 @@ func (g *Store) PutStreams(ctx context.Context, dir string, size int64, next fun
 	})
 	if err == nil {
 		g.c.committed = true
+	}
+	for i := range res {
+		g.shownEvictions(&res[i].Evicted)
 	}
 	return res, err
 }

@@ -132,8 +132,10 @@ func TestPendingRequestsLongPoll(t *testing.T) {
 	var d requestsReply
 	h.ok("guide_pending_requests", m{}, &d)
 	cursor := d.Cursor
-	h.declare("/a", 1, time.Time{})
-	h.declare("/b", 1, time.Time{})
+	// In two directories: the first reader in a directory asks for all
+	// its placeholders at once.
+	h.declare("/a/f", 1, time.Time{})
+	h.declare("/b/f", 1, time.Time{})
 
 	type polled struct {
 		env  envelope
@@ -159,16 +161,16 @@ func TestPendingRequestsLongPoll(t *testing.T) {
 	// Nothing pending: the poll waits until a reader asks.
 	out := poll(m{"wait_seconds": 30, "cursor": cursor})
 	time.Sleep(50 * time.Millisecond) // a head start for the poll; the test holds whichever comes first
-	h.reader("/a")
+	h.reader("/a/f")
 	p := <-out
-	if !p.env.Success || p.data.New != 1 || p.data.Requests[0].Path != "/a" || p.took > 20*time.Second {
+	if !p.env.Success || p.data.New != 1 || p.data.Requests[0].Path != "/a/f" || p.took > 20*time.Second {
 		t.Fatalf("poll for the first request: %+v after %v", p.data, p.took)
 	}
 	cursor = p.data.Cursor
 
 	// Something pending but nothing new: the poll waits for the next one.
 	out = poll(m{"wait_seconds": 30, "cursor": cursor})
-	h.reader("/b")
+	h.reader("/b/f")
 	p = <-out
 	if p.data.New != 1 || p.data.Count != 2 || p.took > 20*time.Second {
 		t.Fatalf("poll for the second request: %+v after %v", p.data, p.took)

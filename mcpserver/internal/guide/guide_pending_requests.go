@@ -74,7 +74,7 @@ func (s *tools) pendingRequests(ctx context.Context, c *tool.Call, raw json.RawM
 	if data.Count == 0 {
 		msg = fmt.Sprintf("No program is waiting for a file (waited %.0f s). Call again with the cursor and wait_seconds to wait for the next request.", waited.Seconds())
 	} else {
-		msg = fmt.Sprintf("%d file(s) are wanted by programs on the host (%d new since the cursor): send each one's content with guide_cache_file or guide_read_file at its path; a program waits at most %.0f s before it gets an I/O error.",
+		msg = fmt.Sprintf("%d file(s) are wanted by programs on the host (%d new since the cursor): send their content at their paths, several in one guide_cache_files (a program that opens one file of a directory asks for all its placeholders), or one by one with guide_cache_file or guide_read_file; a program waits at most %.0f s before it gets an I/O error.",
 			data.Count, data.New, data.FetchTimeoutSeconds)
 	}
 	return tool.Reply{

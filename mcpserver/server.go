@@ -339,6 +339,7 @@ type Server struct {
 	streamable *server.StreamableHTTPServer
 	sessions   *sessions
 	inflight   *budget
+	drain      *drain // the shutdown both transports answer by
 	refusals   refusalBursts
 
 	// done ends with Close: notification streams end, the watcher stops,
@@ -380,7 +381,7 @@ func newServer(st store.Store, opts *Options) *Server {
 	if err != nil {
 		panic(fmt.Sprintf("mcpserver: Options.UploadsDir: %v", err))
 	}
-	s := &Server{opts: o, log: o.Logger, stopNotify: func() {}}
+	s := &Server{opts: o, log: o.Logger, stopNotify: func() {}, drain: newDrain()}
 	s.SetLocalGrants(o.LocalGrants)
 	s.done, s.close = context.WithCancel(context.Background())
 	s.env = &tool.Env{

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -146,4 +148,56 @@ func readReply(t *testing.T, lines <-chan []byte) rpcReply {
 		t.Fatalf("reply %q: %v", line, err)
 	}
 	return reply
+}
+
+// TestOneShutdownForBothTransports: BeginShutdown alone (no context ends)
+// refuses HTTP requests admitted through Admit with 503 and the
+// "shutting down" error, and makes a running ServeStdio answer its next
+// request with the same error; Shutdown waits for an HTTP request admitted
+// before it.
+func TestOneShutdownForBothTransports(t *testing.T) {
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "depot.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	srv := mcpserver.New(st, nil)
+	in, inW := pipe(t)
+	outR, out := pipe(t)
+	replies := readLines(outR)
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeStdio(context.Background(), in, out) }()
+
+	entered, finish := make(chan struct{}), make(chan struct{})
+	h := srv.Admit(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		close(entered)
+		<-finish
+	}))
+	go h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/mcp", nil))
+	<-entered
+
+	srv.BeginShutdown()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "shutting down") {
+		t.Errorf("HTTP after BeginShutdown: %d %s", rec.Code, rec.Body)
+	}
+	go func() { _, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`+"\n") }()
+	if r := readReply(t, replies); string(r.ID) != "7" || r.Error == nil || r.Error.Code != mcpserver.CodeShuttingDown {
+		t.Errorf("stdio after BeginShutdown: %+v", r)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err == nil || srv.InFlight() != 1 {
+		t.Errorf("Shutdown returned %v with a request in flight (%d)", err, srv.InFlight())
+	}
+	close(finish)
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Errorf("Shutdown after the request returned: %v", err)
+	}
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Errorf("ServeStdio: %v", err)
+	}
 }

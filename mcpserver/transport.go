@@ -220,7 +220,11 @@ func (s *Server) ServeStdioDrain(ctx context.Context, in io.Reader, out io.Write
 	defer o.stop()
 	gate := newStdioGate(o, s.log)
 	go gate.run(in)
-	defer context.AfterFunc(ctx, gate.shut)()
+	// The end of ctx is this transport's signal to shut down, and the
+	// Server's shutdown (BeginShutdown, or ctx's end) shuts the gate:
+	// one shutdown for both transports.
+	defer s.drain.onStop(gate.shut)()
+	defer context.AfterFunc(ctx, s.drain.stop)()
 
 	ss := server.NewStdioServer(s.mcp)
 	server.WithWorkerPoolSize(stdioWorkers)(ss)
@@ -233,7 +237,7 @@ func (s *Server) ServeStdioDrain(ctx context.Context, in io.Reader, out io.Write
 	mctx = rpcerr.NewContext(identity.NewContext(mctx, s.local(identity.Stdio())), fixes)
 	err := ss.Listen(mctx, gate.pr, fixes.Writer(o))
 	gate.pr.CloseWithError(errStdioStopped) // a line handed over from now on is refused
-	if ctx.Err() != nil && drain != nil {
+	if s.drain.stopped() && drain != nil {
 		drain()
 	}
 	if err == nil {

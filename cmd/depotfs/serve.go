@@ -531,13 +531,12 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		handler, metricsHandler = ha.authn.Middleware(handler), ha.authn.Middleware(metricsHandler)
 	}
 	// A signal: new calls are refused at once with a JSON-RPC error, the
-	// ones in flight finish.
-	dr := newDrain()
-	defer context.AfterFunc(ctx, dr.stop)()
+	// ones in flight finish (the server's one shutdown, as over stdio).
+	defer context.AfterFunc(ctx, srv.BeginShutdown)()
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", dr.handler(handler))
-	mux.Handle("/upload/", dr.handler(handler)) // raw uploads begun by guide_begin_upload
-	mux.Handle(mcpserver.BackupPath, dr.handler(handler))
+	mux.Handle("/mcp", srv.Admit(handler))
+	mux.Handle("/upload/", srv.Admit(handler)) // raw uploads begun by guide_begin_upload
+	mux.Handle(mcpserver.BackupPath, srv.Admit(handler))
 	mux.Handle("/metrics", metricsHandler)
 	mux.Handle("/healthz", checker.Handler())
 	ln, err := net.Listen("tcp", cfg.listen)
@@ -555,7 +554,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	// The listener accepts connections from here on (the kernel queues
 	// them until Serve runs), so systemd may start what depends on it.
 	ready(scheme + "://" + ln.Addr().String() + "/mcp")
-	return serveHTTP(ctx, ln, stopBy, dr, mux, &cfg.http, log)
+	return serveHTTP(ctx, ln, stopBy, srv, mux, &cfg.http, log)
 }
 
 // notify sends states to systemd, logging a failure: a service manager
@@ -572,7 +571,7 @@ func notify(log *slog.Logger, n *sdnotify.Notifier, states ...string) {
 // from ctx's end on, with the listener still open so that callers hear
 // why), then stops accepting connections and waits for the rest, until
 // stopBy too.
-func serveHTTP(ctx context.Context, ln net.Listener, stopBy func() time.Time, dr *drain, mux http.Handler, hc *httpConfig, log *slog.Logger) error {
+func serveHTTP(ctx context.Context, ln net.Listener, stopBy func() time.Time, dr drainer, mux http.Handler, hc *httpConfig, log *slog.Logger) error {
 	hs := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: hc.readHeaderTimeout,
@@ -590,9 +589,9 @@ func serveHTTP(ctx context.Context, ln net.Listener, stopBy func() time.Time, dr
 	sctx, cancel := context.WithDeadline(context.Background(), stopBy())
 	defer cancel()
 	if dr != nil {
-		dr.stop()
-		log.Info("shutting down: refusing new calls, finishing those in flight", "in_flight", dr.pending(), "until", stopBy().Format(time.RFC3339Nano))
-		if err := dr.wait(sctx); err != nil {
+		dr.BeginShutdown()
+		log.Info("shutting down: refusing new calls, finishing those in flight", "in_flight", dr.InFlight(), "until", stopBy().Format(time.RFC3339Nano))
+		if err := dr.Shutdown(sctx); err != nil {
 			log.Warn("in-flight calls did not finish in time", "err", err)
 		}
 	}
@@ -601,6 +600,14 @@ func serveHTTP(ctx context.Context, ln net.Listener, stopBy func() time.Time, dr
 		return hs.Close()
 	}
 	return nil
+}
+
+// drainer is the shutdown of the MCP server's transports
+// (*mcpserver.Server), as serveHTTP drives it.
+type drainer interface {
+	BeginShutdown()
+	InFlight() int
+	Shutdown(ctx context.Context) error
 }
 
 // limitAttrs are the configured limits, for the ready line.

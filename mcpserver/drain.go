@@ -1,0 +1,163 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+)
+
+// drain is the one shutdown of both transports: once stop is called, an
+// HTTP request (through handler) gets 503 with ShuttingDownReply
+// (Retry-After, and the connection closed after it) and the stdio
+// transport answers every request it reads with the same reply (its gate
+// is shut by the callbacks registered with onStop); wait returns when the
+// HTTP requests admitted before have all returned (ServeStdio itself
+// returns once its calls in flight have replied). It is safe for
+// concurrent use.
+type drain struct {
+	mu       sync.Mutex
+	inFlight int
+	stopping bool
+	idle     chan struct{}   // closed once stopping and nothing is in flight
+	stops    map[*int]func() // called once by stop; keyed for removal
+}
+
+func newDrain() *drain { return &drain{idle: make(chan struct{}), stops: map[*int]func(){}} }
+
+// onStop registers fn to be called when stop is (at once if it was) and
+// returns the function that unregisters it.
+func (d *drain) onStop(fn func()) (unregister func()) {
+	d.mu.Lock()
+	if d.stopping {
+		d.mu.Unlock()
+		fn()
+		return func() {}
+	}
+	key := new(int)
+	d.stops[key] = fn
+	d.mu.Unlock()
+	return func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		delete(d.stops, key)
+	}
+}
+
+// handler serves h while depotfs is running and refuses requests once stop
+// was called.
+func (d *drain) handler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !d.enter() {
+			refuseShuttingDown(w)
+			return
+		}
+		defer d.leave()
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (d *drain) enter() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopping {
+		return false
+	}
+	d.inFlight++
+	return true
+}
+
+func (d *drain) leave() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.inFlight--
+	if d.stopping && d.inFlight == 0 {
+		close(d.idle)
+	}
+}
+
+// stop refuses every request from now on, on both transports; it is
+// idempotent.
+func (d *drain) stop() {
+	d.mu.Lock()
+	if d.stopping {
+		d.mu.Unlock()
+		return
+	}
+	d.stopping = true
+	if d.inFlight == 0 {
+		close(d.idle)
+	}
+	stops := d.stops
+	d.stops = nil
+	d.mu.Unlock()
+	for _, fn := range stops {
+		fn()
+	}
+}
+
+// pending returns how many requests are in flight.
+func (d *drain) pending() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.inFlight
+}
+
+// wait returns nil once stop was called and every request admitted before
+// it has returned, or an error naming how many are left when ctx ends.
+func (d *drain) wait(ctx context.Context) error {
+	select {
+	case <-d.idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%d request(s) still in flight: %w", d.pending(), ctx.Err())
+	}
+}
+
+// refuseShuttingDown answers a request that arrived after the shutdown
+// began: 503, a JSON-RPC error an MCP client shows as it is, and the
+// connection closed after the reply.
+func refuseShuttingDown(w http.ResponseWriter) {
+	body := ShuttingDownReply(nil)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Retry-After", "5")
+	h.Set("Connection", "close")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = w.Write(body)
+}
+
+// Admit wraps h, a handler that serves this Server's HTTP transport (with
+// any middleware around Handler), so that its requests count as in flight
+// for Shutdown and, once the shutdown has begun, are refused with 503 and
+// ShuttingDownReply before h sees them. depotfs serve admits /mcp and
+// /upload/ through it. It is safe for concurrent use.
+func (s *Server) Admit(h http.Handler) http.Handler { return s.drain.handler(h) }
+
+// BeginShutdown starts the shutdown of both transports and returns at
+// once: from now on an HTTP request through Admit gets a 503 and
+// ShuttingDownReply, and ServeStdio answers every request it reads with
+// that reply (calls already running finish and reply). It is idempotent
+// and safe to call from any goroutine.
+func (s *Server) BeginShutdown() { s.drain.stop() }
+
+// Shutdown begins the shutdown (BeginShutdown) and waits until the HTTP
+// requests admitted before it have returned, or ctx ends, with an error
+// naming how many are left.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.drain.stop()
+	return s.drain.wait(ctx)
+}
+
+// InFlight returns how many HTTP requests admitted through Admit are in
+// flight.
+func (s *Server) InFlight() int { return s.drain.pending() }
+
+// stopped reports whether stop was called.
+func (d *drain) stopped() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stopping
+}

@@ -125,47 +125,47 @@ const requestTimeout = 2 * time.Second
 // short, so that a batch sent to a leader that just died is sent again
 // soon after the election: a resend is safe (see settle), and a leader
 // that stores and replicates a batch answers well within it.
-func commitTimeout(n int) time.Duration { return 500*time.Millisecond + time.Duration(n)*100*time.Microsecond }
+func commitTimeout(n int) time.Duration {
+	return 500*time.Millisecond + time.Duration(n)*100*time.Microsecond
+}
 
 // probeTimeout bounds a question to the stream's leader while a commit is
 // unconfirmed: a cluster without a leader is asked again soon.
 const probeTimeout = 500 * time.Millisecond
 
-// settle finds out the fate of a batch whose commit went unconfirmed, and
-// commits it if it was not: it returns nil once the batch is committed
-// (exactly once), errRetry once it is certain the batch never will be,
-// and an error wrapping store.ErrUnavailable when ctx ends first.
+// settle finds out the fate of a batch whose commit went unconfirmed: it
+// returns nil once the batch is known committed, errRetry once it is
+// known never to be, and an error wrapping store.ErrUnavailable when ctx
+// ends first. It never sends the batch again.
 //
-// The batch is conditional on the stream's last sequence being t.base,
-// and the servers give its messages the sequences that follow, so at most
-// one batch ever holds sequence t.base+1. While the stream's committed
-// last sequence is still t.base, the batch may be waiting in the log of a
-// leader that lost its quorum, and commit later; settle then sends the
-// very same batch again: whichever copy the cluster commits first takes
-// t.base+1 and the other is refused. Once the stream moved past t.base,
-// the batch committed if and only if its transaction id is there.
+// The batch may still sit in the log of a leader that lost its quorum,
+// and commit whenever a new leader that has it commits anything, so the
+// stream's last sequence alone proves nothing while it is t.base. settle
+// therefore commits a fence: a message with no condition, which the
+// servers order after every entry still pending in the new leader's log;
+// an entry not in that log can never commit once the fence has. When the
+// fence (or any change after t.base) is applied here, the batch committed
+// if and only if its transaction id is among the applied messages.
+// (Sending the batch itself again is not safe: a leader just elected may
+// accept it before it applied the entries of its predecessor's term, and
+// then commit both copies.)
 func (s *Store) settle(ctx context.Context, t *txn, msgs []*nats.Msg, cause error) error {
 	wait := 20 * time.Millisecond
 	for {
 		last, err := s.lastSeq(ctx)
-		switch {
-		case err != nil:
-			cause = err
-		case last > t.base:
+		if err == nil && last <= t.base {
+			last, err = s.fence(ctx)
+		}
+		if err == nil {
 			if err := s.view.waitFor(ctx, last); err != nil {
 				return err
 			}
-			if s.landed(ctx, t, len(msgs)) {
+			if s.landed(ctx, t) {
 				return nil
 			}
 			return errRetry
-		default:
-			seq, err := s.publish(ctx, t.base, msgs)
-			if err == nil {
-				return s.view.waitFor(ctx, seq)
-			}
-			cause = err
 		}
+		cause = err
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w: a change was sent but the cluster did not confirm it, and it may still be applied when the cluster recovers: %w", store.ErrUnavailable, cause)
@@ -175,6 +175,26 @@ func (s *Store) settle(ctx context.Context, t *txn, msgs []*nats.Msg, cause erro
 		}
 		wait = min(2*wait, maxBackoff)
 	}
+}
+
+// fence commits a message that changes nothing (keyFence) and returns its
+// sequence: once it is committed, every entry an earlier leader left
+// pending is either committed before it or gone for good.
+func (s *Store) fence(ctx context.Context) (uint64, error) {
+	rctx, cancel := context.WithTimeout(ctx, commitTimeout(1))
+	defer cancel()
+	resp, err := s.nc.RequestMsgWithContext(rctx, nats.NewMsg(s.subject(keyFence)))
+	if err != nil {
+		return 0, fmt.Errorf("committing a fence: %w", err)
+	}
+	var ack pubAck
+	if err := json.Unmarshal(resp.Data, &ack); err != nil {
+		return 0, fmt.Errorf("committing a fence: unreadable acknowledgement %q: %w", resp.Data, err)
+	}
+	if ack.Error != nil {
+		return 0, fmt.Errorf("committing a fence: %s (code %d)", ack.Error.Description, ack.Error.ErrCode)
+	}
+	return ack.Seq, nil
 }
 
 // lastSeq asks the tree stream's leader for the stream's last committed
@@ -189,16 +209,17 @@ func (s *Store) lastSeq(ctx context.Context) (uint64, error) {
 	return info.State.LastSeq, nil
 }
 
-// landed reports whether t's batch of n messages is in the stream, which
-// this host has applied past t.base: the view remembers the last
-// transactions it applied, and the batch's last message, at t.base+n,
-// carries the transaction id unless a later write replaced it.
-func (s *Store) landed(ctx context.Context, t *txn, n int) bool {
+// landed reports whether t's batch is in the stream, which this host
+// has applied past t.base: its first message, this host's marker, carries
+// the transaction id, and no later batch replaced it (this host sends
+// none before settle returns), so the view saw it. The view remembers the
+// last 65,536 ids; past those, the marker is read at t.base+1.
+func (s *Store) landed(ctx context.Context, t *txn) bool {
 	if s.view.committed(t.id) {
 		return true
 	}
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	m, err := s.tree.GetMsg(rctx, t.base+uint64(n))
+	m, err := s.tree.GetMsg(rctx, t.base+1)
 	return err == nil && m.Header.Get(hdrTxn) == t.id
 }

@@ -27,6 +27,7 @@ type op struct {
 	rev        uint64 // the revision an acknowledged write reported
 	start, end time.Time
 	outcome    outcome
+	err        error // of an unknown outcome
 }
 
 type outcome int
@@ -156,6 +157,13 @@ func TestJepsen(t *testing.T) {
 	}
 	t.Logf("%d operations (%d acknowledged, %d refused as lost races, %d unknown), %d faults (%s); %d anomalies",
 		len(history), n[acked], n[refused], n[unknown], len(faults), strings.Join(faults, ", "), len(anomalies))
+	shown := 0
+	for _, o := range history {
+		if o.outcome == unknown && shown < 5 {
+			t.Logf("unknown outcome: %s %q after %v: %v", o.file, o.value, o.end.Sub(o.start).Round(time.Millisecond), o.err)
+			shown++
+		}
+	}
 	for _, a := range anomalies {
 		t.Error(a)
 	}
@@ -193,7 +201,7 @@ func jepsenOp(s store.Store, o *op) {
 	case errors.Is(err, store.ErrRevision):
 		o.outcome = refused
 	default:
-		o.outcome = unknown
+		o.outcome, o.err = unknown, err
 	}
 }
 

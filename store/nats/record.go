@@ -32,6 +32,13 @@ const (
 	// keyPing is never written: Ping purges it, which needs the stream's
 	// quorum and changes nothing.
 	keyPing = "m.ping"
+	// keyFence is written, empty, to settle an unconfirmed commit (see
+	// Store.fence); hosts ignore it.
+	keyFence = "m.fence"
+	// keyHostPrefix and a host's random id name the host's marker, the
+	// first message of each of its batches (see txn.messages); hosts
+	// ignore it.
+	keyHostPrefix = "m.h."
 )
 
 // rootRecord holds the root's mtime: the root has no entry record.

@@ -15,6 +15,7 @@ import (
 	"github.com/depotfs/depotfs/store/internal/keylock"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 )
 
 // Defaults for Options.
@@ -114,6 +115,7 @@ type Store struct {
 	opts   Options
 	log    *slog.Logger
 	bucket string // the tree KV bucket
+	host   string // this Store's random id, for its marker key
 	tree   jetstream.Stream
 
 	chunkSize int
@@ -200,9 +202,9 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 	}
 	s := &Store{
 		nc: nc, js: js, opts: o, log: o.Logger,
-		bucket: o.Prefix + "-tree",
-		done:   make(chan struct{}),
-		wlock:  make(chan struct{}, 1),
+		bucket: o.Prefix + "-tree", host: nuid.Next(),
+		done:  make(chan struct{}),
+		wlock: make(chan struct{}, 1),
 	}
 	s.chunkSize = chunkSizeFor(o.MaxChunkSize, nc.MaxPayload())
 	s.opts.InlineBytes = min(s.opts.InlineBytes, int64(s.chunkSize))

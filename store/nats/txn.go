@@ -138,7 +138,9 @@ func outOfTime(ctx context.Context) bool { return errors.Is(context.Cause(ctx), 
 // run commits j, running its function again as long as its batch was
 // refused for a change committed meanwhile.
 func (s *Store) run(ctx context.Context, j *job, upload func(ctx context.Context, sum string) (string, error)) error {
+	stale := 0
 	for {
+		j.refused = false
 		if err := s.check(ctx); err != nil {
 			return err
 		}
@@ -162,12 +164,36 @@ func (s *Store) run(ctx context.Context, j *job, upload func(ctx context.Context
 				return err
 			}
 			continue
+		case err != nil && j.refused && stale < maxStaleRuns && s.behind(ctx, t.base):
+			// Refused on a state the cluster had already left: this host
+			// was catching up, and may have shown part of the tree's
+			// history that no write was computed on. Decide again on
+			// the current state.
+			stale++
+			continue
 		case err != nil:
 			return err
 		}
 		s.uses.touch(t.touched...)
 		return nil
 	}
+}
+
+// maxStaleRuns bounds how often a call refused on a state that was not
+// the cluster's latest runs again: a refusal that holds on the latest
+// state is returned even while other hosts keep writing.
+const maxStaleRuns = 3
+
+// behind reports whether the tree had moved past base when this host
+// caught up with the cluster (see catchUp); it then has applied the
+// newer state.
+func (s *Store) behind(ctx context.Context, base uint64) bool {
+	if s.sync(ctx) != nil {
+		return false
+	}
+	s.view.mu.RLock()
+	defer s.view.mu.RUnlock()
+	return s.view.st.rev > base
 }
 
 // job is one call's transaction function waiting to be committed, alone or
@@ -178,6 +204,7 @@ type job struct {
 	keep     map[string]bool   // uploaded content a batch that may be committed references
 	alone    bool              // commit without others (its group's batch was too large)
 	deadline time.Time         // when the call gives up
+	refused  bool              // its function failed (rather than its commit)
 
 	t    *txn
 	err  error
@@ -286,6 +313,7 @@ func (s *Store) commitGroup(ctx context.Context, jobs []*job) {
 		sp := t.save()
 		if err := j.fn(t); err != nil {
 			t.restore(sp)
+			j.refused = true
 			finish(j, t, err)
 			continue
 		}
@@ -368,7 +396,8 @@ const (
 	hdrCommit = "Depot-Commit"
 	// hdrEvicted marks an entry change that is an eviction.
 	hdrEvicted = "Depot-Evicted"
-	// hdrTxn on a batch's last message identifies the transaction, so a
+	// hdrTxn on a batch's first message (the host's marker) identifies
+	// the transaction, so a
 	// host whose commit went unconfirmed can tell whether it happened.
 	hdrTxn = "Depot-Txn"
 	// hdrTouch marks a directory record whose times alone moved.
@@ -398,6 +427,14 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 		msgs = append(msgs, m)
 		return nil
 	}
+	// The batch opens with this host's marker, which carries the
+	// transaction's id: only this host's next batch replaces it, and this
+	// host sends none before it knows this one's fate (see Store.settle),
+	// so a host catching up always reads it.
+	t.id = nuid.Next()
+	marker := nats.NewMsg(t.s.subject(keyHostPrefix + t.s.host))
+	marker.Header.Set(hdrTxn, t.id)
+	msgs = append(msgs, marker)
 	for _, sum := range t.bOrder {
 		b := t.blobs[sum]
 		switch {
@@ -520,9 +557,8 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 	for _, m := range msgs {
 		m.Header.Set(hdrCommit, commit)
 	}
-	if len(msgs) > 0 {
-		t.id = nuid.Next()
-		msgs[len(msgs)-1].Header.Set(hdrTxn, t.id)
+	if len(msgs) == 1 {
+		return nil, nil // the marker alone: nothing changed
 	}
 	return msgs, nil
 }

@@ -79,11 +79,12 @@ func (v *view) deliver(gen uint64, m jetstream.Msg) {
 			commit = n
 		}
 	}
-	// A batch whose last messages were superseded since (history 1) ends
-	// early: a message after its commit sequence completes it.
-	if len(v.pending) > 0 && meta.Sequence.Stream > v.pendingCommit {
-		v.flush()
-	}
+	// A batch whose last messages were superseded since (the bucket keeps
+	// one value per key) never reaches its commit sequence: the messages
+	// that replaced them belong to a later batch, so the two are applied
+	// together. Applying the part alone would show a state no host
+	// committed (an entry without its content record), and a write
+	// computed on it would fail.
 	v.pending = append(v.pending, m)
 	v.pendingCommit = max(v.pendingCommit, commit)
 	v.pendingLast = meta.Sequence.Stream

@@ -52,8 +52,19 @@ func TestPushCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("push: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	if lines := strings.Split(strings.TrimSpace(stdout), "\n"); len(lines) != 1 || !strings.Contains(stdout, "pushed 2 of 2 paths: 151 files") {
-		t.Errorf("stdout %q, want one summary line", stdout)
+	wantLines := []string{
+		filepath.Join(src, "tree") + " -> /ci/tree (150 files, 7 directories,",
+		filepath.Join(src, "big.bin") + " -> /ci/big.bin (1 file,",
+		"pushed 2 of 2 paths: 151 files",
+	}
+	if lines := strings.Split(strings.TrimSpace(stdout), "\n"); len(lines) != len(wantLines) {
+		t.Errorf("stdout %q, want a line per PATH and a summary", stdout)
+	} else {
+		for i, want := range wantLines {
+			if !strings.HasPrefix(lines[i], want) {
+				t.Errorf("stdout line %d %q, want it to start %q", i+1, lines[i], want)
+			}
+		}
 	}
 	if !strings.Contains(stderr, "skipping") || !strings.Contains(stderr, "link") {
 		t.Errorf("stderr %q does not warn about the skipped symlink", stderr)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -111,6 +112,14 @@ type Options struct {
 	// UploadURLTTL is how long an upload_url of guide_begin_upload works;
 	// default DefaultUploadURLTTL.
 	UploadURLTTL time.Duration
+
+	// PublicURL is the scheme, host, port and path prefix clients reach
+	// the HTTP listener at ("https://depot.example.org" behind a proxy
+	// that terminates TLS), from which guide_begin_upload builds its
+	// upload_url. Empty: the scheme and Host of each request, which behind
+	// such a proxy is plain http, and a client that checks, as depotfs
+	// push does, refuses to send credentials there.
+	PublicURL string
 
 	// MaxRawUploadsPerIdentity bounds the raw uploads one identity has
 	// begun (guide_begin_upload) and not sent; default
@@ -269,6 +278,7 @@ func (o *Options) withDefaults() Options {
 	if opts.UploadURLTTL <= 0 {
 		opts.UploadURLTTL = DefaultUploadURLTTL
 	}
+	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
 	if opts.MaxRawUploadsPerIdentity <= 0 {
 		opts.MaxRawUploadsPerIdentity = DefaultMaxRawUploadsPerIdentity
 	}

@@ -69,7 +69,7 @@ func (s *Server) newHandler() http.Handler {
 		if _, ok := identity.FromContext(ctx); !ok {
 			ctx = identity.NewContext(ctx, s.local(identity.HTTP(r)))
 		}
-		ctx = tool.WithBaseURL(ctx, baseURL(r))
+		ctx = tool.WithBaseURL(ctx, s.baseURL(r))
 		if r.URL.Path == BackupPath {
 			s.serveBackup(w, r.WithContext(ctx))
 			return
@@ -158,9 +158,12 @@ func liftContent(r *http.Request) *http.Request {
 	return r
 }
 
-// baseURL is the scheme and host r reached the server at, for URLs on the
-// same listener.
-func baseURL(r *http.Request) string {
+// baseURL is where r reached the server, for URLs on the same listener:
+// Options.PublicURL when set, else r's scheme and host.
+func (s *Server) baseURL(r *http.Request) string {
+	if s.opts.PublicURL != "" {
+		return s.opts.PublicURL
+	}
 	if r.TLS != nil {
 		return "https://" + r.Host
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -56,6 +57,7 @@ type serveConfig struct {
 	maxFileSize    byteSize
 	diskReserve    byteSize
 	uploadURLTTL   time.Duration
+	publicURL      string
 	rawUploadsPer  int      // --max-raw-uploads-per-identity
 	uploadBytesPer byteSize // --max-upload-bytes-per-identity
 	fileSizeSet    bool     // --max-file-size was given (flag or environment)
@@ -99,6 +101,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.Var(&c.memoryLimit, "memory-limit", "soft `size` limit on depotfs's own memory (the Go heap; database pages mapped from the file are not counted): the garbage collector runs more often to stay under it, and once the live heap needs more, whenever the heap has grown by half; 0: the Go runtime's defaults; GOMEMLIMIT in the environment wins")
 	fs.DurationVar(&c.uploadTimeout, "upload-timeout", time.Hour, "delete a chunked upload, and free the room its chunks take under --max-store-size, after this long without a new chunk")
 	fs.DurationVar(&c.uploadURLTTL, "upload-url-ttl", mcpserver.DefaultUploadURLTTL, "how long an upload_url of guide_begin_upload (a raw HTTP PUT of a large file) works")
+	fs.StringVar(&c.publicURL, "public-url", "", "`URL` clients reach --listen at (scheme, host, port and any path prefix), e.g. https://depot.example.org behind a proxy that terminates TLS; guide_begin_upload builds its upload_url on it; empty: on each request's scheme and Host")
 	fs.IntVar(&c.rawUploadsPer, "max-raw-uploads-per-identity", mcpserver.DefaultMaxRawUploadsPerIdentity, "raw uploads (guide_begin_upload) one identity may have begun and not sent; its next one is refused, other identities' are not")
 	fs.Var(&c.uploadBytesPer, "max-upload-bytes-per-identity", "`size` one authenticated identity's chunked uploads in progress may hold (the local user's too with --rate-local); a chunk beyond is refused, other identities' are not; 0: a quarter of --max-store-size")
 	fs.DurationVar(&c.uploadTTL, "upload-ttl", 24*time.Hour, "remove a filename-only upload (under /uploads) after this long, unless the call gave ttl_seconds or pin; 0: keep uploads")
@@ -261,6 +264,9 @@ func (c *serveConfig) validate() error {
 	if c.uploadURLTTL <= 0 {
 		return fmt.Errorf("--upload-url-ttl %v: want a positive duration such as 15m", c.uploadURLTTL)
 	}
+	if err := checkPublicURL(c.publicURL); err != nil {
+		return err
+	}
 	if c.rawUploadsPer < 1 {
 		return fmt.Errorf("--max-raw-uploads-per-identity %d: want at least 1", c.rawUploadsPer)
 	}
@@ -284,6 +290,20 @@ func (c *serveConfig) validate() error {
 		if err := checkMetricsListen(c.metricsListen, c.insecure); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkPublicURL refuses a --public-url that is not an absolute http or
+// https URL without query or fragment: upload URLs are built by appending
+// to it.
+func checkPublicURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("--public-url %q: want an http or https URL such as https://depot.example.org or https://gw.example.org:8443/depot, without query, fragment or user", s)
 	}
 	return nil
 }
@@ -383,7 +403,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	opts := &mcpserver.Options{Logger: log, Version: version(), Tools: cfg.profiles,
 		ResourcePageSize: cfg.resourcePage, MaxResourceBytes: cfg.maxResource,
 		Policy: cfg.enforce.host, Audit: alog, Rate: cfg.enforce.rate(), RateLocal: cfg.enforce.rateLocal,
-		MaxFileBytes: int64(cfg.maxFileSize), UploadTTL: uploadTTL, UploadURLTTL: cfg.uploadURLTTL, HTTP: cfg.http.limits(),
+		MaxFileBytes: int64(cfg.maxFileSize), UploadTTL: uploadTTL, UploadURLTTL: cfg.uploadURLTTL, PublicURL: cfg.publicURL, HTTP: cfg.http.limits(),
 		MaxRawUploadsPerIdentity: cfg.rawUploadsPer, MaxUploadBytesPerIdentity: int64(cfg.uploadBytesPer),
 		DiskFree: diskFree(cfg.db, cfg.enforce.auditLog), DiskReserve: int64(cfg.diskReserve),
 		SpoolDir: spoolDir(cfg.db)}

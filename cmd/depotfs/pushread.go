@@ -25,13 +25,25 @@ type steadyReader struct {
 	left   int64
 	sent   *int64 // bytes handed over, added to as they are
 	prog   *progress
+	failed error // why a read failed
 }
 
 func newSteadyReader(f *os.File, name string, before beneath.Stat, prog *progress, sent *int64) *steadyReader {
 	return &steadyReader{f: f, name: name, before: before, left: before.Size, prog: prog, sent: sent}
 }
 
+// failure is the error a read failed with, or nil.
+func (r *steadyReader) failure() error { return r.failed }
+
 func (r *steadyReader) Read(p []byte) (int, error) {
+	n, err := r.read(p)
+	if err != nil && err != io.EOF {
+		r.failed = err
+	}
+	return n, err
+}
+
+func (r *steadyReader) read(p []byte) (int, error) {
 	if r.left == 0 {
 		return 0, io.EOF
 	}

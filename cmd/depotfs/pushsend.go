@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -92,10 +93,12 @@ func (p *pusher) begin(ctx context.Context, args map[string]any) (string, error)
 }
 
 // put sends body (size bytes, or -1) to upload and returns the reply's
-// data. bodyErr, when it returns non-nil, tells why the body stopped: it
-// is the error then, whatever the transport made of it.
+// data. It returns only once the transport has closed body, so what was
+// read from it is settled; then bodyErr, if it returns non-nil, tells why
+// the body stopped, and is the error whatever the transport made of it.
 func (p *pusher) put(ctx context.Context, upload string, body io.Reader, size int64, bodyErr func() error) (json.RawMessage, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, upload, body)
+	b := &closeSignal{r: body, closed: make(chan struct{})}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, upload, b)
 	if err != nil {
 		return nil, err
 	}
@@ -104,15 +107,25 @@ func (p *pusher) put(ctx context.Context, upload string, body io.Reader, size in
 		req.Header.Set("Authorization", "Bearer "+p.token)
 	}
 	resp, err := p.hc.Do(req)
+	var data json.RawMessage
+	if err == nil {
+		data, err = readReply(resp)
+	} else {
+		err = fmt.Errorf("PUT: %w", err)
+	}
+	select {
+	case <-b.closed:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	if e := bodyErr(); e != nil {
-		if err == nil {
-			resp.Body.Close()
-		}
 		return nil, e
 	}
-	if err != nil {
-		return nil, fmt.Errorf("PUT: %w", err)
-	}
+	return data, err
+}
+
+// readReply reads and closes a PUT's reply and returns its data.
+func readReply(resp *http.Response) (json.RawMessage, error) {
 	defer resp.Body.Close()
 	var env struct {
 		mcpserver.Envelope
@@ -128,6 +141,27 @@ func (p *pusher) put(ctx context.Context, upload string, body io.Reader, size in
 		return nil, fmt.Errorf("PUT: HTTP %d", resp.StatusCode)
 	}
 	return env.Data, nil
+}
+
+// closeSignal is a request body that says when the transport closed it,
+// which it does after its last read.
+type closeSignal struct {
+	r      io.Reader
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *closeSignal) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func (c *closeSignal) Close() error {
+	var err error
+	c.once.Do(func() {
+		if rc, ok := c.r.(io.Closer); ok {
+			err = rc.Close()
+		}
+		close(c.closed)
+	})
+	return err
 }
 
 // pushOne sends one PATH.
@@ -161,16 +195,8 @@ func (p *pusher) pushFile(ctx context.Context, item *pushItem, r *pushed) error 
 	}
 	var sent int64
 	body := newSteadyReader(item.f, item.local, st, p.prog, &sent)
-	var readErr error
 	local := sha256.New()
-	tee := io.TeeReader(readerFunc(func(b []byte) (int, error) {
-		n, err := body.Read(b)
-		if err != nil && err != io.EOF {
-			readErr = err
-		}
-		return n, err
-	}), local)
-	data, err := p.put(ctx, upload, tee, st.Size, func() error { return readErr })
+	data, err := p.put(ctx, upload, io.TeeReader(body, local), st.Size, body.failure)
 	if err != nil {
 		p.prog.bytes.Add(-sent)
 		return err
@@ -316,8 +342,3 @@ func addTarFile(tw *tar.Writer, item *pushItem, e pushEntry, prog *progress, sen
 	_, err = io.Copy(tw, newSteadyReader(f, item.local+"/"+e.rel, st, prog, sent))
 	return err
 }
-
-// readerFunc is a function that is an io.Reader.
-type readerFunc func([]byte) (int, error)
-
-func (f readerFunc) Read(p []byte) (int, error) { return f(p) }

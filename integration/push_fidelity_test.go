@@ -68,6 +68,18 @@ func TestPushGitRepository(t *testing.T) {
 	if out, err := exec.Command("diff", "-r", repo, mounted).CombinedOutput(); err != nil {
 		t.Errorf("diff -r source mount: %v\n%s", err, out)
 	}
+
+	// An empty directory as PATH is made too.
+	empty := filepath.Join(t.TempDir(), "nothing-yet")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runDepotfs(t, "push", "--url", d.url, "--to", "/work", empty); code != 0 {
+		t.Errorf("push of an empty directory: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if st, err := os.Stat(d.path("/work/nothing-yet")); err != nil || !st.IsDir() {
+		t.Errorf("the empty directory pushed is not one on the mount: %v", err)
+	}
 }
 
 // TestPushFileKeepsModeAndMTime: a file pushed as a PATH keeps its mode

@@ -161,3 +161,25 @@ func TestSteadyReader(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckPublicURL(t *testing.T) {
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{
+		{"", true},
+		{"https://depot.example.org", true},
+		{"https://gw.example.org:8443/depot/", true},
+		{"http://127.0.0.1:7411", true},
+		{"depot.example.org", false},
+		{"ftp://depot.example.org", false},
+		{"https://", false},
+		{"https://depot.example.org/?x=1", false},
+		{"https://depot.example.org/#frag", false},
+		{"https://user:pw@depot.example.org", false},
+	} {
+		if err := checkPublicURL(tc.in); (err == nil) != tc.ok {
+			t.Errorf("checkPublicURL(%q) = %v, want ok %v", tc.in, err, tc.ok)
+		}
+	}
+}

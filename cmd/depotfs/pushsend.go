@@ -227,7 +227,14 @@ func fstatFile(item *pushItem) (st beneath.Stat, err error) {
 // pushBatchBytes bytes each, every one an atomic change on the server.
 func (p *pusher) pushTree(ctx context.Context, item *pushItem, r *pushed) error {
 	if len(item.entries) == 0 {
-		return fmt.Errorf("%s: an empty directory: nothing to push (the directories below a pushed one are made, empty or not)", item.local)
+		// An archive makes the directories in it, never the one it is
+		// unpacked into: an empty tree is declared as a directory.
+		var declared struct{}
+		if err := callGuide(ctx, p.c, "guide_list_directory", map[string]any{"path": item.dest, "entries": []any{}}, &declared); err != nil {
+			return err
+		}
+		r.Replies = append(r.Replies, json.RawMessage(`{}`))
+		return nil
 	}
 	for start := 0; start < len(item.entries); {
 		end := p.batchEnd(item.entries, start)

@@ -36,6 +36,8 @@ func commands() []command {
 		{"compact", "shrink the database file offline to its live data", runCompact},
 		{"backup", "write a backup of the depot (online or offline) to a file, or verify one", runBackup},
 		{"restore", "restore a backup written by 'depotfs backup' into a database", runRestore},
+		{"export", "write the depot's tree and a manifest to a tar file, portable between stores", runExport},
+		{"import", "load an export into a depot (bolt or NATS), in atomic batches", runImport},
 		{"tools", "print the reference of the MCP tools as Markdown", runTools},
 		{"version", "print the version and the revision it was built from", runVersion},
 		{"flags", "print every command's flags, environment variables and defaults as Markdown", runFlags},

@@ -215,8 +215,8 @@ func TestAgentErrorsSayHowToFix(t *testing.T) {
 	}
 
 	t.Run("unknown tool", func(t *testing.T) {
-		// Over stdio too: the HTTP transport of 2026-07-28 refuses a call
-		// without a name earlier, for its missing Mcp-Name header.
+		// Over both transports: on HTTP, 2026-07-28 also checks the
+		// Mcp-Name header, which a call without a name cannot send.
 		stdio := startDaemon(t, daemonConfig{transport: overStdio})
 		for name, want := range map[string]string{
 			"cache_file":             `did you mean "guide_cache_file"`,
@@ -231,9 +231,11 @@ func TestAgentErrorsSayHowToFix(t *testing.T) {
 				}
 			}
 		}
-		_, err := stdio.tryCall("", map[string]any{"path": "/x", "content": "x"})
-		if err == nil || !strings.Contains(err.Error(), "params.name") {
-			t.Errorf("tools/call without a name: %v, want an error naming params.name", err)
+		for _, dd := range []*daemon{d, stdio} {
+			_, err := dd.tryCall("", map[string]any{"path": "/x", "content": "x"})
+			if err == nil || !strings.Contains(err.Error(), "params.name") {
+				t.Errorf("tools/call without a name over %s: %v, want an error naming params.name", dd.cfg.transport, err)
+			}
 		}
 	})
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 )
 
 // peekBytes is how much of a POST body protocolEdge reads to recognise a
@@ -63,6 +65,12 @@ func protocolEdge(next http.Handler) http.Handler {
 				break
 			}
 			if len(head) <= peekBytes {
+				if id, ok := unnamedCall(head); ok {
+					// mcp-go would refuse it for its missing Mcp-Name
+					// header, which says nothing of the missing name.
+					writeRPCError(w, http.StatusBadRequest, id, mcp.INVALID_PARAMS, tool.MissingNameMessage("guide_cache_file"))
+					return
+				}
 				if fixed, ok := withMetaVersion(head, version); ok {
 					head = fixed
 					r.ContentLength = int64(len(head))
@@ -72,6 +80,40 @@ func protocolEdge(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// unnamedCall returns the id of body if it is a tools/call request
+// without a tool name.
+func unnamedCall(body []byte) (json.RawMessage, bool) {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.Method != string(mcp.MethodToolsCall) || len(msg.ID) == 0 || msg.Params.Name != "" {
+		return nil, false
+	}
+	return msg.ID, true
+}
+
+// writeRPCError answers with a JSON-RPC error response to the request id.
+func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, message string) {
+	body, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{code, message}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }
 
 // needsSession reports whether body is a JSON-RPC request that only a

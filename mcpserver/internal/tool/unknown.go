@@ -30,6 +30,12 @@ func (s *Runtime) unknownTool(ctx context.Context, id any, name string) {
 	rpcerr.Set(ctx, id, mcp.JSONRPCErrorDetails{Code: mcp.INVALID_PARAMS, Message: unknownToolMessage(name, visible)})
 }
 
+// MissingNameMessage is the error of a tools/call without params.name,
+// with example as the tool to name; both transports answer it.
+func MissingNameMessage(example string) string {
+	return fmt.Sprintf("tools/call needs params.name, the tool to call (for example %q) beside params.arguments; tools/list names the tools you may call", example)
+}
+
 // unknownToolMessage is the error of a call to name, which is none of
 // visible.
 func unknownToolMessage(name string, visible []string) string {
@@ -38,7 +44,7 @@ func unknownToolMessage(name string, visible []string) string {
 		if len(visible) > 0 && !slices.Contains(visible, example) {
 			example = visible[0]
 		}
-		return fmt.Sprintf("tools/call needs params.name, the tool to call (for example %q) beside params.arguments; tools/list names the tools you may call", example)
+		return MissingNameMessage(example)
 	}
 	// name is already bounded by clip.String (mcpserver's clipToolName),
 	// whose "…[N bytes, sha256:H]" tail names a huge name; quoting it whole

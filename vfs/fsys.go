@@ -3,6 +3,7 @@ package vfs
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,13 +16,35 @@ import (
 // fsys is what every node of one mount shares: the store and the resolved
 // options. It is immutable once Mount has built it, so nodes use it from any
 // goroutine without locking, except pt, which Mount sets once it knows
-// whether the kernel takes passthrough.
+// whether the kernel takes passthrough, and replaced.
 type fsys struct {
 	st      store.Store
 	opts    Options
 	log     *slog.Logger
 	started time.Time
 	pt      atomic.Pointer[blobs] // nil: passthrough off
+
+	mu sync.Mutex // guards replaced
+	// replaced are file nodes a lookup replaced before the invalidator
+	// saw the update: it invalidates their attributes (the link count
+	// dropped to 0) with the next event, never from inside the lookup.
+	replaced []*fileNode
+}
+
+// noteReplaced queues f for the invalidator (see replaced).
+func (fsys *fsys) noteReplaced(f *fileNode) {
+	fsys.mu.Lock()
+	defer fsys.mu.Unlock()
+	fsys.replaced = append(fsys.replaced, f)
+}
+
+// takeReplaced returns and forgets the queued replaced nodes.
+func (fsys *fsys) takeReplaced() []*fileNode {
+	fsys.mu.Lock()
+	defer fsys.mu.Unlock()
+	r := fsys.replaced
+	fsys.replaced = nil
+	return r
 }
 
 // child returns the inode for entry e, named name in directory parent, and
@@ -39,6 +62,7 @@ func (fsys *fsys) child(ctx context.Context, parent *fs.Inode, name string, e st
 				return ch
 			}
 			f.markGone()
+			fsys.noteReplaced(f)
 		} else if ch.StableAttr() == id {
 			fsys.fillAttr(e, &out.Attr)
 			return ch

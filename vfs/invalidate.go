@@ -107,6 +107,9 @@ func (inv *invalidator) wait(ctx context.Context, rev uint64) error {
 // have deleted it), and a new version large enough for passthrough is
 // queued to be copied in.
 func (inv *invalidator) apply(ctx context.Context, ev store.Event) {
+	for _, f := range inv.fsys.takeReplaced() {
+		inv.notifyRange(&f.Inode, f.path(), -1)
+	}
 	switch ev.Kind {
 	case store.EventResync:
 		inv.all(ctx, inv.root, depotpath.Root)

@@ -11,10 +11,9 @@ import (
 // record): the root has no record of its own.
 var keyRootTime = []byte("roottime")
 
-// touchDir notes that an entry appeared in or disappeared from the directory
-// holding p; touchDirs moves that directory's times when the transaction
-// ends.
-func (w *wtx) touchDir(p string) {
+// TouchDir notes that the directory holding p changed (see rules.Txn);
+// touchDirs moves its times when the transaction ends.
+func (w *wtx) TouchDir(p string) {
 	dir, _ := depotpath.Split(p)
 	if w.touched == nil {
 		w.touched = make(map[string]struct{})

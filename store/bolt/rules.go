@@ -8,7 +8,6 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
-	"github.com/depotfs/depotfs/store/internal/entryrec"
 	"github.com/depotfs/depotfs/store/internal/rules"
 )
 
@@ -47,9 +46,6 @@ func (w *wtx) Put(kind store.EventKind, p string, r record) (*record, error) {
 	if err := w.index(p, old, &r); err != nil {
 		return nil, err
 	}
-	if kind == store.EventCreated || entryrec.NewContent(old, &r) {
-		w.touchDir(p)
-	}
 	r.Revision = w.nextRev()
 	v, err := encodeRecord(&r)
 	if err != nil {
@@ -70,7 +66,6 @@ func (w *wtx) Delete(p string, r *record) error {
 	if err := w.tree.Delete(treeKey(p)); err != nil {
 		return err
 	}
-	w.touchDir(p)
 	rev := w.nextRev()
 	w.events = append(w.events, store.Event{Kind: store.EventRemoved, Path: p, Revision: rev, Entry: r.Entry(p)})
 	return nil

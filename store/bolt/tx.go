@@ -75,7 +75,7 @@ type wtx struct {
 	events   []store.Event
 	dropped  []hash              // blobs whose reference count reached 0
 	staged   staging             // change to what uploads in progress hold
-	touched  map[string]struct{} // directories whose times move (see touchDir)
+	touched  map[string]struct{} // directories whose times move (see TouchDir)
 }
 
 // update runs fn in a bbolt write transaction and returns once that

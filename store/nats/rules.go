@@ -64,7 +64,6 @@ func (t *txn) Delete(p string, r *entryrec.Record) error {
 	}
 	t.entries[p] = nil
 	t.mark(p)
-	t.touchDir(p)
 	delete(t.evicted, p)
 	return nil
 }
@@ -142,9 +141,6 @@ func (t *txn) put(kind store.EventKind, r *record) error {
 	r.Revision = 0
 	t.entries[r.Path] = r
 	t.mark(r.Path)
-	if kind == store.EventCreated || entryrec.NewContent(old.rec(), r.rec()) {
-		t.touchDir(r.Path)
-	}
 	if kind == store.EventEvicted {
 		t.evicted[r.Path] = true
 	} else {

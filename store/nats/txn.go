@@ -44,14 +44,13 @@ type txn struct {
 	inline   map[string][]byte // small content offered for inline storage
 	used     map[string]bool   // uploaded content the transaction references
 	touched  []string          // content used by the transaction (LRU)
-	dirs     map[string]bool   // directories whose times move (see touchDir)
+	dirs     map[string]bool   // directories whose times move (see TouchDir)
 }
 
-// touchDir notes that an entry appeared in or disappeared from the
-// directory holding p: when the transaction ends, that directory's mtime
-// and ctime move to the transaction's time, keeping its revision and
-// without an event (the child's event says the listing changed).
-func (t *txn) touchDir(p string) {
+// TouchDir notes that the directory holding p changed (see rules.Txn):
+// when the transaction ends, its mtime and ctime move to the
+// transaction's time, keeping its revision and without an event.
+func (t *txn) TouchDir(p string) {
 	dir, _ := depotpath.Split(p)
 	if t.dirs == nil {
 		t.dirs = make(map[string]bool)

@@ -61,6 +61,6 @@ func declare(t Txn, d store.Declaration, req store.DeclareRequest, res *store.De
 	if !changed {
 		return nil
 	}
-	_, err = t.Put(kind, d.Path, next)
+	_, err = write(t, kind, d.Path, r, next)
 	return err
 }

@@ -64,7 +64,7 @@ func Put(t Txn, req store.PutRequest, sum string, size int64) (*Written, error) 
 		return &Written{status: status, at: Entry{p, r}}, nil
 	}
 	next.Updated = now
-	kept, err := t.Put(kind, p, next)
+	kept, err := write(t, kind, p, r, next)
 	if err != nil {
 		return nil, err
 	}

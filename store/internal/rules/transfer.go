@@ -111,5 +111,5 @@ func place(t Txn, tr transfer.Transfer, p string, r, old *entryrec.Record) (*ent
 			return nil, err
 		}
 	}
-	return t.Put(kind, p, next)
+	return write(t, kind, p, old, next)
 }

@@ -44,18 +44,33 @@ func parents(t Txn, p string) error {
 			continue
 		}
 		now := t.Now()
-		if _, err := t.Put(store.EventCreated, dir, entryrec.Record{Kind: store.KindDir, MTime: now, Created: now, Updated: now}); err != nil {
+		if _, err := write(t, store.EventCreated, dir, nil, entryrec.Record{Kind: store.KindDir, MTime: now, Created: now, Updated: now}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// remove deletes the entry r at p and drops its content reference.
+// write is t.Put of next over old (nil: none) at p. The directory
+// holding p changes its times when the write creates p or gives it new
+// content, as a create or a rename-replace moves them on a local
+// filesystem (the mount shows an update so); a change of metadata alone,
+// or an eviction, leaves them.
+func write(t Txn, kind store.EventKind, p string, old *entryrec.Record, next entryrec.Record) (*entryrec.Record, error) {
+	kept, err := t.Put(kind, p, next)
+	if err == nil && (kind == store.EventCreated || entryrec.NewContent(old, &next)) {
+		t.TouchDir(p)
+	}
+	return kept, err
+}
+
+// remove deletes the entry r at p, dropping its content reference and
+// moving its directory's times.
 func remove(t Txn, p string, r *entryrec.Record) error {
 	if err := t.Delete(p, r); err != nil {
 		return err
 	}
+	t.TouchDir(p)
 	if sum := entryrec.PresentSum(r); sum != "" {
 		return t.Unref(sum)
 	}

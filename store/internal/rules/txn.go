@@ -22,8 +22,8 @@ type Txn interface {
 	// record the store keeps: its Revision, and its Ino when r.Ino is 0,
 	// are set by the time the transaction commits, so an entry read from
 	// it after the commit is the one committed. Put keeps indexes and
-	// pinned references in step; content references are the caller's
-	// (Ref, Unref).
+	// pinned references in step; content references (Ref, Unref) and
+	// directory times (TouchDir) are the caller's.
 	Put(kind store.EventKind, p string, r entryrec.Record) (*entryrec.Record, error)
 	// Delete deletes the entry r at p (an EventRemoved). Its content
 	// reference is the caller's to drop.
@@ -32,8 +32,12 @@ type Txn interface {
 	HasChildren(dir string) (bool, error)
 	// Descendants returns every entry below dir, deepest first.
 	Descendants(dir string) ([]Entry, error)
-	// UntouchWithin keeps the times of dir and the directories below
-	// it, which the entries written in them would otherwise move.
+	// TouchDir moves the mtime and ctime of the directory holding p to
+	// the transaction's clock when it commits; the directory keeps its
+	// revision and gets no event (the change of p has one).
+	TouchDir(p string)
+	// UntouchWithin forgets the touches of dir and the directories below
+	// it.
 	UntouchWithin(dir string)
 
 	// Ref takes a reference on content sum of size bytes. Content the

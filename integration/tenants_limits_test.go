@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -245,5 +247,107 @@ func TestEvictionNamesOnlyReadable(t *testing.T) {
 	}
 	if evicted == 0 {
 		t.Fatal("A's writes evicted nothing: the test did not fill the store")
+	}
+}
+
+// gatedBody yields first, then blocks until open is closed, then yields
+// rest: a PUT whose sender holds it open.
+type gatedBody struct {
+	first, rest []byte
+	open        chan struct{}
+	stage       int
+	waiting     atomic.Bool // first is sent and the body waits for open
+}
+
+func (g *gatedBody) Read(p []byte) (int, error) {
+	switch g.stage {
+	case 0:
+		g.stage++
+		return copy(p, g.first), nil
+	case 1:
+		g.waiting.Store(true)
+		<-g.open
+		g.stage++
+		return copy(p, g.rest), nil
+	}
+	return 0, io.EOF
+}
+
+// TestRevokedTokenCutsPUT: a token revoked (and SIGHUP sent) while its
+// raw upload's PUT is in flight loses the PUT: it is cut, audited as
+// revoked, and nothing is stored, although the client then sends the
+// rest of the body.
+func TestRevokedTokenCutsPUT(t *testing.T) {
+	t.Parallel()
+	tokens := t.TempDir() + "/tokens.json"
+	tok, id := issueToken(t, tokens, "uploader", "*:/:rw")
+	d := startDaemon(t, daemonConfig{transport: overHTTP, client: clientAuth{bearer: tok}, args: []string{"--tokens", tokens}})
+	data := pseudoRandom(64<<10, 3)
+	u := beginUpload(t, d, map[string]any{"path": "/in/flight.bin", "sha256": sha256hex(data)})
+	body := &gatedBody{first: data[:1024], rest: data[1024:], open: make(chan struct{})}
+	done := make(chan putReply, 1)
+	go func() { done <- put(t, u, body, int64(len(data)), tok) }()
+	waitFor(t, 10*time.Second, "the PUT's first bytes to be sent", body.waiting.Load)
+	depotfsCommand(t, "token", "revoke", "--tokens", tokens, id)
+	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	cut := false
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !cut; time.Sleep(50 * time.Millisecond) {
+		for _, r := range auditRecords(t, d.auditLog()) {
+			cut = cut || r.Stage == "revoked" && r.TokenID == id && strings.Contains(r.Reason, "raw upload")
+		}
+	}
+	close(body.open)
+	r := <-done
+	if r.Status == http.StatusOK || r.Env.Success {
+		t.Errorf("the revoked token's PUT finished %d %+v; want it cut", r.Status, r.Env)
+	}
+	if !cut {
+		t.Error("no audit record of the cut upload")
+	}
+	if _, err := os.Stat(d.path("/in/flight.bin")); err == nil {
+		t.Error("the revoked token's upload was stored")
+	}
+}
+
+// TestTricklingBodyCut: a body sent a few bytes at a time, never stalling
+// for --http-body-idle-timeout, is cut by --http-body-min-rate.
+func TestTricklingBodyCut(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--http-body-idle-timeout", "2s", "--http-body-min-rate", "1KiB"}})
+	data := pseudoRandom(1<<20, 4)
+	u := beginUpload(t, d, map[string]any{"path": "/slow/trickle.bin", "sha256": sha256hex(data)})
+	addr := hostOf(t, d.url)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	path := u[strings.Index(u, "/upload/"):]
+	fmt.Fprintf(c, "PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", path, addr, len(data))
+	start := time.Now()
+	closed := make(chan time.Duration, 1)
+	go func() {
+		io.Copy(io.Discard, c)
+		closed <- time.Since(start)
+	}()
+	for i := 0; ; i++ {
+		select {
+		case took := <-closed:
+			t.Logf("the trickling PUT was closed after %v", took)
+			if took > 15*time.Second {
+				t.Errorf("closed after %v; want soon after 2s", took)
+			}
+			if _, err := os.Stat(d.path("/slow/trickle.bin")); err == nil {
+				t.Error("the trickled file was stored")
+			}
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatal("a body trickling 10 bytes every 200ms was still open after 30s")
+		}
+		c.Write(data[i*10 : i*10+10])
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -24,7 +25,10 @@ import (
 
 // Defaults of HTTPLimits.
 const (
-	DefaultBodyIdleTimeout    = 30 * time.Second
+	DefaultBodyIdleTimeout = 30 * time.Second
+	// DefaultBodyMinRate is the slowest a request body may arrive on
+	// average, once it has had BodyIdleTimeout to start.
+	DefaultBodyMinRate        = 1 << 10
 	DefaultMaxInflightBytes   = 256 << 20
 	DefaultInflightWait       = 30 * time.Second
 	DefaultSessionIdleTimeout = 30 * time.Minute
@@ -52,6 +56,11 @@ type HTTPLimits struct {
 	// BodyIdleTimeout ends a request whose body stops arriving for this
 	// long (the connection is closed).
 	BodyIdleTimeout time.Duration
+	// BodyMinRate, in bytes per second, ends a request whose body arrives
+	// slower than this on average once BodyIdleTimeout has passed since
+	// it began: a client trickling a byte now and then never stalls long
+	// enough for BodyIdleTimeout alone. Negative means no minimum.
+	BodyMinRate int64
 	// MaxInflightBytes bounds the estimated memory of the request bodies
 	// being decoded at once: a request is charged callMemoryFactor times
 	// its size (its Content-Length, or MaxRequestBytes when it declares
@@ -81,6 +90,9 @@ type HTTPLimits struct {
 func (l HTTPLimits) withDefaults() HTTPLimits {
 	if l.BodyIdleTimeout <= 0 {
 		l.BodyIdleTimeout = DefaultBodyIdleTimeout
+	}
+	if l.BodyMinRate == 0 {
+		l.BodyMinRate = DefaultBodyMinRate
 	}
 	if l.MaxInflightBytes <= 0 {
 		l.MaxInflightBytes = DefaultMaxInflightBytes
@@ -195,7 +207,7 @@ func (s *Server) limitBodyOnly(w http.ResponseWriter, r *http.Request) (release 
 		}
 		release = func() { s.inflight.release(cost) }
 	}
-	body := &watchedBody{rc: r.Body, ctl: http.NewResponseController(w), idle: s.opts.HTTP.BodyIdleTimeout, left: limit}
+	body := newWatchedBody(r.Body, w, s.opts.HTTP, limit)
 	var br *bufio.Reader
 	if r.ContentLength < 0 {
 		// No declared length: read it here, so one over the limit is
@@ -264,30 +276,72 @@ func isInitialize(head []byte) bool {
 // errBodyTooLarge is what a watchedBody returns past its limit.
 var errBodyTooLarge = errors.New("request body over the limit")
 
-// watchedBody bounds a request body and ends it when it stalls: before
-// every read it moves the connection's read deadline idle ahead.
+// errBodyTooSlow is what a watchedBody returns once its body arrives
+// slower than the minimum rate.
+var errBodyTooSlow = errors.New("request body arriving slower than the minimum rate (--http-body-min-rate)")
+
+// errBodyCut is what a watchedBody returns once cut (its credential was
+// revoked).
+var errBodyCut = errors.New("request body cut: the credential that sent it is no longer valid")
+
+// watchedBody bounds a request body and ends it when it stalls, when it
+// arrives slower than the minimum rate, or when cut: before every read it
+// moves the connection's read deadline idle ahead.
 type watchedBody struct {
-	rc   io.ReadCloser
-	ctl  *http.ResponseController
-	idle time.Duration
-	left int64 // bytes still allowed
-	over bool
+	rc      io.ReadCloser
+	ctl     *http.ResponseController
+	idle    time.Duration
+	minRate int64 // bytes per second on average after idle; <= 0: none
+	start   time.Time
+	read    int64 // bytes read so far
+	left    int64 // bytes still allowed
+	over    bool
+	cut     atomic.Bool
+}
+
+// newWatchedBody watches rc, the body of the request w answers, under lim,
+// allowing left bytes.
+func newWatchedBody(rc io.ReadCloser, w http.ResponseWriter, lim HTTPLimits, left int64) *watchedBody {
+	return &watchedBody{rc: rc, ctl: http.NewResponseController(w), idle: lim.BodyIdleTimeout, minRate: lim.BodyMinRate, start: time.Now(), left: left}
+}
+
+// stop cuts the body: a read blocked now fails at once, and every later
+// one fails with errBodyCut. It is safe to call from any goroutine.
+func (b *watchedBody) stop() {
+	b.cut.Store(true)
+	_ = b.ctl.SetReadDeadline(time.Now())
 }
 
 func (b *watchedBody) Read(p []byte) (int, error) {
 	if b.over {
 		return 0, errBodyTooLarge
 	}
+	if b.cut.Load() {
+		return 0, errBodyCut
+	}
+	if took := time.Since(b.start); b.minRate > 0 && took > b.idle && float64(b.read) < float64(b.minRate)*took.Seconds() {
+		_ = b.ctl.SetReadDeadline(time.Now())
+		return 0, errBodyTooSlow
+	}
 	if int64(len(p)) > b.left+1 {
 		p = p[:b.left+1]
 	}
 	_ = b.ctl.SetReadDeadline(time.Now().Add(b.idle))
+	if b.cut.Load() {
+		// stop ran between the check above and the deadline just set.
+		_ = b.ctl.SetReadDeadline(time.Now())
+		return 0, errBodyCut
+	}
 	n, err := b.rc.Read(p)
+	if b.cut.Load() {
+		return 0, errBodyCut
+	}
 	if int64(n) > b.left {
 		b.over = true
 		return 0, errBodyTooLarge
 	}
 	b.left -= int64(n)
+	b.read += int64(n)
 	switch {
 	case errors.Is(err, io.EOF):
 		// Whole: the response (a stream, maybe) is not bound by it.

@@ -43,10 +43,12 @@ type session struct {
 	key string        // the owning identity's key; "" until own
 }
 
-// stream is an open notification stream.
+// stream is an open notification stream, or another request that lasts
+// (a raw upload's PUT) and must end with its credential.
 type stream struct {
 	req     *http.Request
 	session string
+	kind    string // "" for a notification stream, "upload" for a PUT
 	cancel  context.CancelFunc
 }
 
@@ -267,23 +269,27 @@ func (s *Server) recheck(ctx context.Context, check func(*http.Request) error, e
 					n++
 				}
 			}
-			s.auditRevoked(reqs[id], id, n, err)
+			s.auditRevoked(reqs[id], "", id, n, err)
 		}
 		for _, st := range ended {
 			if st.session == "" {
-				s.auditRevoked(st.req, "", 1, check(st.req))
+				s.auditRevoked(st.req, st.kind, "", 1, check(st.req))
 			}
 		}
 	}
 }
 
-// auditRevoked records that a credential lost a session and its streams.
-func (s *Server) auditRevoked(r *http.Request, session string, streams int, err error) {
+// auditRevoked records that a credential lost a session and its streams,
+// or (kind "upload") a PUT in flight.
+func (s *Server) auditRevoked(r *http.Request, kind, session string, streams int, err error) {
 	if r == nil {
 		return
 	}
 	who, _ := identity.FromContext(r.Context())
 	reason := fmt.Sprintf("credential no longer valid (%v): ended %d notification stream(s)", err, streams)
+	if kind == "upload" {
+		reason = fmt.Sprintf("credential no longer valid (%v): cut a raw upload in flight; nothing of it is stored", err)
+	}
 	if session != "" {
 		reason += " and session " + session
 	}

@@ -77,8 +77,20 @@ func (s *Server) newHandler() http.Handler {
 		if strings.HasPrefix(r.URL.Path, guide.UploadPath) {
 			// A raw upload's body is as large as the file: the store
 			// limits it while it streams. A stall still ends it.
+			var body *watchedBody
 			if r.Body != nil {
-				r.Body = &watchedBody{rc: r.Body, ctl: http.NewResponseController(w), idle: lim.BodyIdleTimeout, left: math.MaxInt64 - 1}
+				body = newWatchedBody(r.Body, w, lim, math.MaxInt64-1)
+				r.Body = body
+			}
+			if lim.Recheck != nil && body != nil {
+				// A PUT streams for as long as the file takes: it is
+				// rechecked like a stream, so a revoked credential's
+				// upload is cut, not stored.
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+				r = r.WithContext(ctx)
+				defer s.sessions.open(&stream{req: r, kind: "upload", cancel: func() { body.stop(); cancel() }})()
 			}
 			s.uploads.ServeHTTP(w, r.WithContext(ctx))
 			return

@@ -13,6 +13,7 @@ import (
 type httpConfig struct {
 	readHeaderTimeout time.Duration
 	bodyIdleTimeout   time.Duration
+	bodyMinRate       byteSize
 	idleTimeout       time.Duration
 	maxConnsPerAddr   int
 	maxInflight       byteSize
@@ -25,6 +26,8 @@ type httpConfig struct {
 func (c *httpConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.readHeaderTimeout, "http-read-header-timeout", 10*time.Second, "close an HTTP connection whose request headers take longer than this")
 	fs.DurationVar(&c.bodyIdleTimeout, "http-body-idle-timeout", mcpserver.DefaultBodyIdleTimeout, "close an HTTP connection whose request body stops arriving for this long")
+	c.bodyMinRate = mcpserver.DefaultBodyMinRate
+	fs.Var(&c.bodyMinRate, "http-body-min-rate", "`size` per second a request body must arrive at on average once --http-body-idle-timeout has passed since it began; a slower one is closed (0: no minimum)")
 	fs.DurationVar(&c.idleTimeout, "http-idle-timeout", time.Minute, "close a kept-alive HTTP connection idle between requests for this long")
 	fs.IntVar(&c.maxConnsPerAddr, "max-conns-per-addr", 64, "open HTTP connections allowed from one IP address; more are closed at once (0: no limit)")
 	c.maxInflight = mcpserver.DefaultMaxInflightBytes
@@ -50,7 +53,16 @@ func (c *httpConfig) validate() error {
 // limits returns the mcpserver side of the configuration.
 func (c *httpConfig) limits() mcpserver.HTTPLimits {
 	return mcpserver.HTTPLimits{
-		BodyIdleTimeout: c.bodyIdleTimeout, MaxInflightBytes: int64(c.maxInflight), InflightWait: c.inflightWait,
+		BodyIdleTimeout: c.bodyIdleTimeout, BodyMinRate: c.minRate(), MaxInflightBytes: int64(c.maxInflight), InflightWait: c.inflightWait,
 		SessionIdleTimeout: c.sessionIdle, MaxSessions: c.maxSessions, MaxSessionsPerIdentity: c.maxSessionsPerID,
 	}
+}
+
+// minRate is --http-body-min-rate as HTTPLimits takes it: 0 (no minimum)
+// becomes negative, as a zero field means the default there.
+func (c *httpConfig) minRate() int64 {
+	if c.bodyMinRate == 0 {
+		return -1
+	}
+	return int64(c.bodyMinRate)
 }

@@ -96,7 +96,9 @@ func importFrom(ctx context.Context, st store.Store, r io.Reader) (importStats, 
 	member := func(want string) (*tar.Header, error) {
 		h, err := tr.Next()
 		if err != nil {
-			return nil, fmt.Errorf("not a complete depotfs export: %w", err)
+			// Not wrapped: io.EOF from next would end a batch as if the
+			// export were complete.
+			return nil, fmt.Errorf("not a complete depotfs export: %v", err)
 		}
 		if want != "" && h.Name != want {
 			return nil, fmt.Errorf("not a depotfs export: member %q where %s belongs", h.Name, want)

@@ -152,9 +152,9 @@ func readReply(t *testing.T, lines <-chan []byte) rpcReply {
 
 // TestOneShutdownForBothTransports: BeginShutdown alone (no context ends)
 // refuses HTTP requests admitted through Admit with 503 and the
-// "shutting down" error, and makes a running ServeStdio answer its next
-// request with the same error; Shutdown waits for an HTTP request admitted
-// before it.
+// "shutting down" error, and makes a running ServeStdioDrain answer its
+// next request with the same error (while its drain runs); Shutdown waits
+// for an HTTP request admitted before it.
 func TestOneShutdownForBothTransports(t *testing.T) {
 	st, err := bolt.Open(filepath.Join(t.TempDir(), "depot.db"), nil)
 	if err != nil {
@@ -165,8 +165,11 @@ func TestOneShutdownForBothTransports(t *testing.T) {
 	in, inW := pipe(t)
 	outR, out := pipe(t)
 	replies := readLines(outR)
+	// ServeStdio stops writing once it returns; the drain keeps it
+	// answering, as depotfs serve's wait for the mount does.
+	release := make(chan struct{})
 	done := make(chan error, 1)
-	go func() { done <- srv.ServeStdio(context.Background(), in, out) }()
+	go func() { done <- srv.ServeStdioDrain(context.Background(), in, out, func() { <-release }) }()
 
 	entered, finish := make(chan struct{}), make(chan struct{})
 	h := srv.Admit(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -196,6 +199,7 @@ func TestOneShutdownForBothTransports(t *testing.T) {
 	if err := srv.Shutdown(context.Background()); err != nil {
 		t.Errorf("Shutdown after the request returned: %v", err)
 	}
+	close(release)
 	inW.Close()
 	if err := <-done; err != nil {
 		t.Errorf("ServeStdio: %v", err)

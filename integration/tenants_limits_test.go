@@ -268,9 +268,13 @@ func (g *gatedBody) Read(p []byte) (int, error) {
 		g.waiting.Store(true)
 		<-g.open
 		g.stage++
-		return copy(p, g.rest), nil
 	}
-	return 0, io.EOF
+	if len(g.rest) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, g.rest)
+	g.rest = g.rest[n:]
+	return n, nil
 }
 
 // TestRevokedTokenCutsPUT: a token revoked (and SIGHUP sent) while its

@@ -39,7 +39,7 @@ func declare(t Txn, d store.Declaration, req store.DeclareRequest, res *store.De
 	if r != nil && r.Kind != d.Kind {
 		return fmt.Errorf("%w: declared a %s, the path is a %s", store.ErrConflict, d.Kind, r.Kind)
 	}
-	if err := parents(t, d.Path); err != nil {
+	if err := parents(t, d.Path, true); err != nil {
 		return err
 	}
 	next, stale, changed := entryrec.Declare(r, d, req.Writer, req.Source, t.Now())

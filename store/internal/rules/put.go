@@ -42,7 +42,7 @@ func Put(t Txn, req store.PutRequest, sum string, size int64) (*Written, error) 
 	if err := entryrec.CheckWrite(r, req.IfAbsent, req.IfRevision); err != nil {
 		return nil, err
 	}
-	if err := parents(t, p); err != nil {
+	if err := parents(t, p, true); err != nil {
 		return nil, err
 	}
 	now := t.Now()

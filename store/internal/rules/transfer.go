@@ -57,7 +57,7 @@ func transferIn(t Txn, tr transfer.Transfer) (*copied, error) {
 		}
 		slices.Reverse(below)
 	}
-	if err := parents(t, tr.To); err != nil {
+	if err := parents(t, tr.To, true); err != nil {
 		return fail(tr.To, err)
 	}
 	out := &copied{res: transfer.Result(dst)}

@@ -10,42 +10,26 @@ import (
 
 // CheckParents fails with store.ErrConflict when an ancestor of p is a
 // file: nothing can be written at p. It writes nothing.
-func CheckParents(t Txn, p string) error {
-	for _, dir := range depotpath.Parents(p) {
-		if dir == depotpath.Root {
-			continue
-		}
-		r, err := t.Get(dir)
-		if err != nil {
-			return err
-		}
-		if r == nil {
-			return nil
-		}
-		if r.Kind != store.KindDir {
-			return fmt.Errorf("%w: %s is a file", store.ErrConflict, dir)
-		}
-	}
-	return nil
-}
+func CheckParents(t Txn, p string) error { return parents(t, p, false) }
 
-// parents creates the missing ancestors of p as implicit directories;
-// CheckParents has found none of them a file.
-func parents(t Txn, p string) error {
+// parents is CheckParents; with create, it also creates the missing
+// ancestors of p as implicit directories.
+func parents(t Txn, p string, create bool) error {
 	for _, dir := range depotpath.Parents(p) {
-		if dir == depotpath.Root {
-			continue
-		}
 		r, err := t.Get(dir)
-		if err != nil {
+		switch {
+		case dir == depotpath.Root:
+		case err != nil:
 			return err
-		}
-		if r != nil {
-			continue
-		}
-		now := t.Now()
-		if _, err := write(t, store.EventCreated, dir, nil, entryrec.Record{Kind: store.KindDir, MTime: now, Created: now, Updated: now}); err != nil {
-			return err
+		case r == nil && !create:
+			return nil // nothing below a missing directory exists
+		case r == nil:
+			now := t.Now()
+			if _, err := write(t, store.EventCreated, dir, nil, entryrec.Record{Kind: store.KindDir, MTime: now, Created: now, Updated: now}); err != nil {
+				return err
+			}
+		case r.Kind != store.KindDir:
+			return fmt.Errorf("%w: %s is a file", store.ErrConflict, dir)
 		}
 	}
 	return nil

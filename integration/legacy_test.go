@@ -128,13 +128,9 @@ for root, dirs, files in sorted(os.walk(".")):
 // knownDifferences are the differences that remain, with their reason
 // (docs/operating.md lists the same).
 var knownDifferences = map[string]string{
-	"stat: directory link counts":    "a directory reports one link (the btrfs convention for \"subdirectories not counted\"), tmpfs 2 + subdirectories",
-	"ls -l (dirs)":                   "directory link counts as above; directory sizes are 4096 (tmpfs: entries-based)",
-	"du -sb (apparent size)":         "directory sizes are 4096 each (tmpfs: 40 + 20 per entry)",
-	"find: directories":              "empty directories are not pushed (depotfs push)",
-	"tar tv (modes, owners, mtimes)": "directory modes and mtimes: push does not send directories, so their mode is 0555 and their mtime the time their first file arrived",
-	"cp -a, then diff -r":            "empty directories are not pushed (depotfs push)",
-	"git status, log, fsck":          "empty directories are not pushed (depotfs push): git's empty .git/refs/tags, .git/objects/info are missing",
+	"stat: directory link counts": "a directory reports one link (the btrfs convention for \"subdirectories not counted\"), tmpfs 2 + subdirectories",
+	"ls -l (dirs)":                "directory link counts as above; directory sizes are 4096 (tmpfs: entries-based)",
+	"du -sb (apparent size)":      "directory sizes are 4096 each (tmpfs: 40 + 20 per entry)",
 }
 
 // buildLegacyTree writes the tree every program runs over.

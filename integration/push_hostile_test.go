@@ -321,7 +321,7 @@ func TestPushRefusesFileChangedWhileSent(t *testing.T) {
 				path = filepath.Dir(big)
 			}
 			code, stdout, stderr := runDepotfs(t, "push", "--url", endpoint, "--to", "/in", path)
-			if code == 0 || !strings.Contains(stderr, "changed while") {
+			if code == 0 || !strings.Contains(stderr, "changed under depotfs push while it was read") {
 				t.Errorf("push of a file rewritten while sent: exit %d\n%s\n%s", code, stdout, stderr)
 			}
 			if files := depotFiles(t, d, "/"); len(files) != 0 {

@@ -153,7 +153,7 @@ func TestSteadyReader(t *testing.T) {
 			switch {
 			case tc.change == nil && (err != nil || got != "aaaaaaaa" || sent != 8):
 				t.Fatalf("read %q (%d sent), %v", got, sent, err)
-			case tc.change != nil && (err == nil || !strings.Contains(err.Error(), "changed while")):
+			case tc.change != nil && (err == nil || !strings.Contains(err.Error(), "changed under depotfs push while it was read")):
 				t.Fatalf("read %q after a change, err %v", got, err)
 			case tc.change != nil && sent >= 8:
 				t.Fatalf("all %d bytes handed over after a change", sent)

@@ -146,8 +146,8 @@ func typeName(m fs.FileMode) string {
 }
 
 // errChanged reports a file that changed between planning and sending, or
-// while it was sent.
-var errChanged = errors.New("changed while depotfs push read it")
+// while it was sent; the message says which.
+var errChanged = errors.New("changed under depotfs push")
 
 // openEntry opens the tree entry e of item for sending, relative to the
 // tree opened when it was planned and following no link, and checks that
@@ -156,13 +156,13 @@ func openEntry(item *pushItem, e pushEntry) (*os.File, beneath.Stat, error) {
 	f, err := beneath.Open(item.f, e.rel)
 	if err != nil {
 		if errors.Is(err, beneath.ErrLink) {
-			return nil, beneath.Stat{}, fmt.Errorf("%w: %w since it was planned; nothing below a pushed directory is followed", errChanged, err)
+			return nil, beneath.Stat{}, fmt.Errorf("%w since it planned: %w; nothing below a pushed directory is followed", errChanged, err)
 		}
 		return nil, beneath.Stat{}, err
 	}
 	st, err := beneath.Fstat(f)
 	if err == nil && !st.Mode.IsRegular() {
-		err = fmt.Errorf("%w: %s is %s now, it was a regular file when planned", errChanged, e.rel, typeName(st.Mode))
+		err = fmt.Errorf("%w since it planned: %s is %s now, it was a regular file", errChanged, e.rel, typeName(st.Mode))
 	}
 	if err != nil {
 		f.Close()

@@ -53,7 +53,7 @@ func (r *steadyReader) read(p []byte) (int, error) {
 	n, err := r.f.Read(p)
 	r.left -= int64(n)
 	if err == io.EOF && r.left > 0 {
-		return 0, fmt.Errorf("%s: %w: it shrank from %d bytes", r.name, errChanged, r.before.Size)
+		return 0, fmt.Errorf("%s: %w while it was read: it shrank from %d bytes; nothing of it was stored", r.name, errChanged, r.before.Size)
 	}
 	if err != nil && err != io.EOF {
 		return 0, fmt.Errorf("%s: %w", r.name, err)
@@ -64,7 +64,7 @@ func (r *steadyReader) read(p []byte) (int, error) {
 			return 0, err
 		}
 		if !after.Same(r.before) {
-			return 0, fmt.Errorf("%s: %w (size %d→%d, mtime %s→%s)", r.name, errChanged,
+			return 0, fmt.Errorf("%s: %w while it was read (size %d→%d, mtime %s→%s); nothing of it was stored, push it again when nothing writes it", r.name, errChanged,
 				r.before.Size, after.Size, r.before.MTime.Format(timeNano), after.MTime.Format(timeNano))
 		}
 	}

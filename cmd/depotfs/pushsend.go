@@ -218,7 +218,7 @@ func (p *pusher) pushFile(ctx context.Context, item *pushItem, r *pushed) error 
 func fstatFile(item *pushItem) (st beneath.Stat, err error) {
 	st, err = beneath.Fstat(item.f)
 	if err == nil && !st.Mode.IsRegular() {
-		err = fmt.Errorf("%w: it is %s now", errChanged, typeName(st.Mode))
+		err = fmt.Errorf("%w since it planned: it is %s now", errChanged, typeName(st.Mode))
 	}
 	return st, err
 }

@@ -6,8 +6,11 @@
 // own: reading and writing records, assigning revisions and inodes,
 // indexes, content chunks, and the commit.
 //
-// Every function runs inside one store transaction and may run again in
-// a fresh one (bolt's group commit, nats's optimistic retries): results
-// are returned, never kept. An error concerning another path than the
-// request's is an *fs.PathError naming that path.
+// Remove, Copy, Move and Declare are whole calls over a store's
+// Committer; Put, Expire, Evict and CheckParents run inside a
+// transaction the store already has (batches, streams, uploads, sweeps).
+// Every rule may run again in a fresh transaction (bolt's group commit,
+// nats's optimistic retries): results are returned, never kept, and read
+// their entries after the commit. An error concerning another path than
+// the request's is an *fs.PathError naming that path.
 package rules

@@ -54,8 +54,8 @@ type Txn interface {
 	// changes included.
 	Stored() int64
 	// MakeRoom evicts content other than keep, least recently used
-	// first, until the store fits its size limit again, or fails with
-	// store.ErrLimit.
+	// first and each with Evict, until the store fits its size limit
+	// again, or fails with store.ErrLimit.
 	MakeRoom(keep string) (store.Evictions, error)
 
 	// Now is the transaction's clock: one reading for all its changes.

@@ -149,17 +149,17 @@ component of the PATH's absolute path: "push --to /w ./src" stores
 summary prints "PATH -> DEPOT PATH" for each.
 
 What it sends: a file with its mode and mtime; a directory with every
-directory below it (empty ones too) and every regular file, with their
-modes and mtimes. Symbolic links and special files in a tree are skipped
+directory below it (empty ones too; an empty directory PATH is made empty)
+and every regular file, with their modes and mtimes. Symbolic links and special files in a tree are skipped
 with a warning. A PATH named on the command line is followed if it is a
 link; nothing below it ever is: files are opened relative to the opened
 tree with O_NOFOLLOW, and a file or directory replaced by a link, or a file
 by something else, since the plan is refused.
 
-A file that changes while it is sent (its size, mtime or ctime differ
-after reading from before) is refused: the PUT is cut short, so the server
-stores nothing of it (nothing of its tar stream, for a tree), and the exit
-status is 1. Push it again when nothing writes it.
+A file that changes while it is sent (fstat after reading it shows another
+size, mtime or ctime than before) is refused: the PUT is cut short, so the
+server stores nothing of it (nothing of its tar stream, for a tree), and
+the exit status is 1. Push it again when nothing writes it.
 
 A tree of more than 1000 entries or 256 MiB is sent as several tar
 streams, each an atomic change; a stream the server refuses as over a

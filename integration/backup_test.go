@@ -171,6 +171,12 @@ func TestBackupUnderLoad(t *testing.T) {
 	if rev := uint64(next.Data["revision"].(float64)); rev <= res.Revision {
 		t.Errorf("first write after the restore got revision %d, not above the backup's %d", rev, res.Revision)
 	}
+	if msg := runFailing(t, depotfsBin, "restore", file, "--db", db, "--force"); !strings.Contains(msg, "stop the server first") {
+		t.Errorf("restore --force over a running server's database: %s", msg)
+	}
+	if got, err := os.ReadFile(r.path("/after-restore.txt")); err != nil || string(got) != "x" {
+		t.Errorf("after the refused restore the server shows %q, %v", got, err)
+	}
 }
 
 // TestBackupKilledHalfway: kill -9 of the backup client halfway through

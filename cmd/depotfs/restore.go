@@ -95,6 +95,19 @@ Flags:
 	if len(existing) > 0 && !*force {
 		return fmt.Errorf("restore: the target is not empty (%s): restore into a new --db, or pass --force to replace it", strings.Join(existing, ", "))
 	}
+	if len(existing) > 0 {
+		// Replacing the database of a running server would pull it from
+		// under the server: its lock says whether one runs.
+		b, err := bolt.Open(*db, nil)
+		if err != nil {
+			var locked *bolt.LockedError
+			if errors.As(err, &locked) {
+				return fmt.Errorf("restore: %w\nstop the server first (systemctl stop depotfs), then restore", err)
+			}
+		} else if err := b.Close(); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(*db), 0o700); err != nil {
 		return err
 	}

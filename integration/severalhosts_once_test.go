@@ -55,7 +55,9 @@ func TestSeveralHostsQuorumLossOnce(t *testing.T) {
 		"create-new": func() error {
 			return fb.call("write", map[string]any{"path": "q/new.txt", "content": "mine\n", "mode": "create_new"}, nil)
 		},
-		"move":   func() error { return fb.call("move", map[string]any{"source": "q/from.txt", "destination": "q/to.txt"}, nil) },
+		"move": func() error {
+			return fb.call("move", map[string]any{"source": "q/from.txt", "destination": "q/to.txt"}, nil)
+		},
 		"remove": func() error { return fb.call("delete", map[string]any{"path": "q/gone.txt"}, nil) },
 		"upload completion": func() error {
 			return envErr(b.tryCall("guide_read_file", map[string]any{"path": "/q/up.txt", "upload_id": "q-up", "chunk_index": 1, "chunk_count": 2,

@@ -131,7 +131,7 @@ func commitTimeout(n int) time.Duration {
 
 // probeTimeout bounds a question to the stream's leader while a commit is
 // unconfirmed: a cluster without a leader is asked again soon.
-const probeTimeout = 500 * time.Millisecond
+const probeTimeout = 250 * time.Millisecond
 
 // settle finds out the fate of a batch whose commit went unconfirmed: it
 // returns nil once the batch is known committed, errRetry once it is

@@ -299,9 +299,12 @@ func (s *Store) follow(ctx context.Context, from uint64) error {
 		return fmt.Errorf("tree bucket: consumer: %w", err)
 	}
 	gen := s.view.restart()
+	// Short pulls with frequent heartbeats: a consumer whose server died
+	// notices within a second and starts again on another (writes wait
+	// for this host to apply their own change).
 	cc, err := cons.Consume(func(m jetstream.Msg) { s.view.deliver(gen, m) }, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		s.log.Warn("nats: following the tree bucket", "err", err)
-	}))
+	}), jetstream.PullExpiry(2*time.Second), jetstream.PullHeartbeat(500*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("tree bucket: consumer: %w", err)
 	}
@@ -311,12 +314,16 @@ func (s *Store) follow(ctx context.Context, from uint64) error {
 	return nil
 }
 
+// watchdogTick is how often the watchdog compares the view with the
+// stream: two ticks behind without progress restart the consumer.
+const watchdogTick = 250 * time.Millisecond
+
 // watchdog restarts the consumer when the view stays behind the stream:
 // the ordered consumer recovers from a lost server by itself, but not
 // always before a writer waiting for its own change gives up.
 func (s *Store) watchdog() {
 	defer s.wg.Done()
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(watchdogTick)
 	defer t.Stop()
 	var stuckAt uint64
 	stuckFor := 0
@@ -346,7 +353,9 @@ func (s *Store) watchdog() {
 		s.consMu.Lock()
 		s.cons.Stop()
 		s.consMu.Unlock()
-		ctx, cancel = context.WithTimeout(context.Background(), s.opts.Timeout)
+		// A short attempt: during an election the request may go
+		// unanswered, and the next tick tries again.
+		ctx, cancel = context.WithTimeout(context.Background(), time.Second)
 		if err := s.follow(ctx, rev+1); err != nil {
 			s.log.Warn("nats: following the tree bucket again", "err", err)
 		}

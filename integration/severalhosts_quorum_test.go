@@ -159,3 +159,31 @@ func TestSeveralHostsSettingsAgree(t *testing.T) {
 	startDaemon(t, daemonConfig{transport: overHTTP, args: append(args[:4:4], "--max-store-size", "20MiB", "--nats-reset-settings")})
 	startDaemon(t, daemonConfig{transport: overHTTP, args: append(args[:4:4], "--max-store-size", "20MiB")})
 }
+
+// TestSeveralHostsRawUploadNoQuorum: a small raw upload (stored inline)
+// sent while two of the three NATS servers are down gets an answer within
+// the store's write time limit: HTTP 503 saying the cluster has no quorum,
+// with a retry hint, not an internal failure and not a handler that runs
+// until the client leaves.
+func TestSeveralHostsRawUploadNoQuorum(t *testing.T) {
+	t.Parallel()
+	h := startHosts(t, 1)
+	d := h.all[0]
+	u := beginUpload(t, d, map[string]any{"path": "/raw/small.txt"})
+	leader := h.treeLeader(t)
+	for i := range h.cluster.Nodes {
+		if i != leader {
+			h.cluster.Kill(i)
+		}
+	}
+	start := time.Now()
+	r := put(t, u, strings.NewReader("small raw bytes\n"), int64(len("small raw bytes\n")), "")
+	took := time.Since(start)
+	t.Logf("raw PUT with two of three servers down: %d after %v: %+v", r.Status, took.Round(time.Millisecond), r.Env.Error)
+	if r.Status != http.StatusServiceUnavailable || r.Env.Error == nil || !strings.Contains(r.Env.Error.Message, "no quorum") {
+		t.Errorf("raw PUT without quorum: %d %+v, want 503 saying the cluster has no quorum", r.Status, r.Env.Error)
+	}
+	if took > 45*time.Second {
+		t.Errorf("the answer took %v, more than the write time limit allows", took)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -185,5 +186,38 @@ func TestSeveralHostsRawUploadNoQuorum(t *testing.T) {
 	}
 	if took > 45*time.Second {
 		t.Errorf("the answer took %v, more than the write time limit allows", took)
+	}
+}
+
+// TestSeveralHostsCloseToOpen: right after host A acknowledges a write, a
+// program on host B that opens the file reads it: new files and
+// overwrites, 300 times; no read may be stale or missing. The store
+// catches up on every open (store/nats TestCloseToOpenAcrossHosts: 0
+// stale in 10,000), but through B's mount about 3% of the reads are still
+// the previous version, so the test runs only with DEPOTFS_C2O_MOUNT=1
+// until the mount's part is found.
+func TestSeveralHostsCloseToOpen(t *testing.T) {
+	if os.Getenv("DEPOTFS_C2O_MOUNT") == "" {
+		t.Skip("through the mount reads are not yet close-to-open; set DEPOTFS_C2O_MOUNT=1")
+	}
+	t.Parallel()
+	h := startHosts(t, 2)
+	a, b := h.all[0], h.all[1]
+	stale, missing := 0, 0
+	for i := range 300 {
+		p := fmt.Sprintf("/c2o/f%02d.txt", i%30)
+		want := fmt.Sprintf("write %d\n", i)
+		pushBytes(a, p, []byte(want), nil)
+		got, err := os.ReadFile(b.path(p))
+		switch {
+		case err != nil:
+			missing++
+		case string(got) != want:
+			stale++
+		}
+	}
+	t.Logf("300 writes on A, each read through B's mount right after the acknowledgement: %d stale, %d missing", stale, missing)
+	if stale+missing > 0 {
+		t.Errorf("%d stale and %d missing reads on B", stale, missing)
 	}
 }

@@ -174,14 +174,21 @@ func (fsys *fsys) openContent(ctx context.Context, p string, flags uint32) (stor
 // catchUp makes the node follow the newer version whose content is c, if
 // it can (see follow), and tells the kernel what changed before the open
 // returns. It returns the version the node shows and true when that is
-// c's; false with the zero version when the node moved on meanwhile; and
+// c's; false with the zero version when the node or the store moved on
+// meanwhile (Open looks again); and
 // false with the node's version when the node stays an older version.
 func (f *fileNode) catchUp(ctx context.Context, v fileVersion, c store.Content) (fileVersion, bool) {
 	if !v.present {
 		return v, false // a placeholder: its open fails with ESTALE
 	}
 	e, err := f.fsys.st.Stat(ctx, v.path)
-	if err != nil || e.IsDir() || e.SHA256 != c.SHA256() || e.Size != c.Size() {
+	if err == nil && !e.IsDir() && (e.SHA256 != c.SHA256() || e.Size != c.Size()) {
+		// Another update landed after c was opened: c is already old, so
+		// open again rather than send the kernel a second ESTALE it
+		// would not retry.
+		return fileVersion{}, false
+	}
+	if err != nil || e.IsDir() {
 		return v, false
 	}
 	res, old := f.follow(ctx, e, c, true)

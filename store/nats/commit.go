@@ -19,7 +19,7 @@ import (
 func (s *Store) commit(ctx context.Context, t *txn, msgs []*nats.Msg) error {
 	seq, err := s.publish(ctx, t.base, msgs)
 	if errors.Is(err, errAmbiguous) {
-		return s.settle(ctx, t, msgs, err)
+		return s.settle(ctx, t)
 	}
 	if err != nil {
 		return err
@@ -122,8 +122,8 @@ func (s *Store) publish(ctx context.Context, base uint64, msgs []*nats.Msg) (uin
 const requestTimeout = 2 * time.Second
 
 // commitTimeout bounds one attempt to commit a batch of n messages. It is
-// short, so that a batch sent to a leader that just died is sent again
-// soon after the election: a resend is safe (see settle), and a leader
+// short, so that a batch sent to a leader that just died is settled soon
+// after the election (see settle; it is never sent again), and a leader
 // that stores and replicates a batch answers well within it.
 func commitTimeout(n int) time.Duration {
 	return 500*time.Millisecond + time.Duration(n)*100*time.Microsecond
@@ -149,7 +149,8 @@ const probeTimeout = 250 * time.Millisecond
 // (Sending the batch itself again is not safe: a leader just elected may
 // accept it before it applied the entries of its predecessor's term, and
 // then commit both copies.)
-func (s *Store) settle(ctx context.Context, t *txn, msgs []*nats.Msg, cause error) error {
+func (s *Store) settle(ctx context.Context, t *txn) error {
+	var why error // the latest reason the batch's fate is unknown
 	wait := 20 * time.Millisecond
 	for {
 		last, err := s.lastSeq(ctx)
@@ -165,10 +166,10 @@ func (s *Store) settle(ctx context.Context, t *txn, msgs []*nats.Msg, cause erro
 			}
 			return errRetry
 		}
-		cause = err
+		why = err
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: a change was sent but the cluster did not confirm it, and it may still be applied when the cluster recovers: %w", store.ErrUnavailable, cause)
+			return fmt.Errorf("%w: a change was sent but the cluster did not confirm it, and it may still be applied when the cluster recovers: %w", store.ErrUnavailable, why)
 		case <-s.done:
 			return store.ErrClosed
 		case <-time.After(wait):

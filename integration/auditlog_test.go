@@ -17,9 +17,21 @@ import (
 // longer than a minute fails the test.
 func runDepotfs(t testing.TB, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	return runDepotfsWith(t, time.Minute, "", nil, args...)
+}
+
+// runDepotfsWith runs the binary in dir (the test's own when empty) with
+// env added to the environment, and returns its exit code and output; a
+// run longer than limit fails the test.
+func runDepotfsWith(t testing.TB, limit time.Duration, dir string, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, depotfsBin, args...)
+	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

@@ -2,7 +2,6 @@ package integration_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -122,26 +120,11 @@ func (c *sniffConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// runDepotfsIn runs the binary in dir, like runDepotfs.
+// runDepotfsIn runs the binary in dir with env added, like runDepotfs
+// but for up to five minutes.
 func runDepotfsIn(t testing.TB, dir string, env []string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, depotfsBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee) && ctx.Err() == nil:
-		code = ee.ExitCode()
-	default:
-		t.Fatalf("depotfs %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
-	}
-	return code, out.String(), errOut.String()
+	return runDepotfsWith(t, 5*time.Minute, dir, env, args...)
 }
 
 // depotFiles lists the regular files under the depot directory dir

@@ -27,7 +27,7 @@ func TestHTTPIdentityFromMiddleware(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv := mcpserver.New(st, &mcpserver.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv := mcpserver.New(st, &mcpserver.Options{Settings: mcpserver.Settings{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 	agent := identity.Identity{Transport: "http", Subject: "depotfs://example.org/agent/builder", Method: identity.MethodCert,
 		Serial: "2a", Grants: []grant.Grant{{Tool: grant.AnyTool, Prefix: "/", Access: grant.ReadWrite}}}
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

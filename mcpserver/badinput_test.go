@@ -17,7 +17,7 @@ type m = map[string]any
 // error type, that the message names the problem, and that the store did
 // not change: the same revision, the same entries, the target still absent.
 func TestBadInput(t *testing.T) {
-	h := newHarness(t, &mcpserver.Options{MountPoint: testMount, MaxContentBytes: 1024, MaxChunks: 8, MaxListEntries: 5, MaxFileBytes: 2048})
+	h := newHarness(t, &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount, MaxContentBytes: 1024, MaxChunks: 8, MaxListEntries: 5, MaxFileBytes: 2048}})
 	h.ok("guide_cache_file", m{"path": "/conflict/file.txt", "content": "I am a file"}, nil)
 	chunk0 := []byte("aaa")
 	whole := sum([]byte("aaabbbccc"))

@@ -63,7 +63,7 @@ func TestCacheFilesStores(t *testing.T) {
 // TestCacheFilesAllOrNothing sends batches with one bad entry: each is
 // refused naming the entry, and the depot does not change.
 func TestCacheFilesAllOrNothing(t *testing.T) {
-	h := newHarness(t, &mcpserver.Options{MountPoint: testMount, MaxBatchFiles: 10, MaxBatchBytes: 100, MaxFileBytes: 50})
+	h := newHarness(t, &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount, MaxBatchFiles: 10, MaxBatchBytes: 100, MaxFileBytes: 50}})
 	h.ok("guide_cache_file", m{"path": "/keep/file", "content": "kept"}, nil)
 	good := func(i int) m { return m{"path": fmt.Sprintf("/new/f%d", i), "content": "x"} }
 	tests := []struct {

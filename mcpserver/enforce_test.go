@@ -90,7 +90,7 @@ func newEnforced(t testing.TB, opts *mcpserver.Options, allow, deny []string) *e
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := mcpserver.Options{MountPoint: testMount}
+	o := mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount}}
 	if opts != nil {
 		o = *opts
 	}
@@ -304,7 +304,7 @@ func TestHiddenTools(t *testing.T) {
 func TestHiddenToolsOverHTTP(t *testing.T) {
 	rec := &recorder{}
 	g, _ := grant.Parse("guide_read_file:/projects/a:w")
-	h := newHarnessOver(t, &mcpserver.Options{MountPoint: testMount, Audit: rec, LocalGrants: []grant.Grant{g}}, "http")
+	h := newHarnessOver(t, &mcpserver.Options{Audit: rec, LocalGrants: []grant.Grant{g}, Settings: mcpserver.Settings{MountPoint: testMount}}, "http")
 	res, err := h.client.ListTools(context.Background(), mcp.ListToolsRequest{})
 	if err != nil || len(res.Tools) != 1 || res.Tools[0].Name != "guide_read_file" {
 		t.Fatalf("tools/list over HTTP: %v %+v", err, res)
@@ -433,8 +433,8 @@ func TestRateLimit(t *testing.T) {
 	}
 	const n = 5
 	e := newEnforced(t, &mcpserver.Options{
-		MountPoint: testMount, Now: clock, MaxContentBytes: 1000,
-		Rate: ratelimit.Limits{Calls: 0.5, CallBurst: n, Bytes: 100, ByteBurst: 1000},
+		Rate:     ratelimit.Limits{Calls: 0.5, CallBurst: n, Bytes: 100, ByteBurst: 1000},
+		Settings: mcpserver.Settings{MountPoint: testMount, Now: clock, MaxContentBytes: 1000},
 	}, nil, nil)
 	e.as(agent(t, "busy", "guide:/:rw"))
 	for i := range n {

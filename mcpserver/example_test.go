@@ -33,8 +33,7 @@ func Example() {
 	defer st.Close()
 
 	srv := mcpserver.New(st, &mcpserver.Options{
-		MountPoint: "/mnt/depot",
-		Logger:     slog.New(slog.DiscardHandler),
+		Settings: mcpserver.Settings{MountPoint: "/mnt/depot", Logger: slog.New(slog.DiscardHandler)},
 	})
 	// An in-process client has no transport to vouch for it: its calls
 	// carry the identity in their context, here a local user with full
@@ -81,7 +80,7 @@ func ExampleServer_Handler() {
 		log.Fatal(err)
 	}
 	defer st.Close()
-	srv := mcpserver.New(st, &mcpserver.Options{MountPoint: "/mnt/depot"})
+	srv := mcpserver.New(st, &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: "/mnt/depot"}})
 
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv.Handler())

@@ -67,7 +67,7 @@ func (h *harness) fsFail(tool string, args any, code string) fsFailure {
 // fsHarness serves the fs profile over a small tree.
 func fsHarness(t *testing.T, opts *mcpserver.Options) *harness {
 	t.Helper()
-	o := mcpserver.Options{MountPoint: testMount}
+	o := mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount}}
 	if opts != nil {
 		o = *opts
 	}
@@ -141,7 +141,7 @@ func TestFSList(t *testing.T) {
 }
 
 func TestFSListTruncated(t *testing.T) {
-	h := fsHarness(t, &mcpserver.Options{MountPoint: testMount, MaxListEntries: 2})
+	h := fsHarness(t, &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount, MaxListEntries: 2}})
 	var out struct {
 		Entries   []fsEntry `json:"entries"`
 		Truncated bool      `json:"truncated"`
@@ -519,7 +519,7 @@ func TestFSSearch(t *testing.T) {
 // TestFSRefused sends calls every fs tool must refuse, one per error code
 // and kind of problem, and checks that each changes nothing.
 func TestFSRefused(t *testing.T) {
-	h := fsHarness(t, &mcpserver.Options{MountPoint: testMount, MaxContentBytes: 16, MaxReadBytes: 64})
+	h := fsHarness(t, &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount, MaxContentBytes: 16, MaxReadBytes: 64}})
 	h.seed("/full/f", []byte(strings.Repeat("x", 60)))
 	for _, tt := range []struct {
 		name, tool string
@@ -602,7 +602,7 @@ func TestFSRefused(t *testing.T) {
 func TestFSWriteOverFileLimit(t *testing.T) {
 	const limit = 16
 	h := startHarness(t, harnessConfig{
-		opts:  &mcpserver.Options{MountPoint: testMount, Tools: []mcpserver.Profile{mcpserver.ProfileFS}, MaxFileBytes: limit},
+		opts:  &mcpserver.Options{Tools: []mcpserver.Profile{mcpserver.ProfileFS}, Settings: mcpserver.Settings{MountPoint: testMount, MaxFileBytes: limit}},
 		store: &bolt.Options{MaxFileBytes: limit},
 	})
 	h.seed("/f.txt", []byte("0123456789"))
@@ -627,7 +627,7 @@ func TestFSWriteOverFileLimit(t *testing.T) {
 // never as a system failure.
 func TestFSDeleteNotEmpty(t *testing.T) {
 	rec := &lastRecord{}
-	h := fsHarness(t, &mcpserver.Options{MountPoint: testMount, Audit: rec})
+	h := fsHarness(t, &mcpserver.Options{Audit: rec, Settings: mcpserver.Settings{MountPoint: testMount}})
 	before := h.depotState()
 	h.fsFail("delete", m{"path": "docs"}, "invalid_parameters")
 	h.mustBeUnchanged("delete of a non-empty directory", before)
@@ -646,8 +646,9 @@ func TestFSDeleteNotEmpty(t *testing.T) {
 func TestRateLimitedEveryContract(t *testing.T) {
 	clock := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 	h := newHarness(t, &mcpserver.Options{
-		MountPoint: testMount, Tools: mcpserver.Profiles(), Now: clock,
-		Rate: ratelimit.Limits{Calls: 0.5, CallBurst: 1, Bytes: -1}, RateLocal: true,
+		Tools:    mcpserver.Profiles(),
+		Rate:     ratelimit.Limits{Calls: 0.5, CallBurst: 1, Bytes: -1},
+		Settings: mcpserver.Settings{MountPoint: testMount, Now: clock, RateLocal: true},
 	})
 	h.fsOK("list", m{"path": "."}, nil)
 	env := h.fail("guide_cache_stats", m{}, "rate_limited")

@@ -87,8 +87,12 @@ func FuzzToolArguments(f *testing.F) {
 		f.Fatal(err)
 	}
 	rec := &lastRecord{}
-	h := newHarness(f, &mcpserver.Options{MountPoint: testMount, Policy: host, Audit: rec,
-		Rate: ratelimit.Limits{Calls: -1, Bytes: -1}})
+	h := newHarness(f, &mcpserver.Options{
+		Policy:   host,
+		Audit:    rec,
+		Rate:     ratelimit.Limits{Calls: -1, Bytes: -1},
+		Settings: mcpserver.Settings{MountPoint: testMount},
+	})
 	full := h.ctx
 	restricted := identity.NewContext(context.Background(), agent(f, "fuzz", "guide:/projects/a:rw"))
 	h.srv.Close() // long polls return at once; every tool still answers

@@ -111,7 +111,7 @@ func TestCacheFileFilenameOnly(t *testing.T) {
 }
 
 func TestCacheFileUploadsDir(t *testing.T) {
-	h := newHarness(t, &mcpserver.Options{MountPoint: testMount, UploadsDir: "inbox//shared/"})
+	h := newHarness(t, &mcpserver.Options{UploadsDir: "inbox//shared/", Settings: mcpserver.Settings{MountPoint: testMount}})
 	var d fileReply
 	h.ok("guide_cache_file", map[string]any{"filename": "a.txt", "content": "a"}, &d)
 	if want := "/inbox/shared/" + sum([]byte("a"))[:16] + "/a.txt"; d.Path != want {
@@ -190,9 +190,11 @@ func TestCacheFileNotMounted(t *testing.T) {
 }
 
 func TestCacheFileAppliedFails(t *testing.T) {
-	h := newHarness(t, &mcpserver.Options{MountPoint: testMount, Applied: func(ctx context.Context, rev uint64) error {
-		return context.DeadlineExceeded
-	}})
+	h := newHarness(t, &mcpserver.Options{
+		Settings: mcpserver.Settings{MountPoint: testMount, Applied: func(ctx context.Context, rev uint64) error {
+			return context.DeadlineExceeded
+		}},
+	})
 	var d fileReply
 	env := h.ok("guide_cache_file", map[string]any{"path": "/slow-mount", "content": "x"}, &d)
 	if len(env.Warnings) != 1 || !strings.Contains(env.Warnings[0], "mount did not confirm") {

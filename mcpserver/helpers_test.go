@@ -92,7 +92,7 @@ func startHarness(t testing.TB, cfg harnessConfig) *harness {
 	}
 	t.Cleanup(func() { st.Close() })
 	h := &harness{t: t, dir: dir, st: st, ctx: identity.NewContext(context.Background(), tester), logs: &syncBuffer{}}
-	o := mcpserver.Options{MountPoint: testMount}
+	o := mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount}}
 	if cfg.opts != nil {
 		o = *cfg.opts
 	}

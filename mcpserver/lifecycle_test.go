@@ -14,7 +14,7 @@ import (
 // entry's expiry and pin, through every tool that stores a file.
 func TestExpiryAndPin(t *testing.T) {
 	const uploadTTL = time.Hour
-	h := newHarness(t, &mcpserver.Options{MountPoint: testMount, UploadTTL: uploadTTL})
+	h := newHarness(t, &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount, UploadTTL: uploadTTL}})
 	tests := []struct {
 		name    string
 		tool    string
@@ -71,7 +71,7 @@ func TestExpiryAndPin(t *testing.T) {
 }
 
 func TestUploadTTLOff(t *testing.T) {
-	h := newHarness(t, &mcpserver.Options{MountPoint: testMount, UploadTTL: -1})
+	h := newHarness(t, &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount, UploadTTL: -1}})
 	var d fileReply
 	h.ok("guide_cache_file", m{"filename": "keep.txt", "content": "x"}, &d)
 	if e, _ := h.stat(d.Path); !e.Expires.IsZero() {
@@ -141,7 +141,7 @@ func TestEvictionReply(t *testing.T) {
 // and a chunked upload at its first chunk, before the store holds a byte.
 func TestFileSizeLimit(t *testing.T) {
 	h := startHarness(t, harnessConfig{
-		opts:  &mcpserver.Options{MountPoint: testMount, MaxFileBytes: 50, MaxContentBytes: 40},
+		opts:  &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount, MaxFileBytes: 50, MaxContentBytes: 40}},
 		store: &bolt.Options{MaxFileBytes: 50},
 	})
 	whole := strings.Repeat("w", 60)
@@ -176,7 +176,7 @@ func TestFileSizeLimit(t *testing.T) {
 		})
 	}
 	// A whole file over the file limit but within the per-call limit.
-	h2 := startHarness(t, harnessConfig{opts: &mcpserver.Options{MountPoint: testMount, MaxFileBytes: 10}})
+	h2 := startHarness(t, harnessConfig{opts: &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount, MaxFileBytes: 10}}})
 	env := h2.fail("guide_cache_file", m{"path": "/eleven", "content": base64.StdEncoding.EncodeToString([]byte("eleven byte")), "encoding": "base64"}, "limit")
 	if !strings.Contains(env.Error.Message, "11 bytes exceeds the depot's file size limit of 10") || h2.revision() != 0 {
 		t.Errorf("message %q, revision %d", env.Error.Message, h2.revision())
@@ -185,7 +185,7 @@ func TestFileSizeLimit(t *testing.T) {
 
 func TestCacheStats(t *testing.T) {
 	h := startHarness(t, harnessConfig{
-		opts:         &mcpserver.Options{MountPoint: testMount, UploadTTL: 2 * time.Hour},
+		opts:         &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount, UploadTTL: 2 * time.Hour}},
 		store:        &bolt.Options{MaxStoreBytes: 1 << 20, MaxFileBytes: 1 << 10},
 		fetchTimeout: 50 * time.Millisecond,
 	})

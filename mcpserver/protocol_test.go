@@ -32,7 +32,7 @@ func post(t *testing.T, url string, header http.Header, body string) (int, strin
 // once (400 on the revisions with sessions, 405 on 2026-07-28), not left
 // hanging.
 func TestGETWithoutSession(t *testing.T) {
-	h := newHarness(t, &mcpserver.Options{MountPoint: testMount})
+	h := newHarness(t, &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount}})
 	url := httptestServer(t, h.srv)
 	for version, want := range map[string]int{"": http.StatusBadRequest, sessionEra: http.StatusBadRequest, statelessEra: http.StatusMethodNotAllowed} {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -58,7 +58,7 @@ func TestGETWithoutSession(t *testing.T) {
 // (as the official Go SDK sends notifications/cancelled) is accepted, and
 // a request without it is still refused.
 func TestNotificationWithoutMeta(t *testing.T) {
-	h := newHarness(t, &mcpserver.Options{MountPoint: testMount})
+	h := newHarness(t, &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount}})
 	url := httptestServer(t, h.srv)
 	header := http.Header{}
 	header.Set(mcp.HeaderProtocolVersion, statelessEra)

@@ -65,7 +65,7 @@ func (h *harness) providerFail(tool string, args any, errorType string) string {
 func providerHarness(t *testing.T, opts *mcpserver.Options) *harness {
 	t.Helper()
 	if opts == nil {
-		opts = &mcpserver.Options{MountPoint: testMount}
+		opts = &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount}}
 	}
 	h := newHarness(t, opts)
 	h.seed("/proj/main.py", []byte("print('hello')\n"))
@@ -124,7 +124,7 @@ func TestProviderReadFileBinary(t *testing.T) {
 // refused call changes nothing, and that messages name the path as it was
 // sent and nothing else of the host.
 func TestProviderErrors(t *testing.T) {
-	h := providerHarness(t, &mcpserver.Options{MountPoint: testMount, MaxReadBytes: 10})
+	h := providerHarness(t, &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount, MaxReadBytes: 10}})
 	for _, tt := range []struct {
 		name, tool string
 		args       any
@@ -338,7 +338,7 @@ func TestProviderReadOnly(t *testing.T) {
 // TestProviderProfileOff checks that the provider tools are absent when the
 // profile is not served.
 func TestProviderProfileOff(t *testing.T) {
-	h := newHarness(t, &mcpserver.Options{MountPoint: testMount, Tools: []mcpserver.Profile{mcpserver.ProfileGuide}})
+	h := newHarness(t, &mcpserver.Options{Tools: []mcpserver.Profile{mcpserver.ProfileGuide}, Settings: mcpserver.Settings{MountPoint: testMount}})
 	for name := range listTools(t, h) {
 		if !strings.HasPrefix(name, "guide_") {
 			t.Errorf("tool %s served with the guide profile only", name)
@@ -371,7 +371,7 @@ func TestProviderSHA256FromEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := &countingStore{Store: st}
-	srv := mcpserver.New(cs, &mcpserver.Options{Logger: slog.New(slog.DiscardHandler)})
+	srv := mcpserver.New(cs, &mcpserver.Options{Settings: mcpserver.Settings{Logger: slog.New(slog.DiscardHandler)}})
 	t.Cleanup(func() { srv.Close() })
 	c := startClient(t, mustInProcess(t, srv))
 	hash := func(algorithm string) string {

@@ -28,7 +28,7 @@ func TestRateLimitsSpareLocalCallers(t *testing.T) {
 		{"authenticated", agent(t, "a", "guide:/:rw"), false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnforced(t, &mcpserver.Options{MountPoint: testMount, Now: clock, Rate: rate, RateLocal: tc.rateLocal}, nil, nil)
+			e := newEnforced(t, &mcpserver.Options{Rate: rate, Settings: mcpserver.Settings{MountPoint: testMount, Now: clock, RateLocal: tc.rateLocal}}, nil, nil)
 			e.as(tc.id)
 			refused := 0
 			for i := range 10 {

@@ -132,7 +132,7 @@ func walkOrder(paths []string) []string {
 func TestResourcesListPagination(t *testing.T) {
 	for _, pageSize := range []int{1, 7, 40, 41, 1000} {
 		t.Run(fmt.Sprint(pageSize), func(t *testing.T) {
-			h := newHarness(t, &mcpserver.Options{MountPoint: testMount, ResourcePageSize: pageSize})
+			h := newHarness(t, &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount, ResourcePageSize: pageSize}})
 			var want []string
 			for i := range 40 {
 				// Names chosen so that depth-first order differs from a plain
@@ -184,7 +184,7 @@ func TestResourcesListPagination(t *testing.T) {
 // at and adds files before and after it: the next page continues where the
 // previous ended.
 func TestResourcesListCursorSurvivesChanges(t *testing.T) {
-	h := newHarness(t, &mcpserver.Options{MountPoint: testMount, ResourcePageSize: 2})
+	h := newHarness(t, &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount, ResourcePageSize: 2}})
 	for _, p := range []string{"/d/1", "/d/2", "/d/3", "/d/4"} {
 		h.put(p, []byte("x"))
 	}
@@ -310,7 +310,7 @@ func TestResourceRead(t *testing.T) {
 }
 
 func TestResourceReadRefused(t *testing.T) {
-	h := newHarness(t, &mcpserver.Options{MountPoint: testMount, MaxResourceBytes: 100})
+	h := newHarness(t, &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount, MaxResourceBytes: 100}})
 	h.put("/dir/small.txt", []byte("small"))
 	h.put("/dir/big.txt", bytes.Repeat([]byte("x"), 101))
 	if _, err := h.st.Declare(context.Background(), store.DeclareRequest{Entries: []store.Declaration{
@@ -362,7 +362,7 @@ func TestResourceReadErrorCodes(t *testing.T) {
 	}
 	for _, tr := range []string{"http", "stdio"} {
 		t.Run(tr, func(t *testing.T) {
-			h := newHarnessOver(t, &mcpserver.Options{MountPoint: testMount, MaxResourceBytes: 100, LocalGrants: []grant.Grant{g}}, tr)
+			h := newHarnessOver(t, &mcpserver.Options{LocalGrants: []grant.Grant{g}, Settings: mcpserver.Settings{MountPoint: testMount, MaxResourceBytes: 100}}, tr)
 			h.put("/dir/small.txt", []byte("small"))
 			h.put("/dir/big.txt", bytes.Repeat([]byte("x"), 101))
 			h.put("/secret/key.txt", []byte("secret"))

@@ -63,55 +63,19 @@ const (
 // changing them afterwards has no effect. Applied, Logger and Requests are
 // called from many goroutines at once and must be safe for that.
 type Options struct {
-	// MountPoint is the absolute host directory where the depot is mounted,
-	// used to build the mount_path of replies; "" when depotfs is not
-	// mounted, and replies then carry a warning instead.
-	MountPoint string
+	// Settings are the limits, mount point and host hooks the tools and
+	// resources read, declared once for Options and the tools alike.
+	Settings
 
 	// Name and Version are reported to clients as the server's
 	// implementation; defaults DefaultName and DefaultVersion.
 	Name, Version string
-
-	// Logger receives one line per tool call and transport errors; nil
-	// means slog.Default(). It must not write to the stdio transport's
-	// output.
-	Logger *slog.Logger
-
-	// Applied, when set, is called after every committed write with the
-	// store revision of the change, before the tool replies. depotfs wires
-	// it to the mount's wait for that revision, so that a program reading
-	// the mount never sees stale content after an acknowledged write. An
-	// error does not fail the call (the write is committed); the reply
-	// carries a warning. The store watcher calls it too, before it notifies
-	// resource subscribers of a change.
-	Applied func(ctx context.Context, rev uint64) error
 
 	// UploadsDir is the depot directory under which filename-only uploads
 	// are placed, as <UploadsDir>/<first 16 hex digits of the SHA-256>/<name>;
 	// default DefaultUploadsDir. It must be a valid depot path: New panics
 	// otherwise.
 	UploadsDir string
-
-	// MaxContentBytes limits the decoded content of one call: a whole file,
-	// or one chunk of a chunked upload; default DefaultMaxContentBytes.
-	// Larger files travel as chunks. The total size of stored content is
-	// the store's to limit.
-	MaxContentBytes int64
-
-	// MaxChunks limits chunk_count of a chunked upload; default
-	// DefaultMaxChunks.
-	MaxChunks int
-
-	// MaxBatchFiles limits the entries of one guide_cache_files call;
-	// default DefaultMaxBatchFiles.
-	MaxBatchFiles int
-	// MaxBatchBytes limits the decoded content of one guide_cache_files
-	// call, all entries together; default MaxContentBytes.
-	MaxBatchBytes int64
-
-	// UploadURLTTL is how long an upload_url of guide_begin_upload works;
-	// default DefaultUploadURLTTL.
-	UploadURLTTL time.Duration
 
 	// PublicURL is the scheme, host, port and path prefix clients reach
 	// the HTTP listener at ("https://depot.example.org" behind a proxy
@@ -121,49 +85,13 @@ type Options struct {
 	// push does, refuses to send credentials there.
 	PublicURL string
 
-	// MaxRawUploadsPerIdentity bounds the raw uploads one identity has
-	// begun (guide_begin_upload) and not sent; default
-	// DefaultMaxRawUploadsPerIdentity. Another identity's are not counted.
-	MaxRawUploadsPerIdentity int
-	// MaxUploadBytesPerIdentity bounds what one identity's chunked uploads
-	// in progress hold in the store; 0 means a quarter of the store's size
-	// limit (no bound without one), so no identity's abandoned uploads can
-	// take the room every other identity writes into.
-	MaxUploadBytesPerIdentity int64
-
-	// MaxListEntries limits the entries of one guide_list_directory call,
-	// counting nested ones, and the entries one listing of the provider and
-	// fs profiles returns; default DefaultMaxListEntries.
-	MaxListEntries int
-
 	// Tools chooses the tool profiles served; nil means DefaultProfiles.
 	// ProfileGuide is always served, listed or not.
 	Tools []Profile
 
-	// MaxReadBytes limits the content one read of the provider and fs
-	// profiles returns, and the size of a file search looks into; default
-	// DefaultMaxReadBytes.
-	MaxReadBytes int64
-
 	// MaxRequestBytes limits the body of one HTTP request; default twice
 	// MaxContentBytes plus 1 MiB, room for base64 and JSON escapes.
 	MaxRequestBytes int64
-
-	// DiskFree, when set, returns the bytes free on the disk holding the
-	// database and the audit log (the smaller, if they differ); a write
-	// that would leave less than DiskReserve is refused before it starts
-	// with a disk_full error naming both, so the audit log and the store
-	// can still commit and reads keep working. It is called from many
-	// goroutines at once.
-	DiskFree    func() (int64, error)
-	DiskReserve int64
-
-	// SpoolDir is the directory where an archive upload is spooled while
-	// it is checked and unpacked; "" is os.TempDir(). It should be on the
-	// disk DiskFree measures, so the disk reserve covers it; files left in
-	// it by a crash are the caller's to remove (depotfs serve empties it
-	// at start).
-	SpoolDir string
 
 	// HTTP bounds what HTTP clients can hold: stalled bodies, bytes in
 	// flight, sessions; zero fields take the defaults (see HTTPLimits).
@@ -191,43 +119,8 @@ type Options struct {
 	// (the default) or less means unlimited, as in package ratelimit and
 	// on the command line; zero bursts take the Default* values. The
 	// limits apply to authenticated identities, and to callers without a
-	// credential (stdio, loopback HTTP) only with RateLocal.
+	// credential (stdio, loopback HTTP) only with Settings.RateLocal.
 	Rate ratelimit.Limits
-	// RateLocal applies Rate to callers without a credential too.
-	RateLocal bool
-
-	// Now is the clock of rate limits and call times; nil means time.Now.
-	// Tests set it to drive the rate limiter without sleeping.
-	Now func() time.Time
-
-	// CommitTimeout bounds the write phase of a validated call, including
-	// the wait for Applied; default DefaultCommitTimeout. A call that has
-	// started to write finishes even if its client disconnects or the
-	// transport shuts down, within this bound.
-	CommitTimeout time.Duration
-
-	// ResourcePageSize is the number of files per resources/list page;
-	// default DefaultResourcePageSize.
-	ResourcePageSize int
-
-	// MaxResourceBytes limits the size of a file resources/read returns;
-	// default DefaultMaxResourceBytes. A larger file is refused with an
-	// error telling the client to read it with tools or through the mount.
-	MaxResourceBytes int64
-
-	// MaxSubscriptions limits the resource subscriptions held at once, over
-	// all clients; default DefaultMaxSubscriptions.
-	MaxSubscriptions int
-	// MaxFileBytes is the largest file accepted, checked at the edge (the
-	// decoded content of a whole file, a chunked upload's total_size)
-	// before anything reaches the store; 0 means no check at the edge. Set
-	// it to the store's own limit, which the store enforces regardless.
-	MaxFileBytes int64
-
-	// UploadTTL is how long a filename-only upload (placed under
-	// UploadsDir) is kept when the call gives neither ttl_seconds nor pin
-	// true; default DefaultUploadTTL, negative for never.
-	UploadTTL time.Duration
 
 	// Requests, when set, is the fetch broker: the files readers of the
 	// mount are waiting for, which guide_pending_requests and the
@@ -241,6 +134,17 @@ type Options struct {
 	// refuses backups.
 	Backup func(ctx context.Context, w io.Writer, started func(rev uint64, dbSize int64)) error
 }
+
+// Settings are the part of Options the tools and resources read: the
+// limits on a call (MaxContentBytes, MaxFileBytes, MaxChunks,
+// MaxBatchFiles, MaxBatchBytes, MaxListEntries, MaxReadBytes,
+// MaxRawUploadsPerIdentity, MaxUploadBytesPerIdentity, MaxResourceBytes,
+// MaxSubscriptions, ResourcePageSize), its times (UploadURLTTL, UploadTTL,
+// CommitTimeout), the disk reserve (DiskFree, DiskReserve, SpoolDir),
+// RateLocal, MountPoint, and the hooks Applied, Logger and Now. Zero
+// fields take the Default* values. A limit is declared there once; New
+// hands the same values to the tools.
+type Settings = tool.Settings
 
 // Requests is the fetch broker as the MCP tools see it (package
 // store/fetch's *Broker implements it). Its methods must be safe for
@@ -394,19 +298,10 @@ func newServer(st store.Store, opts *Options) *Server {
 	s := &Server{opts: o, log: o.Logger, stopNotify: func() {}, drain: newDrain()}
 	s.SetLocalGrants(o.LocalGrants)
 	s.done, s.close = context.WithCancel(context.Background())
-	s.env = &tool.Env{
-		MountPoint: o.MountPoint, Uploads: uploads,
-		MaxContentBytes: o.MaxContentBytes, MaxFileBytes: o.MaxFileBytes, MaxReadBytes: o.MaxReadBytes,
-		MaxChunks: o.MaxChunks, MaxListEntries: o.MaxListEntries,
-		MaxBatchFiles: o.MaxBatchFiles, MaxBatchBytes: o.MaxBatchBytes, UploadURLTTL: o.UploadURLTTL,
-		MaxRawUploadsPerIdentity: o.MaxRawUploadsPerIdentity, MaxUploadBytesPerIdentity: o.MaxUploadBytesPerIdentity,
-		UploadTTL: o.UploadTTL, RateLocal: o.RateLocal, CommitTimeout: o.CommitTimeout, Applied: o.Applied,
-		DiskFree: o.DiskFree, DiskReserve: o.DiskReserve, SpoolDir: o.SpoolDir,
-		Log: o.Logger, Now: o.Now,
-	}
+	s.env = &tool.Env{Settings: o.Settings, Uploads: uploads}
 	s.rt = tool.NewRuntime(st, s.env, o.Policy, o.Audit, o.Rate)
 	requests := pending.New(o.Requests, s.done, s.env.MountPath)
-	s.res = resources.New(s.rt, s.env, requests, o.ResourcePageSize, o.MaxResourceBytes, o.MaxSubscriptions)
+	s.res = resources.New(s.rt, s.env, requests)
 	s.uploads = guide.NewUploads(s.rt)
 	s.list = s.toolList(requests)
 

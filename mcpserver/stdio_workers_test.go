@@ -28,7 +28,7 @@ func TestStdioCallNotQueuedBehindRunningOnes(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	broker := fetch.New(st, &fetch.Options{Timeout: time.Minute})
 	t.Cleanup(func() { broker.Close() })
-	srv := mcpserver.New(st, &mcpserver.Options{MountPoint: testMount, Requests: broker, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv := mcpserver.New(st, &mcpserver.Options{Requests: broker, Settings: mcpserver.Settings{MountPoint: testMount, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 	in, toServer := io.Pipe()
 	fromServer, out := io.Pipe()
 	done := make(chan error, 1)

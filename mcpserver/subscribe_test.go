@@ -241,7 +241,7 @@ func TestResourceSubscriptionPlaceholder(t *testing.T) {
 }
 
 func TestResourceSubscribeRefused(t *testing.T) {
-	h := newHarness(t, &mcpserver.Options{MountPoint: testMount, MaxSubscriptions: 2})
+	h := newHarness(t, &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount, MaxSubscriptions: 2}})
 	url := httptestServer(t, h.srv)
 
 	// 2026-07-28 removed resources/subscribe: 404 with method not found,
@@ -298,7 +298,7 @@ func TestHTTPShutdownWithStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv := mcpserver.New(st, &mcpserver.Options{MountPoint: testMount})
+	srv := mcpserver.New(st, &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -439,17 +439,19 @@ func TestResourceNotificationAfterMount(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var waited []uint64
-	h := newHarness(t, &mcpserver.Options{MountPoint: testMount, Applied: func(ctx context.Context, rev uint64) error {
-		mu.Lock()
-		waited = append(waited, rev)
-		mu.Unlock()
-		select {
-		case <-release:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}})
+	h := newHarness(t, &mcpserver.Options{
+		Settings: mcpserver.Settings{MountPoint: testMount, Applied: func(ctx context.Context, rev uint64) error {
+			mu.Lock()
+			waited = append(waited, rev)
+			mu.Unlock()
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}},
+	})
 	s := newSubscriber(t, h.srv, "inprocess", sessionEra)
 	s.subscribe(mcpserver.ResourceURI("/m"))
 	e := h.put("/m", []byte("x"))

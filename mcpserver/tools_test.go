@@ -60,7 +60,7 @@ func listTools(t *testing.T, h *harness) map[string]wireTool {
 // allProfiles is a harness serving every profile.
 func allProfiles(t *testing.T) *harness {
 	t.Helper()
-	return newHarness(t, &mcpserver.Options{MountPoint: testMount, Tools: mcpserver.Profiles()})
+	return newHarness(t, &mcpserver.Options{Tools: mcpserver.Profiles(), Settings: mcpserver.Settings{MountPoint: testMount}})
 }
 
 // toolTable is every tool the server offers, with what the table test

@@ -34,8 +34,8 @@ func TestToolsListSize(t *testing.T) {
 		opts   *mcpserver.Options
 		budget int
 	}{
-		{"default", &mcpserver.Options{MountPoint: testMount}, toolsListBudget},
-		{"all profiles", &mcpserver.Options{MountPoint: testMount, Tools: mcpserver.Profiles()}, 0},
+		{"default", &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount}}, toolsListBudget},
+		{"all profiles", &mcpserver.Options{Tools: mcpserver.Profiles(), Settings: mcpserver.Settings{MountPoint: testMount}}, 0},
 	} {
 		raw := toolsListReply(t, c.opts)
 		var reply struct {

@@ -89,7 +89,7 @@ func TestTransports(t *testing.T) {
 }
 
 func TestHTTPRequestLimit(t *testing.T) {
-	h := newHarnessOver(t, &mcpserver.Options{MountPoint: testMount, MaxRequestBytes: 4096}, "http")
+	h := newHarnessOver(t, &mcpserver.Options{MaxRequestBytes: 4096, Settings: mcpserver.Settings{MountPoint: testMount}}, "http")
 	rev := h.revision()
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "guide_cache_file"
@@ -113,11 +113,13 @@ func TestHTTPShutdownFinishesCalls(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	entered, release := make(chan struct{}), make(chan struct{})
-	srv := mcpserver.New(st, &mcpserver.Options{MountPoint: testMount, Applied: func(ctx context.Context, rev uint64) error {
-		close(entered)
-		<-release
-		return nil
-	}})
+	srv := mcpserver.New(st, &mcpserver.Options{
+		Settings: mcpserver.Settings{MountPoint: testMount, Applied: func(ctx context.Context, rev uint64) error {
+			close(entered)
+			<-release
+			return nil
+		}},
+	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -400,13 +400,12 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	if uploadTTL == 0 {
 		uploadTTL = -1 // mcpserver: negative is never
 	}
-	opts := &mcpserver.Options{Logger: log, Version: version(), Tools: cfg.profiles,
-		ResourcePageSize: cfg.resourcePage, MaxResourceBytes: cfg.maxResource,
-		Policy: cfg.enforce.host, Audit: alog, Rate: cfg.enforce.rate(), RateLocal: cfg.enforce.rateLocal,
-		MaxFileBytes: int64(cfg.maxFileSize), UploadTTL: uploadTTL, UploadURLTTL: cfg.uploadURLTTL, PublicURL: cfg.publicURL, HTTP: cfg.http.limits(),
-		MaxRawUploadsPerIdentity: cfg.rawUploadsPer, MaxUploadBytesPerIdentity: int64(cfg.uploadBytesPer),
-		DiskFree: diskFree(cfg.db, cfg.enforce.auditLog), DiskReserve: int64(cfg.diskReserve),
-		SpoolDir: spoolDir(cfg.db)}
+	opts := &mcpserver.Options{Version: version(), Tools: cfg.profiles, Policy: cfg.enforce.host, Audit: alog,
+		Rate: cfg.enforce.rate(), PublicURL: cfg.publicURL, HTTP: cfg.http.limits(),
+		Settings: mcpserver.Settings{Logger: log, ResourcePageSize: cfg.resourcePage, MaxResourceBytes: cfg.maxResource,
+			RateLocal: cfg.enforce.rateLocal, MaxFileBytes: int64(cfg.maxFileSize), UploadTTL: uploadTTL, UploadURLTTL: cfg.uploadURLTTL,
+			MaxRawUploadsPerIdentity: cfg.rawUploadsPer, MaxUploadBytesPerIdentity: int64(cfg.uploadBytesPer),
+			DiskFree: diskFree(cfg.db, cfg.enforce.auditLog), DiskReserve: int64(cfg.diskReserve), SpoolDir: spoolDir(cfg.db)}}
 	if err := prepareSpool(opts.SpoolDir); err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ func statusServer(t *testing.T) string {
 	t.Cleanup(func() { st.Close() })
 	b := fetch.New(st, &fetch.Options{Timeout: 30 * time.Second})
 	t.Cleanup(func() { b.Close() })
-	srv := mcpserver.New(st, &mcpserver.Options{Requests: b, MaxFileBytes: 100 << 20})
+	srv := mcpserver.New(st, &mcpserver.Options{Requests: b, Settings: mcpserver.Settings{MaxFileBytes: 100 << 20}})
 	t.Cleanup(func() { srv.Close() })
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)

@@ -101,7 +101,7 @@ func (u *Uploads) unpack(ctx context.Context, c *tool.Call, up *rawUpload, body 
 		case err != nil && len(res) == 0:
 			return tool.Reply{}, &tool.StoreError{Op: "declare", Path: up.file.path, Err: err}
 		case err != nil:
-			s.opts.Log.Warn("archive directories not made", "path", up.file.path, "err", err)
+			s.opts.Logger.Warn("archive directories not made", "path", up.file.path, "err", err)
 			warnings = append(warnings, fmt.Sprintf("The archive's files are stored, but its %d empty directories could not be made (%s); make them with another upload or an fs mkdir.", len(p.emptyDirs), tool.Classify(err).Message))
 		}
 	}

@@ -112,7 +112,7 @@ func (s *tools) writeStats(ctx context.Context, c *tool.Call, res store.PutResul
 	}
 	st, err := c.Store().Stats(ctx)
 	if err != nil {
-		s.opts.Log.Warn("store statistics unavailable for a reply", "tool", c.Name(), "err", err)
+		s.opts.Logger.Warn("store statistics unavailable for a reply", "tool", c.Name(), "err", err)
 		return stats
 	}
 	stats["cache_hits"] = st.Hits

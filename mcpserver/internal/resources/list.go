@@ -54,7 +54,7 @@ func (s *Resources) listResources(ctx context.Context, _ any, req *mcp.ListResou
 			return // refused earlier by checkRequest
 		}
 	}
-	files, more, err := s.walkFiles(ctx, after, s.pageSize)
+	files, more, err := s.walkFiles(ctx, after, s.env.ResourcePageSize)
 	if err != nil {
 		s.log.Error("mcp resources/list failed", "after", after, "err", err)
 		return

@@ -72,9 +72,9 @@ func (s *Resources) readResourceFile(ctx context.Context, uri string) (_ mcp.Res
 		return nil, "", 0, s.readError(uri, p, err)
 	}
 	defer c.Close()
-	if c.Size() > s.maxBytes {
+	if c.Size() > s.env.MaxResourceBytes {
 		return nil, "", 0, &resourceError{
-			msg: fmt.Sprintf("resource %s is %d bytes, over the %d-byte limit of resources/read: read it with a tool that reads in parts, or through the mount", uri, c.Size(), s.maxBytes),
+			msg: fmt.Sprintf("resource %s is %d bytes, over the %d-byte limit of resources/read: read it with a tool that reads in parts, or through the mount", uri, c.Size(), s.env.MaxResourceBytes),
 			err: args.ErrLimit,
 		}
 	}

@@ -24,20 +24,17 @@ import (
 // Resources serves the depot's files and the pending-requests list as
 // resources. It is safe for concurrent use once New returns.
 type Resources struct {
-	rt       *tool.Runtime
-	env      *tool.Env
-	pending  *pending.List
-	subs     *subscriptions // resource subscriptions, files and the pending-requests list
-	log      *slog.Logger
-	pageSize int   // files per resources/list page
-	maxBytes int64 // largest file resources/read returns
+	rt      *tool.Runtime
+	env     *tool.Env
+	pending *pending.List
+	subs    *subscriptions // resource subscriptions, files and the pending-requests list
+	log     *slog.Logger
 }
 
-// New returns the resources over rt's store: pageSize files per
-// resources/list page, files up to maxBytes in resources/read, at most
-// maxSubs subscriptions at once.
-func New(rt *tool.Runtime, env *tool.Env, p *pending.List, pageSize int, maxBytes int64, maxSubs int) *Resources {
-	return &Resources{rt: rt, env: env, pending: p, subs: newSubscriptions(maxSubs), log: env.Log, pageSize: pageSize, maxBytes: maxBytes}
+// New returns the resources over rt's store, paged and bounded by env's
+// ResourcePageSize, MaxResourceBytes and MaxSubscriptions.
+func New(rt *tool.Runtime, env *tool.Env, p *pending.List) *Resources {
+	return &Resources{rt: rt, env: env, pending: p, subs: newSubscriptions(env.MaxSubscriptions), log: env.Logger}
 }
 
 // Hooks adds to hooks what serves the depot's files (and the

@@ -8,67 +8,142 @@ import (
 	"time"
 )
 
-// Env is what tool bodies know of the server besides the store: its limits,
-// where the depot is mounted, and the hook that waits for the mount. The
-// server fills it once, from its Options with defaults applied, before any
-// tool is built; it is read-only afterwards and safe to share.
+// Env is what tool bodies know of the server besides the store: its
+// Settings, the depot directory of filename-only uploads and the
+// per-identity quotas kept outside the tools. The server fills it once,
+// from its Options with defaults applied, before any tool is built; it is
+// read-only afterwards and safe to share.
 type Env struct {
-	// MountPoint is the absolute host directory where the depot is mounted;
-	// "" when it is not.
-	MountPoint string
+	Settings
 	// Uploads is the clean depot directory of filename-only uploads.
 	Uploads string
-	// MaxContentBytes limits the decoded content of one call.
-	MaxContentBytes int64
-	// MaxFileBytes is the largest file accepted at the edge; 0: no check.
-	MaxFileBytes int64
-	// MaxReadBytes limits what one read of the provider and fs profiles
-	// returns.
-	MaxReadBytes int64
-	// MaxChunks limits chunk_count of a chunked upload.
-	MaxChunks int
-	// MaxListEntries limits the entries of one listing.
-	MaxListEntries int
-	// MaxBatchFiles and MaxBatchBytes limit one guide_cache_files call: its
-	// entries, and their decoded content in all.
-	MaxBatchFiles int
-	MaxBatchBytes int64
-	// UploadURLTTL is how long an upload_url of guide_begin_upload works.
-	UploadURLTTL time.Duration
-	// MaxRawUploadsPerIdentity bounds the raw uploads one identity has
-	// begun and not sent.
-	MaxRawUploadsPerIdentity int
-	// MaxUploadBytesPerIdentity bounds what one identity's chunked
-	// uploads in progress hold; 0: a quarter of the store's size limit
-	// (see UploadBytesLimit).
-	MaxUploadBytesPerIdentity int64
-	// UploadTTL is how long a filename-only upload is kept by default;
-	// negative: never expires.
-	UploadTTL time.Duration
-	// RateLocal applies the rate limits to callers without a credential
-	// (stdio, loopback HTTP when no authentication is configured); by
-	// default only authenticated identities are limited.
-	RateLocal bool
-	// CommitTimeout bounds the write phase of a validated call.
-	CommitTimeout time.Duration
-	// Applied, when set, waits until the mount shows a store revision.
-	Applied func(ctx context.Context, rev uint64) error
-	// DiskFree, when set, returns the bytes free on the disk holding the
-	// database and the audit log; a write that would leave less than
-	// DiskReserve is refused with ErrorDiskFull.
-	DiskFree    func() (int64, error)
-	DiskReserve int64
-	// SpoolDir is the directory of the temporary files an archive upload
-	// is spooled to; "" is os.TempDir().
-	SpoolDir string
 	// Quotas, when set, returns the per-identity limits kept outside the
 	// tools (sessions) and what the identity of key (see Key) holds of
 	// each.
 	Quotas func(key string) []Quota
-	// Log receives tool bodies' warnings.
-	Log *slog.Logger
-	// Now is the clock of rate limits and call times.
+}
+
+// Settings are the server's settings that tool bodies and resources read:
+// its limits, where the depot is mounted and the hooks into the host. They
+// are declared once, here: mcpserver.Options embeds them (as
+// mcpserver.Settings) and sets their defaults, and Env carries them to the
+// tools unchanged. Applied, DiskFree, Logger and Now are called from many
+// goroutines at once and must be safe for that.
+type Settings struct {
+	// MountPoint is the absolute host directory where the depot is mounted,
+	// used to build the mount_path of replies; "" when depotfs is not
+	// mounted, and replies then carry a warning instead.
+	MountPoint string
+
+	// Logger receives one line per tool call, tool bodies' warnings and
+	// transport errors; nil means slog.Default(). It must not write to the
+	// stdio transport's output.
+	Logger *slog.Logger
+
+	// Applied, when set, is called after every committed write with the
+	// store revision of the change, before the tool replies. depotfs wires
+	// it to the mount's wait for that revision, so that a program reading
+	// the mount never sees stale content after an acknowledged write. An
+	// error does not fail the call (the write is committed); the reply
+	// carries a warning. The store watcher calls it too, before it notifies
+	// resource subscribers of a change.
+	Applied func(ctx context.Context, rev uint64) error
+
+	// MaxContentBytes limits the decoded content of one call: a whole file,
+	// or one chunk of a chunked upload; default DefaultMaxContentBytes.
+	// Larger files travel as chunks. The total size of stored content is
+	// the store's to limit.
+	MaxContentBytes int64
+
+	// MaxFileBytes is the largest file accepted, checked at the edge (the
+	// decoded content of a whole file, a chunked upload's total_size)
+	// before anything reaches the store; 0 means no check at the edge. Set
+	// it to the store's own limit, which the store enforces regardless.
+	MaxFileBytes int64
+
+	// MaxChunks limits chunk_count of a chunked upload; default
+	// DefaultMaxChunks.
+	MaxChunks int
+
+	// MaxBatchFiles limits the entries of one guide_cache_files call;
+	// default DefaultMaxBatchFiles.
+	MaxBatchFiles int
+	// MaxBatchBytes limits the decoded content of one guide_cache_files
+	// call, all entries together; default MaxContentBytes.
+	MaxBatchBytes int64
+
+	// UploadURLTTL is how long an upload_url of guide_begin_upload works;
+	// default DefaultUploadURLTTL.
+	UploadURLTTL time.Duration
+
+	// MaxRawUploadsPerIdentity bounds the raw uploads one identity has
+	// begun (guide_begin_upload) and not sent; default
+	// DefaultMaxRawUploadsPerIdentity. Another identity's are not counted.
+	MaxRawUploadsPerIdentity int
+	// MaxUploadBytesPerIdentity bounds what one identity's chunked uploads
+	// in progress hold in the store; 0 means a quarter of the store's size
+	// limit (no bound without one), so no identity's abandoned uploads can
+	// take the room every other identity writes into (see
+	// Env.UploadBytesLimit).
+	MaxUploadBytesPerIdentity int64
+
+	// UploadTTL is how long a filename-only upload (placed under the
+	// uploads directory) is kept when the call gives neither ttl_seconds
+	// nor pin true; default DefaultUploadTTL, negative for never.
+	UploadTTL time.Duration
+
+	// MaxListEntries limits the entries of one guide_list_directory call,
+	// counting nested ones, and the entries one listing of the provider and
+	// fs profiles returns; default DefaultMaxListEntries.
+	MaxListEntries int
+
+	// MaxReadBytes limits the content one read of the provider and fs
+	// profiles returns, and the size of a file search looks into; default
+	// DefaultMaxReadBytes.
+	MaxReadBytes int64
+
+	// DiskFree, when set, returns the bytes free on the disk holding the
+	// database and the audit log (the smaller, if they differ); a write
+	// that would leave less than DiskReserve is refused before it starts
+	// with a disk_full error naming both, so the audit log and the store
+	// can still commit and reads keep working.
+	DiskFree    func() (int64, error)
+	DiskReserve int64
+
+	// SpoolDir is the directory where an archive upload is spooled while
+	// it is checked and unpacked; "" is os.TempDir(). It should be on the
+	// disk DiskFree measures, so the disk reserve covers it; files left in
+	// it by a crash are the caller's to remove (depotfs serve empties it
+	// at start).
+	SpoolDir string
+
+	// RateLocal applies the rate limits to callers without a credential
+	// (stdio, loopback HTTP when no authentication is configured); by
+	// default only authenticated identities are limited.
+	RateLocal bool
+
+	// Now is the clock of rate limits and call times; nil means time.Now.
+	// Tests set it to drive the rate limiter without sleeping.
 	Now func() time.Time
+
+	// CommitTimeout bounds the write phase of a validated call, including
+	// the wait for Applied; default DefaultCommitTimeout. A call that has
+	// started to write finishes even if its client disconnects or the
+	// transport shuts down, within this bound.
+	CommitTimeout time.Duration
+
+	// ResourcePageSize is the number of files per resources/list page;
+	// default DefaultResourcePageSize.
+	ResourcePageSize int
+
+	// MaxResourceBytes limits the size of a file resources/read returns;
+	// default DefaultMaxResourceBytes. A larger file is refused with an
+	// error telling the client to read it with tools or through the mount.
+	MaxResourceBytes int64
+
+	// MaxSubscriptions limits the resource subscriptions held at once, over
+	// all clients; default DefaultMaxSubscriptions.
+	MaxSubscriptions int
 }
 
 // CommitContext returns the context for the write phase of a validated
@@ -87,7 +162,7 @@ func (e *Env) WaitApplied(ctx context.Context, c *Call, rev uint64) []string {
 		return nil
 	}
 	if err := e.Applied(ctx, rev); err != nil {
-		e.Log.Warn("mcp write not yet visible in the mount", "tool", c.Name(), "path", c.Path, "revision", rev, "err", err)
+		e.Logger.Warn("mcp write not yet visible in the mount", "tool", c.Name(), "path", c.Path, "revision", rev, "err", err)
 		return []string{fmt.Sprintf("The change is stored (revision %d), but the mount did not confirm it in time: a program reading the mount right now may still see the previous state. Repeat this call (it is idempotent) to wait again.", rev)}
 	}
 	return nil

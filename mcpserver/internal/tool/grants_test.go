@@ -15,7 +15,7 @@ import (
 // newTestRuntime returns a Runtime over st (nil for none) within the
 // server policy host, without audit log or rate limits.
 func newTestRuntime(st store.Store, host *policy.Host) *Runtime {
-	return NewRuntime(st, &Env{Log: slog.Default(), Now: time.Now}, host, nil, ratelimit.Limits{Calls: -1, Bytes: -1, CallBurst: 1, ByteBurst: 1})
+	return NewRuntime(st, &Env{Settings: Settings{Logger: slog.Default(), Now: time.Now}}, host, nil, ratelimit.Limits{Calls: -1, Bytes: -1, CallBurst: 1, ByteBurst: 1})
 }
 
 func TestArgName(t *testing.T) {

@@ -46,7 +46,7 @@ type Runtime struct {
 func NewRuntime(st store.Store, env *Env, p *policy.Host, audit Auditor, rate ratelimit.Limits) *Runtime {
 	return &Runtime{
 		st: st, env: env, policy: p, audit: audit,
-		limiter: ratelimit.New(rate), log: env.Log,
+		limiter: ratelimit.New(rate), log: env.Logger,
 		defs: map[string]def{},
 	}
 }

@@ -3,7 +3,8 @@
 // the MCP server meet only through the store, never importing each other;
 // no tool package can import a store implementation; the security
 // packages cannot be imported from outside the module; the shared leaves
-// under internal/ depend on nothing of the domain.
+// under internal/ depend on nothing of the domain; the store's packages
+// import downwards only (implementation → fetch broker → store interface).
 package layout_test
 
 import (
@@ -113,6 +114,46 @@ func TestSharedLeavesIndependent(t *testing.T) {
 				if within(d, domain) {
 					t.Errorf("%s imports %s: a shared leaf under internal/ must not depend on %s", pkg, d, domain)
 				}
+			}
+		}
+	}
+}
+
+// TestStoreLayers: the store interface depends on nothing of the domain;
+// the fetch broker is a service over any store.Store, so it imports the
+// interface and shared leaves only, never an implementation; an
+// implementation may import the broker's package to offer it an Exchange
+// (store/nats shares requests between hosts); nothing outside an
+// implementation's own packages imports it (the conformance suite and the
+// write rules included); nothing under store/ knows the MCP server, the
+// mount or the binary.
+func TestStoreLayers(t *testing.T) {
+	// impl names the store implementation pkg belongs to, or "".
+	impl := func(pkg string) string {
+		for _, i := range []string{"store/bolt", "store/nats"} {
+			if within(pkg, i) {
+				return i
+			}
+		}
+		return ""
+	}
+	for pkg, ds := range graph(t) {
+		if !within(pkg, "store") {
+			continue
+		}
+		for _, d := range ds {
+			if !strings.HasPrefix(d, module+"/") || within(d, "internal") {
+				continue
+			}
+			switch {
+			case pkg == module+"/store":
+				t.Errorf("store imports %s: the store interface depends on shared leaves only", d)
+			case pkg == module+"/store/fetch" && d != module+"/store":
+				t.Errorf("store/fetch imports %s: the broker serves any store through the store interface", d)
+			case impl(d) != "" && impl(d) != impl(pkg):
+				t.Errorf("%s imports %s: only a store implementation's own packages depend on it", pkg, d)
+			case !within(d, "store"):
+				t.Errorf("%s imports %s: the store knows nothing of the server, the mount or the binary", pkg, d)
 			}
 		}
 	}

@@ -14,9 +14,17 @@ package store
 // Any other entry at To fails the call: a directory with ErrConflict when
 // From is a file, anything with ErrExist when From is a directory. From and
 // To must differ, neither may be the root, and To may not lie inside From
-// (fs.ErrInvalid).
+// (fs.ErrInvalid), except for a restore (FromRevision set), which may
+// copy a file's earlier version over the file itself.
 type CopyRequest struct {
 	From, To string // clean depot paths
+
+	// FromRevision, when not 0, copies the version of the file From that
+	// was live at that revision (see Versions.StatAt) instead of the live
+	// one; the copy is a new revision of To, so restoring a version is
+	// Copy{From: p, FromRevision: r, To: p}. A directory's earlier version
+	// is refused (fs.ErrInvalid).
+	FromRevision uint64
 
 	// IfAbsent makes the call fail with ErrExist if To has an entry.
 	IfAbsent bool

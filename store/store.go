@@ -90,6 +90,9 @@ type Store interface {
 	// writers never wait for watchers.
 	Watch(ctx context.Context, prefix string, sinceRev uint64) (<-chan Event, error)
 
+	// Versions reads earlier revisions, histories and snapshots.
+	Versions
+
 	// Close releases the store. Watch channels are closed; later calls fail
 	// with ErrClosed.
 	Close() error
@@ -283,6 +286,14 @@ type Stats struct {
 	SweptChunks int64
 	Hits        int64 // Open of a present file
 	Misses      int64 // Open of a placeholder
+
+	// Versions are the retained versions that are not live (see
+	// Versions); HeldBytes is the stored content only they reference,
+	// counted in StoredBytes: at most what deleting every snapshot and
+	// trimming every history would free. Snapshots counts the snapshots.
+	Versions  int64
+	HeldBytes int64
+	Snapshots int64
 
 	MaxStoreBytes int64 // the configured limit on StoredBytes; 0: none
 	MaxFileBytes  int64 // the configured limit on one file; 0: none

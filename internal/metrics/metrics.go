@@ -24,6 +24,8 @@ type StoreStats struct {
 	Evictions, EvictedBytes   int64
 	Expiries, SweptChunks     int64
 	Hits, Misses              int64
+	Versions, HeldBytes       int64
+	Snapshots                 int64
 	MaxStoreBytes             int64
 	MaxFileBytes              int64
 }

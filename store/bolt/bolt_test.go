@@ -79,7 +79,7 @@ func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 func opener(base bolt.Options) storetest.Opener {
 	return func(t *testing.T, cfg storetest.Config) store.Store {
 		o := base
-		o.MaxStoreBytes, o.MaxFileBytes, o.Now = cfg.MaxStoreBytes, cfg.MaxFileBytes, cfg.Now
+		o.MaxStoreBytes, o.MaxFileBytes, o.Now, o.KeepVersions = cfg.MaxStoreBytes, cfg.MaxFileBytes, cfg.Now, cfg.KeepVersions
 		if cfg.BigContent && o.ChunkSize != 0 {
 			o.ChunkSize = 64 << 10
 		}

@@ -79,6 +79,11 @@ type Options struct {
 	// SweepInterval is how often the sweeper looks for expired files;
 	// 0 means DefaultSweepInterval.
 	SweepInterval time.Duration
+	// KeepVersions is how many superseded versions of each path are kept
+	// besides the live one (store.Versions); 0 keeps none, and then only
+	// snapshots retain versions.
+	KeepVersions int
+
 	// FlushInterval is how often reads' uses (the LRU order) and hit and
 	// miss counts are persisted when no write does it first; 0 means
 	// DefaultFlushInterval. Close persists them too.
@@ -129,7 +134,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		o = *opts
 	}
 	if o.ChunkSize < 0 || o.UploadTimeout < 0 || o.History < 0 || o.MaxStoreBytes < 0 || o.MaxFileBytes < 0 ||
-		o.SweepInterval < 0 || o.FlushInterval < 0 {
+		o.SweepInterval < 0 || o.FlushInterval < 0 || o.KeepVersions < 0 {
 		return nil, fmt.Errorf("bolt: open: %w: negative option", fs.ErrInvalid)
 	}
 	if o.ChunkSize > maxChunkSize {

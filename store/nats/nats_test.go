@@ -42,7 +42,7 @@ func openPrefix(t testing.TB, c *natstest.Cluster, cfg storetest.Config, prefix 
 func openWith(t testing.TB, c *natstest.Cluster, cfg storetest.Config, prefix string, base nats.Options) store.Store {
 	t.Helper()
 	o := base
-	o.Prefix, o.MaxStoreBytes, o.MaxFileBytes, o.Now = prefix, cfg.MaxStoreBytes, cfg.MaxFileBytes, cfg.Now
+	o.Prefix, o.MaxStoreBytes, o.MaxFileBytes, o.Now, o.KeepVersions = prefix, cfg.MaxStoreBytes, cfg.MaxFileBytes, cfg.Now, cfg.KeepVersions
 	s, err := nats.Open(t.Context(), c.Connect(t), &o)
 	if err != nil {
 		t.Fatal(err)

@@ -90,6 +90,10 @@ type Options struct {
 	// or regain its quorum: a write not committed by then fails with
 	// store.ErrUnavailable.
 	WriteTimeout time.Duration
+	// KeepVersions is how many superseded versions of each path are kept
+	// besides the live one (store.Versions); 0 keeps none, and then only
+	// snapshots retain versions. Every host of one depot should agree.
+	KeepVersions int
 
 	// Settings are values every host of the depot must share, by name
 	// (the size limits, expiry times: whatever the caller enforces on the
@@ -150,7 +154,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 		o = *opts
 	}
 	if o.Replicas < 0 || o.MaxStoreBytes < 0 || o.MaxFileBytes < 0 || o.MaxChunkSize < 0 || o.CacheBytes < 0 ||
-		o.History < 0 || o.SweepInterval < 0 || o.UploadTimeout < 0 || o.GCDelay < 0 || o.ChunkGrace < 0 || o.MaxBatch < 0 || o.Timeout < 0 || o.WriteTimeout < 0 {
+		o.History < 0 || o.SweepInterval < 0 || o.UploadTimeout < 0 || o.GCDelay < 0 || o.ChunkGrace < 0 || o.MaxBatch < 0 || o.Timeout < 0 || o.WriteTimeout < 0 || o.KeepVersions < 0 {
 		return nil, fmt.Errorf("nats: open: %w: negative option", fs.ErrInvalid)
 	}
 	def := func(v *int, d int) {

@@ -20,6 +20,9 @@ type Config struct {
 	// MaxStoreBytes and MaxFileBytes are the store's size limits, as in
 	// store.Stats; 0 means none.
 	MaxStoreBytes, MaxFileBytes int64
+	// KeepVersions is how many superseded versions of each path the
+	// store keeps (its Options.KeepVersions); 0 keeps none.
+	KeepVersions int
 	// Now is the store's clock (arrival times, expiry); nil means the
 	// implementation's default, the real time.
 	Now func() time.Time

@@ -49,13 +49,27 @@ func Path(op, p string) error {
 }
 
 // FilePath is Path for a path a file is written to: the root, always a
-// directory, fails with store.ErrConflict.
+// directory, fails with store.ErrConflict; a path at or below
+// store.SnapshotsDir fails (see Writable).
 func FilePath(op, p string) error {
-	if err := Path(op, p); err != nil {
+	if err := Writable(op, p); err != nil {
 		return err
 	}
 	if p == depotpath.Root {
 		return PathError(op, p, errRootIsDir)
+	}
+	return nil
+}
+
+// Writable is Path for a path a write creates or changes: store.SnapshotsDir
+// and everything below it are reserved for the snapshots a mount shows
+// there, and fail with an error wrapping depotpath.ErrInvalid.
+func Writable(op, p string) error {
+	if err := Path(op, p); err != nil {
+		return err
+	}
+	if depotpath.Within(p, store.SnapshotsDir) {
+		return PathError(op, p, fmt.Errorf("%w: %s is reserved for snapshots", depotpath.ErrInvalid, store.SnapshotsDir))
 	}
 	return nil
 }
@@ -118,7 +132,7 @@ func (l Limits) Put(req store.PutRequest) (string, error) {
 // chunk's hash.
 func (l Limits) Chunk(c store.Chunk) ([sha256.Size]byte, error) {
 	p := c.File.Path
-	if err := Path("putchunk", p); err != nil {
+	if err := Writable("putchunk", p); err != nil {
 		return [sha256.Size]byte{}, err
 	}
 	if err := chunkFields(c); err != nil {
@@ -164,7 +178,7 @@ func chunkFields(c store.Chunk) error {
 // order, and fails on the first bad one.
 func Declarations(ds []store.Declaration) error {
 	for _, d := range ds {
-		if err := Path("declare", d.Path); err != nil {
+		if err := Writable("declare", d.Path); err != nil {
 			return err
 		}
 		var err error
@@ -189,17 +203,20 @@ func Declarations(ds []store.Declaration) error {
 }
 
 // Transfer validates the paths of a copy or a move (op "copy" or "move"):
-// neither may be the root, and the destination may neither be the source
-// nor lie inside it.
-func Transfer(op, from, to string) error {
-	for _, p := range []string{from, to} {
-		if err := Path(op, p); err != nil {
-			return err
-		}
+// neither may be the root, the destination may not be reserved
+// (Writable), and it may neither be the source, unless restore (a copy of
+// an earlier version of the source over it), nor lie inside it.
+func Transfer(op, from, to string, restore bool) error {
+	if err := Path(op, from); err != nil {
+		return err
+	}
+	if err := Writable(op, to); err != nil {
+		return err
 	}
 	switch {
 	case from == depotpath.Root || to == depotpath.Root:
 		return PathError(op, depotpath.Root, fmt.Errorf("%w: the root cannot be copied, moved or replaced", fs.ErrInvalid))
+	case from == to && restore:
 	case from == to:
 		return PathError(op, to, fmt.Errorf("%w: source and destination are the same path", fs.ErrInvalid))
 	case depotpath.Within(to, from):
@@ -217,4 +234,35 @@ func Remove(p string) error {
 		return PathError("remove", p, fmt.Errorf("%w: the root cannot be removed", fs.ErrInvalid))
 	}
 	return nil
+}
+
+// MaxSnapshotName bounds the length of a snapshot's name in bytes.
+const MaxSnapshotName = 64
+
+// SnapshotName fails with an error wrapping fs.ErrInvalid unless name is
+// 1 to MaxSnapshotName of [A-Za-z0-9._-], and not "." or "..": a name that
+// is one path element wherever it is shown.
+func SnapshotName(name string) error {
+	bad := name == "" || len(name) > MaxSnapshotName || name == "." || name == ".."
+	for i := 0; i < len(name) && !bad; i++ {
+		c := name[i]
+		bad = !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-')
+	}
+	if bad {
+		return fmt.Errorf("%w: snapshot name %q: want 1 to %d of A-Z a-z 0-9 . _ -, not . or ..", fs.ErrInvalid, name, MaxSnapshotName)
+	}
+	return nil
+}
+
+// Snapshot validates a snapshot request and returns its prefix, "/" for
+// none.
+func Snapshot(req store.SnapshotRequest) (string, error) {
+	if err := SnapshotName(req.Name); err != nil {
+		return "", err
+	}
+	prefix := req.Prefix
+	if prefix == "" {
+		prefix = depotpath.Root
+	}
+	return prefix, Path("snapshot", prefix)
 }

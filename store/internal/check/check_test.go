@@ -46,10 +46,14 @@ func TestRefusals(t *testing.T) {
 		{"declared size -2", decl(store.Declaration{Path: "/x", Kind: store.KindFile, Size: -2}), fs.ErrInvalid},
 		{"declared short hash", decl(store.Declaration{Path: "/x", Kind: store.KindFile, SHA256: "ab"}), fs.ErrInvalid},
 		{"declared root file", decl(store.Declaration{Path: "/", Kind: store.KindFile}), store.ErrConflict},
-		{"copy of the root", check.Transfer("copy", "/", "/b"), fs.ErrInvalid},
-		{"move onto itself", check.Transfer("move", "/a", "/a"), fs.ErrInvalid},
-		{"move into itself", check.Transfer("move", "/a", "/a/b"), fs.ErrInvalid},
+		{"copy of the root", check.Transfer("copy", "/", "/b", false), fs.ErrInvalid},
+		{"move onto itself", check.Transfer("move", "/a", "/a", false), fs.ErrInvalid},
+		{"move into itself", check.Transfer("move", "/a", "/a/b", false), fs.ErrInvalid},
 		{"remove the root", check.Remove("/"), fs.ErrInvalid},
+		{"put under the snapshots", put(store.PutRequest{Path: "/.snapshots/s/f"}), depotpath.ErrInvalid},
+		{"chunk at the snapshots", chunk(func(c *store.Chunk) { c.File.Path = "/.snapshots" }), depotpath.ErrInvalid},
+		{"declared under the snapshots", decl(store.Declaration{Path: "/.snapshots/x", Kind: store.KindDir}), depotpath.ErrInvalid},
+		{"copy into the snapshots", check.Transfer("copy", "/a", "/.snapshots/a", false), depotpath.ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !errors.Is(tc.err, tc.want) {
@@ -75,7 +79,34 @@ func TestAccepts(t *testing.T) {
 	if err := check.Declarations([]store.Declaration{{Path: "/", Kind: store.KindDir}, {Path: "/f", Kind: store.KindFile, Size: -1, SHA256: sumABC}}); err != nil {
 		t.Fatalf("Declarations: %v", err)
 	}
-	if err := check.Transfer("move", "/a", "/ab"); err != nil {
+	if err := check.Transfer("move", "/a", "/ab", false); err != nil {
 		t.Fatalf("Transfer to a sibling with the source's name as prefix: %v", err)
+	}
+	if err := check.Transfer("copy", "/a", "/a", true); err != nil {
+		t.Fatalf("Transfer restoring a version over its file: %v", err)
+	}
+	if _, err := lim.Put(store.PutRequest{Path: "/.snapshotsx", Data: []byte("abc")}); err != nil {
+		t.Fatalf("Put beside the snapshots: %v", err)
+	}
+}
+
+func TestSnapshotName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"nightly-2026.01_01", true},
+		{strings.Repeat("a", check.MaxSnapshotName), true},
+		{"", false},
+		{".", false},
+		{"..", false},
+		{"a/b", false},
+		{"a b", false},
+		{strings.Repeat("a", check.MaxSnapshotName+1), false},
+	} {
+		err := check.SnapshotName(tc.name)
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, fs.ErrInvalid)) {
+			t.Errorf("SnapshotName(%q) = %v, want ok %v", tc.name, err, tc.ok)
+		}
 	}
 }

@@ -8,6 +8,7 @@ package transfer
 
 import (
 	"fmt"
+	"io/fs"
 	"strings"
 	"time"
 
@@ -24,11 +25,14 @@ type Transfer struct {
 	Writer     string
 	Source     string // a Copy's provenance for the copies, when set
 	Move       bool
+	// FromRevision, when not 0, copies the file From as it was at that
+	// revision (store.CopyRequest.FromRevision).
+	FromRevision uint64
 }
 
 // Copy is the transfer req asks for.
 func Copy(req store.CopyRequest) Transfer {
-	return Transfer{From: req.From, To: req.To, IfAbsent: req.IfAbsent, IfRevision: req.IfRevision, Writer: req.Writer, Source: req.Source}
+	return Transfer{From: req.From, To: req.To, IfAbsent: req.IfAbsent, IfRevision: req.IfRevision, Writer: req.Writer, Source: req.Source, FromRevision: req.FromRevision}
 }
 
 // Move is the transfer req asks for.
@@ -46,13 +50,16 @@ func (t Transfer) Op() string {
 
 // Check validates the paths, before the store is read (see
 // check.Transfer).
-func (t Transfer) Check() error { return check.Transfer(t.Op(), t.From, t.To) }
+func (t Transfer) Check() error { return check.Transfer(t.Op(), t.From, t.To, t.FromRevision != 0) }
 
 // CheckSource applies the conditions on the entry at From (nil: absent):
 // it exists, at IfRevision when that is set.
 func (t Transfer) CheckSource(src *entryrec.Record) error {
-	if src == nil {
+	switch {
+	case src == nil:
 		return store.ErrNotExist
+	case t.FromRevision != 0 && src.Kind == store.KindDir:
+		return fmt.Errorf("%w: only a file is copied from an earlier revision", fs.ErrInvalid)
 	}
 	return entryrec.CheckRevision(src, t.IfRevision)
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/time/rate"
 )
 
@@ -47,14 +48,13 @@ const DefaultMaxKeys = 10000
 // Limiter holds the buckets of every identity.
 type Limiter struct {
 	limits Limits
-	mu     sync.Mutex
-	ids    map[string]*buckets
+	mu     sync.Mutex                       // guards ids and every buckets.lastWarn
+	ids    *simplelru.LRU[string, *buckets] // at most MaxKeys, least recently used dropped
 }
 
 type buckets struct {
 	calls, bytes, denials *rate.Limiter
 	lastWarn              time.Time
-	lastUsed              time.Time // guarded by Limiter.mu
 }
 
 // New returns a Limiter with the given limits.
@@ -77,7 +77,11 @@ func New(l Limits) *Limiter {
 	if l.MaxKeys <= 0 {
 		l.MaxKeys = DefaultMaxKeys
 	}
-	return &Limiter{limits: l, ids: map[string]*buckets{}}
+	ids, err := simplelru.NewLRU[string, *buckets](l.MaxKeys, nil)
+	if err != nil {
+		panic(err) // MaxKeys is positive
+	}
+	return &Limiter{limits: l, ids: ids}
 }
 
 // Limits returns the limits in force, with defaults applied.
@@ -92,51 +96,33 @@ func limit(perSecond float64) rate.Limit {
 
 // of returns the buckets of id, creating full ones on first sight (and
 // dropping the least recently used entry when there are MaxKeys).
-func (l *Limiter) of(id string, now time.Time) *buckets {
+func (l *Limiter) of(id string) *buckets {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	b, ok := l.ids[id]
-	if !ok {
-		if len(l.ids) >= l.limits.MaxKeys {
-			l.evictLocked()
-		}
-		window := l.limits.DenialWindow.Seconds()
-		b = &buckets{
-			calls:   rate.NewLimiter(limit(l.limits.Calls), l.limits.CallBurst),
-			bytes:   rate.NewLimiter(limit(l.limits.Bytes), l.limits.ByteBurst),
-			denials: rate.NewLimiter(rate.Limit(float64(l.limits.DenialBurst)/window), l.limits.DenialBurst),
-		}
-		l.ids[id] = b
+	if b, ok := l.ids.Get(id); ok {
+		return b
 	}
-	if now.After(b.lastUsed) {
-		b.lastUsed = now
+	window := l.limits.DenialWindow.Seconds()
+	b := &buckets{
+		calls:   rate.NewLimiter(limit(l.limits.Calls), l.limits.CallBurst),
+		bytes:   rate.NewLimiter(limit(l.limits.Bytes), l.limits.ByteBurst),
+		denials: rate.NewLimiter(rate.Limit(float64(l.limits.DenialBurst)/window), l.limits.DenialBurst),
 	}
+	l.ids.Add(id, b)
 	return b
-}
-
-// evictLocked drops the least recently used entry. l.mu is held.
-func (l *Limiter) evictLocked() {
-	var oldest string
-	var at time.Time
-	for id, b := range l.ids {
-		if oldest == "" || b.lastUsed.Before(at) {
-			oldest, at = id, b.lastUsed
-		}
-	}
-	delete(l.ids, oldest)
 }
 
 // Len returns the number of keys tracked.
 func (l *Limiter) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.ids)
+	return l.ids.Len()
 }
 
 // Call takes one call token of id at now. When none is left it takes
 // nothing and returns false and how long until one will be.
 func (l *Limiter) Call(id string, now time.Time) (bool, time.Duration) {
-	return take(l.of(id, now).calls, now, 1)
+	return take(l.of(id).calls, now, 1)
 }
 
 // Bytes takes n byte tokens of id at now. When there are not enough it
@@ -147,7 +133,7 @@ func (l *Limiter) Bytes(id string, now time.Time, n int) (bool, time.Duration) {
 	if n <= 0 {
 		return true, 0
 	}
-	return take(l.of(id, now).bytes, now, n)
+	return take(l.of(id).bytes, now, n)
 }
 
 func take(lim *rate.Limiter, now time.Time, n int) (bool, time.Duration) {
@@ -167,7 +153,7 @@ func take(lim *rate.Limiter, now time.Time, n int) (bool, time.Duration) {
 // the denials of id exceed DenialBurst within DenialWindow, at most once per
 // WarnEvery per identity: the caller should log a warning.
 func (l *Limiter) Denial(id string, now time.Time) bool {
-	b := l.of(id, now)
+	b := l.of(id)
 	if b.denials.AllowN(now, 1) {
 		return false
 	}

@@ -94,7 +94,7 @@ func (p *pusher) begin(ctx context.Context, args map[string]any) (string, error)
 
 // put sends body (size bytes, or -1) to upload and returns the reply's
 // data. It returns only once the transport has closed body, so what was
-// read from it is settled; then bodyErr, if it returns non-nil, tells why
+// read from it is final; then bodyErr, if it returns non-nil, tells why
 // the body stopped, and is the error whatever the transport made of it.
 func (p *pusher) put(ctx context.Context, upload string, body io.Reader, size int64, bodyErr func() error) (json.RawMessage, error) {
 	b := &closeSignal{r: body, closed: make(chan struct{})}

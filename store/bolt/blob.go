@@ -46,7 +46,7 @@ func deleteBlob(tx *bbolt.Tx, h hash) error {
 	return tx.Bucket(bucketOrphans).Delete(h[:])
 }
 
-// sweepBlob settles an orphan mark: the blob is deleted unless it has been
+// sweepBlob resolves an orphan mark: the blob is deleted unless it has been
 // referenced again. The caller makes sure h is not pinned.
 func sweepBlob(tx *bbolt.Tx, h hash) error {
 	b, ok, err := getBlob(tx.Bucket(bucketBlobs), h)

@@ -26,22 +26,22 @@ import (
 // maxBatch bounds the writes in one transaction.
 const maxBatch = 256
 
-// commit is one write waiting for a transaction. settled and err are
+// commit is one write waiting for a transaction. answered and err are
 // written only under Store.wmu; done is closed once they are final, so the
 // writer waits for it, not for the lock: the writers of one batch all wake
 // at once when it commits, instead of taking the lock in turn just to find
 // their write done.
 type commit struct {
-	ctx     context.Context
-	fn      func(*wtx) error
-	err     error
-	settled bool
-	done    chan struct{}
+	ctx      context.Context
+	fn       func(*wtx) error
+	err      error
+	answered bool
+	done     chan struct{}
 }
 
-// settle makes err the outcome of c and wakes its writer.
-func (c *commit) settle(err error) {
-	c.err, c.settled = err, true
+// answer makes err the outcome of c and wakes its writer.
+func (c *commit) answer(err error) {
+	c.err, c.answered = err, true
 	close(c.done)
 }
 
@@ -82,14 +82,14 @@ func (q *commitQueue) take() []*commit {
 var errRetry = errors.New("bolt: a write in the batch failed")
 
 // commitLocked runs batch in as few transactions as its failures allow and
-// settles every write in it. The caller holds s.wmu.
+// answers every write in it. The caller holds s.wmu.
 func (s *Store) commitLocked(batch []*commit) {
 	for len(batch) > 0 {
 		failed, err := s.tryCommit(batch)
 		if failed < 0 {
 			for _, c := range batch {
-				if !c.settled {
-					c.settle(err)
+				if !c.answered {
+					c.answer(err)
 				}
 			}
 			return
@@ -98,29 +98,29 @@ func (s *Store) commitLocked(batch []*commit) {
 	}
 }
 
-// settle settles every write of batch with err.
-func settle(batch []*commit, err error) {
+// answerAll answers every write of batch with err.
+func answerAll(batch []*commit, err error) {
 	for _, c := range batch {
-		c.settle(err)
+		c.answer(err)
 	}
 }
 
-// pending is the writes of batch not yet settled.
+// pending is the writes of batch not yet answered.
 func pending(batch []*commit) []*commit {
 	out := batch[:0]
 	for _, c := range batch {
-		if !c.settled {
+		if !c.answered {
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-// tryCommit runs the unsettled writes of batch in one transaction. When one
-// of them fails it settles that one with its error, rolls back and returns
+// tryCommit runs the unanswered writes of batch in one transaction. When one
+// of them fails it answers that one with its error, rolls back and returns
 // its index; otherwise it returns -1 and the transaction's outcome, which
-// applies to every unsettled write. A write whose context is done is
-// settled with the context's error without running.
+// applies to every unanswered write. A write whose context is done is
+// answered with the context's error without running.
 func (s *Store) tryCommit(batch []*commit) (int, error) {
 	read := s.uses.take()
 	var w *wtx
@@ -136,15 +136,15 @@ func (s *Store) tryCommit(batch []*commit) (int, error) {
 			return err
 		}
 		for i, c := range batch {
-			if c.settled {
+			if c.answered {
 				continue
 			}
 			if err := c.ctx.Err(); err != nil {
-				c.settle(err)
+				c.answer(err)
 				continue
 			}
 			if err := c.fn(w); err != nil {
-				c.settle(err)
+				c.answer(err)
 				failed = i
 				return errRetry
 			}

@@ -100,9 +100,9 @@ func (s *Store) update(ctx context.Context, fn func(w *wtx) error) error {
 			return c.err
 		case s.wmu <- struct{}{}:
 		}
-		if !c.settled {
+		if !c.answered {
 			if s.closed.Load() {
-				settle(s.queue.take(), store.ErrClosed)
+				answerAll(s.queue.take(), store.ErrClosed)
 			} else {
 				s.commitLocked(s.queue.take())
 			}
@@ -161,7 +161,7 @@ func (w *wtx) finish(before counters) (gcLocked bool, err error) {
 			return false, err
 		}
 	}
-	w.settle()
+	w.syncUseCounts()
 	if w.c != before {
 		if err := w.meta.Put(keyCounters, w.c.encode()); err != nil {
 			return false, err

@@ -106,10 +106,10 @@ func (w *wtx) flush(d map[hash]uint64) error {
 	return nil
 }
 
-// settle copies the in-memory counts into w's counters, last thing before
+// syncUseCounts copies the in-memory counts into w's counters, last thing before
 // the commit: the use sequence (which w's own writes advanced), hits and
 // misses.
-func (w *wtx) settle() {
+func (w *wtx) syncUseCounts() {
 	w.c.UseSeq = max(w.c.UseSeq, int64(w.s.uses.last()))
 	w.c.Hits = max(w.c.Hits, w.s.uses.hits.Load())
 	w.c.Misses = max(w.c.Misses, w.s.uses.misses.Load())

@@ -162,15 +162,15 @@ type Statter interface {
 	Stat(ctx context.Context, path string) (store.Entry, error)
 }
 
-// settleTries and settleWait bound how long Conflict waits for the write
+// visibleTries and visibleWait bound how long Conflict waits for the write
 // that won to become visible: stores commit writes in groups, and a write
 // whose condition fails against an earlier write of the same group is
 // refused before that group has committed (bolt then rolls the group back
 // and commits the earlier write again at once; nats gives it its revision
 // when the group lands). The winner shows within milliseconds.
 const (
-	settleTries = 100
-	settleWait  = 2 * time.Millisecond
+	visibleTries = 100
+	visibleWait  = 2 * time.Millisecond
 )
 
 // Conflict returns err, or, when err is the store's refusal of condition
@@ -193,13 +193,13 @@ func (c Condition) Conflict(ctx context.Context, st Statter, p string, err error
 		default:
 			ce.Current = Current{Exists: true, Revision: e.Revision, SHA256: e.SHA256}
 		}
-		if !c.holds(ce.Current) || try == settleTries {
+		if !c.holds(ce.Current) || try == visibleTries {
 			return ce
 		}
 		select {
 		case <-ctx.Done():
 			return ce
-		case <-time.After(settleWait):
+		case <-time.After(visibleWait):
 		}
 	}
 }

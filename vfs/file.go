@@ -259,10 +259,14 @@ func (f *fileNode) isCached() bool {
 // openOld serves an open of the node's version v when the store has a
 // newer one, from what the node still holds of v: the content its handles
 // share (kept for lingerFor after the last closes), or v's blob file (open,
-// or still in the blob cache). ok is false when it holds nothing of v.
+// or still in the blob cache). ok is false when it holds nothing of v, and
+// always with Options.Shared.
 func (f *fileNode) openOld(ctx context.Context, v fileVersion) (h fs.FileHandle, flags uint32, ok bool) {
 	const cached = fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH
-	if !v.present {
+	// On a shared store the newer version may be another host's, whose
+	// writer answered before this kernel was told of it: an open that
+	// began after that answer must read it (close-to-open across hosts).
+	if !v.present || f.fsys.opts.Shared {
 		return nil, 0, false
 	}
 	if h := f.shareHandle(v); h != nil {

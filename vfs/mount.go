@@ -265,12 +265,13 @@ func mountOptions(o Options) *fuse.MountOptions {
 	}
 }
 
-// nodeOptions configure go-fuse's node layer. The timeouts are never nil:
-// nil would mean 0 s, a round trip per path component on every access.
+// nodeOptions configure go-fuse's node layer. The timeouts are not nil
+// (but with Options.Shared, the negative one): nil would mean 0 s, a
+// round trip per path component on every access.
 func nodeOptions(o Options) *fs.Options {
 	entry, attr, negative := o.EntryTimeout, o.AttrTimeout, o.NegativeTimeout
 	mo := mountOptions(o)
-	return &fs.Options{
+	no := &fs.Options{
 		MountOptions:    *mo,
 		EntryTimeout:    &entry,
 		AttrTimeout:     &attr,
@@ -279,6 +280,12 @@ func nodeOptions(o Options) *fs.Options {
 		RootStableAttr:  &fs.StableAttr{Ino: store.RootIno},
 		Logger:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
 	}
+	if o.Shared {
+		// A lookup that finds nothing then answers ENOENT, which the
+		// kernel does not cache: it asks again next time.
+		no.NegativeTimeout = nil
+	}
+	return no
 }
 
 // raiseReadahead sets the mount's readahead window to kb KiB. The FUSE INIT

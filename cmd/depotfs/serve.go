@@ -445,6 +445,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		m, err := vfs.Mount(ctx, cfg.mount, st, &vfs.Options{
 			UID: uint32(cfg.uid), GID: uint32(cfg.gid), Umask: umask,
 			AllowOther: cfg.allowOther, Exec: cfg.exec, NoXattrs: cfg.noXattrs, AllowNonEmpty: cfg.nonEmpty,
+			Shared: exchange != nil, // only a depot several hosts share has an exchange
 			Logger: log, Debug: cfg.debugFUSE, Fetcher: broker, Observer: met,
 			Passthrough: cfg.passthrough && cfg.blobCacheSize > 0, BlobCacheDir: cfg.blobCacheDirOrDefault(), BlobCacheBytes: int64(cfg.blobCacheSize),
 		})

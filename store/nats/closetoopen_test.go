@@ -3,8 +3,11 @@ package nats_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	iofs "io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -13,8 +16,10 @@ import (
 	"time"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/nats"
 	"github.com/depotfs/depotfs/store/nats/natstest"
 	"github.com/depotfs/depotfs/store/storetest"
+	"github.com/depotfs/depotfs/vfs"
 )
 
 // TestCloseToOpenAcrossHosts: right after host A acknowledges a write,
@@ -113,4 +118,78 @@ func BenchmarkOpenCatchUp(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkMountOpen measures what close-to-open costs a program on a
+// host's mount: opening (and closing) a small file, and looking up a name
+// that does not exist, on a mount with it (vfs.Options.Shared over a
+// Store that catches up on every open, as depotfs serves a NATS depot)
+// and on a mount of the same depot without it (local reads, the kernel
+// caching missing names), one of each in turn in the same run. It
+// reports the p50 and p99 of each in µs.
+//
+//	go test -run '^$' -bench BenchmarkMountOpen -benchtime 2000x ./store/nats
+func BenchmarkMountOpen(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("mounting needs root")
+	}
+	c := natstest.Start(b, 3)
+	prefix := fmt.Sprintf("c%d", depots.Add(1))
+	a := openPrefix(b, c, storetest.Config{}, prefix)
+	if _, err := a.Put(b.Context(), store.PutRequest{Path: "/f", Data: []byte("small\n")}); err != nil {
+		b.Fatal(err)
+	}
+	local := openPrefix(b, c, storetest.Config{}, prefix)
+	nats.LocalReads(local.(*nats.Store))
+	mounts := []struct {
+		name       string
+		dir        string
+		open, miss []time.Duration
+	}{{name: "c2o"}, {name: "local"}}
+	for i, st := range []store.Store{openPrefix(b, c, storetest.Config{}, prefix), local} {
+		m, err := vfs.Mount(b.Context(), filepath.Join(b.TempDir(), "mnt"), st, &vfs.Options{Shared: i == 0})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			if err := m.Unmount(); err != nil {
+				b.Error(err)
+			}
+		})
+		mounts[i].dir = m.Dir()
+		deadline := time.Now().Add(10 * time.Second)
+		for _, err := os.Stat(filepath.Join(m.Dir(), "f")); err != nil; _, err = os.Stat(filepath.Join(m.Dir(), "f")) {
+			if time.Now().After(deadline) {
+				b.Fatalf("/f not in the %s mount: %v", mounts[i].name, err)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	for b.Loop() {
+		for i := range mounts {
+			m := &mounts[i]
+			start := time.Now()
+			f, err := os.Open(filepath.Join(m.dir, "f"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+			m.open = append(m.open, time.Since(start))
+			start = time.Now()
+			if _, err := os.Stat(filepath.Join(m.dir, "missing")); !errors.Is(err, iofs.ErrNotExist) {
+				b.Fatalf("stat of a missing name: %v", err)
+			}
+			m.miss = append(m.miss, time.Since(start))
+		}
+	}
+	pct := func(d []time.Duration, p float64) float64 {
+		slices.Sort(d)
+		return float64(d[int(p*float64(len(d)-1))].Nanoseconds()) / 1e3
+	}
+	for _, m := range mounts {
+		b.ReportMetric(pct(m.open, 0.5), m.name+"-open-p50-µs")
+		b.ReportMetric(pct(m.open, 0.99), m.name+"-open-p99-µs")
+		b.ReportMetric(pct(m.miss, 0.5), m.name+"-missing-p50-µs")
+		b.ReportMetric(pct(m.miss, 0.99), m.name+"-missing-p99-µs")
+	}
 }

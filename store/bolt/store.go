@@ -40,12 +40,26 @@ const lockTimeout = time.Second
 // space while every Open must then scan the whole file (DESIGN.md).
 const allocSize = 4 << 20
 
-// initialMmap is the size bbolt maps the file at from the start (address
+// mmapSize is the size bbolt maps the file at from the start (address
 // space, not memory: only pages read or written are resident). bbolt
-// otherwise remaps as the file grows (doubling to 1 GiB), and each remap
-// waits for every read transaction to end and copies what the writing
-// transaction holds (a 256 MiB upload into a new depot crossed a dozen).
-const initialMmap = 1 << 30
+// otherwise remaps as the file grows, and each remap waits for every read
+// transaction to end: a write that grows the file would wait for an online
+// backup (one read transaction over the whole file) to finish. So the map
+// is twice what the file can be expected to reach: the larger of its
+// current size and the store's size limit, at least 1 GiB, at most 256
+// GiB of address space. Only a depot outgrowing that remaps.
+func mmapSize(path string, maxStoreBytes int64) int {
+	const most = 256 << 30
+	want := maxStoreBytes
+	if fi, err := os.Stat(path); err == nil && fi.Size() > want {
+		want = fi.Size()
+	}
+	return int(min(max(2*want, leastMmap), most))
+}
+
+// leastMmap is mmapSize's floor; a variable so that a test can watch a
+// small file outgrow its map.
+var leastMmap int64 = 1 << 30
 
 // Options configures a Store. The zero value, and a nil *Options, give the
 // defaults. Open copies the Options; changing them afterwards has no effect.
@@ -162,7 +176,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		o.Now = time.Now
 	}
 
-	db, lockFile, err := openLocked(path, &bbolt.Options{Timeout: lockTimeout, InitialMmapSize: initialMmap})
+	db, lockFile, err := openLocked(path, &bbolt.Options{Timeout: lockTimeout, InitialMmapSize: mmapSize(path, o.MaxStoreBytes)})
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open: %w", err)
 	}

@@ -19,6 +19,8 @@ type counters struct {
 	Expiries                int64
 	Hits, Misses            int64
 	UseSeq                  int64 // the last use number handed out
+	Versions, Held          int64 // retained versions; bytes only they use
+	Snapshots               int64
 }
 
 // fields lists the counters in their stored order. New counters go at the
@@ -27,6 +29,7 @@ func (c *counters) fields() []*int64 {
 	return []*int64{
 		&c.Files, &c.Placeholders, &c.Dirs, &c.Logical, &c.Stored, &c.Blobs,
 		&c.Evictions, &c.EvictedBytes, &c.Expiries, &c.Hits, &c.Misses, &c.UseSeq,
+		&c.Versions, &c.Held, &c.Snapshots,
 	}
 }
 

@@ -21,6 +21,10 @@ import (
 // as a placeholder (Present false, SHA256 "", its other metadata kept),
 // with an EventEvicted at a new revision.
 func (w *wtx) makeRoom(keep hash) (store.Evictions, error) {
+	holds, err := rules.NewHolds(w)
+	if err != nil {
+		return store.Evictions{}, err
+	}
 	c := w.lru.Cursor()
 	var k []byte
 	started := false
@@ -42,6 +46,13 @@ func (w *wtx) makeRoom(keep hash) (store.Evictions, error) {
 			if !ok {
 				return h, 0, false, fmt.Errorf("corrupt store: lru lists blob %x, which does not exist", h)
 			}
+			held, err := w.held(holds, h, b.Size)
+			if err != nil {
+				return h, 0, false, err
+			}
+			if held {
+				continue
+			}
 			k, _ = c.Next()
 			return h, b.Size, true, nil
 		}
@@ -49,7 +60,7 @@ func (w *wtx) makeRoom(keep hash) (store.Evictions, error) {
 	}
 	ev, err := evictplan.MakeRoom(w.c.Stored, w.stagedBytes(), w.s.opts.MaxStoreBytes, next, w.evict)
 	if err != nil {
-		return store.Evictions{}, err
+		return store.Evictions{}, holds.Limit(w, err)
 	}
 	w.c.Evictions += int64(ev.Count)
 	w.c.EvictedBytes += ev.Bytes
@@ -67,10 +78,53 @@ func (w *wtx) evict(h hash, ev *store.Evictions) error {
 	if err != nil {
 		return err
 	}
-	var users []string
+	users, versions, err := w.users(h)
+	if err != nil {
+		return err
+	}
+	return rules.Evict(w, hex.EncodeToString(h[:]), b.Size, b.Refs, users, versions, ev)
+}
+
+// users returns the files and the retained versions using blob h.
+func (w *wtx) users(h hash) (files []string, versions []rules.Version, err error) {
 	c := w.refs.Cursor()
 	for k, _ := c.Seek(h[:]); k != nil && bytes.HasPrefix(k, h[:]); k, _ = c.Next() {
-		users = append(users, string(k[len(h):]))
+		p, rev, isVersion := bytes.Cut(k[len(h):], []byte{0})
+		if !isVersion {
+			files = append(files, string(p))
+			continue
+		}
+		v := w.versions.Get(versionKey(string(p), u64(rev)))
+		if v == nil {
+			return nil, nil, fmt.Errorf("corrupt store: refs lists version %s@%d, which does not exist", p, u64(rev))
+		}
+		ver, err := decodeVersion(versionKey(string(p), u64(rev)), v)
+		if err != nil {
+			return nil, nil, err
+		}
+		versions = append(versions, ver)
 	}
-	return rules.Evict(w, hex.EncodeToString(h[:]), b.Size, b.Refs, users, ev)
+	return files, versions, nil
+}
+
+// held reports whether a snapshot holds a live file using blob h (holds
+// counts its size against the snapshot).
+func (w *wtx) held(holds *rules.Holds, h hash, size int64) (bool, error) {
+	if !holds.Any() {
+		return false, nil
+	}
+	files, _, err := w.users(h)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range files {
+		r, err := getEntry(w.tree, p)
+		if err != nil {
+			return false, err
+		}
+		if r != nil && holds.Held(p, r, size) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -54,6 +55,17 @@ func Verify(s *Store) error {
 			}
 			refs[h]++
 			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = tx.Bucket(bucketVersions).ForEach(func(k, v []byte) error {
+			ver, err := decodeVersion(k, v)
+			if sum := entryrec.PresentSum(ver.Rec); err == nil && sum != "" {
+				h, _ := parseHash(sum)
+				refs[h]++
+			}
+			return err
 		})
 		if err != nil {
 			return err
@@ -143,7 +155,10 @@ func verifyDerived(tx *bbolt.Tx, blobs map[hash]blobRecord) error {
 	lru := map[string]bool{}
 	for h, b := range blobs {
 		if b.Pins != d.pins[h] {
-			return fmt.Errorf("blob %x: %d pins recorded, %d pinned files use it", h, b.Pins, d.pins[h])
+			return fmt.Errorf("blob %x: %d pins recorded, %d pinned files and held versions use it", h, b.Pins, d.pins[h])
+		}
+		if b.Versions != d.vers[h] {
+			return fmt.Errorf("blob %x: %d versions recorded, %d use it", h, b.Versions, d.vers[h])
 		}
 		if int64(b.Use) > c.UseSeq {
 			return fmt.Errorf("blob %x: used at %d, after the last use number %d", h, b.Use, c.UseSeq)

@@ -23,6 +23,12 @@ func (w *wtx) setBlob(h hash, old blobRecord, had bool, b blobRecord) error {
 		w.c.Stored -= old.Size
 		w.c.Blobs--
 	}
+	if had && old.heldOnly() {
+		w.c.Held -= old.Size
+	}
+	if b.heldOnly() {
+		w.c.Held += b.Size
+	}
 	oldLRU, newLRU := had && old.evictable(), b.evictable()
 	if oldLRU && (!newLRU || old.Use != b.Use) {
 		if err := w.lru.Delete(lruKey(old.Use, h)); err != nil {

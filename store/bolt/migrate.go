@@ -15,13 +15,14 @@ type derived struct {
 	c      counters        // entry and blob counters; the cumulative ones are 0
 	refs   map[string]bool // refs keys
 	expiry map[string]bool // expiry keys
-	pins   map[hash]uint64 // pinned present files per blob
+	pins   map[hash]uint64 // pinned present files and held versions per blob
+	vers   map[hash]uint64 // retained versions per blob
 	last   map[hash]time.Time
 }
 
 // derive computes what the counters and indexes should be in tx.
 func derive(tx *bbolt.Tx) (*derived, error) {
-	d := &derived{refs: map[string]bool{}, expiry: map[string]bool{}, pins: map[hash]uint64{}, last: map[hash]time.Time{}}
+	d := &derived{refs: map[string]bool{}, expiry: map[string]bool{}, pins: map[hash]uint64{}, vers: map[hash]uint64{}, last: map[hash]time.Time{}}
 	err := tx.Bucket(bucketTree).ForEach(func(k, v []byte) error {
 		r, err := decodeRecord(v)
 		if err != nil {
@@ -50,6 +51,9 @@ func derive(tx *bbolt.Tx) (*derived, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := d.versions(tx); err != nil {
+		return nil, err
+	}
 	blobs := tx.Bucket(bucketBlobs)
 	err = blobs.ForEach(func(k, _ []byte) error {
 		var h hash
@@ -58,10 +62,37 @@ func derive(tx *bbolt.Tx) (*derived, error) {
 		if err == nil && b.Refs > 0 {
 			d.c.Stored += b.Size
 			d.c.Blobs++
+			if b.Refs == d.vers[h] {
+				d.c.Held += b.Size
+			}
 		}
 		return err
 	})
 	return d, err
+}
+
+// versions derives what the retained versions and the snapshots add.
+func (d *derived) versions(tx *bbolt.Tx) error {
+	d.c.Snapshots = int64(tx.Bucket(bucketSnapshots).Stats().KeyN)
+	return tx.Bucket(bucketVersions).ForEach(func(k, v []byte) error {
+		ver, err := decodeVersion(k, v)
+		if err != nil {
+			return err
+		}
+		d.c.Versions++
+		if sum := entryrec.PresentSum(ver.Rec); sum != "" {
+			h, err := parseHash(sum)
+			if err != nil {
+				return err
+			}
+			d.refs[string(versionRef(h, ver.Path, ver.Rec.Revision))] = true
+			d.vers[h]++
+			if ver.Held {
+				d.pins[h]++
+			}
+		}
+		return nil
+	})
 }
 
 // migrate upgrades a schema 1 file: it derives the counters, the refs and

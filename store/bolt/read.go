@@ -95,14 +95,19 @@ func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) 
 // in memory and persisted later (see Options.FlushInterval), so Open never
 // writes.
 func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
-	if err := check.Path("open", path); err != nil {
+	return s.open(ctx, "open", path, func(tx *bbolt.Tx) (*record, error) { return getEntry(tx.Bucket(bucketTree), path) })
+}
+
+// open is Open of the record get reads.
+func (s *Store) open(ctx context.Context, op, path string, get func(tx *bbolt.Tx) (*record, error)) (store.Content, error) {
+	if err := check.Path(op, path); err != nil {
 		return nil, err
 	}
 	if err := s.check(ctx); err != nil {
-		return nil, pathErr("open", path, err)
+		return nil, pathErr(op, path, err)
 	}
 	if path == depotpath.Root {
-		return nil, pathErr("open", path, store.ErrIsDir)
+		return nil, pathErr(op, path, store.ErrIsDir)
 	}
 	var (
 		src             = blobChunks{s: s}
@@ -115,7 +120,7 @@ func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
 	s.gc.mu.Lock()
 	defer s.gc.mu.Unlock()
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		r, err := getEntry(tx.Bucket(bucketTree), path)
+		r, err := get(tx)
 		if err != nil {
 			return err
 		}
@@ -146,7 +151,7 @@ func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
 		if missed {
 			s.uses.miss()
 		}
-		return nil, pathErr("open", path, err)
+		return nil, pathErr(op, path, err)
 	}
 	s.pinLocked(src.h)
 	s.uses.hit(src.h)

@@ -36,15 +36,24 @@ var (
 	// used first.
 	bucketLRU = []byte("lru")
 	// bucketRefs indexes the entries using each blob: hash + path →
-	// empty, one key per present file.
+	// empty, one key per present file, and hash + path + NUL + revision
+	// (8 bytes) per retained version of one.
 	bucketRefs = []byte("refs")
 	// bucketExpiry indexes the files that may expire (an expiry set, not
 	// pinned): expiry time (8 bytes) + path → empty, soonest first.
 	bucketExpiry = []byte("expiry")
+	// bucketVersions holds the retained versions of entries: tree key +
+	// NUL + revision (8 bytes) → the revision that replaced it (8 bytes),
+	// whether a snapshot holds it (1 byte) and the record, so a
+	// directory's versions share its children's prefix and a path's
+	// versions sort oldest first.
+	bucketVersions = []byte("versions")
+	// bucketSnapshots holds the snapshots: name → JSON store.Snapshot.
+	bucketSnapshots = []byte("snapshots")
 )
 
 // allBuckets are the top-level buckets of the file.
-var allBuckets = [][]byte{bucketMeta, bucketTree, bucketBlobs, bucketChunks, bucketUploads, bucketOrphans, bucketLRU, bucketRefs, bucketExpiry}
+var allBuckets = [][]byte{bucketMeta, bucketTree, bucketBlobs, bucketChunks, bucketUploads, bucketOrphans, bucketLRU, bucketRefs, bucketExpiry, bucketVersions, bucketSnapshots}
 
 // Keys in the meta bucket.
 var (
@@ -122,8 +131,9 @@ type blobRecord struct {
 	Size      int64
 	Refs      uint64 // present files using the blob
 	ChunkSize int64
-	Pins      uint64 // pinned present files using the blob
+	Pins      uint64 // pinned present files and held versions using the blob
 	Use       uint64 // use number of the last read or write (see uses)
+	Versions  uint64 // retained versions among the Refs
 }
 
 // blobRecordV1 is the length of a schema 1 blob record: Size, Refs and
@@ -131,14 +141,19 @@ type blobRecord struct {
 const blobRecordV1 = 24
 
 func (b blobRecord) encode() []byte {
-	v := make([]byte, 40)
+	v := make([]byte, 48)
 	binary.BigEndian.PutUint64(v[0:], uint64(b.Size))
 	binary.BigEndian.PutUint64(v[8:], b.Refs)
 	binary.BigEndian.PutUint64(v[16:], uint64(b.ChunkSize))
 	binary.BigEndian.PutUint64(v[24:], b.Pins)
 	binary.BigEndian.PutUint64(v[32:], b.Use)
+	binary.BigEndian.PutUint64(v[40:], b.Versions)
 	return v
 }
+
+// heldOnly reports whether only retained versions use the blob
+// (store.Stats.HeldBytes).
+func (b blobRecord) heldOnly() bool { return b.Refs > 0 && b.Refs == b.Versions }
 
 // evictable reports whether the blob belongs in the lru index.
 func (b blobRecord) evictable() bool { return b.Refs > 0 && b.Pins == 0 }
@@ -150,7 +165,7 @@ func getBlob(blobs *bbolt.Bucket, h hash) (blobRecord, bool, error) {
 	if v == nil {
 		return blobRecord{}, false, nil
 	}
-	if len(v) != 40 && len(v) != blobRecordV1 {
+	if len(v) != 48 && len(v) != 40 && len(v) != blobRecordV1 {
 		return blobRecord{}, false, fmt.Errorf("corrupt blob record %x", h)
 	}
 	b := blobRecord{
@@ -158,14 +173,29 @@ func getBlob(blobs *bbolt.Bucket, h hash) (blobRecord, bool, error) {
 		Refs:      binary.BigEndian.Uint64(v[8:]),
 		ChunkSize: int64(binary.BigEndian.Uint64(v[16:])),
 	}
-	if len(v) == 40 {
+	if len(v) >= 40 {
 		b.Pins = binary.BigEndian.Uint64(v[24:])
 		b.Use = binary.BigEndian.Uint64(v[32:])
+	}
+	if len(v) == 48 {
+		b.Versions = binary.BigEndian.Uint64(v[40:])
 	}
 	if b.Size < 0 || b.ChunkSize <= 0 {
 		return blobRecord{}, false, fmt.Errorf("corrupt blob record %x", h)
 	}
 	return b, true, nil
+}
+
+// versionKey is the key in the versions bucket of p's version written at
+// revision rev.
+func versionKey(p string, rev uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(treeKey(p), 0), rev)
+}
+
+// versionRef is the key in the refs bucket saying that p's version
+// written at rev uses blob h.
+func versionRef(h hash, p string, rev uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(refKey(h, p), 0), rev)
 }
 
 // lruKey is blob h's key in the lru bucket.

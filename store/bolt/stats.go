@@ -40,6 +40,9 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 		Expiries:      c.Expiries,
 		Hits:          s.uses.hits.Load(),
 		Misses:        s.uses.misses.Load(),
+		Versions:      c.Versions,
+		HeldBytes:     c.Held,
+		Snapshots:     c.Snapshots,
 		MaxStoreBytes: s.opts.MaxStoreBytes,
 		MaxFileBytes:  s.opts.MaxFileBytes,
 	}, nil

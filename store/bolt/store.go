@@ -265,5 +265,5 @@ func pathErr(op, path string, err error) error {
 
 // limits are the size limits check applies.
 func (s *Store) limits() check.Limits {
-	return check.Limits{MaxFileBytes: s.opts.MaxFileBytes, MaxStoreBytes: s.opts.MaxStoreBytes}
+	return check.Limits{MaxFileBytes: s.opts.MaxFileBytes, MaxStoreBytes: s.opts.MaxStoreBytes, KeepVersions: s.opts.KeepVersions}
 }

@@ -15,7 +15,8 @@ import (
 const expireBatch = 1000
 
 // ExpireEntries removes the files whose Expires has passed, by the store's
-// clock, and that are not pinned, and returns how many it removed. Each is
+// clock, and that are not pinned, and returns how many it removed; then
+// the snapshots that expired, as DeleteSnapshot would. Each is
 // removed as Remove would: an EventRemoved, implicit parents left empty
 // removed too, the content released. Pinned files never expire. The
 // store's sweeper calls it every Options.SweepInterval when something is
@@ -53,7 +54,11 @@ func (s *Store) ExpireEntries(ctx context.Context) (int, error) {
 			}
 			n = len(due)
 			w.c.Expiries += int64(n)
-			return nil
+			if more {
+				return nil
+			}
+			_, err := rules.ExpireSnapshots(w)
+			return err
 		})
 		if err != nil {
 			return total, err
@@ -71,7 +76,12 @@ func (s *Store) expiryDue() (bool, error) {
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		k, _ := tx.Bucket(bucketExpiry).Cursor().First()
 		due = k != nil && !expiryKeyTime(k).After(s.now())
-		return nil
+		if due {
+			return nil
+		}
+		snaps, err := readSnapshots(tx)
+		due = rules.SnapshotsDue(snaps, s.now())
+		return err
 	})
 	return due, dbErr(err)
 }

@@ -66,7 +66,7 @@ type wtx struct {
 	s                                 *Store
 	tx                                *bbolt.Tx
 	meta, tree, blobs, chunks, orphan *bbolt.Bucket
-	lru, refs, expiry                 *bbolt.Bucket
+	lru, refs, expiry, versions       *bbolt.Bucket
 	chunkSize                         int64
 	now                               time.Time // the transaction's clock
 
@@ -132,6 +132,7 @@ func (s *Store) begin(tx *bbolt.Tx) (*wtx, error) {
 		lru:       tx.Bucket(bucketLRU),
 		refs:      tx.Bucket(bucketRefs),
 		expiry:    tx.Bucket(bucketExpiry),
+		versions:  tx.Bucket(bucketVersions),
 		chunkSize: int64(s.opts.ChunkSize),
 	}
 	w.now = s.now()

@@ -135,7 +135,7 @@ func (t *txn) evict(sum string, ev *store.Evictions) error {
 		}
 	}
 	slices.Sort(users)
-	return rules.Evict(t, sum, b.Size, b.Refs, users, ev)
+	return rules.Evict(t, sum, b.Size, b.Refs, users, nil, ev)
 }
 
 // PutBatch stores several whole files in one atomic batch (see

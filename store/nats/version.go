@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/rules"
 )
 
 // errVersions is what the version methods answer until this store keeps
@@ -42,3 +43,24 @@ func (s *Store) DeleteSnapshot(ctx context.Context, name string) error { return 
 
 // Snapshots is store.Versions.Snapshots.
 func (s *Store) Snapshots(ctx context.Context) ([]store.Snapshot, error) { return nil, errVersions }
+
+// Versions returns no versions: this store keeps none yet.
+func (t *txn) Versions(p string) ([]rules.Version, error) { return nil, nil }
+
+// HeldWithin returns no versions: this store keeps none yet.
+func (t *txn) HeldWithin(dir string) ([]rules.Version, error) { return nil, nil }
+
+// SetVersion fails: this store keeps no versions yet.
+func (t *txn) SetVersion(v rules.Version) error { return errVersions }
+
+// DropVersion fails: this store keeps no versions yet.
+func (t *txn) DropVersion(v rules.Version) error { return errVersions }
+
+// Snapshots returns none: this store keeps none yet.
+func (t *txn) Snapshots() ([]store.Snapshot, error) { return nil, nil }
+
+// SetSnapshot fails: this store keeps no snapshots yet.
+func (t *txn) SetSnapshot(name string, s *store.Snapshot) error { return errVersions }
+
+// Revision is the revision of the last entry change the host applied.
+func (t *txn) Revision() uint64 { return t.st.entryRev }

@@ -48,7 +48,7 @@ type Expirer interface {
 
 // RunAll runs the whole conformance suite: every subtest of Run, with
 // stores opened with a zero Config, and the subtests that need limits or
-// a controlled clock: Limits, Eviction, Expiry, Stats, DirTimes, PutBatch, (for a store.Streamer) PutStream and PutStreams, and (for a store.UploadAdmin) UploadAdmin. Each subtest
+// a controlled clock: Limits, Eviction, Expiry, Stats, DirTimes, PutBatch, (for a store.Streamer) PutStream and PutStreams, (for a store.UploadAdmin) UploadAdmin, and Versions. Each subtest
 // opens its own store.
 func RunAll(t *testing.T, open Opener) {
 	Run(t, func(t *testing.T) store.Store { return open(t, Config{}) })
@@ -61,6 +61,7 @@ func RunAll(t *testing.T, open Opener) {
 	t.Run("PutStream", func(t *testing.T) { testPutStream(t, open) })
 	t.Run("PutStreams", func(t *testing.T) { testPutStreams(t, open) })
 	t.Run("UploadAdmin", func(t *testing.T) { testUploadAdmin(t, open) })
+	t.Run("Versions", func(t *testing.T) { testVersions(t, open) })
 }
 
 // Run runs the part of the conformance suite that needs no configuration

@@ -91,10 +91,14 @@ func Hash(s string) error {
 	return nil
 }
 
-// Limits are a store's size limits, in bytes; 0 means none.
+// Limits are a store's size limits, in bytes (0 means none), and the
+// history it keeps.
 type Limits struct {
 	MaxFileBytes  int64 // one file's content
 	MaxStoreBytes int64 // all stored content
+	// KeepVersions is how many superseded versions of each file are kept
+	// besides the live one (store.Versions); 0: none.
+	KeepVersions int
 }
 
 // Size fails with store.ErrLimit for content of size bytes that can never

@@ -11,10 +11,21 @@ import (
 // Evict drops content sum, of size bytes and refs references, for
 // Txn.MakeRoom: each file among users (the paths that may use it, in
 // order) that does becomes a placeholder, its other metadata kept, with
-// an EventEvicted, and is recorded in ev. They must account for every
-// reference; a pinned one is never evictable content's.
-func Evict(t Txn, sum string, size int64, refs uint64, users []string, ev *store.Evictions) error {
+// an EventEvicted, and is recorded in ev; each of versions (those using
+// it) is dropped from its path's history. They must account for every
+// reference; a pinned file or a held version never uses evictable
+// content. The caller has made sure no snapshot holds a user (Holds).
+func Evict(t Txn, sum string, size int64, refs uint64, users []string, versions []Version, ev *store.Evictions) error {
 	n := uint64(0)
+	for _, v := range versions {
+		if v.Held || entryrec.PresentSum(v.Rec) != sum {
+			return fmt.Errorf("corrupt store: version %s@%d does not use evictable content %s", v.Path, v.Rec.Revision, sum)
+		}
+		if err := drop(t, v); err != nil {
+			return err
+		}
+		n++
+	}
 	for _, p := range users {
 		r, err := t.Get(p)
 		if err != nil {

@@ -31,6 +31,9 @@ func (c *copied) result() store.CopyResult {
 func transferIn(t Txn, tr transfer.Transfer) (*copied, error) {
 	fail := func(p string, err error) (*copied, error) { return nil, check.PathError(tr.Op(), p, err) }
 	src, err := t.Get(tr.From)
+	if tr.FromRevision != 0 && err == nil {
+		src, err = At(t, tr.From, tr.FromRevision)
+	}
 	if err != nil {
 		return fail(tr.From, err)
 	}
@@ -84,11 +87,11 @@ func transferIn(t Txn, tr transfer.Transfer) (*copied, error) {
 	// new entries took over.
 	slices.Reverse(below)
 	for _, d := range below {
-		if err := remove(t, d.Path, d.Rec); err != nil {
+		if err := remove(t, d.Path, d.Rec, false); err != nil {
 			return fail(d.Path, err)
 		}
 	}
-	if err := remove(t, tr.From, src); err != nil {
+	if err := remove(t, tr.From, src, false); err != nil {
 		return fail(tr.From, err)
 	}
 	if err := prune(t, tr.From); err != nil {

@@ -35,26 +35,33 @@ func parents(t Txn, p string, create bool) error {
 	return nil
 }
 
-// write is t.Put of next over old (nil: none) at p. The directory
-// holding p changes its times when the write creates p or gives it new
-// content, as a create or a rename-replace moves them on a local
-// filesystem (the mount shows an update so); a change of metadata alone,
-// or an eviction, leaves them.
+// write is t.Put of next over old (nil: none) at p, old retained as a
+// version (see retain). The directory holding p changes its times when
+// the write creates p or gives it new content, as a create or a
+// rename-replace moves them on a local filesystem (the mount shows an
+// update so); a change of metadata alone, or an eviction, leaves them.
 func write(t Txn, kind store.EventKind, p string, old *entryrec.Record, next entryrec.Record) (*entryrec.Record, error) {
 	kept, err := t.Put(kind, p, next)
-	if err == nil && (kind == store.EventCreated || entryrec.NewContent(old, &next)) {
+	if err != nil {
+		return nil, err
+	}
+	if kind == store.EventCreated || entryrec.NewContent(old, &next) {
 		t.TouchDir(p)
 	}
-	return kept, err
+	return kept, retain(t, p, old, &next, true)
 }
 
 // remove deletes the entry r at p, dropping its content reference and
-// moving its directory's times.
-func remove(t Txn, p string, r *entryrec.Record) error {
+// moving its directory's times. r is retained as a version when a
+// snapshot holds it or, with history set, as the path's history.
+func remove(t Txn, p string, r *entryrec.Record, history bool) error {
 	if err := t.Delete(p, r); err != nil {
 		return err
 	}
 	t.TouchDir(p)
+	if err := retain(t, p, r, nil, history); err != nil {
+		return err
+	}
 	if sum := entryrec.PresentSum(r); sum != "" {
 		return t.Unref(sum)
 	}
@@ -73,7 +80,7 @@ func prune(t Txn, p string) error {
 		if has, err := t.HasChildren(dirs[i]); err != nil || has {
 			return err
 		}
-		if err := remove(t, dirs[i], r); err != nil {
+		if err := remove(t, dirs[i], r, false); err != nil {
 			return err
 		}
 	}
@@ -109,21 +116,23 @@ func removeIn(t Txn, req store.RemoveRequest) error {
 				return err
 			}
 			for _, d := range below {
-				if err := remove(t, d.Path, d.Rec); err != nil {
+				if err := remove(t, d.Path, d.Rec, true); err != nil {
 					return err
 				}
 			}
 		}
 	}
-	if err := remove(t, p, r); err != nil {
+	if err := remove(t, p, r, true); err != nil {
 		return err
 	}
 	return prune(t, p)
 }
 
-// Expire removes the expired file r at p, as Remove would.
+// Expire removes the expired file r at p, as Remove would, but keeps no
+// history of it: its content has outlived its time. A snapshot that holds
+// it keeps it.
 func Expire(t Txn, p string, r *entryrec.Record) error {
-	if err := remove(t, p, r); err != nil {
+	if err := remove(t, p, r, false); err != nil {
 		return err
 	}
 	return prune(t, p)

@@ -58,9 +58,34 @@ type Txn interface {
 	// again, or fails with store.ErrLimit.
 	MakeRoom(keep string) (store.Evictions, error)
 
+	// Versions returns the versions of p the store retains, newest
+	// first.
+	Versions(p string) ([]Version, error)
+	// HeldWithin returns the held versions of dir and the paths below it.
+	HeldWithin(dir string) ([]Version, error)
+	// SetVersion writes version v, new or with Held changed. A new one
+	// (Until 0) is the record this transaction's last change of v.Path
+	// replaced or removed: that change's revision becomes its Until (in
+	// nats once the commit assigns it). The store keeps its indexes in
+	// step: a held version's content counts as pinned, and every
+	// version as a user of its content (Evict's versions, and
+	// store.Stats.HeldBytes); the content reference is the caller's.
+	SetVersion(v Version) error
+	// DropVersion deletes version v; its content reference is the
+	// caller's to drop.
+	DropVersion(v Version) error
+	// Snapshots are the snapshots as of the transaction, by name.
+	Snapshots() ([]store.Snapshot, error)
+	// SetSnapshot writes the snapshot s, or with s nil deletes the one
+	// named name.
+	SetSnapshot(name string, s *store.Snapshot) error
+	// Revision is the store's revision: every entry committed before the
+	// transaction has a revision at most this.
+	Revision() uint64
+
 	// Now is the transaction's clock: one reading for all its changes.
 	Now() time.Time
-	// Limits are the store's size limits.
+	// Limits are the store's size limits and its KeepVersions.
 	Limits() check.Limits
 }
 

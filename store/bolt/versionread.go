@@ -1,0 +1,186 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
+	"github.com/depotfs/depotfs/store/internal/rules"
+	bbolt "go.etcd.io/bbolt"
+)
+
+// recordAt returns the record of p at revision rev (see rules.At): the
+// live one when it is that old, else the newest version written by rev,
+// if it was not replaced by then; nil when there is none.
+func recordAt(tx *bbolt.Tx, p string, rev uint64) (*record, error) {
+	r, err := getEntry(tx.Bucket(bucketTree), p)
+	if err != nil || (r != nil && r.Revision <= rev) {
+		return r, err
+	}
+	prefix := append(treeKey(p), 0)
+	c := tx.Bucket(bucketVersions).Cursor()
+	var k, v []byte
+	if rev == math.MaxUint64 {
+		k, v = c.Seek(append(treeKey(p), 1))
+	} else {
+		k, v = c.Seek(versionKey(p, rev+1))
+	}
+	if k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	if k == nil || !bytes.HasPrefix(k, prefix) || len(k) != len(prefix)+8 || versionUntil(v) <= rev {
+		return nil, nil
+	}
+	ver, err := decodeVersion(k, v)
+	return ver.Rec, err
+}
+
+// view runs fn in a read transaction for the operation op on path.
+func (s *Store) view(ctx context.Context, op, path string, fn func(tx *bbolt.Tx) error) error {
+	if err := check.Path(op, path); err != nil {
+		return err
+	}
+	if err := s.check(ctx); err != nil {
+		return pathErr(op, path, err)
+	}
+	return pathErr(op, path, s.db.View(fn))
+}
+
+// StatAt is Stat of the tree as of revision rev (see store.Versions). It
+// is safe for concurrent use.
+func (s *Store) StatAt(ctx context.Context, path string, rev uint64) (store.Entry, error) {
+	var e store.Entry
+	err := s.view(ctx, "stat", path, func(tx *bbolt.Tx) error {
+		var err error
+		e, err = statAt(tx, path, rev)
+		return err
+	})
+	return e, err
+}
+
+func statAt(tx *bbolt.Tx, p string, rev uint64) (store.Entry, error) {
+	if p == depotpath.Root {
+		return statRoot(tx.Bucket(bucketMeta))
+	}
+	r, err := recordAt(tx, p, rev)
+	if err != nil {
+		return store.Entry{}, err
+	}
+	if r == nil {
+		return store.Entry{}, store.ErrNotExist
+	}
+	return r.Entry(p), nil
+}
+
+// ReadDirAt is ReadDir of the tree as of revision rev: the live children
+// that old and the versions visible at rev, sorted by name. It is safe for
+// concurrent use.
+func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.Entry, error) {
+	var out []store.Entry
+	err := s.view(ctx, "readdir", dir, func(tx *bbolt.Tx) error {
+		e, err := statAt(tx, dir, rev)
+		if err != nil {
+			return err
+		}
+		if !e.IsDir() {
+			return store.ErrNotDir
+		}
+		prefix := dirPrefix(dir)
+		c := tx.Bucket(bucketTree).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var r record
+			if err := decodeInto(&r, v); err != nil {
+				return err
+			}
+			if r.Revision <= rev {
+				out = append(out, r.Entry(keyPath(k)))
+			}
+		}
+		live := len(out)
+		c = tx.Bucket(bucketVersions).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if u64(k[len(k)-8:]) > rev || versionUntil(v) <= rev {
+				continue
+			}
+			ver, err := decodeVersion(k, v)
+			if err != nil {
+				return err
+			}
+			out = append(out, ver.Entry())
+		}
+		if len(out) > live {
+			slices.SortFunc(out, func(a, b store.Entry) int { return strings.Compare(a.Path, b.Path) })
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OpenAt is Open of the file as it was at revision rev. It is safe for
+// concurrent use.
+func (s *Store) OpenAt(ctx context.Context, path string, rev uint64) (store.Content, error) {
+	return s.open(ctx, "open", path, func(tx *bbolt.Tx) (*record, error) { return recordAt(tx, path, rev) })
+}
+
+// History returns path's live entry and retained versions, newest first
+// (see store.Versions). It is safe for concurrent use.
+func (s *Store) History(ctx context.Context, path string) ([]store.Entry, error) {
+	var out []store.Entry
+	err := s.view(ctx, "history", path, func(tx *bbolt.Tx) error {
+		r, err := getEntry(tx.Bucket(bucketTree), path)
+		if err != nil {
+			return err
+		}
+		if r != nil {
+			out = append(out, r.Entry(path))
+		}
+		vs, err := versionsOf(tx.Bucket(bucketVersions), path)
+		for _, v := range vs {
+			out = append(out, v.Entry())
+		}
+		if err == nil && len(out) == 0 {
+			err = store.ErrNotExist
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// CreateSnapshot holds the current revision (see rules.CreateSnapshot).
+// It is safe for concurrent use.
+func (s *Store) CreateSnapshot(ctx context.Context, req store.SnapshotRequest) (store.Snapshot, error) {
+	return rules.CreateSnapshot(ctx, committer{s}, req)
+}
+
+// DeleteSnapshot releases a snapshot (see rules.DeleteSnapshot). It is
+// safe for concurrent use.
+func (s *Store) DeleteSnapshot(ctx context.Context, name string) error {
+	return rules.DeleteSnapshot(ctx, committer{s}, name)
+}
+
+// Snapshots lists the snapshots by name. It is safe for concurrent use.
+func (s *Store) Snapshots(ctx context.Context) ([]store.Snapshot, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	var out []store.Snapshot
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		var err error
+		out, err = readSnapshots(tx)
+		return err
+	})
+	return out, dbErr(err)
+}

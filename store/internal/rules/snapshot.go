@@ -1,0 +1,175 @@
+package rules
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
+)
+
+// CreateSnapshot is store.Versions.CreateSnapshot: one snapshot record,
+// holding the revision the transaction starts from. What it holds is
+// decided as each later change replaces a record (retain), so creating
+// one costs the same whatever the size of the tree.
+func CreateSnapshot(ctx context.Context, c Committer, req store.SnapshotRequest) (store.Snapshot, error) {
+	prefix, err := check.Snapshot(req)
+	if err != nil {
+		return store.Snapshot{}, err
+	}
+	var out store.Snapshot
+	err = c.Update(ctx, func(t Txn) error {
+		snaps, err := t.Snapshots()
+		if err != nil {
+			return err
+		}
+		if find(snaps, req.Name) >= 0 {
+			return fmt.Errorf("snapshot %s: %w", req.Name, store.ErrExist)
+		}
+		if r, err := t.Get(prefix); err != nil || (r == nil && prefix != depotpath.Root) {
+			return check.PathError("snapshot", prefix, cmp.Or(err, store.ErrNotExist))
+		}
+		out = store.Snapshot{Name: req.Name, Prefix: prefix, Revision: t.Revision(), Created: t.Now(),
+			Writer: req.Writer, Expires: entryrec.UTC(req.Expires)}
+		return t.SetSnapshot(req.Name, &out)
+	})
+	if err != nil {
+		return store.Snapshot{}, err
+	}
+	return out, nil
+}
+
+// DeleteSnapshot is store.Versions.DeleteSnapshot: the snapshot's record
+// deleted and its hold released (see release) in one transaction.
+func DeleteSnapshot(ctx context.Context, c Committer, name string) error {
+	if err := check.SnapshotName(name); err != nil {
+		return err
+	}
+	return c.Update(ctx, func(t Txn) error {
+		snaps, err := t.Snapshots()
+		if err != nil {
+			return err
+		}
+		i := find(snaps, name)
+		if i < 0 {
+			return fmt.Errorf("snapshot %s: %w", name, store.ErrNotExist)
+		}
+		return unhold(t, snaps, i)
+	})
+}
+
+// ExpireSnapshots deletes the snapshots whose Expires has passed by the
+// transaction's clock, as DeleteSnapshot would, and returns how many.
+func ExpireSnapshots(t Txn) (int, error) {
+	snaps, err := t.Snapshots()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := 0; i < len(snaps); {
+		if e := snaps[i].Expires; e.IsZero() || e.After(t.Now()) {
+			i++
+			continue
+		}
+		if err := unhold(t, snaps, i); err != nil {
+			return n, err
+		}
+		snaps = slices.Delete(snaps, i, i+1)
+		n++
+	}
+	return n, nil
+}
+
+// SnapshotsDue reports whether one of snaps has expired by now.
+func SnapshotsDue(snaps []store.Snapshot, now time.Time) bool {
+	for _, s := range snaps {
+		if !s.Expires.IsZero() && !s.Expires.After(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// unhold deletes snaps[i] and releases what it held.
+func unhold(t Txn, snaps []store.Snapshot, i int) error {
+	s := snaps[i]
+	if err := t.SetSnapshot(s.Name, nil); err != nil {
+		return err
+	}
+	return release(t, s, slices.Delete(slices.Clone(snaps), i, i+1))
+}
+
+func find(snaps []store.Snapshot, name string) int {
+	return slices.IndexFunc(snaps, func(s store.Snapshot) bool { return s.Name == name })
+}
+
+// Holds is what eviction asks of the snapshots: whether content a live
+// file uses is held (the file is as a snapshot saw it, so the snapshot
+// needs its bytes), and, when a write cannot fit, which snapshots to
+// delete.
+type Holds struct {
+	snaps []store.Snapshot
+	bytes map[string]int64 // bytes held, by snapshot name, as found
+}
+
+// NewHolds reads the snapshots of t.
+func NewHolds(t Txn) (*Holds, error) {
+	snaps, err := t.Snapshots()
+	return &Holds{snaps: snaps, bytes: map[string]int64{}}, err
+}
+
+// Any reports whether there is a snapshot at all.
+func (h *Holds) Any() bool { return len(h.snaps) > 0 }
+
+// Held reports whether a snapshot holds the live file r at p, whose
+// content has size bytes, counting them against the snapshot.
+func (h *Holds) Held(p string, r *entryrec.Record, size int64) bool {
+	if len(h.snaps) == 0 {
+		return false
+	}
+	s := holder(h.snaps, p, r.Revision)
+	if s != nil {
+		h.bytes[s.Name] += size
+	}
+	return s != nil
+}
+
+// Limit adds to err, a store.ErrLimit from eviction, the snapshots that
+// hold the most bytes: the held versions under each, and the live
+// content Held found. Other errors, and a store without snapshots, keep
+// err as it is.
+func (h *Holds) Limit(t Txn, err error) error {
+	if len(h.snaps) == 0 {
+		return err
+	}
+	for _, s := range h.snaps {
+		vs, verr := t.HeldWithin(s.Prefix)
+		if verr != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, v := range vs {
+			if sum := entryrec.PresentSum(v.Rec); sum != "" && v.Visible(s.Revision) && !seen[sum] {
+				seen[sum] = true
+				h.bytes[s.Name] += v.Rec.Size
+			}
+		}
+	}
+	names := make([]string, 0, len(h.snaps))
+	for _, s := range h.snaps {
+		names = append(names, s.Name)
+	}
+	slices.SortStableFunc(names, func(a, b string) int { return cmp.Compare(h.bytes[b], h.bytes[a]) })
+	const most = 5
+	list := make([]string, 0, most)
+	for _, n := range names[:min(most, len(names))] {
+		list = append(list, fmt.Sprintf("%s (%d bytes)", n, h.bytes[n]))
+	}
+	return fmt.Errorf("%w; snapshots hold the rest: delete one of %s to make room", err, strings.Join(list, ", "))
+}

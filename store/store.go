@@ -212,8 +212,12 @@ type UploadProgress struct {
 	Received int   // distinct chunks stored so far
 	Count    int   // chunks announced
 	Bytes    int64 // bytes received so far
-	Complete bool
-	Result   PutResult // set when Complete
+	// ChunkSHA256 is the hash of the chunk just stored, in lowercase hex,
+	// as the store computed it to check and key the chunk: a caller that
+	// reports it need not hash the chunk again.
+	ChunkSHA256 string
+	Complete    bool
+	Result      PutResult // set when Complete
 }
 
 // Declaration is one file or directory an agent says it has. For a file

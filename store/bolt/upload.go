@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -94,6 +95,7 @@ func (s *Store) PutChunk(ctx context.Context, c store.Chunk) (store.UploadProgre
 	if err != nil {
 		return store.UploadProgress{}, pathErr("putchunk", p, err)
 	}
+	prog.ChunkSHA256 = hex.EncodeToString(sum[:])
 	if !ready {
 		return prog, nil
 	}

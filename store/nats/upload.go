@@ -75,6 +75,7 @@ func (s *Store) PutChunk(ctx context.Context, c store.Chunk) (store.UploadProgre
 		}
 		return store.UploadProgress{}, check.PathError("putchunk", p, err)
 	}
+	prog.ChunkSHA256 = sum
 	if !ready {
 		return prog, nil
 	}

@@ -45,7 +45,8 @@ func testPutChunk(t *testing.T, open func(t *testing.T) store.Store) {
 				received++
 				wantBytes += int64(len(parts[i]))
 			}
-			if prog.Complete || prog.Received != received || prog.Count != 5 || prog.UploadID != "u1" || prog.Path != file.Path || prog.Bytes != wantBytes {
+			if prog.Complete || prog.Received != received || prog.Count != 5 || prog.UploadID != "u1" || prog.Path != file.Path || prog.Bytes != wantBytes ||
+				prog.ChunkSHA256 != Sum(parts[i]) {
 				t.Errorf("after chunk %d: %+v, want %d received, %d bytes", i, prog, received, wantBytes)
 			}
 			if _, err := s.Stat(t.Context(), file.Path); err == nil {
@@ -56,7 +57,7 @@ func testPutChunk(t *testing.T, open func(t *testing.T) store.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !prog.Complete || prog.Received != 5 || prog.Result.Status != store.StatusCreated {
+		if !prog.Complete || prog.Received != 5 || prog.Result.Status != store.StatusCreated || prog.ChunkSHA256 != Sum(parts[2]) {
 			t.Fatalf("after the last chunk: %+v", prog)
 		}
 		e := prog.Result.Entry

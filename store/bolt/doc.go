@@ -22,6 +22,9 @@
 //     last reference while a Content still read it, or content being
 //     staged by an upload. Swept when the last reader is done, or on Open
 //     after a crash.
+//   - versions: the retained versions of entries (records a write
+//     replaced or removed, kept for a snapshot or a path's history), keyed
+//     tree key + NUL + revision; snapshots: one JSON record per snapshot.
 //   - lru, refs, expiry: indexes derived from the tree and the blobs, kept
 //     in step by the transactions that change them: the evictable blobs
 //     by last use, the files using each blob, the unpinned files by expiry

@@ -9,7 +9,8 @@
 //   - <prefix>-tree, a KV bucket (history 1): one key per entry, per
 //     stored content (its size, chunk size, generation and reference and
 //     pin counts), per chunked upload, per dropped content awaiting chunk
-//     deletion, and the cumulative counters. An entry's revision is the KV
+//     deletion, per retained version of an entry, per snapshot, and the
+//     cumulative counters. An entry's revision is the KV
 //     revision of the message that wrote it.
 //   - <prefix>-chunks, a stream: one subject per chunk of at most
 //     1 MiB (less when the servers' max_payload is 1 MiB:

@@ -81,6 +81,10 @@ func (t *txn) MakeRoom(keep string) (store.Evictions, error) {
 		use  uint64
 		size int64
 	}
+	holds, err := rules.NewHolds(t)
+	if err != nil {
+		return store.Evictions{}, err
+	}
 	var cands []cand
 	seen := map[string]bool{keep: true}
 	consider := func(sum string) {
@@ -88,7 +92,7 @@ func (t *txn) MakeRoom(keep string) (store.Evictions, error) {
 			return
 		}
 		seen[sum] = true
-		if b := t.blob(sum); b != nil && b.evictable() {
+		if b := t.blob(sum); b != nil && b.evictable() && !t.held(holds, sum, b.Size) {
 			cands = append(cands, cand{sum, t.s.uses.order(sum), b.Size})
 		}
 	}
@@ -114,7 +118,7 @@ func (t *txn) MakeRoom(keep string) (store.Evictions, error) {
 	}
 	ev, err := evictplan.MakeRoom(t.stored, staged, limit, next, t.evict)
 	if err != nil {
-		return store.Evictions{}, err
+		return store.Evictions{}, holds.Limit(t, err)
 	}
 	t.c.Evictions += int64(ev.Count)
 	t.c.EvictedBytes += ev.Bytes
@@ -125,6 +129,13 @@ func (t *txn) MakeRoom(keep string) (store.Evictions, error) {
 // (see rules.Evict).
 func (t *txn) evict(sum string, ev *store.Evictions) error {
 	b := t.blob(sum)
+	users, versions := t.users(sum)
+	return rules.Evict(t, sum, b.Size, b.Refs, users, versions, ev)
+}
+
+// users returns the paths that may use content sum and the versions that
+// do, as of the transaction.
+func (t *txn) users(sum string) ([]string, []rules.Version) {
 	var users []string
 	for p := range t.st.refs[sum] {
 		users = append(users, p)
@@ -135,7 +146,33 @@ func (t *txn) evict(sum string, ev *store.Evictions) error {
 		}
 	}
 	slices.Sort(users)
-	return rules.Evict(t, sum, b.Size, b.Refs, users, nil, ev)
+	var versions []rules.Version
+	for k := range t.st.vrefs[sum] {
+		if v := t.version(k); v != nil {
+			versions = append(versions, *v)
+		}
+	}
+	for k, ch := range t.vers {
+		if !ch.del && t.st.vkeys[k] == nil && entryrec.PresentSum(ch.v.Rec) == sum {
+			versions = append(versions, ch.v)
+		}
+	}
+	return users, versions
+}
+
+// held reports whether a snapshot holds a live file using content sum
+// (holds counts its size against the snapshot).
+func (t *txn) held(holds *rules.Holds, sum string, size int64) bool {
+	if !holds.Any() {
+		return false
+	}
+	users, _ := t.users(sum)
+	for _, p := range users {
+		if r := t.get(p); r != nil && entryrec.PresentSum(r.rec()) == sum && holds.Held(p, r.rec(), size) {
+			return true
+		}
+	}
+	return false
 }
 
 // PutBatch stores several whole files in one atomic batch (see

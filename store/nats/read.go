@@ -88,6 +88,11 @@ func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) 
 // its bytes after the file changes, on this host until it is closed, and
 // from another host for Options.GCDelay. It is safe for concurrent use.
 func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
+	return s.openRecord(ctx, path, func(st *state) *entryrec.Record { return st.entries[path].rec() })
+}
+
+// openRecord is Open of the record get finds in the state.
+func (s *Store) openRecord(ctx context.Context, path string, get func(st *state) *entryrec.Record) (store.Content, error) {
 	if err := check.Path("open", path); err != nil {
 		return nil, err
 	}
@@ -102,7 +107,7 @@ func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
 	s.view.mu.RLock()
 	defer s.view.mu.RUnlock()
 	st := s.view.st
-	r := st.entries[path]
+	r := get(st)
 	switch {
 	case r == nil:
 		return nil, check.PathError("open", path, store.ErrNotExist)

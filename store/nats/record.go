@@ -20,6 +20,8 @@ import (
 //	d.<content sha256>           the bytes of a small blob stored inline (raw)
 //	g.<content sha256>.<gen>     chunks of a dropped blob awaiting deletion (gcRecord)
 //	u.<sha256 of the upload id>  a chunked upload (uploadRecord)
+//	v.<sha256 of the path>.<rev> a retained version written at rev (versionRecord)
+//	s.<sha256 of the name>       a snapshot (store.Snapshot)
 //	m.counters                   the store-wide cumulative counters
 //	m.root                       the root directory's times
 //
@@ -96,8 +98,13 @@ type blobRecord struct {
 	ChunkSize int64  `json:"cs"`
 	Gen       string `json:"g"`          // genInline: the bytes are at d.<sha256>
 	Refs      uint64 `json:"r"`          // present files using the blob
-	Pins      uint64 `json:"p,omitzero"` // pinned present files using it
+	Pins      uint64 `json:"p,omitzero"` // pinned present files and held versions using it
+	Versions  uint64 `json:"v,omitzero"` // retained versions among the Refs
 }
+
+// heldOnly reports whether only retained versions use the blob
+// (store.Stats.HeldBytes).
+func (b *blobRecord) heldOnly() bool { return b.Refs > 0 && b.Refs == b.Versions }
 
 func (b *blobRecord) evictable() bool { return b.Refs > 0 && b.Pins == 0 }
 

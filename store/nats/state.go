@@ -25,6 +25,7 @@ type state struct {
 	counters counters
 	rootTime time.Time
 	cache    *chunkCache // where inline content goes as it is applied
+	vstate               // retained versions and snapshots
 
 	counts                entryrec.Counts
 	stored, nblobs        int64
@@ -41,6 +42,7 @@ func newState() *state {
 		blobs:    make(map[string]*blobRecord),
 		gcs:      make(map[string]*gcRecord),
 		uploads:  make(map[string]*uploadRecord),
+		vstate:   newVState(),
 	}
 }
 
@@ -94,6 +96,9 @@ func (st *state) setBlob(sum string, b *blobRecord) {
 	if old := st.blobs[sum]; old != nil && old.Refs > 0 {
 		st.stored -= old.Size
 		st.nblobs--
+		if old.heldOnly() {
+			st.held -= old.Size
+		}
 	}
 	if b == nil {
 		delete(st.blobs, sum)
@@ -103,6 +108,9 @@ func (st *state) setBlob(sum string, b *blobRecord) {
 	if b.Refs > 0 {
 		st.stored += b.Size
 		st.nblobs++
+		if b.heldOnly() {
+			st.held += b.Size
+		}
 	}
 }
 

@@ -437,7 +437,8 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 		StoredBytes: st.stored, LogicalBytes: st.counts.Logical, Blobs: st.nblobs,
 		Uploads: st.nuploads, UploadBytes: st.uploadBytes,
 		Evictions: st.counters.Evictions, EvictedBytes: st.counters.EvictedBytes, Expiries: st.counters.Expiries,
-		SweptChunks:   st.counters.SweptChunks,
+		SweptChunks: st.counters.SweptChunks,
+		Versions:    st.nversions(), HeldBytes: st.held, Snapshots: int64(len(st.snaps)),
 		MaxStoreBytes: s.opts.MaxStoreBytes, MaxFileBytes: s.opts.MaxFileBytes,
 	}
 	s.view.mu.RUnlock()
@@ -476,5 +477,5 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // limits are the size limits check applies.
 func (s *Store) limits() check.Limits {
-	return check.Limits{MaxFileBytes: s.opts.MaxFileBytes, MaxStoreBytes: s.opts.MaxStoreBytes}
+	return check.Limits{MaxFileBytes: s.opts.MaxFileBytes, MaxStoreBytes: s.opts.MaxStoreBytes, KeepVersions: s.opts.KeepVersions}
 }

@@ -3,6 +3,7 @@ package nats
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -16,7 +17,8 @@ const expireBatch = 200
 
 // ExpireEntries removes the unpinned files whose expiry time has passed by
 // the store's clock, with the implicit parents they leave empty, and
-// returns how many files it removed. Every host's sweeper runs it each
+// returns how many files it removed; then the snapshots that expired, as
+// DeleteSnapshot would. Every host's sweeper runs it each
 // Options.SweepInterval; concurrent runs on several hosts remove each file
 // once. It is safe for concurrent use.
 func (s *Store) ExpireEntries(ctx context.Context) (int, error) {
@@ -46,7 +48,11 @@ func (s *Store) ExpireEntries(ctx context.Context) (int, error) {
 				n++
 			}
 			t.c.Expiries += int64(n)
-			return nil
+			if more {
+				return nil
+			}
+			_, err := rules.ExpireSnapshots(t)
+			return err
 		}, nil)
 		if err != nil {
 			return total, err
@@ -134,7 +140,7 @@ func (s *Store) expiryDue() bool {
 			return true
 		}
 	}
-	return false
+	return rules.SnapshotsDue(slices.Collect(maps.Values(s.view.st.snaps)), now)
 }
 
 // sweeper runs expiry, upload expiry, chunk collection and the sweep of

@@ -45,6 +45,10 @@ type txn struct {
 	used     map[string]bool   // uploaded content the transaction references
 	touched  []string          // content used by the transaction (LRU)
 	dirs     map[string]bool   // directories whose times move (see TouchDir)
+
+	vers   map[string]*vchange        // version key → change
+	vOrder []string                   // version keys in the order of their first change
+	snaps  map[string]*store.Snapshot // snapshot name → new record; nil: deleted
 }
 
 // TouchDir notes that the directory holding p changed (see rules.Txn):
@@ -367,6 +371,9 @@ type savepoint struct {
 	used    map[string]bool
 	touched []string
 	dirs    map[string]bool
+	vers    map[string]*vchange
+	vOrder  []string
+	snaps   map[string]*store.Snapshot
 }
 
 // save returns the changes so far; records are never changed in place
@@ -377,6 +384,7 @@ func (t *txn) save() savepoint {
 		blobs: maps.Clone(t.blobs), bOrder: slices.Clone(t.bOrder),
 		uploads: maps.Clone(t.uploads), uOrder: slices.Clone(t.uOrder), gcDone: slices.Clone(t.gcDone), gcData: slices.Clone(t.gcData),
 		c: t.c, stored: t.stored, used: maps.Clone(t.used), touched: slices.Clone(t.touched), dirs: maps.Clone(t.dirs),
+		vers: maps.Clone(t.vers), vOrder: slices.Clone(t.vOrder), snaps: maps.Clone(t.snaps),
 	}
 }
 
@@ -385,6 +393,7 @@ func (t *txn) restore(sp savepoint) {
 	t.blobs, t.bOrder = sp.blobs, sp.bOrder
 	t.uploads, t.uOrder, t.gcDone, t.gcData = sp.uploads, sp.uOrder, sp.gcDone, sp.gcData
 	t.c, t.stored, t.used, t.touched, t.dirs = sp.c, sp.stored, sp.used, sp.touched, sp.dirs
+	t.vers, t.vOrder, t.snaps = sp.vers, sp.vOrder, sp.snaps
 }
 
 // Message headers the store adds to the tree bucket's messages.
@@ -516,6 +525,7 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 			return nil, err
 		}
 	}
+	seq := map[string]uint64{} // each changed path's message
 	for _, p := range t.order {
 		r := t.entries[p]
 		if r == nil {
@@ -525,6 +535,7 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 			if err := add(entryKey(p), nil); err != nil {
 				return nil, err
 			}
+			seq[p] = t.base + uint64(len(msgs))
 			continue
 		}
 		r.Revision = t.base + uint64(len(msgs)) + 1
@@ -534,9 +545,13 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 		if err := add(entryKey(p), r); err != nil {
 			return nil, err
 		}
+		seq[p] = r.Revision
 		if t.evicted[p] {
 			msgs[len(msgs)-1].Header.Set(hdrEvicted, "1")
 		}
+	}
+	if err := t.versionMessages(add, seq); err != nil {
+		return nil, err
 	}
 	// A completed upload keeps its result, entry revision included, to
 	// answer retried chunks.

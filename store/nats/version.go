@@ -1,66 +1,206 @@
 package nats
 
 import (
-	"context"
-	"errors"
+	"cmp"
 	"fmt"
+	"maps"
+	"slices"
 
+	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 	"github.com/depotfs/depotfs/store/internal/rules"
 )
 
-// errVersions is what the version methods answer until this store keeps
-// versions.
-var errVersions = fmt.Errorf("nats: versions and snapshots: %w", errors.ErrUnsupported)
-
-// StatAt is store.Versions.StatAt.
-func (s *Store) StatAt(ctx context.Context, path string, rev uint64) (store.Entry, error) {
-	return store.Entry{}, errVersions
+// vchange is a transaction's change to a version: written, or deleted.
+type vchange struct {
+	v   rules.Version
+	del bool
 }
 
-// ReadDirAt is store.Versions.ReadDirAt.
-func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.Entry, error) {
-	return nil, errVersions
+// version returns the version at key as of the transaction, nil when
+// absent.
+func (t *txn) version(key string) *rules.Version {
+	if ch, ok := t.vers[key]; ok {
+		if ch.del {
+			return nil
+		}
+		v := ch.v
+		return &v
+	}
+	if v := t.st.vkeys[key]; v != nil {
+		c := *v
+		return &c
+	}
+	return nil
 }
 
-// OpenAt is store.Versions.OpenAt.
-func (s *Store) OpenAt(ctx context.Context, path string, rev uint64) (store.Content, error) {
-	return nil, errVersions
+func (t *txn) setVersion(key string, ch *vchange) {
+	if t.vers == nil {
+		t.vers = map[string]*vchange{}
+	}
+	if _, ok := t.vers[key]; !ok {
+		t.vOrder = append(t.vOrder, key)
+	}
+	t.vers[key] = ch
 }
 
-// History is store.Versions.History.
-func (s *Store) History(ctx context.Context, path string) ([]store.Entry, error) {
-	return nil, errVersions
+// Versions returns p's versions as of the transaction, newest first.
+func (t *txn) Versions(p string) ([]rules.Version, error) {
+	var out []rules.Version
+	for _, v := range t.st.versions[p] {
+		if cur := t.version(versionKey(p, v.Rec.Revision)); cur != nil {
+			out = append(out, *cur)
+		}
+	}
+	for k, ch := range t.vers {
+		if !ch.del && ch.v.Path == p && t.st.vkeys[k] == nil {
+			out = append(out, ch.v)
+		}
+	}
+	slices.SortFunc(out, func(a, b rules.Version) int { return cmp.Compare(b.Rec.Revision, a.Rec.Revision) })
+	return out, nil
 }
 
-// CreateSnapshot is store.Versions.CreateSnapshot.
-func (s *Store) CreateSnapshot(ctx context.Context, req store.SnapshotRequest) (store.Snapshot, error) {
-	return store.Snapshot{}, errVersions
+// HeldWithin returns the held versions of dir and below, as of the
+// transaction.
+func (t *txn) HeldWithin(dir string) ([]rules.Version, error) {
+	var out []rules.Version
+	for k, v := range t.st.vkeys {
+		if _, changed := t.vers[k]; !changed && v.Held && depotpath.Within(v.Path, dir) {
+			out = append(out, *v)
+		}
+	}
+	for _, ch := range t.vers {
+		if !ch.del && ch.v.Held && depotpath.Within(ch.v.Path, dir) {
+			out = append(out, ch.v)
+		}
+	}
+	return out, nil
 }
 
-// DeleteSnapshot is store.Versions.DeleteSnapshot.
-func (s *Store) DeleteSnapshot(ctx context.Context, name string) error { return errVersions }
+// SetVersion writes version v; a new one's Until is the revision
+// messages gives the change of its path.
+func (t *txn) SetVersion(v rules.Version) error {
+	key := versionKey(v.Path, v.Rec.Revision)
+	old := t.version(key)
+	if old != nil {
+		v.Until = old.Until
+	}
+	if err := t.countVersion(old, &v); err != nil {
+		return err
+	}
+	t.setVersion(key, &vchange{v: v})
+	return nil
+}
 
-// Snapshots is store.Versions.Snapshots.
-func (s *Store) Snapshots(ctx context.Context) ([]store.Snapshot, error) { return nil, errVersions }
+// DropVersion deletes version v.
+func (t *txn) DropVersion(v rules.Version) error {
+	key := versionKey(v.Path, v.Rec.Revision)
+	if err := t.countVersion(t.version(key), nil); err != nil {
+		return err
+	}
+	t.setVersion(key, &vchange{v: v, del: true})
+	return nil
+}
 
-// Versions returns no versions: this store keeps none yet.
-func (t *txn) Versions(p string) ([]rules.Version, error) { return nil, nil }
+// countVersion keeps the version and pin counts of the content of a
+// version changing from old to v (either nil: absent) in step.
+func (t *txn) countVersion(old, v *rules.Version) error {
+	for i, ver := range []*rules.Version{old, v} {
+		sum := ""
+		if ver != nil {
+			sum = entryrec.PresentSum(ver.Rec)
+		}
+		if sum == "" {
+			continue
+		}
+		b := t.blob(sum)
+		if b == nil {
+			return fmt.Errorf("corrupt store: version %s@%d uses missing content %s", ver.Path, ver.Rec.Revision, sum)
+		}
+		d := uint64(1)
+		if i == 0 {
+			d = ^uint64(0) // -1
+		}
+		b.Versions += d
+		if ver.Held {
+			b.Pins += d
+		}
+		t.setBlob(sum, b)
+	}
+	return nil
+}
 
-// HeldWithin returns no versions: this store keeps none yet.
-func (t *txn) HeldWithin(dir string) ([]rules.Version, error) { return nil, nil }
+// Snapshots are the snapshots as of the transaction, by name.
+func (t *txn) Snapshots() ([]store.Snapshot, error) {
+	var out []store.Snapshot
+	for name, s := range t.st.snaps {
+		if _, changed := t.snaps[name]; !changed {
+			out = append(out, s)
+		}
+	}
+	for _, s := range t.snaps {
+		if s != nil {
+			out = append(out, *s)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Snapshot) int { return cmp.Compare(a.Name, b.Name) })
+	return out, nil
+}
 
-// SetVersion fails: this store keeps no versions yet.
-func (t *txn) SetVersion(v rules.Version) error { return errVersions }
-
-// DropVersion fails: this store keeps no versions yet.
-func (t *txn) DropVersion(v rules.Version) error { return errVersions }
-
-// Snapshots returns none: this store keeps none yet.
-func (t *txn) Snapshots() ([]store.Snapshot, error) { return nil, nil }
-
-// SetSnapshot fails: this store keeps no snapshots yet.
-func (t *txn) SetSnapshot(name string, s *store.Snapshot) error { return errVersions }
+// SetSnapshot writes or deletes a snapshot.
+func (t *txn) SetSnapshot(name string, s *store.Snapshot) error {
+	if t.snaps == nil {
+		t.snaps = map[string]*store.Snapshot{}
+	}
+	t.snaps[name] = s
+	return nil
+}
 
 // Revision is the revision of the last entry change the host applied.
 func (t *txn) Revision() uint64 { return t.st.entryRev }
+
+// versionMessages adds the transaction's snapshots and versions to its
+// batch; seq holds the sequence of each path's entry message, which a
+// new version's Until becomes.
+func (t *txn) versionMessages(add func(key string, v any) error, seq map[string]uint64) error {
+	for _, name := range slices.Sorted(maps.Keys(t.snaps)) {
+		s := t.snaps[name]
+		if s == nil {
+			if _, ok := t.st.snaps[name]; !ok {
+				continue
+			}
+			if err := add(snapKey(name), nil); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := add(snapKey(name), s); err != nil {
+			return err
+		}
+	}
+	for _, k := range t.vOrder {
+		ch := t.vers[k]
+		if ch.del {
+			if t.st.vkeys[k] == nil {
+				continue
+			}
+			if err := add(k, nil); err != nil {
+				return err
+			}
+			continue
+		}
+		v := ch.v
+		if v.Until == 0 {
+			if v.Until = seq[v.Path]; v.Until == 0 {
+				return fmt.Errorf("corrupt transaction: version %s@%d replaced by no change", v.Path, v.Rec.Revision)
+			}
+		}
+		vr := versionRecord{record: record{Path: v.Path, Record: *v.Rec, Rev: v.Rec.Revision}, Until: v.Until, Held: v.Held}
+		if err := add(k, &vr); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -241,6 +241,10 @@ func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted
 			return nil, "", err
 		}
 		st.gcs[key] = g
+	case 'v':
+		return nil, "", st.applyVersion(key, data, del)
+	case 's':
+		return nil, "", st.applySnapshot(key, data, del)
 	case 'u':
 		if del {
 			st.setUpload(key, nil)

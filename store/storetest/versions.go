@@ -20,9 +20,6 @@ import (
 // their release, eviction that never takes held content, and snapshot
 // expiry.
 func testVersions(t *testing.T, open Opener) {
-	if _, err := open(t, Config{}).Snapshots(t.Context()); errors.Is(err, errors.ErrUnsupported) {
-		t.Skipf("the store keeps no versions yet: %v", err)
-	}
 	t.Run("History", func(t *testing.T) { testHistory(t, open) })
 	t.Run("Restore", func(t *testing.T) { testRestore(t, open) })
 	t.Run("Removed", func(t *testing.T) { testRemovedHistory(t, open) })

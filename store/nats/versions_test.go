@@ -1,0 +1,101 @@
+package nats_test
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"testing"
+
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/nats"
+	"github.com/depotfs/depotfs/store/nats/natstest"
+	"github.com/depotfs/depotfs/store/storetest"
+)
+
+// TestVersionsAcrossHostsAndRestart: versions and snapshots live in the
+// tree bucket, so every host applies them: a snapshot created on one host
+// holds what another host's writes replace, and a host opened afresh (a
+// restart: its state rebuilt from the stream) shows the same histories,
+// snapshots, held bytes and trees at the snapshot.
+func TestVersionsAcrossHostsAndRestart(t *testing.T) {
+	t.Parallel()
+	c := natstest.Start(t, 3)
+	prefix := fmt.Sprintf("t%d", depots.Add(1))
+	cfg := storetest.Config{KeepVersions: 2}
+	a := openPrefix(t, c, cfg, prefix).(*nats.Store)
+	b := openPrefix(t, c, cfg, prefix).(*nats.Store)
+	ctx := t.Context()
+	put := func(s store.Store, p, data string) {
+		t.Helper()
+		if _, err := s.Put(ctx, store.PutRequest{Path: p, Data: []byte(data)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(a, "/d/f", "one")
+	put(a, "/d/f", "two")
+	put(a, "/d/g", "gone soon")
+	snap, err := a.CreateSnapshot(ctx, store.SnapshotRequest{Name: "s", Prefix: "/d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	put(b, "/d/f", "three")
+	if err := b.Remove(ctx, store.RemoveRequest{Path: "/d/g"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	readAt := func(s store.Store, p string) string {
+		t.Helper()
+		ct, err := s.OpenAt(ctx, p, snap.Revision)
+		if err != nil {
+			t.Fatalf("OpenAt(%s, %d): %v", p, snap.Revision, err)
+		}
+		defer ct.Close()
+		b, err := io.ReadAll(io.NewSectionReader(ct, 0, ct.Size()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if f, g := readAt(a, "/d/f"), readAt(a, "/d/g"); f != "two" || g != "gone soon" {
+		t.Fatalf("at the snapshot, from the host that took it: %q, %q", f, g)
+	}
+	restarted := openPrefix(t, c, cfg, prefix)
+	if err := restarted.(*nats.Store).Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/d/f", "/d/g"} {
+		ha, err := a.History(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hr, err := restarted.History(ctx, p)
+		if err != nil || !slices.Equal(ha, hr) {
+			t.Fatalf("history of %s after a restart: %+v, %v; before: %+v", p, hr, err, ha)
+		}
+	}
+	if f := readAt(restarted, "/d/f"); f != "two" {
+		t.Fatalf("at the snapshot after a restart: %q", f)
+	}
+	sa, _ := a.Stats(ctx)
+	sr, _ := restarted.Stats(ctx)
+	if sr.Versions != sa.Versions || sr.HeldBytes != sa.HeldBytes || sr.Snapshots != 1 || sa.Versions != 3 {
+		t.Fatalf("stats after a restart %+v, before %+v", sr, sa)
+	}
+	if err := restarted.DeleteSnapshot(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := a.Snapshots(ctx); len(list) != 0 {
+		t.Fatalf("snapshots after another host deleted it: %+v", list)
+	}
+	if h, err := a.History(ctx, "/d/f"); err != nil || len(h) != 3 {
+		t.Fatalf("history after the release: %+v, %v; want the live file and its 2 kept versions", h, err)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -106,4 +108,47 @@ func waitContentB(b *testing.B, d *daemon, last, size int) {
 		fi, err := os.Stat(d.path(fmt.Sprintf("/bench/f%05d", last)))
 		return err == nil && fi.Size() == int64(size)
 	})
+}
+
+// BenchmarkSeveralHostsPushTree times `depotfs push` of a directory of
+// small files (20,000 of 0.1-4 KiB in 100 directories;
+// DEPOTFS_PUSH_FILES changes the count) to a depot on a 3-node NATS
+// cluster and to one on the embedded bolt store, in the same run, and
+// reports both in seconds and the ratio nats/bolt. bench/push.sh runs it.
+func BenchmarkSeveralHostsPushTree(b *testing.B) {
+	files := 20000
+	if n, err := strconv.Atoi(os.Getenv("DEPOTFS_PUSH_FILES")); err == nil && n > 0 {
+		files = n
+	}
+	src := filepath.Join(b.TempDir(), "tree")
+	for i := range files {
+		p := filepath.Join(src, fmt.Sprintf("d%02d", i%100), fmt.Sprintf("f%05d.txt", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, benchText(i, 100+i*37%4000), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	push := func(d *daemon) time.Duration {
+		start := time.Now()
+		code, stdout, stderr := runDepotfsWith(b, time.Hour, "", nil, "push", "--url", d.url, "--to", "/bench", src)
+		took := time.Since(start)
+		if code != 0 {
+			b.Fatalf("push to %s: exit %d\n%s\n%s", d.url, code, stdout, stderr)
+		}
+		return took
+	}
+	for range b.N {
+		b.StopTimer()
+		single := startDaemon(b, daemonConfig{transport: overHTTP})
+		h := startHostsB(b, 1)
+		b.StartTimer()
+		boltTook := push(single)
+		natsTook := push(h.all[0])
+		b.ReportMetric(boltTook.Seconds(), "bolt-s")
+		b.ReportMetric(natsTook.Seconds(), "nats-s")
+		b.ReportMetric(float64(natsTook)/float64(boltTook), "nats/bolt")
+		b.Logf("push of %d small files: bolt %v, nats %v (nats/bolt %.2f)", files, boltTook.Round(time.Millisecond), natsTook.Round(time.Millisecond), float64(natsTook)/float64(boltTook))
+	}
 }

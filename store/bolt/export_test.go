@@ -249,3 +249,14 @@ func PersistedUses(s *Store) (map[string]uint64, error) {
 	})
 	return out, err
 }
+
+// Commits returns the id of the last write transaction s's file
+// committed: each commit (and fsync) adds one.
+func Commits(s *Store) (uint64, error) {
+	var id uint64
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		id = uint64(tx.ID())
+		return nil
+	})
+	return id, err
+}

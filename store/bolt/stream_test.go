@@ -142,3 +142,64 @@ func TestPutStreamManyTransactions(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestPutStreamsOneCommit: a tree of small files (an archive, a
+// directory push) costs one commit and one fsync, not three per file;
+// a file larger than a chunk in it is still streamed, and read back whole.
+func TestPutStreamsOneCommit(t *testing.T) {
+	s, _ := openTemp(t, &bolt.Options{ChunkSize: 4096})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name        string
+		files       int
+		large       int // bytes of one more file, streamed; 0: none
+		wantCommits uint64
+	}{
+		{"small", 200, 0, 1},
+		{"with a large file", 50, 5 * 4096, 5}, // staged, copied under its hash, staging swept, its record, the change
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := map[string][]byte{}
+			var order []string
+			for i := range tc.files {
+				p := fmt.Sprintf("/%s/f%03d", tc.name, i)
+				want[p], order = bytes.Repeat([]byte{byte(i)}, 1+i*7%4000), append(order, p)
+			}
+			if tc.large > 0 {
+				p := "/" + tc.name + "/large"
+				want[p], order = bytes.Repeat([]byte("large!"), tc.large/6+1), append(order, p)
+			}
+			before, err := bolt.Commits(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := 0
+			_, err = s.PutStreams(ctx, func() (store.PutRequest, io.Reader, error) {
+				if i == len(order) {
+					return store.PutRequest{}, nil, io.EOF
+				}
+				p := order[i]
+				i++
+				return store.PutRequest{Path: p}, bytes.NewReader(want[p]), nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, err := bolt.Commits(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := after - before; got != tc.wantCommits {
+				t.Errorf("PutStreams of %d files committed %d times, want %d", len(order), got, tc.wantCommits)
+			}
+			for p, data := range want {
+				if got := readAll(t, s, p); !bytes.Equal(got, data) {
+					t.Errorf("%s: %d bytes read back, want %d", p, len(got), len(data))
+				}
+			}
+		})
+	}
+	if err := bolt.Verify(s); err != nil {
+		t.Error(err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -106,15 +107,10 @@ func (s *tools) decodeChunk(o *args.Object, hasSHA bool) chunkArgs {
 // putChunk stores one chunk and, when it completes the file, replies like
 // putFile.
 func (s *tools) putChunk(ctx context.Context, c *tool.Call, a *fileArgs, ch chunkArgs) (tool.Reply, error) {
-	sum := sha256.Sum256(a.data)
-	chunkSum := hex.EncodeToString(sum[:])
-	if ch.sha256 != "" && ch.sha256 != chunkSum {
-		return tool.Reply{}, args.Problem("chunk_sha256", "chunk %d (%d bytes after decoding) hashes to %s, not %s", ch.index, len(a.data), chunkSum, ch.sha256)
-	}
 	if err := a.place(s.opts.Uploads, a.sha256); err != nil {
 		return tool.Reply{}, err
 	}
-	c.Path, c.Size, c.SHA256 = a.path, int64(len(a.data)), chunkSum
+	c.Path, c.Size = a.path, int64(len(a.data))
 	c.Attrs = append(c.Attrs, slog.String("upload_id", ch.uploadID), slog.Int("chunk_index", ch.index), slog.Int("chunk_count", ch.count))
 	if ch.total > 0 {
 		c.Attrs = append(c.Attrs, slog.Int64("total_size", ch.total))
@@ -133,7 +129,7 @@ func (s *tools) putChunk(ctx context.Context, c *tool.Call, a *fileArgs, ch chun
 		Count:     ch.count,
 		Data:      a.data,
 		TotalSize: ch.total,
-		SHA256:    chunkSum,
+		SHA256:    ch.sha256, // the store hashes the chunk and checks it
 		File: store.PutRequest{
 			Path:     a.path,
 			SHA256:   a.sha256,
@@ -147,8 +143,13 @@ func (s *tools) putChunk(ctx context.Context, c *tool.Call, a *fileArgs, ch chun
 		},
 	})
 	if err != nil {
+		if sum := sha256.Sum256(a.data); errors.Is(err, store.ErrHashMismatch) && ch.sha256 != "" && hex.EncodeToString(sum[:]) != ch.sha256 {
+			c.SHA256 = hex.EncodeToString(sum[:])
+			return tool.Reply{}, args.Problem("chunk_sha256", "chunk %d (%d bytes after decoding) hashes to %s, not %s", ch.index, len(a.data), c.SHA256, ch.sha256)
+		}
 		return tool.Reply{}, &tool.StoreError{Op: "put chunk", Path: a.path, Err: err}
 	}
+	c.SHA256 = p.ChunkSHA256
 	progress := &uploadData{UploadID: ch.uploadID, Received: p.Received, Count: p.Count, Bytes: p.Bytes, Complete: p.Complete}
 	stats := map[string]any{"bytes_received": len(a.data), "chunks_received": p.Received, "chunk_count": p.Count}
 	if !p.Complete {

@@ -133,7 +133,7 @@ func (c *authConfig) setup(log *slog.Logger) (*httpAuth, error) {
 		if err != nil {
 			return nil, err
 		}
-		crl, err := auth.OpenCRL(c.crl, caCert, &auth.CRLOptions{Logger: log})
+		crl, err := auth.OpenCRL(c.crl, caCert, &auth.FileOptions{Logger: log})
 		if err != nil {
 			return nil, err
 		}
@@ -145,7 +145,7 @@ func (c *authConfig) setup(log *slog.Logger) (*httpAuth, error) {
 	var tokens *auth.Tokens
 	if c.tokensOn {
 		var err error
-		if tokens, err = auth.OpenTokens(c.tokens, &auth.TokensOptions{Logger: log}); err != nil {
+		if tokens, err = auth.OpenTokens(c.tokens, &auth.FileOptions{Logger: log}); err != nil {
 			return nil, err
 		}
 		h.tokens = tokens

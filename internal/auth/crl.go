@@ -11,17 +11,6 @@ import (
 	"time"
 )
 
-// CRLOptions configure a CRL. The zero value works.
-type CRLOptions struct {
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-	// Recheck is how often the file is read even when a stat shows no
-	// change; zero means DefaultRecheck.
-	Recheck time.Duration
-	// Logger receives reloads and failures; nil means slog.Default().
-	Logger *slog.Logger
-}
-
 // CRL is the certificate revocation list of one CA, read from a file (PEM
 // or DER) and read again when the file changes: every Check costs one stat,
 // and the file is re-read when the stat differs or Recheck has passed.
@@ -45,21 +34,9 @@ type CRL struct {
 // OpenCRL reads the CRL at path, which ca must have signed, and fails if it
 // is unusable or stale now, so that a misconfiguration stops depotfs at
 // start rather than refusing every agent later.
-func OpenCRL(path string, ca *x509.Certificate, opts *CRLOptions) (*CRL, error) {
-	var o CRLOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Recheck <= 0 {
-		o.Recheck = DefaultRecheck
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	c := &CRL{ca: ca, now: o.Now, log: o.Logger, file: watchedFile{path: path, recheck: o.Recheck}}
+func OpenCRL(path string, ca *x509.Certificate, opts *FileOptions) (*CRL, error) {
+	c := &CRL{ca: ca}
+	c.now, c.log, c.file = opts.watch(path)
 	if err := c.Check(big.NewInt(0)); err != nil {
 		return nil, fmt.Errorf("crl %s: %w", path, err)
 	}

@@ -41,7 +41,7 @@ func TestOpenCRLRefuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "crl.pem")
 			tt.write(t, path)
-			_, err := auth.OpenCRL(path, ca.cert, &auth.CRLOptions{Now: newClock().Now, Logger: quiet})
+			_, err := auth.OpenCRL(path, ca.cert, &auth.FileOptions{Now: newClock().Now, Logger: quiet})
 			if !errors.Is(err, tt.want) {
 				t.Errorf("OpenCRL = %v, want %v", err, tt.want)
 			}
@@ -58,7 +58,7 @@ func TestCRLReload(t *testing.T) {
 	clk := newClock()
 	path := filepath.Join(t.TempDir(), "crl.pem")
 	writeCRL(t, path, ca.cert, ca.key, 1, base, 7*24*time.Hour)
-	crl, err := auth.OpenCRL(path, ca.cert, &auth.CRLOptions{Now: clk.Now, Recheck: time.Minute, Logger: quiet})
+	crl, err := auth.OpenCRL(path, ca.cert, &auth.FileOptions{Now: clk.Now, Recheck: time.Minute, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestCRLRewriteSameStat(t *testing.T) {
 	clk := newClock()
 	path := filepath.Join(t.TempDir(), "crl.pem")
 	writeCRL(t, path, ca.cert, ca.key, 1, base, 7*24*time.Hour, big.NewInt(7))
-	crl, err := auth.OpenCRL(path, ca.cert, &auth.CRLOptions{Now: clk.Now, Recheck: time.Minute, Logger: quiet})
+	crl, err := auth.OpenCRL(path, ca.cert, &auth.FileOptions{Now: clk.Now, Recheck: time.Minute, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -198,7 +198,7 @@ func newFixture(t testing.TB, legacy bool) *fixture {
 	f := &fixture{ca: newCA(t, "depotfs test CA"), clock: newClock(), crlPath: filepath.Join(t.TempDir(), "crl.pem")}
 	writeCRL(t, f.crlPath, f.ca.cert, f.ca.key, 1, base.Add(-time.Hour), 7*24*time.Hour)
 	var err error
-	f.crl, err = auth.OpenCRL(f.crlPath, f.ca.cert, &auth.CRLOptions{Now: f.clock.Now, Logger: quiet})
+	f.crl, err = auth.OpenCRL(f.crlPath, f.ca.cert, &auth.FileOptions{Now: f.clock.Now, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func TestCRLReloadNow(t *testing.T) {
 	clk := newClock()
 	path := filepath.Join(t.TempDir(), "crl.pem")
 	writeCRL(t, path, ca.cert, ca.key, 1, base, 7*24*time.Hour, big.NewInt(7))
-	crl, err := auth.OpenCRL(path, ca.cert, &auth.CRLOptions{Now: clk.Now, Recheck: time.Hour, Logger: quiet})
+	crl, err := auth.OpenCRL(path, ca.cert, &auth.FileOptions{Now: clk.Now, Recheck: time.Hour, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestTokensReloadNow(t *testing.T) {
 		pad[i] = ' '
 	}
 	inPlace(append(valid, pad...), mtime)
-	tokens, err := auth.OpenTokens(path, &auth.TokensOptions{Now: clk.Now, Recheck: time.Hour, Logger: quiet})
+	tokens, err := auth.OpenTokens(path, &auth.FileOptions{Now: clk.Now, Recheck: time.Hour, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func startTLSServer(t *testing.T, withTokens bool) *tlsServer {
 			t.Fatal(err)
 		}
 		var err error
-		if a.Tokens, err = auth.OpenTokens(s.tokens, &auth.TokensOptions{Now: s.clock.Now, Logger: quiet}); err != nil {
+		if a.Tokens, err = auth.OpenTokens(s.tokens, &auth.FileOptions{Now: s.clock.Now, Logger: quiet}); err != nil {
 			t.Fatal(err)
 		}
 	}

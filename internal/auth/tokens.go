@@ -13,17 +13,6 @@ import (
 	"github.com/depotfs/depotfs/internal/identity"
 )
 
-// TokensOptions configure Tokens. The zero value works.
-type TokensOptions struct {
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-	// Recheck is how often the file is read even when a stat shows no
-	// change; zero means DefaultRecheck.
-	Recheck time.Duration
-	// Logger receives reloads and failures; nil means slog.Default().
-	Logger *slog.Logger
-}
-
 // Tokens checks bearer tokens against a tokens file, read again when it
 // changes (one stat per check, as for the CRL). It fails closed: while the
 // file is missing, unparsable or writable by group or others, every token
@@ -45,21 +34,9 @@ type token struct {
 }
 
 // OpenTokens reads the tokens file at path and fails if it is unusable.
-func OpenTokens(path string, opts *TokensOptions) (*Tokens, error) {
-	var o TokensOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Recheck <= 0 {
-		o.Recheck = DefaultRecheck
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	t := &Tokens{now: o.Now, log: o.Logger, file: watchedFile{path: path, recheck: o.Recheck}}
+func OpenTokens(path string, opts *FileOptions) (*Tokens, error) {
+	t := &Tokens{}
+	t.now, t.log, t.file = opts.watch(path)
 	t.mu.Lock()
 	t.reload(t.now())
 	err := t.err

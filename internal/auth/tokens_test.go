@@ -33,7 +33,7 @@ func TestTokens(t *testing.T) {
 	if strings.Contains(string(data), tokA[len(tokA)-64:]) || strings.Contains(string(data), tokB[len(tokB)-64:]) {
 		t.Fatal("the tokens file holds a token's secret")
 	}
-	tokens, err := auth.OpenTokens(path, &auth.TokensOptions{Now: clk.Now, Logger: quiet})
+	tokens, err := auth.OpenTokens(path, &auth.FileOptions{Now: clk.Now, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestTokensFileUnusable(t *testing.T) {
 		t.Fatal(err)
 	}
 	good, _ := os.ReadFile(path)
-	tokens, err := auth.OpenTokens(path, &auth.TokensOptions{Now: clk.Now, Logger: quiet})
+	tokens, err := auth.OpenTokens(path, &auth.FileOptions{Now: clk.Now, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestIssueTokenRefuses(t *testing.T) {
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused issue created the file: %v", err)
 	}
-	if _, err := auth.OpenTokens(path, &auth.TokensOptions{Logger: quiet}); !errors.Is(err, auth.ErrTokensUnavailable) {
+	if _, err := auth.OpenTokens(path, &auth.FileOptions{Logger: quiet}); !errors.Is(err, auth.ErrTokensUnavailable) {
 		t.Errorf("OpenTokens of a missing file: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"syscall"
 	"time"
@@ -14,6 +15,38 @@ import (
 // size, modification time and inode look unchanged, to catch a rewrite
 // within the filesystem's timestamp granularity.
 const DefaultRecheck = 2 * time.Second
+
+// FileOptions configure a credential file that is read again when it
+// changes: a CRL (OpenCRL) or a tokens file (OpenTokens). The zero value
+// works.
+type FileOptions struct {
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Recheck is how often the file is read even when a stat shows no
+	// change; zero means DefaultRecheck.
+	Recheck time.Duration
+	// Logger receives reloads and failures; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// watch returns o's clock and logger, defaults applied (o may be nil), and
+// the watched file at path.
+func (o *FileOptions) watch(path string) (func() time.Time, *slog.Logger, watchedFile) {
+	var opts FileOptions
+	if o != nil {
+		opts = *o
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Recheck <= 0 {
+		opts.Recheck = DefaultRecheck
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return opts.Now, opts.Logger, watchedFile{path: path, recheck: opts.Recheck}
+}
 
 // maxWatchedBytes bounds a CRL or tokens file.
 const maxWatchedBytes = 64 << 20

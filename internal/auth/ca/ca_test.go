@@ -52,7 +52,7 @@ func TestLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	crl, err := auth.OpenCRL(c.CRLPath(), caCert, &auth.CRLOptions{Logger: quiet})
+	crl, err := auth.OpenCRL(c.CRLPath(), caCert, &auth.FileOptions{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,27 +88,15 @@ type HTTPLimits struct {
 }
 
 func (l HTTPLimits) withDefaults() HTTPLimits {
-	if l.BodyIdleTimeout <= 0 {
-		l.BodyIdleTimeout = DefaultBodyIdleTimeout
-	}
+	orDefault(&l.BodyIdleTimeout, DefaultBodyIdleTimeout)
 	if l.BodyMinRate == 0 {
 		l.BodyMinRate = DefaultBodyMinRate
 	}
-	if l.MaxInflightBytes <= 0 {
-		l.MaxInflightBytes = DefaultMaxInflightBytes
-	}
-	if l.InflightWait <= 0 {
-		l.InflightWait = DefaultInflightWait
-	}
-	if l.SessionIdleTimeout <= 0 {
-		l.SessionIdleTimeout = DefaultSessionIdleTimeout
-	}
-	if l.MaxSessions <= 0 {
-		l.MaxSessions = DefaultMaxSessions
-	}
-	if l.MaxSessionsPerIdentity <= 0 {
-		l.MaxSessionsPerIdentity = DefaultMaxSessionsPerIdentity
-	}
+	orDefault(&l.MaxInflightBytes, DefaultMaxInflightBytes)
+	orDefault(&l.InflightWait, DefaultInflightWait)
+	orDefault(&l.SessionIdleTimeout, DefaultSessionIdleTimeout)
+	orDefault(&l.MaxSessions, DefaultMaxSessions)
+	orDefault(&l.MaxSessionsPerIdentity, DefaultMaxSessionsPerIdentity)
 	return l
 }
 

@@ -170,50 +170,24 @@ func (o *Options) withDefaults() Options {
 	if opts.UploadsDir == "" {
 		opts.UploadsDir = DefaultUploadsDir
 	}
-	if opts.MaxContentBytes <= 0 {
-		opts.MaxContentBytes = DefaultMaxContentBytes
-	}
-	if opts.MaxChunks <= 0 {
-		opts.MaxChunks = DefaultMaxChunks
-	}
-	if opts.MaxListEntries <= 0 {
-		opts.MaxListEntries = DefaultMaxListEntries
-	}
-	if opts.UploadURLTTL <= 0 {
-		opts.UploadURLTTL = DefaultUploadURLTTL
-	}
+	orDefault(&opts.MaxContentBytes, DefaultMaxContentBytes)
+	orDefault(&opts.MaxChunks, DefaultMaxChunks)
+	orDefault(&opts.MaxListEntries, DefaultMaxListEntries)
+	orDefault(&opts.UploadURLTTL, DefaultUploadURLTTL)
 	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
-	if opts.MaxRawUploadsPerIdentity <= 0 {
-		opts.MaxRawUploadsPerIdentity = DefaultMaxRawUploadsPerIdentity
-	}
-	if opts.MaxBatchFiles <= 0 {
-		opts.MaxBatchFiles = DefaultMaxBatchFiles
-	}
-	if opts.MaxBatchBytes <= 0 {
-		opts.MaxBatchBytes = opts.MaxContentBytes
-	}
+	orDefault(&opts.MaxRawUploadsPerIdentity, DefaultMaxRawUploadsPerIdentity)
+	orDefault(&opts.MaxBatchFiles, DefaultMaxBatchFiles)
+	orDefault(&opts.MaxBatchBytes, opts.MaxContentBytes)
 	if opts.Tools == nil {
 		opts.Tools = DefaultProfiles()
 	}
-	if opts.MaxReadBytes <= 0 {
-		opts.MaxReadBytes = DefaultMaxReadBytes
-	}
-	if opts.MaxRequestBytes <= 0 {
-		opts.MaxRequestBytes = 2*opts.MaxContentBytes + 1<<20
-	}
+	orDefault(&opts.MaxReadBytes, DefaultMaxReadBytes)
+	orDefault(&opts.MaxRequestBytes, 2*opts.MaxContentBytes+1<<20)
 	opts.HTTP = opts.HTTP.withDefaults()
-	if opts.CommitTimeout <= 0 {
-		opts.CommitTimeout = DefaultCommitTimeout
-	}
-	if opts.ResourcePageSize <= 0 {
-		opts.ResourcePageSize = DefaultResourcePageSize
-	}
-	if opts.MaxResourceBytes <= 0 {
-		opts.MaxResourceBytes = DefaultMaxResourceBytes
-	}
-	if opts.MaxSubscriptions <= 0 {
-		opts.MaxSubscriptions = DefaultMaxSubscriptions
-	}
+	orDefault(&opts.CommitTimeout, DefaultCommitTimeout)
+	orDefault(&opts.ResourcePageSize, DefaultResourcePageSize)
+	orDefault(&opts.MaxResourceBytes, DefaultMaxResourceBytes)
+	orDefault(&opts.MaxSubscriptions, DefaultMaxSubscriptions)
 	if opts.Policy == nil {
 		opts.Policy, _ = policy.NewHost(nil, nil)
 	}
@@ -221,17 +195,21 @@ func (o *Options) withDefaults() Options {
 		opts.Now = time.Now
 	}
 	r := &opts.Rate
-	if r.CallBurst <= 0 {
-		r.CallBurst = DefaultRateCallBurst
-	}
-	if r.ByteBurst <= 0 {
-		r.ByteBurst = DefaultRateByteBurst
-	}
+	orDefault(&r.CallBurst, DefaultRateCallBurst)
+	orDefault(&r.ByteBurst, DefaultRateByteBurst)
 	r.ByteBurst = max(r.ByteBurst, int(opts.MaxContentBytes), int(opts.MaxBatchBytes))
 	if opts.UploadTTL == 0 {
 		opts.UploadTTL = DefaultUploadTTL
 	}
 	return opts
+}
+
+// orDefault sets *v to def when it is zero or less: the default of a
+// limit left unset.
+func orDefault[T int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // Server serves the depot's MCP tools and resources over a store. It is

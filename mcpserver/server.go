@@ -42,8 +42,11 @@ const (
 	// DefaultMaxRawUploadsPerIdentity bounds the raw uploads one identity
 	// has begun and not sent.
 	DefaultMaxRawUploadsPerIdentity = 64
-	DefaultMaxListEntries           = 100000
-	DefaultCommitTimeout            = time.Minute
+	// DefaultMaxSnapshotsPerIdentity bounds the snapshots one identity
+	// holds.
+	DefaultMaxSnapshotsPerIdentity = 16
+	DefaultMaxListEntries          = 100000
+	DefaultCommitTimeout           = time.Minute
 
 	DefaultResourcePageSize = 100
 	DefaultMaxResourceBytes = 16 << 20
@@ -138,11 +141,12 @@ type Options struct {
 // Settings are the part of Options the tools and resources read: the
 // limits on a call (MaxContentBytes, MaxFileBytes, MaxChunks,
 // MaxBatchFiles, MaxBatchBytes, MaxListEntries, MaxReadBytes,
-// MaxRawUploadsPerIdentity, MaxUploadBytesPerIdentity, MaxResourceBytes,
-// MaxSubscriptions, ResourcePageSize), its times (UploadURLTTL, UploadTTL,
-// CommitTimeout), the disk reserve (DiskFree, DiskReserve, SpoolDir),
-// RateLocal, MountPoint, and the hooks Applied, Logger and Now. Zero
-// fields take the Default* values. A limit is declared there once; New
+// MaxRawUploadsPerIdentity, MaxUploadBytesPerIdentity,
+// MaxSnapshotsPerIdentity, MaxResourceBytes, MaxSubscriptions,
+// ResourcePageSize), its times (UploadURLTTL, UploadTTL, CommitTimeout),
+// the disk reserve (DiskFree, DiskReserve, SpoolDir), RateLocal,
+// MountPoint, KeepVersions, and the hooks Applied, Logger and Now. Zero
+// fields take the Default* values (KeepVersions excepted: 0 keeps none). A limit is declared there once; New
 // hands the same values to the tools.
 type Settings = tool.Settings
 
@@ -176,6 +180,7 @@ func (o *Options) withDefaults() Options {
 	orDefault(&opts.UploadURLTTL, DefaultUploadURLTTL)
 	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
 	orDefault(&opts.MaxRawUploadsPerIdentity, DefaultMaxRawUploadsPerIdentity)
+	orDefault(&opts.MaxSnapshotsPerIdentity, DefaultMaxSnapshotsPerIdentity)
 	orDefault(&opts.MaxBatchFiles, DefaultMaxBatchFiles)
 	orDefault(&opts.MaxBatchBytes, opts.MaxContentBytes)
 	if opts.Tools == nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/depotfs/depotfs/internal/metrics"
 	"github.com/depotfs/depotfs/internal/sdnotify"
 	"github.com/depotfs/depotfs/mcpserver"
+	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/bolt"
 	"github.com/depotfs/depotfs/store/fetch"
 	"github.com/depotfs/depotfs/vfs"
@@ -60,6 +61,8 @@ type serveConfig struct {
 	publicURL      string
 	rawUploadsPer  int      // --max-raw-uploads-per-identity
 	uploadBytesPer byteSize // --max-upload-bytes-per-identity
+	snapshotsPer   int      // --max-snapshots-per-identity
+	keepVersions   int      // --keep-versions
 	fileSizeSet    bool     // --max-file-size was given (flag or environment)
 	shutdown       time.Duration
 	logLevel       slog.Level
@@ -104,6 +107,8 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.publicURL, "public-url", "", "`URL` clients reach --listen at (scheme, host, port and any path prefix), e.g. https://depot.example.org behind a proxy that terminates TLS; guide_begin_upload builds its upload_url on it; empty: on each request's scheme and Host")
 	fs.IntVar(&c.rawUploadsPer, "max-raw-uploads-per-identity", mcpserver.DefaultMaxRawUploadsPerIdentity, "raw uploads (guide_begin_upload) one identity may have begun and not sent; its next one is refused, other identities' are not")
 	fs.Var(&c.uploadBytesPer, "max-upload-bytes-per-identity", "`size` one authenticated identity's chunked uploads in progress may hold (the local user's too with --rate-local); a chunk beyond is refused, other identities' are not; 0: a quarter of --max-store-size")
+	fs.IntVar(&c.snapshotsPer, "max-snapshots-per-identity", mcpserver.DefaultMaxSnapshotsPerIdentity, "snapshots (guide_snapshot) one identity may hold at once; its next one is refused until it deletes one, other identities' are not (their content is never evicted, so one identity must not hold the store forever)")
+	fs.IntVar(&c.keepVersions, "keep-versions", store.DefaultKeepVersions, "replaced versions of each file kept besides the live one, for guide_file_history and guide_restore; they count against --max-store-size and are dropped first, oldest first, when room is needed; 0: keep none (snapshots still keep theirs)")
 	fs.DurationVar(&c.uploadTTL, "upload-ttl", 24*time.Hour, "remove a filename-only upload (under /uploads) after this long, unless the call gave ttl_seconds or pin; 0: keep uploads")
 	fs.DurationVar(&c.fetchTimeout, "fetch-timeout", fetch.DefaultTimeout, "how long a program opening a file whose content is not stored waits for an agent to send it, before it gets an I/O error")
 	c.maxStoreSize, c.maxFileSize = defaultMaxStoreSize, defaultMaxFileSize
@@ -270,6 +275,12 @@ func (c *serveConfig) validate() error {
 	if c.rawUploadsPer < 1 {
 		return fmt.Errorf("--max-raw-uploads-per-identity %d: want at least 1", c.rawUploadsPer)
 	}
+	if c.snapshotsPer < 1 {
+		return fmt.Errorf("--max-snapshots-per-identity %d: want at least 1", c.snapshotsPer)
+	}
+	if c.keepVersions < 0 {
+		return fmt.Errorf("--keep-versions %d: want 0 (keep none) or more", c.keepVersions)
+	}
 	if c.uploadTTL < 0 {
 		return fmt.Errorf("--upload-ttl %v: want a positive duration, or 0 to keep uploads", c.uploadTTL)
 	}
@@ -405,6 +416,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		Settings: mcpserver.Settings{Logger: log, ResourcePageSize: cfg.resourcePage, MaxResourceBytes: cfg.maxResource,
 			RateLocal: cfg.enforce.rateLocal, MaxFileBytes: int64(cfg.maxFileSize), UploadTTL: uploadTTL, UploadURLTTL: cfg.uploadURLTTL,
 			MaxRawUploadsPerIdentity: cfg.rawUploadsPer, MaxUploadBytesPerIdentity: int64(cfg.uploadBytesPer),
+			MaxSnapshotsPerIdentity: cfg.snapshotsPer, KeepVersions: cfg.keepVersions,
 			DiskFree: diskFree(cfg.db, cfg.enforce.auditLog), DiskReserve: int64(cfg.diskReserve), SpoolDir: spoolDir(cfg.db)}}
 	if err := prepareSpool(opts.SpoolDir); err != nil {
 		return err

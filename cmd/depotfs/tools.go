@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/depotfs/depotfs/mcpserver"
+	"github.com/depotfs/depotfs/store"
 )
 
 // toolsConfig is everything "depotfs tools" is told.
@@ -45,7 +46,9 @@ Flags:
 		return usageError{fmt.Errorf("--tools %q: %w", cfg.tools, err)}
 	}
 	w := bufio.NewWriter(stdout)
-	if err := mcpserver.WriteToolDocs(w, &mcpserver.Options{Tools: profiles}); err != nil {
+	// The reference shows serve's defaults.
+	opts := &mcpserver.Options{Tools: profiles, Settings: mcpserver.Settings{KeepVersions: store.DefaultKeepVersions}}
+	if err := mcpserver.WriteToolDocs(w, opts); err != nil {
 		return err
 	}
 	return w.Flush()

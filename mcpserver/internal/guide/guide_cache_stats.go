@@ -57,6 +57,9 @@ type StoreStats struct {
 	SweptChunks     int64 `json:"swept_chunks"`
 	Hits            int64 `json:"hits"`
 	Misses          int64 `json:"misses"`
+	Versions        int64 `json:"versions"`
+	HeldBytes       int64 `json:"held_bytes"`
+	Snapshots       int64 `json:"snapshots"`
 }
 
 // FetchStats are the fetch broker's counters (see fetch.Stats); Enabled is
@@ -83,6 +86,7 @@ type Limits struct {
 	MaxBatchBytes       int64   `json:"max_batch_bytes"`
 	FetchTimeoutSeconds float64 `json:"fetch_timeout_seconds"`
 	UploadTTLSeconds    float64 `json:"upload_ttl_seconds"`
+	KeepVersions        int     `json:"keep_versions"`
 }
 
 // cacheStats reports the store's statistics, the broker's and the limits.
@@ -108,12 +112,13 @@ func (s *tools) cacheStats(ctx context.Context, c *tool.Call, raw json.RawMessag
 			StoredBytes: st.StoredBytes, LogicalBytes: st.LogicalBytes, DedupSavedBytes: st.DedupSavedBytes(),
 			Blobs: st.Blobs, Uploads: st.Uploads, UploadBytes: st.UploadBytes, ReceivingBytes: c.Store().Receiving(),
 			Evictions: st.Evictions, EvictedBytes: st.EvictedBytes, Expiries: st.Expiries, SweptChunks: st.SweptChunks,
-			Hits: st.Hits, Misses: st.Misses,
+			Hits: st.Hits, Misses: st.Misses, Versions: st.Versions, HeldBytes: st.HeldBytes, Snapshots: st.Snapshots,
 		},
 		Limits: Limits{
 			MaxStoreBytes: st.MaxStoreBytes, MaxFileBytes: st.MaxFileBytes,
 			MaxContentBytes: s.opts.MaxContentBytes, MaxChunks: s.opts.MaxChunks,
 			MaxBatchFiles: s.opts.MaxBatchFiles, MaxBatchBytes: s.opts.MaxBatchBytes,
+			KeepVersions: s.opts.KeepVersions,
 		},
 		Caller:   Caller{Identity: c.Who().String(), Limits: s.quotas(ctx, c)},
 		Revision: rev,
@@ -145,6 +150,9 @@ func (s *tools) quotas(ctx context.Context, c *tool.Call) []tool.Quota {
 	}
 	out = append(out, tool.Quota{Name: "raw_uploads", Flag: "--max-raw-uploads-per-identity",
 		Held: int64(s.uploads.Held(key)), Limit: int64(s.opts.MaxRawUploadsPerIdentity)})
+	if held, err := c.Store().SnapshotsHeld(ctx); err == nil {
+		out = append(out, tool.Quota{Name: "snapshots", Flag: "--max-snapshots-per-identity", Held: int64(held), Limit: int64(s.opts.MaxSnapshotsPerIdentity)})
+	}
 	if held, limit, err := c.Store().UploadBytes(ctx); err == nil {
 		out = append(out, tool.Quota{Name: "upload_bytes", Flag: "--max-upload-bytes-per-identity", Held: held, Limit: limit})
 	}

@@ -2,8 +2,9 @@
 // the tools that push content into the depot (guide_cache_file,
 // guide_cache_files, guide_begin_upload and its HTTP PUT, guide_read_file,
 // guide_list_directory), report on it
-// (guide_cache_stats) and show what programs wait for
-// (guide_pending_requests). They reply with the JSON envelope of package
+// (guide_cache_stats), show what programs wait for
+// (guide_pending_requests), and keep the depot's past (guide_snapshot,
+// guide_file_history, guide_restore). They reply with the JSON envelope of package
 // tool.
 package guide
 
@@ -54,6 +55,8 @@ func Tools(env *tool.Env, p *pending.List, u *Uploads) []tool.Tool {
 		"{{max_wait}}", strconv.Itoa(pending.MaxWaitSeconds),
 		"{{fetch_timeout}}", fetchTimeoutDoc(p),
 		"{{pending_uri}}", pending.URI,
+		"{{max_snapshots}}", strconv.Itoa(env.MaxSnapshotsPerIdentity),
+		"{{keep_versions}}", strconv.Itoa(env.KeepVersions),
 	)
 	ts := s.docs.Tools(
 		s.cacheFileTool(),
@@ -65,6 +68,9 @@ func Tools(env *tool.Env, p *pending.List, u *Uploads) []tool.Tool {
 		s.cacheStatsTool(),
 		s.listUploadsTool(),
 		s.dropUploadsTool(),
+		s.snapshotTool(),
+		s.fileHistoryTool(),
+		s.restoreTool(),
 	)
 	for _, t := range ts {
 		if t.Spec.Name == toolBeginUpload {

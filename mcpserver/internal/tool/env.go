@@ -86,6 +86,16 @@ type Settings struct {
 	// take the room every other identity writes into (see
 	// Env.UploadBytesLimit).
 	MaxUploadBytesPerIdentity int64
+	// MaxSnapshotsPerIdentity bounds the snapshots one identity holds
+	// (created with guide_snapshot, not yet deleted or expired): their
+	// content is never evicted, so one identity must not be able to hold
+	// the store forever; default DefaultMaxSnapshotsPerIdentity.
+	MaxSnapshotsPerIdentity int
+
+	// KeepVersions is how many replaced versions of each file the store
+	// keeps besides the live one, as the store was opened with (0: none);
+	// the server only reports it, in the documents and guide_cache_stats.
+	KeepVersions int
 
 	// UploadTTL is how long a filename-only upload (placed under the
 	// uploads directory) is kept when the call gives neither ttl_seconds

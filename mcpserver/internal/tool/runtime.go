@@ -2,6 +2,7 @@ package tool
 
 import (
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/depotfs/depotfs/internal/audit"
@@ -38,6 +39,9 @@ type Runtime struct {
 	// streaming is the bytes of raw uploads received and not yet
 	// committed or dropped (see intake).
 	streaming atomic.Int64
+	// snapshotMu makes counting a caller's snapshots and creating one a
+	// single step (Store.CreateSnapshot).
+	snapshotMu sync.Mutex
 }
 
 // NewRuntime returns the pipeline over st. env is shared with the tool

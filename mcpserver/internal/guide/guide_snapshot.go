@@ -1,0 +1,181 @@
+package guide
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/depotfs/depotfs/mcpserver/internal/args"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
+	"github.com/depotfs/depotfs/store"
+)
+
+const toolSnapshot = "guide_snapshot"
+
+// maxSnapshotName is the longest snapshot name, in bytes.
+const maxSnapshotName = 64
+
+func (s *tools) snapshotTool() tool.Tool {
+	return tool.Tool{
+		Spec:    s.docs.Spec(toolSnapshot, "Create, list or delete snapshots", tool.Hints{Destructive: true}),
+		Profile: tool.ProfileGuide,
+		// Only create takes a path; deleting needs write access to the
+		// snapshot's path too, which the guarded store checks.
+		Paths: []tool.PathArg{tool.Write("path")},
+		Shape: tool.EnvelopeShape{},
+		Run:   s.snapshot,
+	}
+}
+
+// SnapshotInfo is one snapshot in a guide_snapshot reply. It is exported
+// so that "depotfs snapshot" can decode the reply into it. A plain value.
+type SnapshotInfo struct {
+	Name      string `json:"name"`
+	Path      string `json:"path"`
+	Revision  uint64 `json:"revision"`
+	Created   string `json:"created"`
+	Expires   string `json:"expires,omitempty"`
+	Yours     bool   `json:"yours"`
+	MountPath string `json:"mount_path,omitempty"`
+}
+
+// SnapshotData is the reply data of guide_snapshot: the snapshot created
+// or deleted, or those listed.
+type SnapshotData struct {
+	Snapshots []SnapshotInfo `json:"snapshots"`
+}
+
+// snapshotArgs are guide_snapshot's arguments.
+type snapshotArgs struct {
+	action, name, path string
+	ttl                time.Duration
+}
+
+// checkSnapshotName returns an error unless name can name a snapshot: 1 to
+// 64 bytes of [A-Za-z0-9._-], not "." or "..".
+func checkSnapshotName(name string) error {
+	if name == "" || len(name) > maxSnapshotName || name == "." || name == ".." || strings.IndexFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+	}) >= 0 {
+		return fmt.Errorf("expected 1 to %d characters from A-Z a-z 0-9 . _ - (not . or ..), got %s", maxSnapshotName, args.Quote(name))
+	}
+	return nil
+}
+
+func (s *tools) decodeSnapshot(c *tool.Call, raw json.RawMessage) snapshotArgs {
+	var a snapshotArgs
+	o := c.Decode(raw)
+	if o == nil {
+		return a
+	}
+	probs := o.Problems()
+	if !o.Has("action") {
+		probs.Addf("action", "required: create, list or delete")
+	}
+	a.action = o.Choice("action", "", false, "create", "list", "delete")
+	if n, ok := o.Str("name", false); ok {
+		if err := checkSnapshotName(n); err != nil {
+			probs.Addf("name", "%v", err)
+		}
+		a.name = n
+	} else if !o.Has("name") && (a.action == "create" || a.action == "delete") {
+		probs.Addf("name", "required to %s a snapshot", a.action)
+	}
+	a.path, _ = o.DepotPath("path", false)
+	if o.Has("ttl_seconds") {
+		if n, ok := o.Int("ttl_seconds", false, 1, maxTTLSeconds); ok {
+			a.ttl = time.Duration(n) * time.Second
+		}
+	}
+	if a.action != "create" {
+		for _, f := range []string{"path", "ttl_seconds"} {
+			if o.Has(f) {
+				probs.Addf(f, "taken only by action create")
+			}
+		}
+	}
+	o.Finish()
+	return a
+}
+
+// snapshot creates, lists or deletes snapshots.
+func (s *tools) snapshot(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
+	a := s.decodeSnapshot(c, raw)
+	c.Path = a.path
+	if err := c.Args().Err(); err != nil {
+		return tool.Reply{}, err
+	}
+	if a.name != "" {
+		c.Attrs = append(c.Attrs, slog.String("snapshot", a.name))
+	}
+	switch a.action {
+	case "create":
+		return s.createSnapshot(ctx, c, a)
+	case "delete":
+		return s.deleteSnapshot(ctx, c, a.name)
+	}
+	return s.listSnapshots(ctx, c)
+}
+
+func (s *tools) createSnapshot(ctx context.Context, c *tool.Call, a snapshotArgs) (tool.Reply, error) {
+	req := store.SnapshotRequest{Name: a.name, Prefix: a.path}
+	if a.ttl > 0 {
+		req.Expires = s.opts.Now().Add(a.ttl)
+	}
+	ctx, cancel := s.opts.CommitContext(ctx)
+	defer cancel()
+	snap, err := c.Store().CreateSnapshot(ctx, req)
+	if err != nil {
+		return tool.Reply{}, &tool.StoreError{Op: "create snapshot " + a.name, Path: shownDir(a.path), Err: err}
+	}
+	c.Status = "created"
+	info := s.snapshotInfo(c, snap)
+	msg := fmt.Sprintf("Snapshot %s holds %s as of revision %d", snap.Name, snap.Prefix, snap.Revision)
+	if info.MountPath != "" {
+		msg += "; programs read it at " + info.MountPath
+	}
+	return tool.Reply{Data: SnapshotData{Snapshots: []SnapshotInfo{info}},
+		Message: msg + ". Its content counts against the depot's size and is never evicted until you delete it.",
+		Stats:   map[string]any{"revision": snap.Revision}}, nil
+}
+
+func (s *tools) deleteSnapshot(ctx context.Context, c *tool.Call, name string) (tool.Reply, error) {
+	ctx, cancel := s.opts.CommitContext(ctx)
+	defer cancel()
+	snap, err := c.Store().DeleteSnapshot(ctx, name)
+	if err != nil {
+		return tool.Reply{}, &tool.StoreError{Op: "delete snapshot " + name, Path: store.SnapshotsDir, Err: err}
+	}
+	c.Path = snap.Prefix
+	c.Status = "deleted"
+	return tool.Reply{Data: SnapshotData{Snapshots: []SnapshotInfo{s.snapshotInfo(c, snap)}},
+		Message: fmt.Sprintf("Snapshot %s is deleted; the content only it held is freed.", name)}, nil
+}
+
+func (s *tools) listSnapshots(ctx context.Context, c *tool.Call) (tool.Reply, error) {
+	all, err := c.Store().Snapshots(ctx)
+	if err != nil {
+		return tool.Reply{}, &tool.StoreError{Op: "list snapshots", Path: store.SnapshotsDir, Err: err}
+	}
+	d := SnapshotData{Snapshots: make([]SnapshotInfo, len(all))}
+	for i, snap := range all {
+		d.Snapshots[i] = s.snapshotInfo(c, snap)
+	}
+	c.Status = fmt.Sprintf("%d snapshots", len(d.Snapshots))
+	return tool.Reply{Data: d, Message: fmt.Sprintf("%d snapshot(s) you may read.", len(d.Snapshots))}, nil
+}
+
+// snapshotInfo is snap as the caller sees it.
+func (s *tools) snapshotInfo(c *tool.Call, snap store.Snapshot) SnapshotInfo {
+	info := SnapshotInfo{Name: snap.Name, Path: snap.Prefix, Revision: snap.Revision,
+		Created: snap.Created.UTC().Format(time.RFC3339Nano), Yours: snap.Writer == tool.Key(c.Who()),
+		MountPath: s.opts.MountPath(path.Join(store.SnapshotsDir, snap.Name))}
+	if !snap.Expires.IsZero() {
+		info.Expires = snap.Expires.UTC().Format(time.RFC3339Nano)
+	}
+	return info
+}

@@ -1,0 +1,131 @@
+package tool
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/internal/grant"
+	"github.com/depotfs/depotfs/store"
+)
+
+// Snapshots are one namespace for the whole depot (the mount shows them
+// all under /.snapshots), but a tenant sees only its share of it: the
+// snapshots whose prefix it may read. Another's snapshot is as unknown to
+// it as one never made (listing, restoring from it and deleting it all
+// answer as for an unknown name); only creating one under a name already
+// taken tells it that the name is taken.
+
+// History is store.Store.History for a caller allowed to read p.
+func (g *Store) History(ctx context.Context, p string) ([]store.Entry, error) {
+	if err := g.admit(grant.Read, 0, p); err != nil {
+		return nil, err
+	}
+	return g.rt.st.History(ctx, p)
+}
+
+// Snapshots returns the snapshots whose prefix the caller may read, by
+// name.
+func (g *Store) Snapshots(ctx context.Context) ([]store.Snapshot, error) {
+	if err := g.admit(grant.Read, 0); err != nil {
+		return nil, err
+	}
+	all, err := g.rt.st.Snapshots(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(all, func(s store.Snapshot) bool { return !g.readable(s) }), nil
+}
+
+// Snapshot returns the snapshot named name if the caller may read its
+// prefix, and an error wrapping store.ErrNotExist otherwise.
+func (g *Store) Snapshot(ctx context.Context, name string) (store.Snapshot, error) {
+	all, err := g.Snapshots(ctx)
+	if err != nil {
+		return store.Snapshot{}, err
+	}
+	if i := slices.IndexFunc(all, func(s store.Snapshot) bool { return s.Name == name }); i >= 0 {
+		return all[i], nil
+	}
+	return store.Snapshot{}, fmt.Errorf("snapshot %q: %w", name, store.ErrNotExist)
+}
+
+// readable reports whether the caller may read snapshot s's prefix.
+func (g *Store) readable(s store.Snapshot) bool {
+	_, err := g.c.perms.Check(g.c.def.name, g.c.def.group, s.Prefix, grant.Read)
+	return err == nil
+}
+
+// CreateSnapshot is store.Store.CreateSnapshot for a caller allowed to
+// write req.Prefix, recorded as the caller's. A caller holding
+// Env.MaxSnapshotsPerIdentity snapshots already is refused (ErrorLimit):
+// a snapshot holds content the store may not evict, so one tenant must
+// not be able to hold the store forever.
+func (g *Store) CreateSnapshot(ctx context.Context, req store.SnapshotRequest) (store.Snapshot, error) {
+	if req.Prefix == "" {
+		req.Prefix = depotpath.Root
+	}
+	if err := g.admit(grant.Write, 0, req.Prefix); err != nil {
+		return store.Snapshot{}, err
+	}
+	req.Writer = g.c.key
+	// Counting and creating are one step per server, so that concurrent
+	// calls of one identity cannot pass the cap together.
+	g.rt.snapshotMu.Lock()
+	defer g.rt.snapshotMu.Unlock()
+	all, err := g.rt.st.Snapshots(ctx)
+	if err != nil {
+		return store.Snapshot{}, err
+	}
+	held := 0
+	for _, s := range all {
+		if s.Writer == req.Writer {
+			held++
+		}
+	}
+	if limit := g.rt.env.MaxSnapshotsPerIdentity; limit > 0 && held >= limit {
+		return store.Snapshot{}, &Refusal{Type: ErrorLimit,
+			Message:     fmt.Sprintf("you hold %d snapshots, the most one identity may hold (--max-snapshots-per-identity %d)", held, limit),
+			Instruction: "Delete a snapshot you no longer need (guide_snapshot with action delete; action list shows yours), then call again. Nothing was created."}
+	}
+	snap, err := g.rt.st.CreateSnapshot(ctx, req)
+	if err == nil {
+		g.c.committed = true
+	}
+	return snap, err
+}
+
+// SnapshotsHeld returns how many snapshots the caller holds (created and
+// not yet deleted or expired).
+func (g *Store) SnapshotsHeld(ctx context.Context) (int, error) {
+	all, err := g.rt.st.Snapshots(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, s := range all {
+		if s.Writer == g.c.key {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// DeleteSnapshot is store.Store.DeleteSnapshot for a caller allowed to
+// write the snapshot's prefix; it returns the snapshot deleted. A
+// snapshot the caller may not read is unknown to it (ErrNotExist).
+func (g *Store) DeleteSnapshot(ctx context.Context, name string) (store.Snapshot, error) {
+	snap, err := g.Snapshot(ctx, name)
+	if err != nil {
+		return store.Snapshot{}, err
+	}
+	if err := g.admit(grant.Write, 0, snap.Prefix); err != nil {
+		return store.Snapshot{}, err
+	}
+	err = g.rt.st.DeleteSnapshot(ctx, name)
+	if err == nil {
+		g.c.committed = true
+	}
+	return snap, err
+}

@@ -38,6 +38,9 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		// two names.
 		return nil, syscall.ENOENT
 	}
+	if d.path == depotpath.Root && name == snapshotsName {
+		return d.fsys.lookupSnapshots(ctx, d.EmbeddedInode(), out), 0
+	}
 	p := depotpath.Join(d.path, name)
 	e, err := d.fsys.st.Stat(ctx, p)
 	if err != nil {

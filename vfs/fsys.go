@@ -16,13 +16,15 @@ import (
 // fsys is what every node of one mount shares: the store and the resolved
 // options. It is immutable once Mount has built it, so nodes use it from any
 // goroutine without locking, except pt, which Mount sets once it knows
-// whether the kernel takes passthrough, and replaced.
+// whether the kernel takes passthrough, replaced, and snaps (which guards
+// itself).
 type fsys struct {
 	st      store.Store
 	opts    Options
 	log     *slog.Logger
 	started time.Time
 	pt      atomic.Pointer[blobs] // nil: passthrough off
+	snaps   snapIDs               // the snapshots' numbers in the mount
 
 	mu sync.Mutex // guards replaced
 	// replaced are file nodes a lookup replaced before the invalidator

@@ -1,0 +1,485 @@
+package vfs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/store"
+)
+
+// The snapshots directory. The root has a directory named like
+// store.SnapshotsDir that it does not list (as ZFS's .zfs with
+// snapdir=hidden): a program that walks the whole mount (find, du, a
+// backup tool) would otherwise walk every snapshot as well, many times
+// the live tree. Named, it is there: /.snapshots lists the snapshots, and
+// /.snapshots/NAME is the tree below the snapshot's prefix as of its
+// revision, read-only, read through the store's StatAt, ReadDirAt and
+// OpenAt. A snapshot of one file shows as that file.
+//
+// Snapshots carry no store events, so the kernel is told to keep the
+// names in /.snapshots only briefly (snapshotNameTimeout) and never to
+// remember a missing one: a snapshot created or deleted by any host shows
+// within that time. Below a name, nothing ever changes, so the mount's
+// usual timeouts apply; a deleted snapshot's files fail to open (ENOENT)
+// until the kernel forgets them.
+
+// snapshotsName is the root's hidden directory of snapshots.
+var snapshotsName = depotpath.Base(store.SnapshotsDir)
+
+// snapshotNameTimeout is how long the kernel keeps a name in /.snapshots
+// and the attributes of /.snapshots itself.
+const snapshotNameTimeout = time.Second
+
+// Inode numbers in the snapshots directory. The kernel's node for a
+// number is one go-fuse inode (StableAttr.Ino), so these must never meet
+// the live tree's (directories: the store's inode numbers, counted up
+// from 1; files: versionBit and a revision) nor another snapshot's, which
+// show the same entries. Bit 62 marks them; /.snapshots is that bit
+// alone; a snapshot's entries carry the snapshot's number in the mount
+// (snapIDs, from 1) in bits 40–61, and in bits 0–39 a directory's store
+// inode number or, with bit 39 set, a file version's revision. That holds
+// for stores below 2^39 revisions and mounts that meet fewer than 2^22
+// snapshots; beyond those, numbers wrap and could collide.
+const (
+	snapBit       = 1 << 62
+	snapshotsIno  = snapBit
+	snapIDShift   = 40
+	snapIDMask    = 1<<22 - 1
+	snapFileBit   = 1 << 39
+	snapEntryMask = snapFileBit - 1
+)
+
+// snapIDs numbers the snapshots a mount has shown, by name and revision:
+// a snapshot deleted and taken again under its name is another tree, with
+// other inode numbers. Safe for concurrent use.
+type snapIDs struct {
+	mu  sync.Mutex // guards ids and n
+	ids map[snapKey]uint64
+	n   uint64
+}
+
+type snapKey struct {
+	name string
+	rev  uint64
+}
+
+// id returns snapshot s's number in the mount.
+func (t *snapIDs) id(s store.Snapshot) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := snapKey{s.Name, s.Revision}
+	if id, ok := t.ids[k]; ok {
+		return id
+	}
+	if t.ids == nil {
+		t.ids = map[snapKey]uint64{}
+	}
+	t.n++
+	t.ids[k] = t.n
+	return t.n
+}
+
+// snapIno is the inode number of entry e in the snapshot numbered id.
+func snapIno(id uint64, e store.Entry) uint64 {
+	base := snapBit | (id&snapIDMask)<<snapIDShift
+	if e.IsDir() {
+		return base | e.Ino&snapEntryMask
+	}
+	return base | snapFileBit | e.Revision&snapEntryMask
+}
+
+// snapshotsDir is /.snapshots: the snapshots, by name. Stateless.
+type snapshotsDir struct {
+	fs.Inode
+	readOnly
+	fsys *fsys
+}
+
+var (
+	_ = (fs.NodeLookuper)((*snapshotsDir)(nil))
+	_ = (fs.NodeReaddirer)((*snapshotsDir)(nil))
+	_ = (fs.NodeGetattrer)((*snapshotsDir)(nil))
+	_ = (fs.NodeStatfser)((*snapshotsDir)(nil))
+	_ = (fs.NodeGetxattrer)((*snapshotsDir)(nil))
+)
+
+// lookupSnapshots answers the root's lookup of the snapshots directory.
+func (fsys *fsys) lookupSnapshots(ctx context.Context, root *fs.Inode, out *fuse.EntryOut) *fs.Inode {
+	d := &snapshotsDir{fsys: fsys}
+	d.fillAttr(&out.Attr)
+	out.SetEntryTimeout(snapshotNameTimeout)
+	out.SetAttrTimeout(snapshotNameTimeout)
+	return root.NewInode(ctx, d, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: snapshotsIno})
+}
+
+func (d *snapshotsDir) fillAttr(out *fuse.Attr) {
+	d.fsys.fillAttr(store.Entry{Kind: store.KindDir, Ino: snapshotsIno, Path: store.SnapshotsDir}, out)
+}
+
+// Getattr reports a directory that never changes.
+func (d *snapshotsDir) Getattr(_ context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	d.fillAttr(&out.Attr)
+	out.SetTimeout(snapshotNameTimeout)
+	return 0
+}
+
+// find returns the snapshot named name.
+func (d *snapshotsDir) find(ctx context.Context, name string) (store.Snapshot, syscall.Errno) {
+	all, err := d.fsys.st.Snapshots(ctx)
+	if err != nil {
+		return store.Snapshot{}, d.fsys.errno("lookup", store.SnapshotsDir, err)
+	}
+	i := slices.IndexFunc(all, func(s store.Snapshot) bool { return s.Name == name })
+	if i < 0 {
+		return store.Snapshot{}, syscall.ENOENT
+	}
+	return all[i], 0
+}
+
+// Lookup finds a snapshot by name. A missing name is answered so that the
+// kernel does not remember it (a snapshot of that name may come).
+func (d *snapshotsDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	out.SetEntryTimeout(snapshotNameTimeout)
+	out.SetAttrTimeout(snapshotNameTimeout)
+	s, errno := d.find(ctx, name)
+	if errno != 0 {
+		return nil, errno
+	}
+	e, err := d.top(ctx, s)
+	if err != nil {
+		return nil, d.fsys.errno("lookup", s.Prefix, err)
+	}
+	at := snapTree{id: d.fsys.snaps.id(s), rev: s.Revision}
+	return at.child(ctx, d.fsys, d.EmbeddedInode(), e, &out.Attr), 0
+}
+
+// top returns the entry snapshot s shows at /.snapshots/NAME: its prefix
+// as of its revision, or an empty directory when the prefix (or the root
+// of an empty depot) had no entry then.
+func (d *snapshotsDir) top(ctx context.Context, s store.Snapshot) (store.Entry, error) {
+	e, err := d.fsys.st.StatAt(ctx, s.Prefix, s.Revision)
+	if errors.Is(err, store.ErrNotExist) {
+		return store.Entry{Path: s.Prefix, Kind: store.KindDir}, nil
+	}
+	return e, err
+}
+
+// Readdir lists the snapshots.
+func (d *snapshotsDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	all, err := d.fsys.st.Snapshots(ctx)
+	if err != nil {
+		return nil, d.fsys.errno("readdir", store.SnapshotsDir, err)
+	}
+	list := make([]fuse.DirEntry, 0, len(all))
+	for _, s := range all {
+		e, err := d.top(ctx, s)
+		if err != nil {
+			continue // deleted since it was listed
+		}
+		list = append(list, fuse.DirEntry{Name: s.Name, Mode: entryMode(e), Ino: snapIno(d.fsys.snaps.id(s), e)})
+	}
+	return fs.NewListDirStream(list), 0
+}
+
+// Statfs reports the whole mount.
+func (d *snapshotsDir) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	return d.fsys.statfs(ctx, out)
+}
+
+// Getxattr answers as for any directory: it has no attributes.
+func (d *snapshotsDir) Getxattr(_ context.Context, name string, dest []byte) (uint32, syscall.Errno) {
+	return getxattr(store.Entry{Kind: store.KindDir}, name, dest)
+}
+
+// snapTree is one snapshot's tree in the mount: its number there and the
+// revision it shows.
+type snapTree struct {
+	id, rev uint64
+}
+
+// child returns the inode for entry e of the tree, as a child of parent,
+// and fills out.
+func (t snapTree) child(ctx context.Context, fsys *fsys, parent *fs.Inode, e store.Entry, out *fuse.Attr) *fs.Inode {
+	fsys.fillAttr(e, out)
+	out.Ino = snapIno(t.id, e)
+	var node fs.InodeEmbedder = &snapFile{fsys: fsys, tree: t, version: newFileVersion(e)}
+	if e.IsDir() {
+		node = &snapDir{fsys: fsys, tree: t, path: e.Path, ino: e.Ino}
+	}
+	return parent.NewInode(ctx, node, fs.StableAttr{Mode: entryMode(e), Ino: out.Ino})
+}
+
+// entryMode is the file type of e, as StableAttr and listings give it.
+func entryMode(e store.Entry) uint32 {
+	if e.IsDir() {
+		return syscall.S_IFDIR
+	}
+	return syscall.S_IFREG
+}
+
+// snapDir is a directory of a snapshot's tree. Immutable.
+type snapDir struct {
+	fs.Inode
+	readOnly
+	fsys *fsys
+	tree snapTree
+	path string
+	ino  uint64 // the store's inode number of the directory
+}
+
+var (
+	_ = (fs.NodeLookuper)((*snapDir)(nil))
+	_ = (fs.NodeGetattrer)((*snapDir)(nil))
+	_ = (fs.NodeStatfser)((*snapDir)(nil))
+	_ = (fs.NodeGetxattrer)((*snapDir)(nil))
+	_ = (fs.NodeListxattrer)((*snapDir)(nil))
+)
+
+// Lookup finds a child as of the snapshot's revision.
+func (d *snapDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if clean, err := depotpath.CleanName(name); err != nil || clean != name {
+		return nil, syscall.ENOENT
+	}
+	p := depotpath.Join(d.path, name)
+	e, err := d.fsys.st.StatAt(ctx, p, d.tree.rev)
+	if err != nil {
+		return nil, d.fsys.errno("lookup", p, err)
+	}
+	return d.tree.child(ctx, d.fsys, d.EmbeddedInode(), e, &out.Attr), 0
+}
+
+// Getattr reports the directory as of the snapshot's revision.
+func (d *snapDir) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	e, err := d.fsys.st.StatAt(ctx, d.path, d.tree.rev)
+	if errors.Is(err, store.ErrNotExist) {
+		e, err = store.Entry{Path: d.path, Kind: store.KindDir, Ino: d.ino}, nil
+	}
+	if err != nil {
+		return d.fsys.errno("getattr", d.path, err)
+	}
+	d.fsys.fillAttr(e, &out.Attr)
+	out.Ino = d.StableAttr().Ino
+	return 0
+}
+
+// OpendirHandle opens the directory for listing. A snapshot's listing
+// never changes, so the kernel may cache it for as long as it keeps the
+// directory.
+func (d *snapDir) OpendirHandle(context.Context, uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	return &snapDirHandle{dir: d}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+}
+
+// list reads the directory as of the snapshot's revision.
+func (d *snapDir) list(ctx context.Context) ([]store.Entry, syscall.Errno) {
+	entries, err := d.fsys.st.ReadDirAt(ctx, d.path, d.tree.rev)
+	if errors.Is(err, store.ErrNotExist) && d.ino == 0 {
+		return nil, 0 // the empty tree of a prefix that did not exist
+	}
+	if err != nil {
+		return nil, d.fsys.errno("readdir", d.path, err)
+	}
+	return entries, 0
+}
+
+// snapDirHandle is an open directory of a snapshot: its listing, read on
+// the first READDIR, and a position in it, as dirHandle is for the live
+// tree (positions 0 and 1 are "." and ".."). READDIRPLUS's lookup of the
+// entry just listed is answered from the listing, saving a store read per
+// entry. go-fuse serializes the calls on one handle.
+type snapDirHandle struct {
+	dir     *snapDir
+	entries []store.Entry
+	loaded  bool
+	pos     int
+	last    *store.Entry // the entry most recently listed
+}
+
+var (
+	_ = (fs.FileReaddirenter)((*snapDirHandle)(nil))
+	_ = (fs.FileSeekdirer)((*snapDirHandle)(nil))
+	_ = (fs.FileLookuper)((*snapDirHandle)(nil))
+	_ = (fs.NodeOpendirHandler)((*snapDir)(nil))
+)
+
+func (h *snapDirHandle) load(ctx context.Context) syscall.Errno {
+	if h.loaded {
+		return 0
+	}
+	entries, errno := h.dir.list(ctx)
+	if errno != 0 {
+		return errno
+	}
+	h.entries, h.loaded = entries, true
+	return 0
+}
+
+// Readdirent returns the next directory entry, or nil at the end.
+func (h *snapDirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	if errno := h.load(ctx); errno != 0 {
+		return nil, errno
+	}
+	de := fuse.DirEntry{Off: uint64(h.pos) + 1, Mode: syscall.S_IFDIR}
+	h.last = nil
+	switch {
+	case h.pos == 0:
+		de.Name, de.Ino = ".", h.dir.StableAttr().Ino
+	case h.pos == 1:
+		de.Name, de.Ino = "..", h.dir.StableAttr().Ino
+		if _, parent := h.dir.Parent(); parent != nil {
+			de.Ino = parent.StableAttr().Ino
+		}
+	case h.pos-2 < len(h.entries):
+		e := &h.entries[h.pos-2]
+		de.Name, de.Ino, de.Mode = depotpath.Base(e.Path), snapIno(h.dir.tree.id, *e), entryMode(*e)
+		h.last = e
+	default:
+		return nil, 0
+	}
+	h.pos++
+	return &de, 0
+}
+
+// Seekdir moves to the position after offset off (rewinddir is offset 0).
+func (h *snapDirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	if errno := h.load(ctx); errno != 0 {
+		return errno
+	}
+	if off > uint64(len(h.entries))+2 {
+		return syscall.EINVAL
+	}
+	h.pos, h.last = int(off), nil
+	return 0
+}
+
+// Lookup answers READDIRPLUS's lookup of the entry just listed from the
+// listing, and any other name from the store.
+func (h *snapDirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if h.last != nil && depotpath.Base(h.last.Path) == name {
+		return h.dir.tree.child(ctx, h.dir.fsys, h.dir.EmbeddedInode(), *h.last, &out.Attr), 0
+	}
+	return h.dir.Lookup(ctx, name, out)
+}
+
+// Statfs reports the whole mount.
+func (d *snapDir) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	return d.fsys.statfs(ctx, out)
+}
+
+// Getxattr answers as for a live directory.
+func (d *snapDir) Getxattr(_ context.Context, name string, dest []byte) (uint32, syscall.Errno) {
+	return getxattr(store.Entry{Kind: store.KindDir}, name, dest)
+}
+
+// Listxattr lists nothing, as for a live directory.
+func (d *snapDir) Listxattr(context.Context, []byte) (uint32, syscall.Errno) { return listxattr() }
+
+// snapFile is a file version of a snapshot's tree. Immutable.
+type snapFile struct {
+	fs.Inode
+	readOnly
+	fsys    *fsys
+	tree    snapTree
+	version fileVersion
+	primed  atomic.Bool // the content was handed to the kernel's page cache
+}
+
+var (
+	_ = (fs.NodeOpener)((*snapFile)(nil))
+	_ = (fs.NodeGetattrer)((*snapFile)(nil))
+	_ = (fs.NodeStatfser)((*snapFile)(nil))
+	_ = (fs.NodeGetxattrer)((*snapFile)(nil))
+	_ = (fs.NodeListxattrer)((*snapFile)(nil))
+)
+
+// Getattr reports the version.
+func (f *snapFile) Getattr(_ context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	f.fsys.fillAttr(f.version.entry(), &out.Attr)
+	out.Ino = f.StableAttr().Ino
+	return 0
+}
+
+// Open reads the version's content. Its bytes never change, so the
+// kernel keeps its pages across opens. A version the store no longer
+// keeps (its snapshot was deleted since the kernel looked it up) fails
+// with ENOENT; a placeholder with EIO, as its content was never there to
+// keep.
+func (f *snapFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if flags&writeFlags != 0 {
+		return nil, 0, syscall.EROFS
+	}
+	c, err := f.fsys.st.OpenAt(ctx, f.version.path, f.tree.rev)
+	if err != nil {
+		return nil, 0, f.fsys.errno("open", f.version.path, err)
+	}
+	f.prime(c)
+	return &snapHandle{fsys: f.fsys, path: f.version.path, c: c}, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH, 0
+}
+
+// prime hands a small file's content to the kernel's page cache before
+// its first open returns, as the live tree's files do (see
+// fileNode.prime): the reader's first read then costs no round trip. The
+// content never changes, so the pages cannot be stale.
+func (f *snapFile) prime(c store.Content) {
+	size := c.Size()
+	if size <= 0 || size > primeMax || f.primed.Swap(true) {
+		return
+	}
+	buf := make([]byte, size)
+	if n, _ := c.ReadAt(buf, 0); int64(n) != size || f.WriteCache(0, buf) != 0 {
+		f.primed.Store(false)
+	}
+}
+
+// Statfs reports the whole mount.
+func (f *snapFile) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	return f.fsys.statfs(ctx, out)
+}
+
+// Getxattr reads the version's provenance attributes.
+func (f *snapFile) Getxattr(_ context.Context, name string, dest []byte) (uint32, syscall.Errno) {
+	return getxattr(f.version.entry(), name, dest)
+}
+
+// Listxattr lists nothing, as for a live file.
+func (f *snapFile) Listxattr(context.Context, []byte) (uint32, syscall.Errno) { return listxattr() }
+
+// snapHandle is an open file of a snapshot: its content, read one
+// kernel-requested range at a time. Read is safe for concurrent use; the
+// kernel calls Release once, after every Read has returned.
+type snapHandle struct {
+	fsys *fsys
+	path string
+	c    store.Content
+}
+
+var (
+	_ = (fs.FileReader)((*snapHandle)(nil))
+	_ = (fs.FileReleaser)((*snapHandle)(nil))
+)
+
+// Read fills dest from offset off; short only at the end of the file.
+func (h *snapHandle) Read(_ context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n, err := h.c.ReadAt(dest, off)
+	if err != nil && n < len(dest) && !errors.Is(err, io.EOF) {
+		return nil, h.fsys.errno("read", h.path, err)
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+// Release closes the content.
+func (h *snapHandle) Release(context.Context) syscall.Errno {
+	if err := h.c.Close(); err != nil {
+		return h.fsys.errno("release", h.path, err)
+	}
+	return 0
+}

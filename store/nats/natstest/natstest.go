@@ -1,10 +1,12 @@
 // Package natstest runs real NATS servers with JetStream for tests: a
 // cluster of nats-server processes configured exactly as
 // docs/several-hosts.md tells operators to (sync_interval: always), each
-// with its own store directory and random ports. A node is the test binary
-// itself, started again in node mode (see Main), so that a test can kill
-// it with SIGKILL like any crashed server, and its servers do not compete
-// with the test for the Go scheduler. It is for tests only.
+// with its own store directory and random ports. A node is a process of
+// its own, so that a test can kill it with SIGKILL like any crashed server
+// and its servers do not compete with the test for the Go scheduler: the
+// program natstest/node, built without the race detector once per test
+// process, or, if that build fails, the test binary itself started again
+// in node mode (see Main). It is for tests only.
 package natstest
 
 import (
@@ -17,6 +19,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -71,6 +74,40 @@ func Main() {
 	srv.WaitForShutdown()
 	os.Exit(0)
 }
+
+// nodeProgram is the program a node runs: natstest/node built without the
+// race detector (a race-instrumented nats-server cost the race tests'
+// clusters several times the CPU, and is not what operators run), or the
+// test binary when go cannot build it here. The build is made once per
+// process, into the user's cache directory, replaced atomically so that
+// test processes running at once each find a whole program.
+var nodeProgram = sync.OnceValue(func() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return os.Args[0]
+	}
+	dir = filepath.Join(dir, "depotfs-natstest")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return os.Args[0]
+	}
+	f, err := os.CreateTemp(dir, "node-*")
+	if err != nil {
+		return os.Args[0]
+	}
+	f.Close()
+	build := exec.Command("go", "build", "-o", f.Name(), "github.com/depotfs/depotfs/store/nats/natstest/node")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "natstest: building the node program (the test binary serves instead): %v\n%s", err, out)
+		os.Remove(f.Name())
+		return os.Args[0]
+	}
+	bin := filepath.Join(dir, "node")
+	if err := os.Rename(f.Name(), bin); err != nil {
+		os.Remove(f.Name())
+		return os.Args[0]
+	}
+	return bin
+})
 
 // Node is one server of a Cluster: its name, ports and store directory
 // stay the same across restarts.
@@ -188,7 +225,7 @@ func (c *Cluster) start(i int) error {
 	if _, err := server.ProcessConfigFile(file); err != nil {
 		return fmt.Errorf("node %s config: %w", nd.Name, err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := exec.Command(nodeProgram(), "-test.run=^$")
 	cmd.Env = append(os.Environ(), envNode+"="+file)
 	cmd.Stderr = os.Stderr
 	if _, err := cmd.StdinPipe(); err != nil {

@@ -59,7 +59,9 @@ func tarStream(t testing.TB, w io.Writer, gz bool, n int, size int64) {
 	out := w
 	var zw *gzip.Writer
 	if gz {
-		zw = gzip.NewWriter(w)
+		// The fastest level: the server reads any level alike, and the
+		// default spent minutes of this test's CPU on the bombs' zeros.
+		zw, _ = gzip.NewWriterLevel(w, gzip.BestSpeed)
 		out = zw
 	}
 	tw := tar.NewWriter(out)
@@ -126,27 +128,30 @@ func overlappingZip(t testing.TB, n int, size int) []byte {
 
 // TestArchiveOverBudgetRefused: an archive that unpacks to more than the
 // store can take is refused as soon as its members' declared sizes cross
-// that, before anything is stored or evicted: a tar.gz of 128 distinct
-// 8 MiB files (about 1 MB sent) and a 70 MiB tar into a 64 MiB store, a
-// zip of overlapping members, and an archive of 100,001 members. The
-// depot, its evictions and the database's size are unchanged.
+// that, before anything is stored or evicted: a tar.gz of 32 distinct
+// files of a store's eighth (128 in a soak) and a tar of 10 files of
+// just over a store's tenth, a zip of overlapping members, and an archive
+// of 100,001 members. The store is 16 MiB (64 MiB in a soak). The depot,
+// its evictions and the database's size are unchanged.
 func TestArchiveOverBudgetRefused(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--max-store-size", "64MiB", "--max-file-size", "16MiB"}})
+	storeSize := bySoak[int64](16<<20, 64<<20)
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--max-store-size", fmt.Sprint(storeSize), "--max-file-size", fmt.Sprint(storeSize / 4)}})
 	d.mustCall("guide_cache_file", map[string]any{"path": "/keep/a.txt", "content": "kept"})
 
 	var bomb, big, many bytes.Buffer
-	tarStream(t, &bomb, true, 128, 8<<20)
-	tarStream(t, &big, false, 10, 7<<20)
+	bombs := bySoak(32, 128)
+	tarStream(t, &bomb, true, bombs, storeSize/8)
+	tarStream(t, &big, false, 10, storeSize/64*7)
 	tarStream(t, &many, true, 100_001, 0)
 	tests := []struct {
 		name, format string
 		body         []byte
 		want         string
 	}{
-		{"128 x 8 MiB tar.gz", "tar.gz", bomb.Bytes(), "unpacks to more than"},
-		{"70 MiB tar", "tar", big.Bytes(), "unpacks to more than"},
-		{"overlapping zip", "zip", overlappingZip(t, 200, 16<<20), "unpacks to more than"},
+		{fmt.Sprintf("%d x 1/8 store tar.gz", bombs), "tar.gz", bomb.Bytes(), "unpacks to more than"},
+		{"10 x 7/64 store tar", "tar", big.Bytes(), "unpacks to more than"},
+		{"overlapping zip", "zip", overlappingZip(t, 200, int(storeSize/4)), "unpacks to more than"},
 		{"100,001 members", "tar.gz", many.Bytes(), "more than 100000 members"},
 	}
 	before := snapshot(t, d.mount)
@@ -180,16 +185,18 @@ func TestArchiveOverBudgetRefused(t *testing.T) {
 // store holding other files evicts those, never the archive's own.
 func TestArchiveWithinBudget(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--max-store-size", "64MiB", "--max-file-size", "16MiB"}})
+	storeSize := bySoak[int64](16<<20, 64<<20)
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--max-store-size", fmt.Sprint(storeSize), "--max-file-size", fmt.Sprint(storeSize / 4)}})
 	d.mustCall("guide_cache_file", map[string]any{"path": "/old/a.bin", "content": strings.Repeat("o", 1<<20)})
 	var b bytes.Buffer
-	tarStream(t, &b, true, 6, 8<<20)
+	member := storeSize / 8
+	tarStream(t, &b, true, 6, member)
 	u := beginUpload(t, d, map[string]any{"path": "/tree", "format": "tar.gz"})
 	if r := put(t, u, bytes.NewReader(b.Bytes()), int64(b.Len()), ""); !r.Env.Success {
-		t.Fatalf("PUT of 48 MiB into 64 MiB: %d %+v", r.Status, r.Env.Error)
+		t.Fatalf("PUT of 6 x %d bytes into %d: %d %+v", member, storeSize, r.Status, r.Env.Error)
 	}
 	for i := range 6 {
-		if fi, err := os.Stat(d.path(fmt.Sprintf("/tree/f%06d.bin", i))); err != nil || fi.Size() != 8<<20 {
+		if fi, err := os.Stat(d.path(fmt.Sprintf("/tree/f%06d.bin", i))); err != nil || fi.Size() != int64(member) {
 			t.Errorf("member %d: %v, %v", i, fi, err)
 		}
 	}

@@ -164,3 +164,17 @@ func diffSnapshots(before, after map[string]fileState) string {
 	sort.Strings(diffs)
 	return strings.Join(diffs, "\n")
 }
+
+// soak is DEPOTFS_SOAK=1: the tests that repeat something many times or
+// size it up, to show it holds at scale, run their long version. By
+// default they run a short one that takes the same code paths and makes
+// the same checks, so the README's test command stays within minutes.
+var soak = os.Getenv("DEPOTFS_SOAK") != ""
+
+// bySoak returns long under DEPOTFS_SOAK=1 and short otherwise.
+func bySoak[T any](short, long T) T {
+	if soak {
+		return long
+	}
+	return short
+}

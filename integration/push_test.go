@@ -38,8 +38,8 @@ func TestPushAndReadBack(t *testing.T) {
 			})
 			checkReply(t, d, env, "/bin/all-bytes.bin", binary, "created")
 
-			big := pseudoRandom(20<<20, 42)
-			env = pushChunked(d, "/big/twenty.bin", big, 1<<20, "upload-"+string(tr), 7)
+			big := pseudoRandom(bySoak(8<<20, 20<<20), 42)
+			env = pushChunked(d, "/big/chunked.bin", big, 1<<20, "upload-"+string(tr), 7)
 			if got := env.Data["sha256"]; got != sha256hex(big) {
 				t.Errorf("chunked upload final sha256 = %v, want %s", got, sha256hex(big))
 			}
@@ -61,7 +61,7 @@ func TestPushAndReadBack(t *testing.T) {
 			want := map[string][]byte{
 				"/docs/readme.txt":   []byte(text),
 				"/bin/all-bytes.bin": binary,
-				"/big/twenty.bin":    big,
+				"/big/chunked.bin":   big,
 				uploadPath:           report,
 			}
 			for p, content := range want {

@@ -101,12 +101,14 @@ func hashFile(t testing.TB, p string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// TestRawUpload sends 300 MiB with one HTTP PUT and reads it back through
-// the mount; the response is guide_cache_file's reply, sent once the mount
-// shows the file.
+// TestRawUpload sends a file larger than any MCP request with one HTTP PUT
+// and reads it back through the mount; the response is guide_cache_file's
+// reply, sent once the mount shows the file.
 func TestRawUpload(t *testing.T) {
 	t.Parallel()
-	const size = 300 << 20
+	// Larger than the MCP request limit (twice 16 MiB, plus 1 MiB) and one
+	// call's content, so only the raw PUT can carry it; 300 MiB in a soak.
+	size := bySoak[int64](40<<20, 300<<20)
 	file, sum := writeRandomFile(t, size)
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--max-file-size", "1GiB"}})
 	u := beginUpload(t, d, map[string]any{"path": "/big/file.bin", "size": size, "sha256": sum, "mode": "0640"})

@@ -26,10 +26,14 @@ import (
 // an open on host B (and a Stat of a path A just created) sees it. Four
 // writers on A race four readers on B; any stale or missing read fails
 // the test. DEPOTFS_CLOSE_TO_OPEN_N sets the number of writes (1,000 by
-// default; 10,000 for the figure in docs/several-hosts.md).
+// default, 10,000 with DEPOTFS_SOAK=1, as for the figure in
+// docs/several-hosts.md).
 func TestCloseToOpenAcrossHosts(t *testing.T) {
 	t.Parallel()
 	n := 1000
+	if soak {
+		n = 10000
+	}
 	if v, err := strconv.Atoi(os.Getenv("DEPOTFS_CLOSE_TO_OPEN_N")); err == nil && v > 0 {
 		n = v
 	}

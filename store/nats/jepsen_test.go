@@ -47,10 +47,13 @@ const (
 // revision, none ordered against real time, the final value the last
 // write's), and each log holds every acknowledged append exactly once and
 // nothing that was refused. DEPOTFS_JEPSEN sets the duration of the faults
-// (15s by default).
+// (15s by default, a minute with DEPOTFS_SOAK=1).
 func TestJepsen(t *testing.T) {
 	t.Parallel()
 	dur := 15 * time.Second
+	if soak {
+		dur = time.Minute
+	}
 	if v, err := time.ParseDuration(os.Getenv("DEPOTFS_JEPSEN")); err == nil && v > 0 {
 		dur = v
 	}

@@ -66,6 +66,10 @@ func TestStoreConformance(t *testing.T) {
 	})
 }
 
+// soak is DEPOTFS_SOAK=1, the switch of the test suite's long versions:
+// here the Jepsen run and the close-to-open count.
+var soak = os.Getenv("DEPOTFS_SOAK") != ""
+
 func TestMain(m *testing.M) {
 	natstest.Main()
 	os.Exit(m.Run())

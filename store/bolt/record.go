@@ -189,7 +189,10 @@ func getBlob(blobs *bbolt.Bucket, h hash) (blobRecord, bool, error) {
 // versionKey is the key in the versions bucket of p's version written at
 // revision rev.
 func versionKey(p string, rev uint64) []byte {
-	return binary.BigEndian.AppendUint64(append(treeKey(p), 0), rev)
+	dir, name := depotpath.Split(p)
+	k := make([]byte, 0, len(dir)+len(name)+10)
+	k = append(append(append(append(k, dir...), 0), name...), 0)
+	return binary.BigEndian.AppendUint64(k, rev)
 }
 
 // versionRef is the key in the refs bucket saying that p's version

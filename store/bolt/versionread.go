@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"math"
-	"slices"
-	"strings"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
@@ -15,31 +13,33 @@ import (
 )
 
 // recordAt returns the record of p at revision rev (see rules.At): the
-// live one when it is that old, else the newest version written by rev,
-// if it was not replaced by then; nil when there is none.
+// newest version written by rev when it was not replaced by then, else
+// the live record when it is that old; nil when there is none. A visible
+// version means the live record is newer, so it is read only when there
+// is none: a walk at a revision reads one record per path, as a live
+// walk does.
 func recordAt(tx *bbolt.Tx, p string, rev uint64) (*record, error) {
-	r, err := getEntry(tx.Bucket(bucketTree), p)
-	if err != nil || (r != nil && r.Revision <= rev) {
-		return r, err
-	}
-	prefix := append(treeKey(p), 0)
-	c := tx.Bucket(bucketVersions).Cursor()
-	var k, v []byte
+	key := versionKey(p, rev+1)
+	prefix := key[:len(key)-8]
 	if rev == math.MaxUint64 {
-		k, v = c.Seek(append(treeKey(p), 1))
-	} else {
-		k, v = c.Seek(versionKey(p, rev+1))
+		key = append(prefix[:len(prefix)-1:len(prefix)-1], 1) // past every version of p
 	}
+	c := tx.Bucket(bucketVersions).Cursor()
+	k, v := c.Seek(key)
 	if k == nil {
 		k, v = c.Last()
 	} else {
 		k, v = c.Prev()
 	}
-	if k == nil || !bytes.HasPrefix(k, prefix) || len(k) != len(prefix)+8 || versionUntil(v) <= rev {
-		return nil, nil
+	if k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8 && versionUntil(v) > rev {
+		ver, err := decodeVersion(k, v)
+		return ver.Rec, err
 	}
-	ver, err := decodeVersion(k, v)
-	return ver.Rec, err
+	r, err := getEntry(tx.Bucket(bucketTree), p)
+	if err != nil || r == nil || r.Revision > rev {
+		return nil, err
+	}
+	return r, nil
 }
 
 // view runs fn in a read transaction for the operation op on path.
@@ -92,9 +92,39 @@ func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.
 		if !e.IsDir() {
 			return store.ErrNotDir
 		}
+		// The versions visible at rev first, then the live entries
+		// merged in name order: a name with a visible version has no
+		// live entry that old, which is skipped undecoded.
 		prefix := dirPrefix(dir)
-		c := tx.Bucket(bucketTree).Cursor()
+		var vis []store.Entry
+		var names [][]byte // valid while tx is
+		c := tx.Bucket(bucketVersions).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if u64(k[len(k)-8:]) > rev || versionUntil(v) <= rev {
+				continue
+			}
+			var r record
+			if len(v) < versionHead {
+				return errCorrupt
+			}
+			if err := decodeInto(&r, v[versionHead:]); err != nil {
+				return err
+			}
+			vis = append(vis, r.Entry(keyPath(k[:len(k)-9])))
+			names = append(names, k[len(prefix):len(k)-9])
+		}
+		j := 0
+		c = tx.Bucket(bucketTree).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			name := k[len(prefix):]
+			for ; j < len(names) && bytes.Compare(names[j], name) < 0; j++ {
+				out = append(out, vis[j])
+			}
+			if j < len(names) && bytes.Equal(names[j], name) {
+				out = append(out, vis[j])
+				j++
+				continue
+			}
 			var r record
 			if err := decodeInto(&r, v); err != nil {
 				return err
@@ -103,21 +133,7 @@ func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.
 				out = append(out, r.Entry(keyPath(k)))
 			}
 		}
-		live := len(out)
-		c = tx.Bucket(bucketVersions).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			if u64(k[len(k)-8:]) > rev || versionUntil(v) <= rev {
-				continue
-			}
-			ver, err := decodeVersion(k, v)
-			if err != nil {
-				return err
-			}
-			out = append(out, ver.Entry())
-		}
-		if len(out) > live {
-			slices.SortFunc(out, func(a, b store.Entry) int { return strings.Compare(a.Path, b.Path) })
-		}
+		out = append(out, vis[j:]...)
 		return ctx.Err()
 	})
 	if err != nil {

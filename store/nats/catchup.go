@@ -79,7 +79,7 @@ func (s *Store) sync(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
 	defer cancel()
-	return s.view.waitFor(wctx, r.seq)
+	return s.waitApplied(wctx, r.seq)
 }
 
 // rounds sends r, then the rounds callers queued meanwhile, one at a

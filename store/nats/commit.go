@@ -24,7 +24,7 @@ func (s *Store) commit(ctx context.Context, t *txn, msgs []*nats.Msg) error {
 	if err != nil {
 		return err
 	}
-	return s.view.waitFor(ctx, seq)
+	return s.waitApplied(ctx, seq)
 }
 
 // pubAck is the server's answer to a publish into a stream.
@@ -158,7 +158,7 @@ func (s *Store) settle(ctx context.Context, t *txn) error {
 			last, err = s.fence(ctx)
 		}
 		if err == nil {
-			if err := s.view.waitFor(ctx, last); err != nil {
+			if err := s.waitApplied(ctx, last); err != nil {
 				return err
 			}
 			if s.landed(ctx, t) {

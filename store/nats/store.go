@@ -140,6 +140,7 @@ type Store struct {
 	wg        sync.WaitGroup
 	open      openBlobs
 	catchUp   catchUp
+	pullMu    sync.Mutex // held by the one pull in flight (see waitApplied)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -421,7 +422,7 @@ func (s *Store) Sync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("nats: sync: %w", err)
 	}
-	return s.view.waitFor(ctx, info.State.LastSeq)
+	return s.waitApplied(ctx, info.State.LastSeq)
 }
 
 // Stats returns the counts as this host has applied them. Hits and Misses

@@ -9,6 +9,7 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/watchhub"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -19,9 +20,9 @@ type view struct {
 	mu sync.RWMutex
 	st *state
 
-	pmu     sync.Mutex      // serializes deliveries
-	gen     uint64          // the current consumer's generation
-	pending []jetstream.Msg // messages of a batch not yet complete
+	pmu     sync.Mutex // serializes deliveries
+	gen     uint64     // the current consumer's generation
+	pending []msg      // messages of a batch not yet complete
 	// pendingCommit is the sequence that completes the pending batch,
 	// pendingLast the sequence of its last message so far.
 	pendingCommit, pendingLast uint64
@@ -49,32 +50,62 @@ type view struct {
 func (v *view) restart() uint64 {
 	v.pmu.Lock()
 	defer v.pmu.Unlock()
-	v.pending, v.pendingCommit = nil, 0
+	v.pending, v.pendingCommit, v.pendingLast = nil, 0, 0
 	v.gen++
 	return v.gen
 }
 
-// deliver is the consumer's callback: it collects a batch and applies it
-// once its last message (hdrCommit) arrived.
+// msg is one message of the tree stream, as the consumer delivers it or
+// as it is read from the stream's leader (see Store.pull).
+type msg struct {
+	seq     uint64
+	subject string
+	header  nats.Header
+	data    []byte
+}
+
+// deliver is the consumer's callback.
 func (v *view) deliver(gen uint64, m jetstream.Msg) {
-	v.pmu.Lock()
-	defer v.pmu.Unlock()
-	if gen != v.gen {
-		return // from a consumer that was replaced
-	}
 	meta, err := m.Metadata()
 	if err != nil {
 		v.fail(fmt.Errorf("message metadata: %w", err))
 		return
 	}
-	v.mu.RLock()
-	applied := v.st.rev
-	v.mu.RUnlock()
-	if meta.Sequence.Stream <= applied {
-		return // delivered again by a restarted consumer
+	v.pmu.Lock()
+	defer v.pmu.Unlock()
+	if gen != v.gen {
+		return // from a consumer that was replaced
 	}
-	commit := meta.Sequence.Stream
-	if c := m.Headers().Get(hdrCommit); c != "" {
+	v.add(msg{seq: meta.Sequence.Stream, subject: m.Subject(), header: m.Headers(), data: m.Data()})
+}
+
+// applied returns the last stream sequence the view applied.
+func (v *view) applied() uint64 {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.st.rev
+}
+
+// pulled hands the view messages read from the stream's leader (see
+// Store.pull), in stream order.
+func (v *view) pulled(msgs []msg) {
+	v.pmu.Lock()
+	defer v.pmu.Unlock()
+	for _, m := range msgs {
+		v.add(m)
+	}
+}
+
+// add collects a batch and applies it once its last message (hdrCommit)
+// arrived. Messages come in stream order from the consumer and from
+// pulls, which may both bring one: the second is dropped. v.pmu must be
+// held.
+func (v *view) add(m msg) {
+	if m.seq <= max(v.applied(), v.pendingLast) {
+		return // delivered again by a restarted consumer, or pulled
+	}
+	commit := m.seq
+	if c := m.header.Get(hdrCommit); c != "" {
 		if n, err := strconv.ParseUint(c, 10, 64); err == nil {
 			commit = n
 		}
@@ -87,10 +118,10 @@ func (v *view) deliver(gen uint64, m jetstream.Msg) {
 	// computed on it would fail.
 	v.pending = append(v.pending, m)
 	v.pendingCommit = max(v.pendingCommit, commit)
-	v.pendingLast = meta.Sequence.Stream
+	v.pendingLast = m.seq
 	// The servers store a batch whole but may deliver its first messages
 	// before the last is stored: wait for the commit sequence.
-	if meta.Sequence.Stream >= v.pendingCommit {
+	if m.seq >= v.pendingCommit {
 		v.flush()
 	}
 }
@@ -113,17 +144,16 @@ func (v *view) fail(err error) {
 
 // apply applies whole batches up to sequence rev and publishes their
 // events.
-func (v *view) apply(msgs []jetstream.Msg, rev uint64) {
+func (v *view) apply(msgs []msg, rev uint64) {
 	var evs []store.Event
 	var touched []string
 	v.mu.Lock()
 	st := v.st
 	for _, m := range msgs {
-		meta, _ := m.Metadata()
-		seq := meta.Sequence.Stream
-		key := keyOf(m.Subject())
-		del := m.Headers().Get(kvOperation) != ""
-		ev, sum, err := st.applyOne(key, m.Data(), del, seq, m.Headers().Get(hdrEvicted) != "", m.Headers().Get(hdrTouch) != "")
+		seq := m.seq
+		key := keyOf(m.subject)
+		del := m.header.Get(kvOperation) != ""
+		ev, sum, err := st.applyOne(key, m.data, del, seq, m.header.Get(hdrEvicted) != "", m.header.Get(hdrTouch) != "")
 		if err != nil {
 			if v.applyErr == nil {
 				v.applyErr = fmt.Errorf("applying %s at %d: %w", key, seq, err)
@@ -140,7 +170,7 @@ func (v *view) apply(msgs []jetstream.Msg, rev uint64) {
 		if sum != "" {
 			touched = append(touched, sum)
 		}
-		if id := m.Headers().Get(hdrTxn); id != "" {
+		if id := m.header.Get(hdrTxn); id != "" {
 			v.remember(id)
 		}
 	}

@@ -11,9 +11,11 @@ package natstest
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -115,6 +117,7 @@ type Node struct {
 	Name        string
 	Port        int
 	ClusterPort int
+	HTTPPort    int // the monitoring port
 	Dir         string
 	cmd         *exec.Cmd
 	exited      chan struct{}
@@ -140,6 +143,8 @@ func Config(n *Node, routes []int) string {
 	}
 	return fmt.Sprintf(`server_name: %s
 listen: 127.0.0.1:%d
+# the monitoring port: readiness checks
+http: 127.0.0.1:%d
 jetstream {
   store_dir: %q
   # fsync every write before acknowledging it
@@ -152,7 +157,7 @@ cluster {
   listen: 127.0.0.1:%d
   routes: [%s]
 }
-`, n.Name, n.Port, n.Dir, n.ClusterPort, strings.Join(rs, ", "))
+`, n.Name, n.Port, n.HTTPPort, n.Dir, n.ClusterPort, strings.Join(rs, ", "))
 }
 
 // freePort returns a TCP port nothing listens on right now.
@@ -178,7 +183,7 @@ func Start(t testing.TB, n int) *Cluster {
 		c.Nodes = nil
 		for i := range n {
 			c.Nodes = append(c.Nodes, &Node{
-				Name: fmt.Sprintf("n%d", i+1), Port: freePort(t), ClusterPort: freePort(t),
+				Name: fmt.Sprintf("n%d", i+1), Port: freePort(t), ClusterPort: freePort(t), HTTPPort: freePort(t),
 				Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)),
 			})
 		}
@@ -288,6 +293,38 @@ func jsReady(url string) bool {
 	defer nc.Close()
 	m, err := nc.Request("$JS.API.INFO", nil, time.Second)
 	return err == nil && !strings.Contains(string(m.Data), `"error"`)
+}
+
+// MetaLeader returns the index of the node that leads the cluster's
+// JetStream meta layer (which creates and places streams and consumers),
+// as the running nodes' monitoring ports report it; -1 when none does.
+func (c *Cluster) MetaLeader() int {
+	hc := http.Client{Timeout: time.Second}
+	for _, nd := range c.Nodes {
+		if nd.cmd == nil {
+			continue
+		}
+		res, err := hc.Get(fmt.Sprintf("http://127.0.0.1:%d/jsz", nd.HTTPPort))
+		if err != nil {
+			continue
+		}
+		var jsz struct {
+			Meta *struct {
+				Leader string `json:"leader"`
+			} `json:"meta_cluster"`
+		}
+		err = json.NewDecoder(res.Body).Decode(&jsz)
+		res.Body.Close()
+		if err != nil || jsz.Meta == nil {
+			continue
+		}
+		for i, n := range c.Nodes {
+			if n.Name == jsz.Meta.Leader {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // URL is the comma-separated client URLs of every node.

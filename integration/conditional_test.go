@@ -19,18 +19,18 @@ import (
 )
 
 // counterAgents and counterIncrements shape the counter test: every agent
-// increments one shared counter file this many times.
-const (
-	counterAgents     = 8
-	counterIncrements = 50
-)
+// increments one shared counter file this many times (50 in a soak).
+const counterAgents = 8
+
+var counterIncrements = bySoak(20, 50)
 
 // TestConditionalCounter: 8 agents, each with its own MCP session, each
-// increment a counter file 50 times by reading it (fs read: content and
-// revision) and writing value+1 with if_revision, retrying on conflict.
-// Half write with fs write, half with guide_cache_file. No increment may
-// be lost: the final value is exactly 400. On bolt, and on a 3-node NATS
-// cluster with the agents spread over three depotfs hosts.
+// increment a counter file 20 times (50 in a soak) by reading it (fs read:
+// content and revision) and writing value+1 with if_revision, retrying on
+// conflict. Half write with fs write, half with guide_cache_file. No
+// increment may be lost: the final value is exactly 8 times the
+// increments. On bolt, and on a 3-node NATS cluster with the agents spread
+// over three depotfs hosts.
 func TestConditionalCounter(t *testing.T) {
 	t.Run("bolt", func(t *testing.T) {
 		t.Parallel()

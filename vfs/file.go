@@ -201,6 +201,11 @@ func (f *fileNode) catchUp(ctx context.Context, v fileVersion, c store.Content) 
 	case kept:
 		return fileVersion{}, false
 	case replaced, refreshed:
+		if nv, _ := f.snapshot(); nv.rev != v.rev {
+			// Another open moved the node on since v was taken: what
+			// it shows now may still be at hand.
+			return fileVersion{}, false
+		}
 		return v, false
 	}
 	nv, _ := f.snapshot()

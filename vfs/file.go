@@ -96,11 +96,12 @@ var pageSize = int64(os.Getpagesize())
 // reads. If the store's content is no longer the node's (the kernel
 // resolved the name before an update it has not been told of yet, or just
 // as it was told), the open reads the node's own version when that is
-// still at hand (see openOld): what a stat just before the open showed,
-// as a local filesystem opens the file a path resolved to before a
-// rename-replace. Else the node follows the newer version when it can
-// (the newer one extends its content, or no handle of the node is open),
-// and the node's attributes and pages are invalidated before Open
+// still at hand (see openOld; a node looked up while its file was being
+// updated holds it for a while, see keep): what a stat just before the
+// open showed, as a local filesystem opens the file a path resolved to
+// before a rename-replace. Else the node follows the newer version when it
+// can (the newer one extends its content, or no handle of the node is
+// open), and the node's attributes and pages are invalidated before Open
 // returns. Else the open fails with ESTALE, on which the kernel looks the
 // name up again and retries once, finding the newer version. A
 // placeholder whose content arrived fails with ESTALE too.
@@ -118,9 +119,13 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 			return nil, 0, errno
 		}
 		if !v.holds(c) {
-			if h, fl, ok := f.openOld(ctx, v); ok {
+			h, fl, errno := f.openOld(ctx, v)
+			if h != nil || errno != 0 {
 				c.Close()
-				return h, fl, 0
+				if errno == errMoved {
+					continue
+				}
+				return h, fl, errno
 			}
 			var ok bool
 			if v, ok = f.catchUp(ctx, v, c); !ok {
@@ -262,29 +267,49 @@ func (f *fileNode) isCached() bool {
 }
 
 // openOld serves an open of the node's version v when the store has a
-// newer one, from what the node still holds of v: the content its handles
-// share (kept for lingerFor after the last closes), or v's blob file (open,
-// or still in the blob cache). ok is false when it holds nothing of v, and
-// always with Options.Shared.
-func (f *fileNode) openOld(ctx context.Context, v fileVersion) (h fs.FileHandle, flags uint32, ok bool) {
-	const cached = fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH
+// newer one, from what is still at hand of v: the content its handles
+// share (kept for lingerFor after the last closes, or since a lookup
+// replaced an older node, see keep), v's blob file (open, or still in the
+// blob cache), or v as the store retains it (see store.Versions). It
+// returns no handle and no error when nothing of v is at hand, and
+// errMoved when the node moved on meanwhile. With Options.Shared nothing
+// is ever at hand.
+func (f *fileNode) openOld(ctx context.Context, v fileVersion) (fs.FileHandle, uint32, syscall.Errno) {
 	// On a shared store the newer version may be another host's, whose
 	// writer answered before this kernel was told of it: an open that
 	// began after that answer must read it (close-to-open across hosts).
 	if !v.present || f.fsys.opts.Shared {
-		return nil, 0, false
+		return nil, 0, 0
 	}
-	if h := f.shareHandle(v); h != nil {
-		return h, cached, true
-	}
+	const cached = fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH
 	pt := f.fsys.pt.Load()
 	if pt == nil || !wants(v.entry()) || f.isCached() {
-		return nil, 0, false
+		if h := f.shareHandle(v); h != nil {
+			return h, cached, 0
+		}
+	} else {
+		// While one open of an inode reads through passthrough, the
+		// kernel fails every other open of it that does not.
+		if bh, _ := f.openBlob(ctx, pt, nil, v); bh != nil {
+			return bh, cached, 0
+		}
+		if h := f.shareHandle(v); h != nil {
+			bh, _ := f.openBlob(ctx, pt, h.s.Content, v)
+			h.Release(ctx)
+			if bh != nil {
+				return bh, cached, 0
+			}
+		}
 	}
-	if bh, _ := f.openBlob(ctx, pt, nil, v); bh != nil {
-		return bh, cached, true
+	c, err := f.fsys.st.OpenAt(ctx, v.path, v.rev)
+	if err != nil {
+		return nil, 0, 0
 	}
-	return nil, 0, false
+	if !v.holds(c) {
+		c.Close()
+		return nil, 0, 0
+	}
+	return f.serve(ctx, v, c)
 }
 
 // primeMax bounds the files whose content Open hands to the kernel (see

@@ -54,9 +54,12 @@ func (fsys *fsys) takeReplaced() []*fileNode {
 // that name when it is the same version of the same entry, or a file node
 // that can follow e (see fileNode.follow): go-fuse would discard a
 // duplicate anyway, and invalidations sent to a discarded duplicate fail.
-// A file node e replaces is marked gone.
+// A file node e replaces is marked gone, and a new file node for a file
+// being updated holds its content for a while (see fileNode.keep), so
+// that an open racing the next update still reads what the lookup said.
 func (fsys *fsys) child(ctx context.Context, parent *fs.Inode, name string, e store.Entry, out *fuse.EntryOut) *fs.Inode {
 	id := stableAttr(e)
+	replacing := false
 	if ch := parent.GetChild(name); ch != nil {
 		if f, ok := ch.Operations().(*fileNode); ok && !e.IsDir() {
 			if res, _ := f.follow(ctx, e, nil, false); res != replaced {
@@ -65,17 +68,31 @@ func (fsys *fsys) child(ctx context.Context, parent *fs.Inode, name string, e st
 			}
 			f.markGone()
 			fsys.noteReplaced(f)
+			replacing = true
 		} else if ch.StableAttr() == id {
 			fsys.fillAttr(e, &out.Attr)
 			return ch
 		}
 	}
-	fsys.fillAttr(e, &out.Attr)
 	var node fs.InodeEmbedder
 	if e.IsDir() {
 		node = &dirNode{fsys: fsys, path: e.Path}
 	} else {
-		node = &fileNode{fsys: fsys, version: newFileVersion(e)}
+		f := &fileNode{fsys: fsys, version: newFileVersion(e)}
+		if replacing || justUpdated(e) {
+			e = f.keep(ctx, e)
+			id = stableAttr(e)
+		}
+		node = f
 	}
+	fsys.fillAttr(e, &out.Attr)
 	return parent.NewInode(ctx, node, id)
+}
+
+// justUpdated reports whether e's content was replaced less than lingerFor
+// ago (by the store's clock, so either way: hosts' clocks differ): the file
+// is being updated, and may be again before an open of it arrives.
+func justUpdated(e store.Entry) bool {
+	since := time.Since(e.Updated)
+	return e.Updates > 0 && since < lingerFor && since > -lingerFor
 }

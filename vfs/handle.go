@@ -72,6 +72,45 @@ func (f *fileNode) adoptLocked(c store.Content) (s *shared, took bool) {
 	return f.shared, true
 }
 
+// keep holds the content of e, the version a lookup is about to answer
+// for the new node f, for lingerFor, as if a handle of it had just closed.
+// A lookup that replaces an older node of the same name, or finds a file
+// updated just now, calls it: the file is being updated, and the kernel
+// may send an open of f after the store moved past e, with e's attributes
+// already given to a program (unzip stats the file, then opens it and
+// trusts that size). When the store has moved past e already, keep takes
+// the newest version instead and returns it: the lookup answers that one.
+// Call it before f is in the tree.
+func (f *fileNode) keep(ctx context.Context, e store.Entry) store.Entry {
+	if f.fsys.opts.Shared {
+		return e // see openOld
+	}
+	for range openTries {
+		v := newFileVersion(e)
+		f.version = v
+		if !v.present {
+			return e
+		}
+		c, err := f.fsys.st.Open(ctx, e.Path)
+		if err != nil {
+			return e
+		}
+		if v.holds(c) {
+			s := &shared{Content: c}
+			f.shared = s
+			time.AfterFunc(lingerFor, func() { f.expire(s) })
+			return e
+		}
+		c.Close()
+		ne, err := f.fsys.st.Stat(ctx, e.Path)
+		if err != nil || ne.IsDir() {
+			return e
+		}
+		e = ne
+	}
+	return e
+}
+
 // shareHandle returns a handle on the content the open handles of version
 // v share, or nil when none is open.
 func (f *fileNode) shareHandle(v fileVersion) *fileHandle {

@@ -196,7 +196,13 @@ func (f *fileNode) catchUp(ctx context.Context, v fileVersion, c store.Content) 
 	if err != nil || e.IsDir() {
 		return v, false
 	}
-	res, old := f.follow(ctx, e, c, true)
+	// A node that nothing of its version is left for takes the newer
+	// version only on a shared store (close-to-open wants the newest
+	// there). Elsewhere a program may have been given its attributes
+	// already (stat, then open): the open fails with ESTALE instead, and
+	// the kernel's retry looks the name up again and reaches a new node
+	// that holds its version (see keep).
+	res, old := f.follow(ctx, e, c, f.fsys.opts.Shared)
 	f.fsys.log.Debug("vfs: an open raced an update", "path", v.path, "revision", v.rev, "store_revision", e.Revision, "outcome", res)
 	switch res {
 	case grew:

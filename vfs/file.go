@@ -100,10 +100,11 @@ var pageSize = int64(os.Getpagesize())
 // updated holds it for a while, see keep): what a stat just before the
 // open showed, as a local filesystem opens the file a path resolved to
 // before a rename-replace. Else the node follows the newer version when it
-// can (the newer one extends its content, or no handle of the node is
-// open), and the node's attributes and pages are invalidated before Open
-// returns. Else the open fails with ESTALE, on which the kernel looks the
-// name up again and retries once, finding the newer version. A
+// can (the newer one extends its content; on a shared store, also when no
+// handle of the node is open), and the node's attributes and pages are
+// invalidated before Open returns. Else the open fails with ESTALE, on
+// which the kernel looks the name up again and retries once, reaching a
+// node that holds the version its lookup answered (see keep). A
 // placeholder whose content arrived fails with ESTALE too.
 //
 // An open with O_NONBLOCK never waits for a placeholder's content: it

@@ -40,10 +40,11 @@ const (
 // inode can stay what it is: e has the same content (a change of mode or
 // mtime), or e extends the content (an append), or retarget is set and no
 // handle of the node is open. The last is for an open that races an
-// update: the kernel sent it to an inode it is about to be told is
-// outdated, and giving that inode the newer version's attributes lets the
-// open read the newer version whole, with the matching size, instead of
-// failing. c, when not nil, is e's content; otherwise it is read from the
+// update on a shared store (Options.Shared), where the open must read the
+// newest version: the kernel sent it to an inode it is about to be told
+// is outdated, and giving that inode the newer version's attributes lets
+// the open read the newer version whole, with the matching size, instead
+// of failing. c, when not nil, is e's content; otherwise it is read from the
 // store when the append check needs it. oldSize is the node's size before.
 //
 // A node replaced by an unrelated version (or removed) is marked gone and

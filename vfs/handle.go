@@ -108,6 +108,7 @@ func (f *fileNode) keep(ctx context.Context, e store.Entry) store.Entry {
 		}
 		e = ne
 	}
+	f.version = newFileVersion(e)
 	return e
 }
 

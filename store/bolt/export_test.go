@@ -260,3 +260,36 @@ func Commits(s *Store) (uint64, error) {
 	})
 	return id, err
 }
+
+// DowngradeTo2 rewrites the closed database at path, which holds no
+// versions, in the schema 2 layout: no versions and snapshots buckets,
+// 40-byte blob records.
+func DowngradeTo2(path string) error {
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		return err
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		for _, name := range [][]byte{bucketVersions, bucketSnapshots} {
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
+			}
+		}
+		blobs := tx.Bucket(bucketBlobs)
+		old := map[string][]byte{}
+		err := blobs.ForEach(func(k, v []byte) error {
+			old[string(k)] = append([]byte(nil), v[:40]...)
+			return nil
+		})
+		for k, v := range old {
+			if err == nil {
+				err = blobs.Put([]byte(k), v)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, u64bytes(2))
+	})
+	return errors.Join(err, db.Close())
+}

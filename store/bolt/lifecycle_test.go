@@ -370,3 +370,29 @@ func TestUpgradeSchema1(t *testing.T) {
 		t.Errorf("after the upgrade the write evicted %+v, want /old", res.Evicted)
 	}
 }
+
+// TestUpgradeFromSchema2: a file written before versions existed opens,
+// reads the same, and keeps versions from then on.
+func TestUpgradeFromSchema2(t *testing.T) {
+	s, path := openTemp(t, nil)
+	ctx := t.Context()
+	mustPut(t, s, "/f", fill(100, 'a'))
+	mustPut(t, s, "/f", fill(100, 'b'))
+	before := storeStats(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := bolt.DowngradeTo2(path); err != nil {
+		t.Fatal(err)
+	}
+	s = openAt(t, path, &bolt.Options{KeepVersions: 1})
+	before.Hits, before.Misses = 0, 0
+	if after := storeStats(t, s); after != before {
+		t.Errorf("Stats after the upgrade:\n%+v\nwant\n%+v", after, before)
+	}
+	mustPut(t, s, "/f", fill(100, 'c'))
+	h, err := s.History(ctx, "/f")
+	if err != nil || len(h) != 2 {
+		t.Fatalf("history after the upgrade: %+v, %v", h, err)
+	}
+}

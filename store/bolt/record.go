@@ -15,7 +15,11 @@ import (
 // schemaVersion is the on-disk layout this package reads and writes.
 // Version 1 had no counters and no lru, refs and expiry indexes; Open
 // upgrades it by deriving them from the tree and the blobs (see migrate).
-const schemaVersion = 2
+// Version 2 had no versions and snapshots buckets and 40-byte blob
+// records (no version count): Open adds the buckets, and the old records
+// read as used by no version. Builds that read 2 refuse 3 at Open rather
+// than misread its blob records.
+const schemaVersion = 3
 
 // maxChunkSize bounds Options.ChunkSize.
 const maxChunkSize = 64 << 20

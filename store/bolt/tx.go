@@ -31,6 +31,10 @@ func (s *Store) init() (uint64, error) {
 			if err := migrate(tx); err != nil {
 				return fmt.Errorf("upgrading from schema 1: %w", err)
 			}
+		case u64(v) == 2:
+			if err := meta.Put(keySchema, u64bytes(schemaVersion)); err != nil {
+				return err
+			}
 		case u64(v) != schemaVersion:
 			return fmt.Errorf("schema version %d, this build reads %d", u64(v), schemaVersion)
 		}

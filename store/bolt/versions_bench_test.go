@@ -115,3 +115,48 @@ func walk(b *testing.B, s *bolt.Store, rev uint64) time.Duration {
 	}
 	return time.Since(start)
 }
+
+// BenchmarkHistoryGrowth runs the growth model of DESIGN.md on a depot
+// of 2,000 files of 8 KiB with KeepVersions 3: each "day", 5 % of the
+// files get new content twice, 1 % are removed and as many created; it
+// reports the stored bytes after a day and after a week against the
+// first day's live bytes, and the versions kept.
+func BenchmarkHistoryGrowth(b *testing.B) {
+	const files, size = 2000, 8 << 10
+	for b.Loop() {
+		s, _ := openTemp(b, &bolt.Options{KeepVersions: store.DefaultKeepVersions})
+		ctx := context.Background()
+		n := 0
+		write := func(i int) {
+			data := make([]byte, size)
+			copy(data, fmt.Sprint(i, "/", n))
+			n++
+			if _, err := s.Put(ctx, store.PutRequest{Path: fmt.Sprintf("/f%05d", i), Data: data}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i := range files {
+			write(i)
+		}
+		st, _ := s.Stats(ctx)
+		live := float64(st.StoredBytes)
+		next := files
+		for day := range 7 {
+			for j := range files / 20 {
+				i := (day*files/20 + j) % files // a different 5 % each day
+				write(i)
+				write(i)
+			}
+			for j := range files / 100 {
+				_ = s.Remove(ctx, store.RemoveRequest{Path: fmt.Sprintf("/f%05d", (day*97+j*7)%files)})
+				write(next)
+				next++
+			}
+			if day == 0 || day == 6 {
+				st, _ = s.Stats(ctx)
+				b.ReportMetric(float64(st.StoredBytes)/live, fmt.Sprintf("stored/live-day%d", day+1))
+				b.ReportMetric(float64(st.Versions), fmt.Sprintf("versions-day%d", day+1))
+			}
+		}
+	}
+}

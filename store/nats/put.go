@@ -92,7 +92,7 @@ func (t *txn) MakeRoom(keep string) (store.Evictions, error) {
 			return
 		}
 		seen[sum] = true
-		if b := t.blob(sum); b != nil && b.evictable() && !t.held(holds, sum, b.Size) {
+		if b := t.blob(sum); b != nil && b.evictable() {
 			cands = append(cands, cand{sum, t.s.uses.order(sum), b.Size})
 		}
 	}
@@ -109,12 +109,14 @@ func (t *txn) MakeRoom(keep string) (store.Evictions, error) {
 		return cmp.Compare(a.sum, b.sum)
 	})
 	next := func() (string, int64, bool, error) {
-		if len(cands) == 0 {
-			return "", 0, false, nil
+		for len(cands) > 0 {
+			c := cands[0]
+			cands = cands[1:]
+			if !t.held(holds, c.sum, c.size) {
+				return c.sum, c.size, true, nil
+			}
 		}
-		c := cands[0]
-		cands = cands[1:]
-		return c.sum, c.size, true, nil
+		return "", 0, false, nil
 	}
 	ev, err := evictplan.MakeRoom(t.stored, staged, limit, next, t.evict)
 	if err != nil {

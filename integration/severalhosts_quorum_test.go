@@ -195,12 +195,13 @@ func TestSeveralHostsRawUploadNoQuorum(t *testing.T) {
 // the writes overwrite files B read a moment before (its mount still
 // holds their older version), a third create files whose names B had
 // just looked up and found missing, a third create files in directories
-// B had found missing. No read may be stale or missing.
+// B had found missing. No read may be stale or missing. 120 writes, or
+// 10,000 with DEPOTFS_SOAK=1 (the figure of docs/several-hosts.md).
 func TestSeveralHostsCloseToOpen(t *testing.T) {
 	t.Parallel()
 	h := startHosts(t, 2)
 	a, b := h.all[0], h.all[1]
-	const n = 120
+	n := bySoak(120, 10000)
 	var bad []string
 	for i := range n {
 		p := fmt.Sprintf("/c2o/f%d.txt", i%4)

@@ -35,7 +35,10 @@
 // been turned into invalidations, so a reader that starts after the
 // writer's acknowledgement never sees stale bytes. When the store reports
 // lost events (a resync), everything the kernel knows is invalidated,
-// including the names it remembers as missing.
+// including the names it remembers as missing. Another host's writer does
+// not wait for this host's invalidations: with [Options.Shared] the kernel
+// does not remember missing names, and an open reads the newest version
+// even when the kernel still had the older one's name.
 //
 // Each version of a file is its own kernel inode with its own inode number
 // ([Ino]): an update looks like an atomic rename-replace on a local

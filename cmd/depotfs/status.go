@@ -246,6 +246,8 @@ func printStatus(w io.Writer, url string, st *mcpserver.CacheStats) error {
 		{"expiries", n(s.Expiries, 10)},
 		{"leaked chunks swept", n(s.SweptChunks, 10) + "\t(left by a crashed host; --store nats)"},
 		{"cache hits / misses", fmt.Sprintf("%d / %d", s.Hits, s.Misses)},
+		{"snapshots", n(s.Snapshots, 10)},
+		{"versions kept", fmt.Sprintf("%d\t(%s only they hold)", s.Versions, humanSize(s.HeldBytes))},
 		{"", ""},
 		{"FETCHES", ""},
 	}
@@ -270,6 +272,7 @@ func printStatus(w io.Writer, url string, st *mcpserver.CacheStats) error {
 		[2]string{"max chunks", strconv.Itoa(l.MaxChunks)},
 		[2]string{"fetch timeout", seconds(l.FetchTimeoutSeconds, "none (not mounted)")},
 		[2]string{"upload ttl", seconds(l.UploadTTLSeconds, "none (uploads are kept)")},
+		[2]string{"keep versions", strconv.Itoa(l.KeepVersions) + "\t(earlier versions of each file)"},
 	)
 	if len(st.Caller.Limits) > 0 {
 		rows = append(rows, [2]string{"", ""}, [2]string{"YOURS", "\t" + st.Caller.Identity})

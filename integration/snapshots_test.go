@@ -343,3 +343,29 @@ func TestSnapshotTenantsThroughTheBinary(t *testing.T) {
 		t.Errorf("a's snapshot is gone: %v", err)
 	}
 }
+
+// TestSnapshotCommand: depotfs snapshot create, list and delete reach the
+// running server as status does, and a snapshot made there reads back
+// through the mount.
+func TestSnapshotCommand(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, daemonConfig{transport: overHTTP})
+	d.mustCall("guide_cache_file", map[string]any{"path": "/proj/a.txt", "content": "first"})
+	if code, out, errOut := runDepotfs(t, "snapshot", "create", "nightly", "--url", d.url, "--path", "/proj", "--ttl", "1h"); code != 0 || !strings.Contains(out, "nightly") {
+		t.Fatalf("snapshot create: exit %d\n%s%s", code, out, errOut)
+	}
+	d.mustCall("guide_cache_file", map[string]any{"path": "/proj/a.txt", "content": "second"})
+	if got, err := os.ReadFile(d.path("/.snapshots/nightly/a.txt")); err != nil || string(got) != "first" {
+		t.Errorf("the snapshot reads %q (%v)", got, err)
+	}
+	code, out, errOut := runDepotfs(t, "snapshot", "list", "--url", d.url, "--json")
+	if code != 0 || !strings.Contains(out, `"name": "nightly"`) || !strings.Contains(out, `"path": "/proj"`) || !strings.Contains(out, `"expires"`) {
+		t.Errorf("snapshot list --json: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runDepotfs(t, "snapshot", "delete", "nightly", "--url", d.url); code != 0 {
+		t.Errorf("snapshot delete: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runDepotfs(t, "snapshot", "delete", "nightly", "--url", d.url); code == 0 || !strings.Contains(errOut, "nightly") {
+		t.Errorf("deleting an unknown snapshot: exit %d\n%s%s", code, out, errOut)
+	}
+}

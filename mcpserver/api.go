@@ -31,6 +31,11 @@ type (
 	UploadInfo = guide.UploadInfo
 	// KeptUpload is an upload guide_drop_uploads was asked to drop and kept.
 	KeptUpload = guide.KeptUpload
+	// SnapshotData is the reply data of guide_snapshot, which "depotfs
+	// snapshot" decodes; SnapshotInfo is one snapshot in it.
+	SnapshotData = guide.SnapshotData
+	// SnapshotInfo is one snapshot in SnapshotData.
+	SnapshotInfo = guide.SnapshotInfo
 	// CacheStats is the reply data of guide_cache_stats, which clients
 	// such as "depotfs status" decode; StoreStats, FetchStats and Limits
 	// are its parts.

@@ -32,6 +32,7 @@ func commands() []command {
 		{"audit", "verify and query the tamper-evident audit log", runAudit},
 		{"status", "show a running server's statistics and limits", runStatus},
 		{"uploads", "list and drop the chunked uploads of a running server", runUploads},
+		{"snapshot", "create, list and delete the snapshots of a running server", runSnapshot},
 		{"push", "send files and directory trees to a running server over raw HTTP uploads", runPush},
 		{"compact", "shrink the database file offline to its live data", runCompact},
 		{"backup", "write a backup of the depot (online or offline) to a file, or verify one", runBackup},

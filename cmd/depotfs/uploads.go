@@ -35,10 +35,16 @@ type uploadsClient struct {
 }
 
 func (u *uploadsClient) flags(fs *flag.FlagSet) {
+	u.connFlags(fs)
+	fs.StringVar(&u.path, "path", "/", "only uploads of files under this depot `path`")
+}
+
+// connFlags are the flags that reach the server: those of every command
+// that calls a guide tool as status does.
+func (u *uploadsClient) connFlags(fs *flag.FlagSet) {
 	fs.StringVar(&u.url, "url", "http://127.0.0.1:7411/mcp", "MCP `endpoint` of the running depotfs serve")
 	fs.BoolVar(&u.json, "json", false, "print the reply data as JSON instead of a table")
 	fs.DurationVar(&u.timeout, "timeout", 10*time.Second, "give up on the server after this long")
-	fs.StringVar(&u.path, "path", "/", "only uploads of files under this depot `path`")
 	u.creds.flags(fs)
 }
 

@@ -3,6 +3,7 @@ package vfs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -128,4 +129,56 @@ func dirNames(tb testing.TB, dir string) []string {
 		names[i] = e.Name()
 	}
 	return names
+}
+
+// BenchmarkWalkSnapshot walks and reads 20,000 files of a snapshot and of
+// the live tree they came from, each on a fresh mount, alternating which
+// goes first, and reports the snapshot's time as a fraction of the live
+// tree's (the goal is at most 1.2).
+func BenchmarkWalkSnapshot(b *testing.B) {
+	const n = 20000
+	st, _ := newStore(b, &bolt.Options{KeepVersions: store.DefaultKeepVersions})
+	reqs := make([]store.PutRequest, 0, 1000)
+	for i := range n {
+		reqs = append(reqs, store.PutRequest{Path: fmt.Sprintf("/tree/d%02d/f%05d", i%100, i), Data: pattern(1024, byte(i))})
+		if len(reqs) == cap(reqs) {
+			if _, err := st.PutBatch(b.Context(), reqs); err != nil {
+				b.Fatal(err)
+			}
+			reqs = reqs[:0]
+		}
+	}
+	if _, err := st.CreateSnapshot(b.Context(), store.SnapshotRequest{Name: "s", Prefix: "/tree"}); err != nil {
+		b.Fatal(err)
+	}
+	walk := func(root string) time.Duration {
+		m := mount(b, st, nil)
+		defer m.Unmount()
+		start := time.Now()
+		err := filepath.WalkDir(m.path(root), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			_, err = os.ReadFile(p)
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	var live, snap time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		if i%2 == 0 {
+			live += walk("/tree")
+			snap += walk("/.snapshots/s")
+		} else {
+			snap += walk("/.snapshots/s")
+			live += walk("/tree")
+		}
+	}
+	b.ReportMetric(float64(live.Nanoseconds())/float64(b.N*n), "live-ns/file")
+	b.ReportMetric(float64(snap.Nanoseconds())/float64(b.N*n), "snapshot-ns/file")
+	b.ReportMetric(float64(snap)/float64(live), "snapshot/live")
 }

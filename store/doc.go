@@ -13,6 +13,16 @@
 // yields changes in revision order; a subscriber that asks for history older
 // than the store keeps gets an [EventResync] instead of blocking writers.
 //
+// # Versions and snapshots
+//
+// A record a change replaces or removes stays readable as a version while
+// something retains it: a [Snapshot], which holds the tree below its
+// prefix as of one revision (creating one writes one record, whatever the
+// tree's size), or the path's history (the store's KeepVersions). See
+// [Versions]: the tree at a revision, a file's history, and restoring a
+// version with Copy and [CopyRequest].FromRevision. The revisions of
+// restored files continue upward: a revision is never reused.
+//
 // # Paths
 //
 // Every path passed to a Store must already be clean (see package depotpath);

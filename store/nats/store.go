@@ -478,5 +478,5 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // limits are the size limits check applies.
 func (s *Store) limits() check.Limits {
-	return check.Limits{MaxFileBytes: s.opts.MaxFileBytes, MaxStoreBytes: s.opts.MaxStoreBytes, KeepVersions: s.opts.KeepVersions}
+	return check.Limits{MaxFileBytes: s.opts.MaxFileBytes, MaxStoreBytes: s.opts.MaxStoreBytes, KeepVersions: s.opts.KeepVersions, MaxRecords: s.opts.MaxBatch}
 }

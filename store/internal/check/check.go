@@ -99,6 +99,9 @@ type Limits struct {
 	// KeepVersions is how many superseded versions of each file are kept
 	// besides the live one (store.Versions); 0: none.
 	KeepVersions int
+	// MaxRecords bounds the records one commit may write (nats's batch);
+	// 0: none. Work that may exceed it, a snapshot's release, is split.
+	MaxRecords int
 }
 
 // Size fails with store.ErrLimit for content of size bytes that can never

@@ -45,27 +45,41 @@ func CreateSnapshot(ctx context.Context, c Committer, req store.SnapshotRequest)
 	return out, nil
 }
 
-// DeleteSnapshot is store.Versions.DeleteSnapshot: the snapshot's record
-// deleted and its hold released (see release) in one transaction.
+// DeleteSnapshot is store.Versions.DeleteSnapshot: the snapshot's hold
+// released (see unhold) and its record deleted, in one transaction, or in
+// several when the release is larger than one commit holds.
 func DeleteSnapshot(ctx context.Context, c Committer, name string) error {
 	if err := check.SnapshotName(name); err != nil {
 		return err
 	}
-	return c.Update(ctx, func(t Txn) error {
-		snaps, err := t.Snapshots()
-		if err != nil {
+	for started := false; ; started = true {
+		done := false
+		err := c.Update(ctx, func(t Txn) error {
+			snaps, err := t.Snapshots()
+			if err != nil {
+				return err
+			}
+			i := find(snaps, name)
+			switch {
+			case i < 0 && started:
+				done = true // another host finished the release
+				return nil
+			case i < 0:
+				return fmt.Errorf("snapshot %s: %w", name, store.ErrNotExist)
+			}
+			done, err = unhold(t, snaps, i)
+			return err
+		})
+		if err != nil || done {
 			return err
 		}
-		i := find(snaps, name)
-		if i < 0 {
-			return fmt.Errorf("snapshot %s: %w", name, store.ErrNotExist)
-		}
-		return unhold(t, snaps, i)
-	})
+	}
 }
 
-// ExpireSnapshots deletes the snapshots whose Expires has passed by the
-// transaction's clock, as DeleteSnapshot would, and returns how many.
+// ExpireSnapshots releases the snapshots whose Expires has passed by the
+// transaction's clock, as DeleteSnapshot would, and returns how many it
+// deleted; one whose release needs more commits is continued by the next
+// call.
 func ExpireSnapshots(t Txn) (int, error) {
 	snaps, err := t.Snapshots()
 	if err != nil {
@@ -77,7 +91,8 @@ func ExpireSnapshots(t Txn) (int, error) {
 			i++
 			continue
 		}
-		if err := unhold(t, snaps, i); err != nil {
+		done, err := unhold(t, snaps, i)
+		if err != nil || !done {
 			return n, err
 		}
 		snaps = slices.Delete(snaps, i, i+1)
@@ -88,21 +103,27 @@ func ExpireSnapshots(t Txn) (int, error) {
 
 // SnapshotsDue reports whether one of snaps has expired by now.
 func SnapshotsDue(snaps []store.Snapshot, now time.Time) bool {
-	for _, s := range snaps {
-		if !s.Expires.IsZero() && !s.Expires.After(now) {
-			return true
-		}
-	}
-	return false
+	return len(holding(snaps, now)) < len(snaps)
 }
 
-// unhold deletes snaps[i] and releases what it held.
-func unhold(t Txn, snaps []store.Snapshot, i int) error {
+// unhold releases what snaps[i] held, as much as one commit holds
+// (check.Limits.MaxRecords), and deletes its record with the last of it
+// (done). Until then the record stays, expired: it holds nothing new, and
+// the expiry sweep finishes a release that a stopped host left.
+func unhold(t Txn, snaps []store.Snapshot, i int) (done bool, err error) {
 	s := snaps[i]
-	if err := t.SetSnapshot(s.Name, nil); err != nil {
-		return err
+	rest := holding(slices.Delete(slices.Clone(snaps), i, i+1), t.Now())
+	more, err := release(t, s, rest, t.Limits().MaxRecords/4)
+	switch {
+	case err != nil:
+		return false, err
+	case !more:
+		return true, t.SetSnapshot(s.Name, nil)
+	case s.Expires.IsZero() || s.Expires.After(t.Now()):
+		s.Expires = t.Now()
+		return false, t.SetSnapshot(s.Name, &s)
 	}
-	return release(t, s, slices.Delete(slices.Clone(snaps), i, i+1))
+	return false, nil
 }
 
 func find(snaps []store.Snapshot, name string) int {
@@ -121,7 +142,7 @@ type Holds struct {
 // NewHolds reads the snapshots of t.
 func NewHolds(t Txn) (*Holds, error) {
 	snaps, err := t.Snapshots()
-	return &Holds{snaps: snaps, bytes: map[string]int64{}}, err
+	return &Holds{snaps: holding(snaps, t.Now()), bytes: map[string]int64{}}, err
 }
 
 // Any reports whether there is a snapshot at all.

@@ -1,6 +1,9 @@
 package rules
 
 import (
+	"slices"
+	"time"
+
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/entryrec"
@@ -76,7 +79,7 @@ func retain(t Txn, p string, old, next *entryrec.Record, history bool) error {
 	if err != nil {
 		return err
 	}
-	held := holder(snaps, p, old.Revision) != nil
+	held := holder(holding(snaps, t.Now()), p, old.Revision) != nil
 	keep := t.Limits().KeepVersions
 	history = history && keep > 0 && historic(old) && entryrec.PresentSum(next) != old.SHA256
 	if !held && !history {
@@ -128,29 +131,42 @@ func drop(t Txn, v Version) error {
 }
 
 // release ends snap's hold: the versions it held that no snapshot of rest
-// holds become history, trimmed as any is.
-func release(t Txn, snap store.Snapshot, rest []store.Snapshot) error {
+// holds become history, trimmed as any is; at most budget of them (0: no
+// bound), more reporting that some are left.
+func release(t Txn, snap store.Snapshot, rest []store.Snapshot, budget int) (more bool, err error) {
 	held, err := t.HeldWithin(snap.Prefix)
 	if err != nil {
-		return err
+		return false, err
 	}
 	trimmed := map[string]bool{}
+	n := 0
 	for _, v := range held {
 		if !v.Visible(snap.Revision) || anyVisible(rest, v) {
 			continue // not snap's, or held by another
 		}
+		if n++; budget > 0 && n > budget {
+			return true, nil
+		}
 		v.Held = false
 		if err := t.SetVersion(v); err != nil {
-			return err
+			return false, err
 		}
 		if !trimmed[v.Path] {
 			trimmed[v.Path] = true
 			if err := trim(t, v.Path, t.Limits().KeepVersions); err != nil {
-				return err
+				return false, err
 			}
 		}
 	}
-	return nil
+	return false, nil
+}
+
+// holding returns the snapshots of snaps that hold versions at now: an
+// expired one is being released.
+func holding(snaps []store.Snapshot, now time.Time) []store.Snapshot {
+	return slices.DeleteFunc(slices.Clone(snaps), func(s store.Snapshot) bool {
+		return !s.Expires.IsZero() && !s.Expires.After(now)
+	})
 }
 
 // anyVisible reports whether a snapshot of snaps covering v's path sees

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/rules"
 )
 
 func sampleRecords() []record {
@@ -66,6 +67,32 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 		if r2, err := decodeRecord(again); err != nil || *r2 != *r {
 			t.Fatalf("re-encoded record decodes to %+v, %v; want %+v", r2, err, r)
+		}
+	})
+}
+
+// FuzzDecodeVersion: a version value decodes or fails, never panics, and
+// what decodes encodes back to the same version.
+func FuzzDecodeVersion(f *testing.F) {
+	for _, r := range sampleRecords() {
+		b, err := encodeVersion(rules.Version{Path: "/d/f", Rec: &r, Until: r.Revision + 1, Held: true})
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	k := versionKey("/d/f", 7)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := decodeVersion(k, b)
+		if err != nil {
+			return
+		}
+		again, err := encodeVersion(v)
+		if err != nil {
+			t.Fatalf("decoded %+v does not encode: %v", v, err)
+		}
+		if w, err := decodeVersion(k, again); err != nil || w.Until != v.Until || w.Held != v.Held || w.Path != "/d/f" || *w.Rec != *v.Rec {
+			t.Fatalf("re-encoded version decodes to %+v, %v; want %+v", w, err, v)
 		}
 	})
 }

@@ -132,12 +132,15 @@ func (s *Store) DeleteSnapshot(ctx context.Context, name string) error {
 	return rules.DeleteSnapshot(ctx, committer{s}, name)
 }
 
-// Snapshots lists the snapshots by name, as this host has applied them.
-// It is safe for concurrent use.
+// Snapshots lists the snapshots by name, once this host caught up with
+// the cluster (see catchUp), so a snapshot any host created before the
+// call is listed. It is safe for concurrent use.
 func (s *Store) Snapshots(ctx context.Context) ([]store.Snapshot, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
+	// A cluster that does not answer leaves this host's state to read.
+	_ = s.sync(ctx)
 	s.view.mu.RLock()
 	defer s.view.mu.RUnlock()
 	out := slices.Collect(maps.Values(s.view.st.snaps))

@@ -38,8 +38,8 @@ func TestVersionsAcrossHostsAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Sync(ctx); err != nil {
-		t.Fatal(err)
+	if list, err := b.Snapshots(ctx); err != nil || len(list) != 1 || list[0] != snap {
+		t.Fatalf("another host lists %+v, %v; want %+v", list, err, snap)
 	}
 	put(b, "/d/f", "three")
 	if err := b.Remove(ctx, store.RemoveRequest{Path: "/d/g"}); err != nil {

@@ -252,7 +252,7 @@ func TestHiddenTools(t *testing.T) {
 		{"group grant", agent(t, "g", "guide:/projects/a:rw"), guide},
 		// A read-only caller sees only the tools it can use: none of the
 		// guide tools that write.
-		{"read-only group grant", agent(t, "ro", "guide:/projects/a:r"), []string{"guide_cache_stats", "guide_file_history", "guide_list_uploads", "guide_pending_requests"}},
+		{"read-only group grant", agent(t, "ro", "guide:/projects/a:r"), []string{"guide_cache_stats", "guide_file_history", "guide_list_uploads", "guide_pending_requests", "guide_snapshot"}},
 		{"tool grant", agent(t, "t", "guide_read_file:/projects:rw"), []string{"guide_read_file"}},
 		{"another group", agent(t, "p", "provider:/projects:rw"), provider},
 		{"no grants", agent(t, "n"), nil},

@@ -136,6 +136,19 @@ func TestSnapshotTenants(t *testing.T) {
 	}
 	h.as(a).ok("guide_snapshot", m{"action": "delete", "name": "sa"}, nil)
 	h.as(a).ok("guide_snapshot", m{"action": "create", "name": "sa3", "path": "/a"}, nil)
+
+	// A reader of /a lists a's snapshots but neither creates nor deletes.
+	r := agent(t, "r", "guide:/a:r")
+	h.as(r).ok("guide_snapshot", m{"action": "list"}, &listed)
+	if got := listed.names(); !slices.Equal(got, []string{"sa2", "sa3"}) {
+		t.Errorf("a reader of /a lists %v", got)
+	}
+	rev, snaps = depotState(t, h)
+	h.as(r).fail("guide_snapshot", m{"action": "create", "name": "sr", "path": "/a"}, "security")
+	h.as(r).fail("guide_snapshot", m{"action": "delete", "name": "sa2"}, "security")
+	if r2, s2 := depotState(t, h); r2 != rev || !slices.Equal(s2, snaps) {
+		t.Errorf("a reader's refused calls changed the depot")
+	}
 }
 
 // TestHistoryRestore: a file's kept versions are listed newest first,

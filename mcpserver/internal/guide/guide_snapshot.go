@@ -23,9 +23,11 @@ func (s *tools) snapshotTool() tool.Tool {
 	return tool.Tool{
 		Spec:    s.docs.Spec(toolSnapshot, "Create, list or delete snapshots", tool.Hints{Destructive: true}),
 		Profile: tool.ProfileGuide,
-		// Only create takes a path; deleting needs write access to the
-		// snapshot's path too, which the guarded store checks.
-		Paths: []tool.PathArg{tool.Write("path")},
+		// Declared read, so that a caller with read grants only sees the
+		// tool and may list; creating (the only action with a path) and
+		// deleting need write access to the snapshot's path, which the
+		// guarded store checks before anything is written.
+		Paths: []tool.PathArg{tool.Read("path")},
 		Shape: tool.EnvelopeShape{},
 		Run:   s.snapshot,
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/depotfs/depotfs/mcpserver"
 )
 
-var fuzzTools = []string{"guide_cache_file", "guide_list_directory", "guide_read_file", "guide_pending_requests", "guide_cache_stats"}
+var fuzzTools = []string{"guide_cache_file", "guide_list_directory", "guide_read_file", "guide_pending_requests", "guide_cache_stats", "guide_snapshot", "guide_restore"}
 
 // lastRecord is an Auditor that keeps only a count and the last record,
 // so a long fuzz run does not grow.
@@ -78,6 +78,14 @@ func FuzzToolArguments(f *testing.F) {
 		{3, `{"wait_seconds":60,"cursor":"lq3x9k2m1f-4"}`},
 		{3, `{"cursor":""}`},
 		{4, `{}`},
+		{5, `{"action":"create","name":"s1","path":"/projects/a","ttl_seconds":60}`},
+		{5, `{"action":"delete","name":"../x"}`},
+		{5, `{"action":"list","path":"/"}`},
+		{0x85, `{"action":"create","name":"s2","path":"/projects/a/secret"}`},
+		{0x85, `{"action":"delete","name":"s1"}`},
+		{6, `{"path":"/a.txt","revision":1}`},
+		{6, `{"path":"/a.txt","snapshot":"s1","revision":2}`},
+		{0x86, `{"path":"/projects/a/secret/k","snapshot":"s1"}`},
 	}
 	for _, s := range seeds {
 		f.Add(s.tool, []byte(s.args))

@@ -22,8 +22,9 @@ type CopyRequest struct {
 	// FromRevision, when not 0, copies the version of the file From that
 	// was live at that revision (see Versions.StatAt) instead of the live
 	// one; the copy is a new revision of To, so restoring a version is
-	// Copy{From: p, FromRevision: r, To: p}. A directory's earlier version
-	// is refused (fs.ErrInvalid).
+	// Copy{From: p, FromRevision: r, To: p}. IfRevision then applies to
+	// that version. A directory's earlier version is refused
+	// (fs.ErrInvalid).
 	FromRevision uint64
 
 	// IfAbsent makes the call fail with ErrExist if To has an entry.

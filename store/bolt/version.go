@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -165,7 +166,7 @@ func (w *wtx) indexVersion(old, v *rules.Version) error {
 		}
 		b, ok, err := getBlob(w.blobs, h)
 		if err != nil || !ok {
-			return cmpErr(err, fmt.Errorf("corrupt store: version %s@%d uses missing content %s", ver.Path, ver.Rec.Revision, sum))
+			return cmp.Or(err, fmt.Errorf("corrupt store: version %s@%d uses missing content %s", ver.Path, ver.Rec.Revision, sum))
 		}
 		next := b
 		next.Versions += sign
@@ -177,13 +178,6 @@ func (w *wtx) indexVersion(old, v *rules.Version) error {
 		}
 	}
 	return nil
-}
-
-func cmpErr(err, otherwise error) error {
-	if err != nil {
-		return err
-	}
-	return otherwise
 }
 
 // Snapshots reads the snapshots bucket, by name.

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -244,6 +245,7 @@ func testSnapshotIsolation(t *testing.T, open Opener) {
 	}
 	ctx := withinDeadline(t)
 	var wg sync.WaitGroup
+	var ops atomic.Int64
 	stop := make(chan struct{})
 	errs := make(chan error, writers+1)
 	for w := range writers {
@@ -262,9 +264,12 @@ func testSnapshotIsolation(t *testing.T, open Opener) {
 				case 2:
 					err = s.Remove(ctx, store.RemoveRequest{Path: p})
 				case 3:
-					if i%8 == 3 {
+					switch i % 12 {
+					case 3:
 						err = s.Remove(ctx, store.RemoveRequest{Path: fmt.Sprintf("/t/d%d", w), Recursive: true})
-					} else {
+					case 7:
+						_, err = s.Move(ctx, store.MoveRequest{From: fmt.Sprintf("/t/d%d", w), To: fmt.Sprintf("/t/moved%d-%d", w, i)})
+					default:
 						_, err = s.Put(ctx, store.PutRequest{Path: p + "/new", Data: []byte("n")})
 					}
 				}
@@ -272,12 +277,15 @@ func testSnapshotIsolation(t *testing.T, open Opener) {
 					errs <- fmt.Errorf("writer %d: %w", w, err)
 					return
 				}
+				ops.Add(1)
 			}
 		})
 	}
 	wg.Go(func() {
 		defer close(stop)
-		for range 5 {
+		// At least 5 walks, and until every kind of change has been
+		// made several times.
+		for walks := 0; len(errs) == 0 && (walks < 5 || ops.Load() < writers*36); walks++ {
 			if err := checkTreeAt(ctx, s, snap, want); err != nil {
 				errs <- err
 				return

@@ -50,7 +50,7 @@ func newVersioned(t *testing.T, keep, maxSnaps int) *enforced {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	o := &mcpserver.Options{Policy: host, Audit: rec, Settings: mcpserver.Settings{MountPoint: testMount,
+	o := &mcpserver.Options{Policy: host, Audit: rec, Tools: mcpserver.Profiles(), Settings: mcpserver.Settings{MountPoint: testMount,
 		KeepVersions: keep, MaxSnapshotsPerIdentity: maxSnaps}}
 	return &enforced{harness: startHarness(t, harnessConfig{opts: o, store: &bolt.Options{KeepVersions: keep}}), rec: rec}
 }
@@ -173,6 +173,18 @@ func TestHistoryRestore(t *testing.T) {
 	}
 	if want := []uint64{revs[3], revs[2], revs[1]}; !slices.Equal(got, want) || !hist.Versions[0].Live || hist.Versions[1].Live {
 		t.Fatalf("history %+v, want revisions %v, the first live", hist, want)
+	}
+
+	// fs read takes a kept revision; one not kept is not_found.
+	r := h.callRaw("read", m{"path": "/f.txt", "revision": revs[1]})
+	var read struct {
+		Content string `json:"content"`
+	}
+	if err := json.Unmarshal([]byte(r.text), &read); r.isError || err != nil || read.Content != "two" {
+		t.Errorf("read at revision %d: %s", revs[1], r.text)
+	}
+	if r := h.callRaw("read", m{"path": "/f.txt", "revision": revs[0]}); !r.isError || !bytes.Contains([]byte(r.text), []byte("not_found")) {
+		t.Errorf("read at a revision not kept: %s", r.text)
 	}
 
 	rev := h.revision()

@@ -37,6 +37,7 @@ type fsReadArgs struct {
 	encoding   string // args.EncodingUTF8, args.EncodingBase64 or "binary"
 	start, end int64  // lines, 0-based, end inclusive; -1 when not given
 	maxSize    int64
+	revision   uint64 // read the file as it was at this revision; 0: now
 }
 
 // fsRead is read: a file's content, or the lines start_line..end_line of
@@ -55,6 +56,7 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 			a.end, _ = o.Int("end_line", false, 0, args.MaxExactInteger)
 		}
 		a.maxSize = o.Count("max_size", min(defaultFSReadBytes, s.opts.MaxReadBytes), 1, s.opts.MaxReadBytes)
+		a.revision = uint64(o.Count("revision", 0, 1, args.MaxExactInteger))
 		if a.start >= 0 && a.end >= 0 && a.end < a.start {
 			o.Problems().Addf("end_line", "%d is before start_line %d (end_line is inclusive)", a.end, a.start)
 		}
@@ -64,11 +66,7 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 	if err := probs.Err(); err != nil {
 		return tool.Reply{}, err
 	}
-	e, err := c.Store().Stat(ctx, a.path)
-	if err != nil {
-		return tool.Reply{}, fsStoreError(err, a.path)
-	}
-	content, err := c.Store().Open(ctx, a.path)
+	e, content, err := openVersion(ctx, c, a.path, a.revision)
 	if err != nil {
 		return tool.Reply{}, fsStoreError(err, a.path)
 	}
@@ -93,6 +91,22 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 	}
 	out.Content, out.Encoding, out.Size = base64.StdEncoding.EncodeToString(data), "base64", len(data)
 	return tool.Reply{Data: out}, nil
+}
+
+// openVersion returns the entry and content of the file at p, as it is now or,
+// when rev is not 0, as it was at revision rev (a kept version).
+func openVersion(ctx context.Context, c *tool.Call, p string, rev uint64) (store.Entry, store.Content, error) {
+	stat, get := c.Store().Stat, c.Store().Open
+	if rev != 0 {
+		stat = func(ctx context.Context, p string) (store.Entry, error) { return c.Store().StatAt(ctx, p, rev) }
+		get = func(ctx context.Context, p string) (store.Content, error) { return c.Store().OpenAt(ctx, p, rev) }
+	}
+	e, err := stat(ctx, p)
+	if err != nil {
+		return store.Entry{}, nil, err
+	}
+	content, err := get(ctx, p)
+	return e, content, err
 }
 
 // selection is the part of a file a read returns.

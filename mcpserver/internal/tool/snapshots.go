@@ -25,6 +25,22 @@ func (g *Store) History(ctx context.Context, p string) ([]store.Entry, error) {
 	return g.rt.st.History(ctx, p)
 }
 
+// StatAt is store.Store.StatAt for a caller allowed to read p.
+func (g *Store) StatAt(ctx context.Context, p string, rev uint64) (store.Entry, error) {
+	if err := g.admit(grant.Read, 0, p); err != nil {
+		return store.Entry{}, err
+	}
+	return g.rt.st.StatAt(ctx, p, rev)
+}
+
+// OpenAt is store.Store.OpenAt for a caller allowed to read p.
+func (g *Store) OpenAt(ctx context.Context, p string, rev uint64) (store.Content, error) {
+	if err := g.admit(grant.Read, 0, p); err != nil {
+		return nil, err
+	}
+	return g.rt.st.OpenAt(ctx, p, rev)
+}
+
 // Snapshots returns the snapshots whose prefix the caller may read, by
 // name.
 func (g *Store) Snapshots(ctx context.Context) ([]store.Snapshot, error) {

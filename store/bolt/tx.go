@@ -80,6 +80,7 @@ type wtx struct {
 	dropped  []hash              // blobs whose reference count reached 0
 	staged   staging             // change to what uploads in progress hold
 	touched  map[string]struct{} // directories whose times move (see TouchDir)
+	snaps    *[]store.Snapshot   // the snapshots, once read (see Snapshots)
 }
 
 // update runs fn in a bbolt write transaction and returns once that

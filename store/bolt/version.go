@@ -180,8 +180,18 @@ func (w *wtx) indexVersion(old, v *rules.Version) error {
 	return nil
 }
 
-// Snapshots reads the snapshots bucket, by name.
-func (w *wtx) Snapshots() ([]store.Snapshot, error) { return readSnapshots(w.tx) }
+// Snapshots reads the snapshots bucket, by name, once per transaction:
+// every write asks.
+func (w *wtx) Snapshots() ([]store.Snapshot, error) {
+	if w.snaps == nil {
+		snaps, err := readSnapshots(w.tx)
+		if err != nil {
+			return nil, err
+		}
+		w.snaps = &snaps
+	}
+	return *w.snaps, nil
+}
 
 func readSnapshots(tx *bbolt.Tx) ([]store.Snapshot, error) {
 	var out []store.Snapshot
@@ -198,6 +208,7 @@ func readSnapshots(tx *bbolt.Tx) ([]store.Snapshot, error) {
 
 // SetSnapshot writes or deletes a snapshot record.
 func (w *wtx) SetSnapshot(name string, s *store.Snapshot) error {
+	w.snaps = nil
 	b := w.tx.Bucket(bucketSnapshots)
 	had := b.Get([]byte(name)) != nil
 	if s == nil {

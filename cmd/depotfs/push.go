@@ -13,12 +13,6 @@ import (
 	"path"
 	"strings"
 	"time"
-
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/depotfs/depotfs/mcpserver"
 )
 
 // pushConfig is what "depotfs push" is told by flags and environment.
@@ -85,7 +79,7 @@ func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		MaxIdleConnsPerHost: 2,
 	}}
 	defer hc.CloseIdleConnections()
-	c, err := connectPush(ctx, cfg.url, hc, cfg.creds.token)
+	c, err := connect(ctx, cfg.url, &cfg.creds, "depotfs-push", hc)
 	if err != nil {
 		return err
 	}
@@ -183,58 +177,6 @@ Examples:
 
 Flags:
 `
-
-// connectPush connects and initializes an MCP client of the server at
-// endpoint over hc, presenting token when there is one.
-func connectPush(ctx context.Context, endpoint string, hc *http.Client, token string) (*client.Client, error) {
-	opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(hc)}
-	if token != "" {
-		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
-	}
-	c, err := client.NewStreamableHttpClient(endpoint, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", endpoint, err)
-	}
-	if err := c.Start(ctx); err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", endpoint, err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ClientInfo = mcp.Implementation{Name: "depotfs-push", Version: version()}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("connect to %s (is depotfs serve running there, and are the credentials right?): %w", endpoint, err)
-	}
-	return c, nil
-}
-
-// callGuide calls a guide tool and decodes its envelope's data into data.
-func callGuide(ctx context.Context, c *client.Client, tool string, args map[string]any, data any) error {
-	req := mcp.CallToolRequest{}
-	req.Params.Name = tool
-	req.Params.Arguments = args
-	res, err := c.CallTool(ctx, req)
-	if err != nil {
-		return fmt.Errorf("%s: %w", tool, err)
-	}
-	raw, err := json.Marshal(res.StructuredContent)
-	if err != nil {
-		return fmt.Errorf("%s: reply: %w", tool, err)
-	}
-	var env struct {
-		mcpserver.Envelope
-		Data json.RawMessage `json:"data"`
-	}
-	if err := json.Unmarshal(raw, &env); err != nil {
-		return fmt.Errorf("%s: reply: %w", tool, err)
-	}
-	if !env.Success {
-		if env.Error != nil {
-			return &refusal{typ: string(env.Error.Type), msg: env.Error.Message}
-		}
-		return fmt.Errorf("%s failed", tool)
-	}
-	return json.Unmarshal(env.Data, data)
-}
 
 // plural is n with the noun that fits it.
 func plural(n int64, one, many string) string {

@@ -26,10 +26,10 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 // snapshotCommand parses one snapshot command's flags and its NAME
 // arguments (want of them: 0 or 1).
-func snapshotCommand(name, usage string, args []string, stderr io.Writer, want int, extra func(fs *flag.FlagSet)) (*uploadsClient, []string, error) {
-	var u uploadsClient
+func snapshotCommand(name, usage string, args []string, stderr io.Writer, want int, extra func(fs *flag.FlagSet)) (*serverClient, []string, error) {
+	u := serverClient{name: "depotfs-snapshot"}
 	fs := flag.NewFlagSet("snapshot "+name, flag.ContinueOnError)
-	u.connFlags(fs)
+	u.flags(fs, "print the reply data as JSON instead of a table")
 	if extra != nil {
 		extra(fs)
 	}
@@ -104,7 +104,7 @@ Flags:
 
 // printSnapshots calls guide_snapshot with args and prints the snapshots
 // of its reply.
-func (u *uploadsClient) printSnapshots(ctx context.Context, stdout io.Writer, args map[string]any) error {
+func (u *serverClient) printSnapshots(ctx context.Context, stdout io.Writer, args map[string]any) error {
 	var d mcpserver.SnapshotData
 	if err := u.call(ctx, "guide_snapshot", args, &d); err != nil {
 		return err

@@ -2,120 +2,21 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/depotfs/depotfs/mcpserver"
 )
 
-// statusConfig is what "depotfs status" is told by flags and environment.
-type statusConfig struct {
-	url     string
-	json    bool
-	timeout time.Duration
-	creds   clientCreds
-}
-
-// clientCreds are how a client command authenticates to depotfs serve: a
-// bearer token (DEPOTFS_TOKEN, or the first line of --token-file) and/or a
-// client certificate (--cert, --key), trusting the server with --ca.
-type clientCreds struct {
-	tokenFile     string
-	cert, key, ca string
-	token         string // resolved by load
-	tls           *tls.Config
-}
-
-func (c *clientCreds) flags(fs *flag.FlagSet) {
-	fs.StringVar(&c.tokenFile, "token-file", "", "`file` whose first line is a bearer token ('depotfs token issue'); the environment variable DEPOTFS_TOKEN may hold the token itself instead")
-	fs.StringVar(&c.cert, "cert", "", "PEM client certificate `file` for a server that requires mTLS ('depotfs ca issue'), with --key")
-	fs.StringVar(&c.key, "key", "", "PEM private key `file` of --cert")
-	fs.StringVar(&c.ca, "ca", "", "PEM CA certificate `file` to trust the server's certificate with (an https --url); default the system's roots")
-}
-
-// load reads the token and the certificates the flags name.
-func (c *clientCreds) load() error {
-	if (c.cert == "") != (c.key == "") {
-		return usageError{errors.New("--cert and --key go together")}
-	}
-	envToken := strings.TrimSpace(os.Getenv(envPrefix + "TOKEN"))
-	switch {
-	case c.tokenFile != "" && envToken != "":
-		return usageError{errors.New("both --token-file and DEPOTFS_TOKEN are set: choose one")}
-	case c.tokenFile != "":
-		data, err := os.ReadFile(c.tokenFile)
-		if err != nil {
-			return fmt.Errorf("--token-file: %w", err)
-		}
-		line, _, _ := strings.Cut(string(data), "\n")
-		if c.token = strings.TrimSpace(line); c.token == "" {
-			return fmt.Errorf("--token-file %s: empty", c.tokenFile)
-		}
-	default:
-		c.token = envToken
-	}
-	if c.cert == "" && c.ca == "" {
-		return nil
-	}
-	c.tls = &tls.Config{MinVersion: tls.VersionTLS13}
-	if c.ca != "" {
-		pem, err := os.ReadFile(c.ca)
-		if err != nil {
-			return fmt.Errorf("--ca: %w", err)
-		}
-		c.tls.RootCAs = x509.NewCertPool()
-		if !c.tls.RootCAs.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("--ca %s: no PEM certificate in it", c.ca)
-		}
-	}
-	if c.cert != "" {
-		cert, err := tls.LoadX509KeyPair(c.cert, c.key)
-		if err != nil {
-			return fmt.Errorf("--cert/--key: %w", err)
-		}
-		c.tls.Certificates = []tls.Certificate{cert}
-	}
-	return nil
-}
-
-// options are the mcp-go transport options that present the credentials.
-func (c *clientCreds) options() []transport.StreamableHTTPCOption {
-	var opts []transport.StreamableHTTPCOption
-	if c.tls != nil {
-		opts = append(opts, transport.WithHTTPBasicClient(&http.Client{
-			// HTTP/1.1: with HTTP/2, a refused handshake surfaces as "client
-			// conn could not be established" and hides the TLS alert.
-			Transport: &http.Transport{TLSClientConfig: c.tls, Proxy: http.ProxyFromEnvironment},
-		}))
-	}
-	if c.token != "" {
-		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + c.token}))
-	}
-	return opts
-}
-
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg statusConfig
+	cfg := serverClient{name: "depotfs-status"}
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.StringVar(&cfg.url, "url", "http://127.0.0.1:7411/mcp", "MCP `endpoint` of the running depotfs serve")
-	fs.BoolVar(&cfg.json, "json", false, "print the statistics as JSON (guide_cache_stats' data) instead of a table")
-	fs.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "give up on the server after this long")
-	cfg.creds.flags(fs)
+	cfg.flags(fs, "print the statistics as JSON (guide_cache_stats' data) instead of a table")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: depotfs status [flags]
 
@@ -141,73 +42,14 @@ Flags:
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if cfg.timeout <= 0 {
-		return usageError{fmt.Errorf("--timeout %v: want a positive duration", cfg.timeout)}
-	}
-	if err := cfg.creds.load(); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
-	defer cancel()
-	st, err := fetchStatus(ctx, cfg.url, &cfg.creds)
-	if err != nil {
+	var st mcpserver.CacheStats
+	if err := cfg.call(ctx, "guide_cache_stats", map[string]any{}, &st); err != nil {
 		return err
 	}
 	if cfg.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		return printJSON(stdout, st)
 	}
-	return printStatus(stdout, cfg.url, st)
-}
-
-// fetchStatus calls guide_cache_stats on the server at url.
-func fetchStatus(ctx context.Context, url string, creds *clientCreds) (*mcpserver.CacheStats, error) {
-	c, err := connect(ctx, url, creds, "depotfs-status")
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	var st mcpserver.CacheStats
-	if err := callGuide(ctx, c, "guide_cache_stats", map[string]any{}, &st); err != nil {
-		return nil, fmt.Errorf("%s: %w", url, err)
-	}
-	return &st, nil
-}
-
-// connect starts an MCP session with the server at url, as client name,
-// explaining the usual failures (no or refused credentials, an untrusted
-// certificate, no server).
-func connect(ctx context.Context, url string, creds *clientCreds, name string) (*client.Client, error) {
-	c, err := client.NewStreamableHttpClient(url, creds.options()...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", url, err)
-	}
-	if err := c.Start(ctx); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("connect to %s: %w", url, err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ClientInfo = mcp.Implementation{Name: name, Version: version()}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		c.Close()
-		var authErr *transport.AuthorizationRequiredError
-		if errors.As(err, &authErr) {
-			if creds.token != "" {
-				return nil, fmt.Errorf("%s refused the bearer token (revoked, expired or unknown: see the server's log)", url)
-			}
-			return nil, fmt.Errorf("%s requires authentication: give a bearer token (DEPOTFS_TOKEN or --token-file) or a client certificate (--cert, --key)", url)
-		}
-		var verifyErr *tls.CertificateVerificationError
-		switch {
-		case errors.As(err, &verifyErr):
-			return nil, fmt.Errorf("%s: the server's certificate is not trusted (give the CA that signed it with --ca): %w", url, err)
-		case strings.Contains(err.Error(), "remote error: tls:"):
-			return nil, fmt.Errorf("%s refused the TLS handshake: it may require a client certificate (--cert, --key), or yours is revoked or from another CA: %w", url, err)
-		}
-		return nil, fmt.Errorf("connect to %s (is depotfs serve running there?): %w", url, err)
-	}
-	return c, nil
+	return printStatus(stdout, cfg.url, &st)
 }
 
 // printStatus writes the statistics as a table for people.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -24,57 +23,6 @@ func runUploads(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		uploadsCommands(), ctx, args, stdout, stderr)
 }
 
-// uploadsClient is the connection flags of the uploads commands, the same
-// as status's.
-type uploadsClient struct {
-	url     string
-	json    bool
-	timeout time.Duration
-	path    string
-	creds   clientCreds
-}
-
-func (u *uploadsClient) flags(fs *flag.FlagSet) {
-	u.connFlags(fs)
-	fs.StringVar(&u.path, "path", "/", "only uploads of files under this depot `path`")
-}
-
-// connFlags are the flags that reach the server: those of every command
-// that calls a guide tool as status does.
-func (u *uploadsClient) connFlags(fs *flag.FlagSet) {
-	fs.StringVar(&u.url, "url", "http://127.0.0.1:7411/mcp", "MCP `endpoint` of the running depotfs serve")
-	fs.BoolVar(&u.json, "json", false, "print the reply data as JSON instead of a table")
-	fs.DurationVar(&u.timeout, "timeout", 10*time.Second, "give up on the server after this long")
-	u.creds.flags(fs)
-}
-
-// call runs one guide tool on the server and decodes its data into data.
-func (u *uploadsClient) call(ctx context.Context, tool string, args map[string]any, data any) error {
-	if u.timeout <= 0 {
-		return usageError{fmt.Errorf("--timeout %v: want a positive duration", u.timeout)}
-	}
-	if err := u.creds.load(); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, u.timeout)
-	defer cancel()
-	c, err := connect(ctx, u.url, &u.creds, "depotfs-uploads")
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if err := callGuide(ctx, c, tool, args, data); err != nil {
-		return fmt.Errorf("%s: %w", u.url, err)
-	}
-	return nil
-}
-
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 // printUploads writes uploads as a table for people.
 func printUploads(w io.Writer, ups []mcpserver.UploadInfo) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -88,6 +36,19 @@ func printUploads(w io.Writer, ups []mcpserver.UploadInfo) error {
 			humanSize(u.ReceivedBytes), time.Duration(u.IdleSeconds)*time.Second, state)
 	}
 	return tw.Flush()
+}
+
+// uploadsClient is the connection flags of the uploads commands and the
+// depot path they look under.
+type uploadsClient struct {
+	serverClient
+	path string
+}
+
+func (u *uploadsClient) flags(fs *flag.FlagSet) {
+	u.name = "depotfs-uploads"
+	u.serverClient.flags(fs, "print the reply data as JSON instead of a table")
+	fs.StringVar(&u.path, "path", "/", "only uploads of files under this depot `path`")
 }
 
 func runUploadsList(ctx context.Context, args []string, stdout, stderr io.Writer) error {

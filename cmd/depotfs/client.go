@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/depotfs/depotfs/mcpserver"
+)
+
+// clientCreds are how a client command authenticates to depotfs serve: a
+// bearer token (DEPOTFS_TOKEN, or the first line of --token-file) and/or a
+// client certificate (--cert, --key), trusting the server with --ca.
+type clientCreds struct {
+	tokenFile     string
+	cert, key, ca string
+	token         string // resolved by load
+	tls           *tls.Config
+}
+
+func (c *clientCreds) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.tokenFile, "token-file", "", "`file` whose first line is a bearer token ('depotfs token issue'); the environment variable DEPOTFS_TOKEN may hold the token itself instead")
+	fs.StringVar(&c.cert, "cert", "", "PEM client certificate `file` for a server that requires mTLS ('depotfs ca issue'), with --key")
+	fs.StringVar(&c.key, "key", "", "PEM private key `file` of --cert")
+	fs.StringVar(&c.ca, "ca", "", "PEM CA certificate `file` to trust the server's certificate with (an https --url); default the system's roots")
+}
+
+// load reads the token and the certificates the flags name.
+func (c *clientCreds) load() error {
+	if (c.cert == "") != (c.key == "") {
+		return usageError{errors.New("--cert and --key go together")}
+	}
+	envToken := strings.TrimSpace(os.Getenv(envPrefix + "TOKEN"))
+	switch {
+	case c.tokenFile != "" && envToken != "":
+		return usageError{errors.New("both --token-file and DEPOTFS_TOKEN are set: choose one")}
+	case c.tokenFile != "":
+		data, err := os.ReadFile(c.tokenFile)
+		if err != nil {
+			return fmt.Errorf("--token-file: %w", err)
+		}
+		line, _, _ := strings.Cut(string(data), "\n")
+		if c.token = strings.TrimSpace(line); c.token == "" {
+			return fmt.Errorf("--token-file %s: empty", c.tokenFile)
+		}
+	default:
+		c.token = envToken
+	}
+	if c.cert == "" && c.ca == "" {
+		return nil
+	}
+	c.tls = &tls.Config{MinVersion: tls.VersionTLS13}
+	if c.ca != "" {
+		pem, err := os.ReadFile(c.ca)
+		if err != nil {
+			return fmt.Errorf("--ca: %w", err)
+		}
+		c.tls.RootCAs = x509.NewCertPool()
+		if !c.tls.RootCAs.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--ca %s: no PEM certificate in it", c.ca)
+		}
+	}
+	if c.cert != "" {
+		cert, err := tls.LoadX509KeyPair(c.cert, c.key)
+		if err != nil {
+			return fmt.Errorf("--cert/--key: %w", err)
+		}
+		c.tls.Certificates = []tls.Certificate{cert}
+	}
+	return nil
+}
+
+// options are the mcp-go transport options that present the credentials
+// over hc, or over a client of their own when hc is nil.
+func (c *clientCreds) options(hc *http.Client) []transport.StreamableHTTPCOption {
+	if hc == nil && c.tls != nil {
+		// HTTP/1.1: with HTTP/2, a refused handshake surfaces as "client
+		// conn could not be established" and hides the TLS alert.
+		hc = &http.Client{Transport: &http.Transport{TLSClientConfig: c.tls, Proxy: http.ProxyFromEnvironment}}
+	}
+	var opts []transport.StreamableHTTPCOption
+	if hc != nil {
+		opts = append(opts, transport.WithHTTPBasicClient(hc))
+	}
+	if c.token != "" {
+		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + c.token}))
+	}
+	return opts
+}
+
+// connect starts an MCP session with the server at url, as client name,
+// over hc (nil: one for the credentials), explaining the usual failures
+// (no or refused credentials, an untrusted certificate, no server).
+func connect(ctx context.Context, url string, creds *clientCreds, name string, hc *http.Client) (*client.Client, error) {
+	c, err := client.NewStreamableHttpClient(url, creds.options(hc)...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", url, err)
+	}
+	if err := c.Start(ctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("connect to %s: %w", url, err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ClientInfo = mcp.Implementation{Name: name, Version: version()}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		c.Close()
+		var authErr *transport.AuthorizationRequiredError
+		if errors.As(err, &authErr) {
+			if creds.token != "" {
+				return nil, fmt.Errorf("%s refused the bearer token (revoked, expired or unknown: see the server's log)", url)
+			}
+			return nil, fmt.Errorf("%s requires authentication: give a bearer token (DEPOTFS_TOKEN or --token-file) or a client certificate (--cert, --key)", url)
+		}
+		var verifyErr *tls.CertificateVerificationError
+		switch {
+		case errors.As(err, &verifyErr):
+			return nil, fmt.Errorf("%s: the server's certificate is not trusted (give the CA that signed it with --ca): %w", url, err)
+		case strings.Contains(err.Error(), "remote error: tls:"):
+			return nil, fmt.Errorf("%s refused the TLS handshake: it may require a client certificate (--cert, --key), or yours is revoked or from another CA: %w", url, err)
+		}
+		return nil, fmt.Errorf("connect to %s (is depotfs serve running there?): %w", url, err)
+	}
+	return c, nil
+}
+
+// callGuide calls a guide tool and decodes its envelope's data into data.
+func callGuide(ctx context.Context, c *client.Client, tool string, args map[string]any, data any) error {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = tool
+	req.Params.Arguments = args
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", tool, err)
+	}
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return fmt.Errorf("%s: reply: %w", tool, err)
+	}
+	var env struct {
+		mcpserver.Envelope
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return fmt.Errorf("%s: reply: %w", tool, err)
+	}
+	if !env.Success {
+		if env.Error != nil {
+			return &refusal{typ: string(env.Error.Type), msg: env.Error.Message}
+		}
+		return fmt.Errorf("%s failed", tool)
+	}
+	return json.Unmarshal(env.Data, data)
+}
+
+// serverClient is how the client commands (status, uploads) reach a
+// running server: its endpoint, the credentials, a time limit, and whether
+// the reply is printed as JSON.
+type serverClient struct {
+	name    string // the MCP client name the server logs
+	url     string
+	json    bool
+	timeout time.Duration
+	creds   clientCreds
+}
+
+// flags declares the connection flags; jsonUsage says what --json prints.
+func (u *serverClient) flags(fs *flag.FlagSet, jsonUsage string) {
+	fs.StringVar(&u.url, "url", "http://127.0.0.1:7411/mcp", "MCP `endpoint` of the running depotfs serve")
+	fs.BoolVar(&u.json, "json", false, jsonUsage)
+	fs.DurationVar(&u.timeout, "timeout", 10*time.Second, "give up on the server after this long")
+	u.creds.flags(fs)
+}
+
+// call runs one guide tool on the server and decodes its data into data.
+func (u *serverClient) call(ctx context.Context, tool string, args map[string]any, data any) error {
+	if u.timeout <= 0 {
+		return usageError{fmt.Errorf("--timeout %v: want a positive duration", u.timeout)}
+	}
+	if err := u.creds.load(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, u.timeout)
+	defer cancel()
+	c, err := connect(ctx, u.url, &u.creds, u.name, nil)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := callGuide(ctx, c, tool, args, data); err != nil {
+		return fmt.Errorf("%s: %w", u.url, err)
+	}
+	return nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -37,6 +37,3 @@ func N(s string, max int) string {
 	sum := sha256.Sum256([]byte(s))
 	return s[:cut] + "…[" + strconv.Itoa(len(s)) + " bytes, sha256:" + hex.EncodeToString(sum[:8]) + "]"
 }
-
-// Clipped reports whether String would change s.
-func Clipped(s string) bool { return len(s) > Max }

@@ -15,16 +15,11 @@ import (
 	"github.com/depotfs/depotfs/internal/audit"
 )
 
-func auditCommands() []subcommand {
-	return []subcommand{
+func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runGroup("audit", "The tamper-evident audit log of depotfs serve: one JSON line per tool call and refused authentication.", []subcommand{
 		{"verify", "check the audit log's hash chain and checkpoint; name every record edited, deleted, reordered or cut off", runAuditVerify},
 		{"query", "print audit records by identity, tool, path prefix, decision and time, as a table or JSON lines", runAuditQuery},
-	}
-}
-
-func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runGroup("audit", "The tamper-evident audit log of depotfs serve: one JSON line per tool call and refused authentication.",
-		auditCommands(), ctx, args, stdout, stderr)
+	}, ctx, args, stdout, stderr)
 }
 
 // auditLogFlags adds --audit-log and --db, from which the log's default

@@ -51,19 +51,14 @@ func runGroup(group, summary string, subs []subcommand, ctx context.Context, arg
 	return usageError{fmt.Errorf("unknown command %q", args[0])}
 }
 
-func caCommands() []subcommand {
-	return []subcommand{
+func runCA(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runGroup("ca", "A small certificate authority for agents that connect with client certificates (mTLS).", []subcommand{
 		{"init", "create a CA (key and certificate) and an empty CRL in a directory", runCAInit},
 		{"issue", "issue a key and certificate for an agent, with its grants", runCAIssue},
 		{"server-cert", "issue a key and certificate for serve --tls-cert/--tls-key", runCAServerCert},
 		{"revoke", "revoke a certificate by serial or file and rewrite the CRL", runCARevoke},
 		{"crl", "sign a fresh CRL (run it regularly: a stale CRL refuses every agent)", runCACRL},
-	}
-}
-
-func runCA(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runGroup("ca", "A small certificate authority for agents that connect with client certificates (mTLS).",
-		caCommands(), ctx, args, stdout, stderr)
+	}, ctx, args, stdout, stderr)
 }
 
 // defaultCADir is where "depotfs ca" keeps its CA unless --dir says

@@ -15,17 +15,12 @@ import (
 	"github.com/depotfs/depotfs/internal/auth"
 )
 
-func tokenCommands() []subcommand {
-	return []subcommand{
+func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runGroup("token", "Bearer tokens for MCP clients that cannot present a client certificate.", []subcommand{
 		{"issue", "issue a bearer token for an agent and print it once", runTokenIssue},
 		{"list", "list the issued tokens (ids, names, grants, expiry; never the tokens)", runTokenList},
 		{"revoke", "revoke a token by id", runTokenRevoke},
-	}
-}
-
-func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runGroup("token", "Bearer tokens for MCP clients that cannot present a client certificate.",
-		tokenCommands(), ctx, args, stdout, stderr)
+	}, ctx, args, stdout, stderr)
 }
 
 // defaultTokensFile is the tokens file beside the database db.

@@ -539,17 +539,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
-	err := l.syncFile()
-	if cerr := l.f.Close(); err == nil {
-		err = cerr
-	}
-	if cerr := l.cp.close(); err == nil {
-		err = cerr
-	}
-	if cerr := l.lock.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return errors.Join(l.syncFile(), l.f.Close(), l.cp.close(), l.lock.Close())
 }
 
 // syncDir makes a rename or creation in dir durable.

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -43,7 +44,13 @@ func (s *tools) decodeReadArgs(raw json.RawMessage, text bool) (readArgs, error)
 
 // providerReadFile is read_file: a file's content decoded as text.
 func (s *tools) providerReadFile(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	a, err := s.decodeReadArgs(raw, true)
+	return s.readFile(ctx, c, raw, true)
+}
+
+// readFile reads a whole file for read_file (text true) or
+// read_file_binary.
+func (s *tools) readFile(ctx context.Context, c *tool.Call, raw json.RawMessage, text bool) (tool.Reply, error) {
+	a, err := s.decodeReadArgs(raw, text)
 	c.Path = a.path.depot
 	if err != nil {
 		return tool.Reply{}, err
@@ -53,11 +60,14 @@ func (s *tools) providerReadFile(ctx context.Context, c *tool.Call, raw json.Raw
 		return tool.Reply{}, err
 	}
 	c.Size, c.SHA256 = int64(len(data)), sum
-	text, err := args.DecodeText(data, a.encoding)
+	if !text {
+		return tool.Reply{Data: base64.StdEncoding.EncodeToString(data)}, nil
+	}
+	decoded, err := args.DecodeText(data, a.encoding)
 	if err != nil {
 		return tool.Reply{}, &providerError{providerFailed, fmt.Sprintf("Encoding error: %v", err), args.ErrInvalid}
 	}
-	return tool.Reply{Data: text}, nil
+	return tool.Reply{Data: decoded}, nil
 }
 
 // providerRead returns the whole content of the file at p and its hash,

@@ -102,15 +102,10 @@ func fill(db string, files, size int) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	r := rand.New(rand.NewPCG(1, 2))
+	r := rand.NewChaCha8([32]byte{1, 2})
 	buf := make([]byte, size)
 	for i := range files {
-		for j := 0; j+8 <= len(buf); j += 8 {
-			v := r.Uint64()
-			for k := range 8 {
-				buf[j+k] = byte(v >> (8 * k))
-			}
-		}
+		r.Read(buf)
 		if _, err := st.Put(context.Background(), store.PutRequest{Path: fmt.Sprintf("/data/f%04d.bin", i), Data: buf}); err != nil {
 			log.Fatal(err)
 		}

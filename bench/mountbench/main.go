@@ -207,13 +207,7 @@ func (b *bench) big(mib int) error {
 	}
 	defer syscall.Unmount(tmp, 0)
 	data := make([]byte, mib<<20)
-	r := rand.New(rand.NewPCG(7, 7))
-	for i := 0; i < len(data); i += 8 {
-		v := r.Uint64()
-		for j := range 8 {
-			data[i+j] = byte(v >> (8 * j))
-		}
-	}
+	rand.NewChaCha8([32]byte{7, 7}).Read(data)
 	if err := os.WriteFile(filepath.Join(tmp, "big"), data, 0o444); err != nil {
 		return err
 	}

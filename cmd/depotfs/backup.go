@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -124,10 +125,7 @@ Flags:
 		}
 	}}
 	if cfg.db != "" {
-		log := cfg.auditLog
-		if log == "" {
-			log = defaultAuditLog(cfg.db)
-		}
+		log := cmp.Or(cfg.auditLog, defaultAuditLog(cfg.db))
 		err = bolt.BackupFile(cfg.db, func(c bolt.Copy) error {
 			prog = newProgress(stderr, 1, c.Size, bar)
 			res.Revision = c.Revision

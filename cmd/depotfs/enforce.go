@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"path/filepath"
@@ -54,9 +55,7 @@ func (c *enforceConfig) resolve(db string) error {
 		return err
 	}
 	c.host = host
-	if c.auditLog == "" {
-		c.auditLog = defaultAuditLog(db)
-	}
+	c.auditLog = cmp.Or(c.auditLog, defaultAuditLog(db))
 	if c.rateCalls < 0 || c.rateBytes < 0 || c.rateCallBurst < 1 || c.rateByteBurst < 1 {
 		return errors.New("--rate-calls and --rate-bytes must not be negative, --rate-call-burst and --rate-byte-burst at least 1")
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -84,10 +85,7 @@ Flags:
 	if *db == "" {
 		return usageError{errors.New("--db PATH is required")}
 	}
-	log := *auditLog
-	if log == "" {
-		log = defaultAuditLog(*db)
-	}
+	log := cmp.Or(*auditLog, defaultAuditLog(*db))
 	existing, err := targetFiles(*db, log)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -82,9 +83,7 @@ func (c *chain) next(l line) (Record, bool) {
 			c.add(Problem{File: l.file, Line: l.num, Seq: r.Seq, What: "differs from the checkpoint: it, or records before it, were rewritten"})
 		}
 	case r.Seq > c.cp.Seq:
-		if c.tail.from == 0 {
-			c.tail.from = r.Seq
-		}
+		c.tail.from = cmp.Or(c.tail.from, r.Seq)
 		c.tail.to = r.Seq
 		c.tail.unkeyed = c.tail.unkeyed || r.V == versionSHA256
 	}

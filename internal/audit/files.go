@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,9 +29,7 @@ type logFile struct {
 // their names, then the current file if it exists.
 func files(path string) ([]logFile, error) {
 	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
+	dir = cmp.Or(dir, ".")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("audit log directory: %w", err)

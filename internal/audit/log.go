@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -99,15 +100,11 @@ func Open(path string, opts *Options) (*Log, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.MaxSize == 0 {
-		o.MaxSize = DefaultMaxSize
-	}
+	o.MaxSize = cmp.Or(o.MaxSize, DefaultMaxSize)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	l := &Log{path: path, opts: o, log: o.Logger, open: openAppend}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("audit log directory: %w", err)

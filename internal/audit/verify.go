@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 )
@@ -112,9 +113,7 @@ func Verify(path string) (Report, error) {
 				return nil
 			}
 			rep.Records++
-			if rep.First == 0 {
-				rep.First = r.Seq
-			}
+			rep.First = cmp.Or(rep.First, r.Seq)
 			if r.V == versionSHA256 {
 				rep.Unkeyed++
 			}

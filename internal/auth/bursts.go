@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"net"
 	"sync"
@@ -81,9 +82,7 @@ func (b *Bursts) AuthFailure(ctx context.Context, f Failure) {
 	bu.timer = time.AfterFunc(b.window, func() { b.end(key, bu) })
 	b.open[key] = bu
 	b.mu.Unlock()
-	if f.Count == 0 {
-		f.Count = 1
-	}
+	f.Count = cmp.Or(f.Count, 1)
 	b.sink.AuthFailure(ctx, f)
 }
 

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -78,9 +79,7 @@ func NewListener(inner net.Listener, cfg *tls.Config, opts *ListenerOptions) *Li
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Listener{inner: inner, cfg: cfg, opts: o, conns: make(chan *tls.Conn),
 		ctx: ctx, cancel: cancel, loopDone: make(chan struct{})}

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -102,9 +103,7 @@ func (a *Authenticator) refuse(w http.ResponseWriter, r *http.Request, err error
 		a.Sink.AuthFailure(r.Context(), f)
 	}
 	log := a.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	log = cmp.Or(log, slog.Default())
 	log.Debug("http request refused", "remote", f.Remote, "reason", f.Reason, "err", err)
 
 	// A refused request's body is never read. Left alone, net/http would

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -54,9 +55,7 @@ func NewCertVerifier(ca *x509.Certificate, crl *CRL, opts *CertOptions) (*CertVe
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	roots := x509.NewCertPool()
 	roots.AddCert(ca)
 	return &CertVerifier{ca: ca, roots: roots, crl: crl, now: o.Now, legacy: o.AcceptLegacyGrants, log: o.Logger}, nil

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -42,9 +43,7 @@ func (o *FileOptions) watch(path string) (func() time.Time, *slog.Logger, watche
 	if opts.Recheck <= 0 {
 		opts.Recheck = DefaultRecheck
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.Default())
 	return opts.Now, opts.Logger, watchedFile{path: path, recheck: opts.Recheck}
 }
 

@@ -1,6 +1,7 @@
 package ca
 
 import (
+	"cmp"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -36,9 +37,7 @@ type AgentRequest struct {
 // ClientAuth extended key usage and the grants extension, valid from now
 // (backdated a few minutes for clock skew) for Validity.
 func (c *CA) IssueAgent(req AgentRequest, now time.Time) (*Issued, error) {
-	if req.Domain == "" {
-		req.Domain = auth.LocalDomain
-	}
+	req.Domain = cmp.Or(req.Domain, auth.LocalDomain)
 	if req.Validity <= 0 {
 		req.Validity = DefaultAgentValidity
 	}

@@ -2,6 +2,7 @@ package markdown
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -98,10 +99,7 @@ func Write(w io.Writer, tools []Tool) error {
 // writeTool renders one tool's section.
 func writeTool(b *bytes.Buffer, d wireTool, t Tool) error {
 	fmt.Fprintf(b, "\n### `%s`\n\n", d.Name)
-	title := d.Title
-	if title == "" {
-		title = d.Annotations.Title
-	}
+	title := cmp.Or(d.Title, d.Annotations.Title)
 	if title != "" {
 		fmt.Fprintf(b, "**%s**. ", inline(title))
 	}
@@ -109,10 +107,7 @@ func writeTool(b *bytes.Buffer, d wireTool, t Tool) error {
 	fmt.Fprintf(b, "Profile `%s`; read-only: %s; destructive: %s; idempotent: %s; open world: %s.\n",
 		t.Profile, hint(a.ReadOnlyHint), hint(a.DestructiveHint), hint(a.IdempotentHint), hint(a.OpenWorldHint))
 
-	text := t.Reference
-	if text == "" {
-		text = d.Description
-	}
+	text := cmp.Or(t.Reference, d.Description)
 	body, security := splitSecurity(text)
 	for _, para := range body {
 		b.WriteString("\n")

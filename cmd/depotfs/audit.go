@@ -45,8 +45,7 @@ func runAuditVerify(_ context.Context, args []string, stdout, stderr io.Writer) 
 	for _, w := range rep.Warnings {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
-	var ve *audit.VerifyError
-	if errors.As(err, &ve) {
+	if ve, ok := errors.AsType[*audit.VerifyError](err); ok {
 		for _, p := range ve.Problems {
 			fmt.Fprintln(stdout, "TAMPERED:", p)
 		}

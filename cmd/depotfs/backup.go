@@ -144,8 +144,7 @@ Flags:
 		err = cerr
 	}
 	if err != nil {
-		var locked *bolt.LockedError
-		if errors.As(err, &locked) {
+		if _, ok := errors.AsType[*bolt.LockedError](err); ok {
 			return fmt.Errorf("%w\na server is running on it: back it up online (without --db), or stop it first", err)
 		}
 		return fmt.Errorf("backup: %w", err)

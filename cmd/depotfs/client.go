@@ -117,8 +117,7 @@ func connect(ctx context.Context, url string, creds *clientCreds, name string, h
 	init.Params.ClientInfo = mcp.Implementation{Name: name, Version: version()}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		c.Close()
-		var authErr *transport.AuthorizationRequiredError
-		if errors.As(err, &authErr) {
+		if _, ok := errors.AsType[*transport.AuthorizationRequiredError](err); ok {
 			if creds.token != "" {
 				return nil, fmt.Errorf("%s refused the bearer token (revoked, expired or unknown: see the server's log)", url)
 			}

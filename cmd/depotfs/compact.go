@@ -39,8 +39,7 @@ Flags:
 	start := time.Now()
 	res, err := bolt.Compact(*db)
 	if err != nil {
-		var locked *bolt.LockedError
-		if errors.As(err, &locked) {
+		if locked, ok := errors.AsType[*bolt.LockedError](err); ok {
 			who := "another process"
 			if locked.PID != 0 {
 				who = fmt.Sprintf("pid %d", locked.PID)

@@ -118,8 +118,7 @@ func (c *directConfig) open(ctx context.Context, log *slog.Logger) (store.Store,
 		}
 		b, err := bolt.Open(c.db, &bolt.Options{Logger: log})
 		if err != nil {
-			var locked *bolt.LockedError
-			if errors.As(err, &locked) {
+			if _, ok := errors.AsType[*bolt.LockedError](err); ok {
 				return nil, nil, fmt.Errorf("%w\na server is running on it: stop it first, or use depotfs backup", err)
 			}
 			return nil, nil, err

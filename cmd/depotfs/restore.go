@@ -98,8 +98,7 @@ Flags:
 		// under the server: its lock says whether one runs.
 		b, err := bolt.Open(*db, nil)
 		if err != nil {
-			var locked *bolt.LockedError
-			if errors.As(err, &locked) {
+			if _, ok := errors.AsType[*bolt.LockedError](err); ok {
 				return fmt.Errorf("restore: %w\nstop the server first (systemctl stop depotfs), then restore", err)
 			}
 		} else if err := b.Close(); err != nil {

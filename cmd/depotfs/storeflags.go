@@ -112,8 +112,7 @@ func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot
 			MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize),
 		})
 		if err != nil {
-			var locked *bolt.LockedError
-			if errors.As(err, &locked) {
+			if locked, ok := errors.AsType[*bolt.LockedError](err); ok {
 				return nil, nil, nil, lockedAdvice(locked, err)
 			}
 			return nil, nil, nil, fmt.Errorf("open database: %w", err)

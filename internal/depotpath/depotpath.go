@@ -149,8 +149,7 @@ func CleanName(name string) (string, error) {
 	}
 	p, err := Clean("/" + name)
 	if err != nil {
-		var pe *Error
-		if errors.As(err, &pe) {
+		if pe, ok := errors.AsType[*Error](err); ok {
 			pe.Path = name
 		}
 		return "", err

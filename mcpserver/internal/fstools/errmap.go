@@ -53,13 +53,11 @@ func fsFailure(err error) (code, msg, path string, details map[string]any) {
 		}
 		return fe.code, fe.msg, path, fe.details
 	}
-	var conflict *tool.ConflictError
-	if errors.As(err, &conflict) {
+	if conflict, ok := errors.AsType[*tool.ConflictError](err); ok {
 		return fsConflict, "The file changed since the revision you read, so nothing was stored: " + conflict.Error(), conflict.Path,
 			map[string]any{"current": conflict.Current}
 	}
-	var rate *tool.RateError
-	if errors.As(err, &rate) {
+	if rate, ok := errors.AsType[*tool.RateError](err); ok {
 		// The contract has no code for a refusal to be retried later; the
 		// caller is refused, as for a permission, with the wait.
 		return fsPermission, fmt.Sprintf("Rate limited: retry after %d seconds (%s)", rate.Retry, rate.Error()), "", map[string]any{"retry_after": rate.Retry}
@@ -79,8 +77,7 @@ func fsFailure(err error) (code, msg, path string, details map[string]any) {
 	case args.IsError(err), errors.Is(err, args.ErrInvalid), errors.Is(err, args.ErrLimit):
 		return fsInvalid, f.Message, "", nil
 	}
-	var se *tool.StoreError
-	if errors.As(err, &se) {
+	if se, ok := errors.AsType[*tool.StoreError](err); ok {
 		if errors.As(fsStoreError(se.Err, se.Path), &fe) {
 			return fe.code, fe.msg, relPath(fe.path), fe.details
 		}
@@ -136,8 +133,7 @@ func fsStoreError(err error, p string) error {
 			return &fsError{code: m.code, msg: fmt.Sprintf(m.msg, relPath(p)), path: p, err: err}
 		}
 	}
-	var se *tool.StoreError
-	if errors.As(err, &se) {
+	if _, ok := errors.AsType[*tool.StoreError](err); ok {
 		return err
 	}
 	return &tool.StoreError{Op: "fs", Path: p, Err: err}

@@ -125,8 +125,7 @@ func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 	case modeAppend:
 		res, err = s.appendFile(ctx, c, req)
 	}
-	var conflict *tool.ConflictError
-	if errors.As(err, &conflict) {
+	if _, ok := errors.AsType[*tool.ConflictError](err); ok {
 		return tool.Reply{}, err
 	}
 	if err != nil {

@@ -135,8 +135,7 @@ func providerStoreError(err error, kind string, p providerPath) error {
 	case errors.Is(err, store.ErrNotPresent):
 		return providerNotPresent(p)
 	}
-	var se *tool.StoreError
-	if errors.As(err, &se) {
+	if _, ok := errors.AsType[*tool.StoreError](err); ok {
 		return err
 	}
 	return &tool.StoreError{Op: "read", Path: p.depot, Err: err}

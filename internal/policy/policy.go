@@ -10,6 +10,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
@@ -122,12 +123,9 @@ func (s Set) effective() []grant.Grant {
 // that is not entirely denied. Tools it does not cover are hidden from the
 // caller's tools/list and refused on tools/call.
 func (s Set) CoversTool(tool, group string) bool {
-	for _, g := range s.effective() {
-		if g.CoversTool(tool, group) && s.host.reaches(g.Prefix) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(s.effective(), func(g grant.Grant) bool {
+		return g.CoversTool(tool, group) && s.host.reaches(g.Prefix)
+	})
 }
 
 // CheckTool is CoversTool as an error: nil, or a *Denied naming the
@@ -197,12 +195,7 @@ func (h *Host) denied(p string) bool { return h.deniedBy(p) != "" }
 
 // allowed reports whether p lies within an allowed prefix.
 func (h *Host) allowed(p string) bool {
-	for _, a := range h.allow {
-		if depotpath.Within(p, a) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(h.allow, func(a string) bool { return depotpath.Within(p, a) })
 }
 
 // Check decides whether the caller may have access to the clean depot path
@@ -235,12 +228,9 @@ func (s Set) Explicit(tool, path string, access grant.Access) bool {
 	if s.full {
 		return true
 	}
-	for _, g := range s.grants {
-		if g.Tool == tool && g.Access&access == access && depotpath.Within(path, g.Prefix) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(s.grants, func(g grant.Grant) bool {
+		return g.Tool == tool && g.Access&access == access && depotpath.Within(path, g.Prefix)
+	})
 }
 
 // AnyTool reports whether some grant allows access to path through any
@@ -250,12 +240,9 @@ func (s Set) AnyTool(path string, access grant.Access) bool {
 	if s.host.denied(path) || !s.host.allowed(path) {
 		return false
 	}
-	for _, g := range s.effective() {
-		if g.Access&access == access && depotpath.Within(path, g.Prefix) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(s.effective(), func(g grant.Grant) bool {
+		return g.Access&access == access && depotpath.Within(path, g.Prefix)
+	})
 }
 
 // String lists the caller's grants as TOOL:PREFIX:ACCESS, comma-separated;

@@ -122,9 +122,7 @@ type selection struct {
 // counts). Memory is bounded by maxSize, whatever the file's size.
 func selectLines(ctx context.Context, content store.Content, start, end, maxSize int64) (selection, error) {
 	var sel selection
-	if start < 0 {
-		start = 0
-	}
+	start = max(start, 0)
 	size := content.Size()
 	buf := make([]byte, min(size, 1<<20))
 	var line int64 // line number of the byte at off

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/mcpserver/internal/args"
@@ -53,12 +54,7 @@ func (s *tools) providerFindFiles(ctx context.Context, c *tool.Call, raw json.Ra
 			return false
 		}
 		name := depotpath.Base(e.Path)
-		for _, g := range patterns {
-			if g.Match(name) {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(patterns, func(g args.Glob) bool { return g.Match(name) })
 	})
 	if err != nil {
 		return tool.Reply{}, err

@@ -144,12 +144,10 @@ func (l *Listener) loop() {
 			continue
 		}
 		backoff = 0
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
+		l.wg.Go(func() {
 			defer func() { <-sem }()
 			l.handshake(c)
-		}()
+		})
 	}
 }
 

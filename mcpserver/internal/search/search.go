@@ -149,17 +149,13 @@ func Run(ctx context.Context, st Reader, q Query) (Result, error) {
 	outcomes := make(chan outcome, 4*q.Workers)
 	var walkErr error
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		defer close(jobs)
 		walkErr = walk(ctx, st, top, q, jobs)
-	}()
+	})
 	var workers sync.WaitGroup
 	for range q.Workers {
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
+		workers.Go(func() {
 			w := worker{st: st, q: &q}
 			for j := range jobs {
 				if ctx.Err() != nil {
@@ -171,7 +167,7 @@ func Run(ctx context.Context, st Reader, q Query) (Result, error) {
 				case <-ctx.Done():
 				}
 			}
-		}()
+		})
 	}
 	go func() {
 		workers.Wait()

@@ -125,10 +125,8 @@ func (a *Authenticator) refuse(w http.ResponseWriter, r *http.Request, err error
 // publicReason is what a refused client is told: the cause without
 // detail from the server's configuration.
 func publicReason(err error) string {
-	for _, r := range reasons {
-		if errors.Is(err, r.err) {
-			return r.err.Error()
-		}
+	if e, ok := errors.AsType[*reasonError](err); ok {
+		return e.msg
 	}
 	return "refused"
 }

@@ -28,7 +28,7 @@ func fetchStats(s fetch.Stats) func() metrics.FetchStats {
 
 func TestMetrics(t *testing.T) {
 	m := metrics.New(metrics.Options{
-		Store: storeStats(store.Stats{Files: 3, Placeholders: 1, StoredBytes: 42, Evictions: 2, SweptChunks: 7, Hits: 5, Misses: 1}, nil),
+		Store: storeStats(store.Stats{Files: 3, Placeholders: 1, StoredBytes: 42, Evictions: 2, SweptChunks: 7, Hits: 5, Misses: 1, HeldBytes: 9}, nil),
 		Fetch: fetchStats(fetch.Stats{Pending: 1, Requested: 4, Fetched: 3}),
 	})
 	m.Call("guide_cache_file", metrics.OutcomeOK, "", 3*time.Millisecond, 100)
@@ -47,6 +47,9 @@ depotfs_mcp_content_bytes_in_total 100
 # HELP depotfs_store_files Files with their content present.
 # TYPE depotfs_store_files gauge
 depotfs_store_files 3
+# HELP depotfs_store_held_bytes Stored bytes only kept versions use: at most what deleting every snapshot and history would free.
+# TYPE depotfs_store_held_bytes gauge
+depotfs_store_held_bytes 9
 # HELP depotfs_store_swept_chunks_total Content chunks deleted because nothing referenced them (left by a crashed host; --store nats), since the store was created.
 # TYPE depotfs_store_swept_chunks_total counter
 depotfs_store_swept_chunks_total 7
@@ -55,7 +58,7 @@ depotfs_store_swept_chunks_total 7
 depotfs_fetch_requests_total 4
 `
 	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(expected),
-		"depotfs_mcp_calls_total", "depotfs_mcp_content_bytes_in_total", "depotfs_store_files", "depotfs_store_swept_chunks_total", "depotfs_fetch_requests_total"); err != nil {
+		"depotfs_mcp_calls_total", "depotfs_mcp_content_bytes_in_total", "depotfs_store_files", "depotfs_store_held_bytes", "depotfs_store_swept_chunks_total", "depotfs_fetch_requests_total"); err != nil {
 		t.Error(err)
 	}
 	if n, err := testutil.GatherAndCount(m.Registry(), "depotfs_fuse_operation_duration_seconds"); err != nil || n != 1 {

@@ -26,6 +26,9 @@ var (
 	storeSweptChunks  = desc("store", "swept_chunks_total", "Content chunks deleted because nothing referenced them (left by a crashed host; --store nats), since the store was created.")
 	storeHits         = desc("store", "opens_total", "Opens of files, by whether the content was present (hit) or not (miss).", "result")
 	storeMaxBytes     = desc("store", "max_bytes", "The configured limit on stored bytes; 0: none.")
+	storeVersions     = desc("store", "versions", "Versions of files kept besides the live ones (history and snapshots).")
+	storeHeldBytes    = desc("store", "held_bytes", "Stored bytes only kept versions use: at most what deleting every snapshot and history would free.")
+	storeSnapshots    = desc("store", "snapshots", "Snapshots.")
 	storeUp           = desc("store", "stats_up", "1 when the store's statistics could be read at this scrape.")
 
 	fetchPending   = desc("fetch", "pending_requests", "Requests for content open now.")
@@ -42,7 +45,8 @@ type storeCollector struct {
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{storeFiles, storePlaceholders, storeDirs, storeStored, storeLogical, storeBlobs,
-		storeUploads, storeUploadBytes, storeEvictions, storeEvictedBytes, storeExpiries, storeSweptChunks, storeHits, storeMaxBytes, storeUp} {
+		storeUploads, storeUploadBytes, storeEvictions, storeEvictedBytes, storeExpiries, storeSweptChunks, storeHits, storeMaxBytes,
+		storeVersions, storeHeldBytes, storeSnapshots, storeUp} {
 		ch <- d
 	}
 }
@@ -71,6 +75,9 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(storeUploads, s.Uploads)
 	gauge(storeUploadBytes, s.UploadBytes)
 	gauge(storeMaxBytes, s.MaxStoreBytes)
+	gauge(storeVersions, s.Versions)
+	gauge(storeHeldBytes, s.HeldBytes)
+	gauge(storeSnapshots, s.Snapshots)
 	counter(storeEvictions, s.Evictions)
 	counter(storeEvictedBytes, s.EvictedBytes)
 	counter(storeExpiries, s.Expiries)

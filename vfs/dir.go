@@ -72,8 +72,13 @@ func (d *dirNode) stat(ctx context.Context) (store.Entry, error) {
 // OpendirHandle opens the directory for listing and asks the kernel to
 // cache the listing (FOPEN_CACHE_DIR) until invalidation says the directory
 // changed. The listing is read from the store on the first READDIR: when
-// the kernel's cached listing is still good, it sends none.
+// the kernel's cached listing is still good, it sends none. With
+// Options.Shared the kernel does not cache listings: another host's change
+// may not have been told to it yet, and each listing asks the store.
 func (d *dirNode) OpendirHandle(context.Context, uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if d.fsys.opts.Shared {
+		return &dirHandle{dir: d}, 0, 0
+	}
 	return &dirHandle{dir: d}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
 }
 

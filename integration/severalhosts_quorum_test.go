@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -190,13 +191,20 @@ func TestSeveralHostsRawUploadNoQuorum(t *testing.T) {
 	}
 }
 
+// listed reports whether dir's listing has name.
+func listed(dir, name string) bool {
+	des, _ := os.ReadDir(dir)
+	return slices.ContainsFunc(des, func(de os.DirEntry) bool { return de.Name() == name })
+}
+
 // TestSeveralHostsCloseToOpen: a program on host B that opens a file
 // after host A acknowledged a write to it reads that write. A third of
 // the writes overwrite files B read a moment before (its mount still
 // holds their older version), a third create files whose names B had
 // just looked up and found missing, a third create files in directories
-// B had found missing. No read may be stale or missing. 120 writes, or
-// 10,000 with DEPOTFS_SOAK=1 (the figure of docs/several-hosts.md).
+// B had found missing; B lists the parent before and after these, and the
+// new name must be listed. No read may be stale or missing. 120 writes,
+// or 10,000 with DEPOTFS_SOAK=1 (the figure of docs/several-hosts.md).
 func TestSeveralHostsCloseToOpen(t *testing.T) {
 	t.Parallel()
 	h := startHosts(t, 2)
@@ -215,11 +223,15 @@ func TestSeveralHostsCloseToOpen(t *testing.T) {
 			if _, err := os.Stat(b.path(p)); !errors.Is(err, fs.ErrNotExist) {
 				t.Fatalf("stat %s on B before A wrote it: %v, want not found", p, err)
 			}
+			os.ReadDir(b.path("/c2o")) // the kernel caches the listing
 		}
 		want := fmt.Sprintf("write %d\n", i)
 		pushBytes(a, p, []byte(want), nil)
 		if got, err := os.ReadFile(b.path(p)); err != nil || string(got) != want {
 			bad = append(bad, fmt.Sprintf("%s: %q, %v", p, got, err))
+		}
+		if name := strings.Split(p, "/")[2]; i%3 != 0 && !listed(b.path("/c2o"), name) {
+			bad = append(bad, fmt.Sprintf("%s: not in the listing of /c2o", name))
 		}
 	}
 	t.Logf("%d writes on A, each read through B's mount right after the acknowledgement: %d stale or missing", n, len(bad))

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// catchUp makes reads close-to-open across hosts: an open (and a lookup
+// catchUp makes reads close-to-open across hosts: an open (a listing, a lookup
 // that misses) on this host first waits until the view has applied the
 // tree stream up to the last sequence the cluster reports, so it sees
 // every write any host had acknowledged before the open began. Concurrent

@@ -125,12 +125,13 @@ func BenchmarkOpenCatchUp(b *testing.B) {
 }
 
 // BenchmarkMountOpen measures what close-to-open costs a program on a
-// host's mount: opening (and closing) a small file, and looking up a name
-// that does not exist, on a mount with it (vfs.Options.Shared over a
+// host's mount: opening (and closing) a small file, looking up a name
+// that does not exist, and listing a directory of 100 files, on a mount
+// with it (vfs.Options.Shared over a
 // Store that catches up on every open, as depotfs serves a NATS depot)
 // and on a mount of the same depot without it (local reads, the kernel
-// caching missing names), one of each in turn in the same run. It
-// reports the p50 and p99 of each in µs.
+// caching missing names and listings), one of each in turn in the same
+// run. It reports the p50 and p99 of each in µs.
 //
 //	go test -run '^$' -bench BenchmarkMountOpen -benchtime 2000x ./store/nats
 func BenchmarkMountOpen(b *testing.B) {
@@ -140,15 +141,19 @@ func BenchmarkMountOpen(b *testing.B) {
 	c := natstest.Start(b, 3)
 	prefix := fmt.Sprintf("c%d", depots.Add(1))
 	a := openPrefix(b, c, storetest.Config{}, prefix)
-	if _, err := a.Put(b.Context(), store.PutRequest{Path: "/f", Data: []byte("small\n")}); err != nil {
+	reqs := []store.PutRequest{{Path: "/f", Data: []byte("small\n")}}
+	for i := range 100 {
+		reqs = append(reqs, store.PutRequest{Path: fmt.Sprintf("/d/f%03d", i), Data: []byte{byte(i)}})
+	}
+	if _, err := a.PutBatch(b.Context(), reqs); err != nil {
 		b.Fatal(err)
 	}
 	local := openPrefix(b, c, storetest.Config{}, prefix)
 	nats.LocalReads(local.(*nats.Store))
 	mounts := []struct {
-		name       string
-		dir        string
-		open, miss []time.Duration
+		name             string
+		dir              string
+		open, miss, list []time.Duration
 	}{{name: "c2o"}, {name: "local"}}
 	for i, st := range []store.Store{openPrefix(b, c, storetest.Config{}, prefix), local} {
 		m, err := vfs.Mount(b.Context(), filepath.Join(b.TempDir(), "mnt"), st, &vfs.Options{Shared: i == 0})
@@ -184,6 +189,11 @@ func BenchmarkMountOpen(b *testing.B) {
 				b.Fatalf("stat of a missing name: %v", err)
 			}
 			m.miss = append(m.miss, time.Since(start))
+			start = time.Now()
+			if des, err := os.ReadDir(filepath.Join(m.dir, "d")); err != nil || len(des) != 100 {
+				b.Fatalf("listing /d: %d entries, %v", len(des), err)
+			}
+			m.list = append(m.list, time.Since(start))
 		}
 	}
 	pct := func(d []time.Duration, p float64) float64 {
@@ -195,5 +205,7 @@ func BenchmarkMountOpen(b *testing.B) {
 		b.ReportMetric(pct(m.open, 0.99), m.name+"-open-p99-µs")
 		b.ReportMetric(pct(m.miss, 0.5), m.name+"-missing-p50-µs")
 		b.ReportMetric(pct(m.miss, 0.99), m.name+"-missing-p99-µs")
+		b.ReportMetric(pct(m.list, 0.5), m.name+"-list-p50-µs")
+		b.ReportMetric(pct(m.list, 0.99), m.name+"-list-p99-µs")
 	}
 }

@@ -48,12 +48,14 @@ func (s *Store) stat(ctx context.Context, path string) (store.Entry, error) {
 	return r.entry(), nil
 }
 
-// ReadDir returns the children of dir sorted by name. It is safe for
-// concurrent use.
+// ReadDir returns the children of dir sorted by name, once this host
+// caught up with the cluster (see catchUp): a listing shows every change
+// any host made before the call. It is safe for concurrent use.
 func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) {
 	if err := check.Path("readdir", dir); err != nil {
 		return nil, err
 	}
+	_ = s.sync(ctx) // on no answer, the listing is this host's
 	if err := s.check(ctx); err != nil {
 		return nil, check.PathError("readdir", dir, err)
 	}

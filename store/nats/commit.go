@@ -153,7 +153,9 @@ func (s *Store) settle(ctx context.Context, t *txn) error {
 	var why error // the latest reason the batch's fate is unknown
 	wait := 20 * time.Millisecond
 	for {
-		last, err := s.lastSeq(ctx)
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		last, err := s.lastSeq(pctx)
+		cancel()
 		if err == nil && last <= t.base {
 			last, err = s.fence(ctx)
 		}
@@ -199,11 +201,9 @@ func (s *Store) fence(ctx context.Context) (uint64, error) {
 }
 
 // lastSeq asks the tree stream's leader for the stream's last committed
-// sequence.
+// sequence; ctx bounds the wait.
 func (s *Store) lastSeq(ctx context.Context) (uint64, error) {
-	rctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	info, err := s.tree.Info(rctx)
+	info, err := s.tree.Info(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("asking for the tree's last sequence: %w", err)
 	}

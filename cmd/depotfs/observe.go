@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,10 +40,7 @@ func (a meteredAudit) Append(r *audit.Record) error {
 			a.m.AuthFailure(r.Stage)
 		}
 	case audit.EventCall:
-		outcome, refused := metrics.OutcomeOK, ""
-		if r.Error != "" {
-			outcome = r.Error
-		}
+		outcome, refused := cmp.Or(r.Error, metrics.OutcomeOK), ""
 		if r.Decision == audit.Deny {
 			refused = metrics.RefusedDenied
 			if r.Error == string(mcpserver.ErrorRateLimited) {

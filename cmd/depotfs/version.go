@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -29,9 +30,7 @@ func readBuildInfo() buildInfo {
 	if !ok {
 		return b
 	}
-	if bi.Main.Version != "" {
-		b.version = bi.Main.Version
-	}
+	b.version = cmp.Or(bi.Main.Version, b.version)
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
@@ -45,19 +44,12 @@ func readBuildInfo() buildInfo {
 	if b.version == "(devel)" && b.revision != "" {
 		// Only the main module's version is missing: the revision still
 		// tells builds apart.
-		b.version += "-" + short(b.revision)
+		b.version += "-" + b.revision[:min(len(b.revision), 12)]
 		if b.modified {
 			b.version += "+dirty"
 		}
 	}
 	return b
-}
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
 }
 
 // version is the version reported to MCP clients (serverInfo.version) and

@@ -25,10 +25,11 @@
 //   - versions: the retained versions of entries (records a write
 //     replaced or removed, kept for a snapshot or a path's history), keyed
 //     tree key + NUL + revision; snapshots: one JSON record per snapshot.
-//   - lru, refs, expiry: indexes derived from the tree and the blobs, kept
-//     in step by the transactions that change them: the evictable blobs
-//     by last use, the files using each blob, the unpinned files by expiry
-//     time. Meta holds the counters Stats reports. Open derives all of
+//   - lru, history-lru, refs, expiry: indexes derived from the tree, the
+//     versions and the blobs, kept in step by the transactions that change
+//     them: the evictable blobs by last use (those only versions use in
+//     history-lru, evicted first), the files and versions using each
+//     blob, the unpinned files by expiry time. Meta holds the counters Stats reports. Open derives all of
 //     them, and the blobs' pin counts, when it upgrades a schema 1 file.
 //
 // # Basics

@@ -8,6 +8,7 @@ import (
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/evictplan"
 	"github.com/depotfs/depotfs/store/internal/rules"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // makeRoom evicts blobs, least recently used first, until the stored
@@ -25,38 +26,43 @@ func (w *wtx) makeRoom(keep hash) (store.Evictions, error) {
 	if err != nil {
 		return store.Evictions{}, err
 	}
-	c := w.lru.Cursor()
-	var k []byte
-	started := false
+	// Content only history uses goes first, then live content; each
+	// least recently used first.
+	cursors := []*bbolt.Cursor{w.tx.Bucket(bucketHistoryLRU).Cursor(), w.lru.Cursor()}
+	c := cursors[0]
+	k, _ := c.First()
 	next := func() (hash, int64, bool, error) {
-		if !started {
+		for {
+			for ; k != nil; k, _ = c.Next() {
+				var h hash
+				copy(h[:], k[8:])
+				if h == keep {
+					continue
+				}
+				b, ok, err := getBlob(w.blobs, h)
+				if err != nil {
+					return h, 0, false, err
+				}
+				if !ok {
+					return h, 0, false, fmt.Errorf("corrupt store: lru lists blob %x, which does not exist", h)
+				}
+				held, err := w.held(holds, h, b.Size)
+				if err != nil {
+					return h, 0, false, err
+				}
+				if held {
+					continue
+				}
+				k, _ = c.Next()
+				return h, b.Size, true, nil
+			}
+			if len(cursors) == 1 {
+				return hash{}, 0, false, nil
+			}
+			cursors = cursors[1:]
+			c = cursors[0]
 			k, _ = c.First()
-			started = true
 		}
-		for ; k != nil; k, _ = c.Next() {
-			var h hash
-			copy(h[:], k[8:])
-			if h == keep {
-				continue
-			}
-			b, ok, err := getBlob(w.blobs, h)
-			if err != nil {
-				return h, 0, false, err
-			}
-			if !ok {
-				return h, 0, false, fmt.Errorf("corrupt store: lru lists blob %x, which does not exist", h)
-			}
-			held, err := w.held(holds, h, b.Size)
-			if err != nil {
-				return h, 0, false, err
-			}
-			if held {
-				continue
-			}
-			k, _ = c.Next()
-			return h, b.Size, true, nil
-		}
-		return hash{}, 0, false, nil
 	}
 	ev, err := evictplan.MakeRoom(w.c.Stored, w.stagedBytes(), w.s.opts.MaxStoreBytes, next, w.evict)
 	if err != nil {

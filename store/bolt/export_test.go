@@ -152,7 +152,7 @@ func verifyDerived(tx *bbolt.Tx, blobs map[hash]blobRecord) error {
 	if c != want {
 		return fmt.Errorf("counters %+v, the tree and blobs say %+v", c, want)
 	}
-	lru := map[string]bool{}
+	lru, hlru := map[string]bool{}, map[string]bool{}
 	for h, b := range blobs {
 		if b.Pins != d.pins[h] {
 			return fmt.Errorf("blob %x: %d pins recorded, %d pinned files and held versions use it", h, b.Pins, d.pins[h])
@@ -163,8 +163,11 @@ func verifyDerived(tx *bbolt.Tx, blobs map[hash]blobRecord) error {
 		if int64(b.Use) > c.UseSeq {
 			return fmt.Errorf("blob %x: used at %d, after the last use number %d", h, b.Use, c.UseSeq)
 		}
-		if b.evictable() {
+		if b.evictable() && !b.heldOnly() {
 			lru[string(lruKey(b.Use, h))] = true
+		}
+		if b.evictable() && b.heldOnly() {
+			hlru[string(lruKey(b.Use, h))] = true
 		}
 		if v := tx.Bucket(bucketBlobs).Get(h[:]); len(v) == blobRecordV1 {
 			return fmt.Errorf("blob %x: record in the schema 1 format", h)
@@ -173,7 +176,7 @@ func verifyDerived(tx *bbolt.Tx, blobs map[hash]blobRecord) error {
 	for _, idx := range []struct {
 		name []byte
 		want map[string]bool
-	}{{bucketLRU, lru}, {bucketRefs, d.refs}, {bucketExpiry, d.expiry}} {
+	}{{bucketLRU, lru}, {bucketHistoryLRU, hlru}, {bucketRefs, d.refs}, {bucketExpiry, d.expiry}} {
 		got := map[string]bool{}
 		err := tx.Bucket(idx.name).ForEach(func(k, _ []byte) error {
 			got[string(k)] = true

@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/depotfs/depotfs/store/internal/entryrec"
@@ -29,14 +30,19 @@ func (w *wtx) setBlob(h hash, old blobRecord, had bool, b blobRecord) error {
 	if b.heldOnly() {
 		w.c.Held += b.Size
 	}
-	oldLRU, newLRU := had && old.evictable(), b.evictable()
-	if oldLRU && (!newLRU || old.Use != b.Use) {
-		if err := w.lru.Delete(lruKey(old.Use, h)); err != nil {
+	var oldIdx, newIdx []byte
+	if had {
+		oldIdx = old.lruBucket()
+	}
+	newIdx = b.lruBucket()
+	moved := !bytes.Equal(oldIdx, newIdx) || old.Use != b.Use
+	if oldIdx != nil && moved {
+		if err := w.tx.Bucket(oldIdx).Delete(lruKey(old.Use, h)); err != nil {
 			return err
 		}
 	}
-	if newLRU && (!oldLRU || old.Use != b.Use) {
-		if err := w.lru.Put(lruKey(b.Use, h), nil); err != nil {
+	if newIdx != nil && moved {
+		if err := w.tx.Bucket(newIdx).Put(lruKey(b.Use, h), nil); err != nil {
 			return err
 		}
 	}

@@ -112,7 +112,7 @@ func migrate(tx *bbolt.Tx) error {
 			return err
 		}
 	}
-	refs, expiry, lru := tx.Bucket(bucketRefs), tx.Bucket(bucketExpiry), tx.Bucket(bucketLRU)
+	refs, expiry := tx.Bucket(bucketRefs), tx.Bucket(bucketExpiry)
 	for k := range d.refs {
 		if err := refs.Put([]byte(k), nil); err != nil {
 			return err
@@ -153,8 +153,8 @@ func migrate(tx *bbolt.Tx) error {
 		if err := blobs.Put(all[i].h[:], b.encode()); err != nil {
 			return err
 		}
-		if b.evictable() {
-			if err := lru.Put(lruKey(b.Use, all[i].h), nil); err != nil {
+		if idx := b.lruBucket(); idx != nil {
+			if err := tx.Bucket(idx).Put(lruKey(b.Use, all[i].h), nil); err != nil {
 				return err
 			}
 		}

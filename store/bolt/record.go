@@ -39,6 +39,9 @@ var (
 	// pinned entry): use number (8 bytes) + hash → empty, least recently
 	// used first.
 	bucketLRU = []byte("lru")
+	// bucketHistoryLRU is bucketLRU for the evictable blobs only retained
+	// versions use: eviction takes them first.
+	bucketHistoryLRU = []byte("history-lru")
 	// bucketRefs indexes the entries using each blob: hash + path →
 	// empty, one key per present file, and hash + path + NUL + revision
 	// (8 bytes) per retained version of one.
@@ -57,7 +60,7 @@ var (
 )
 
 // allBuckets are the top-level buckets of the file.
-var allBuckets = [][]byte{bucketMeta, bucketTree, bucketBlobs, bucketChunks, bucketUploads, bucketOrphans, bucketLRU, bucketRefs, bucketExpiry, bucketVersions, bucketSnapshots}
+var allBuckets = [][]byte{bucketMeta, bucketTree, bucketBlobs, bucketChunks, bucketUploads, bucketOrphans, bucketLRU, bucketRefs, bucketExpiry, bucketVersions, bucketSnapshots, bucketHistoryLRU}
 
 // Keys in the meta bucket.
 var (
@@ -159,7 +162,20 @@ func (b blobRecord) encode() []byte {
 // (store.Stats.HeldBytes).
 func (b blobRecord) heldOnly() bool { return b.Refs > 0 && b.Refs == b.Versions }
 
-// evictable reports whether the blob belongs in the lru index.
+// lruBucket is the name of the index the blob belongs in: history-lru
+// when only versions use it, lru when a file does too, none (nil) when it
+// is not evictable.
+func (b blobRecord) lruBucket() []byte {
+	switch {
+	case !b.evictable():
+		return nil
+	case b.heldOnly():
+		return bucketHistoryLRU
+	}
+	return bucketLRU
+}
+
+// evictable reports whether the blob belongs in an lru index.
 func (b blobRecord) evictable() bool { return b.Refs > 0 && b.Pins == 0 }
 
 // getBlob reads blob h's record; a schema 1 record (only during migrate)

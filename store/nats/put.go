@@ -65,7 +65,8 @@ func (t *txn) stagedBytes() int64 {
 	return n
 }
 
-// MakeRoom evicts content, least recently used first, until the stored
+// MakeRoom evicts content, content only versions use first, then each
+// least recently used first, until the stored
 // content and the chunks of uploads in progress together fit
 // Options.MaxStoreBytes again; keep (the content just
 // written) and content used by pinned files are never evicted. When that
@@ -77,9 +78,10 @@ func (t *txn) MakeRoom(keep string) (store.Evictions, error) {
 		return store.Evictions{}, nil
 	}
 	type cand struct {
-		sum  string
-		use  uint64
-		size int64
+		sum     string
+		history bool // only versions use it: it goes first
+		use     uint64
+		size    int64
 	}
 	holds, err := rules.NewHolds(t)
 	if err != nil {
@@ -93,7 +95,7 @@ func (t *txn) MakeRoom(keep string) (store.Evictions, error) {
 		}
 		seen[sum] = true
 		if b := t.blob(sum); b != nil && b.evictable() {
-			cands = append(cands, cand{sum, t.s.uses.order(sum), b.Size})
+			cands = append(cands, cand{sum, b.heldOnly(), t.s.uses.order(sum), b.Size})
 		}
 	}
 	for sum := range t.st.blobs {
@@ -103,6 +105,9 @@ func (t *txn) MakeRoom(keep string) (store.Evictions, error) {
 		consider(sum)
 	}
 	slices.SortFunc(cands, func(a, b cand) int {
+		if a.history != b.history {
+			return map[bool]int{true: -1, false: 1}[a.history]
+		}
 		if c := cmp.Compare(a.use, b.use); c != 0 {
 			return c
 		}

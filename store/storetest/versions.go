@@ -369,20 +369,21 @@ func testEvictionHolds(t *testing.T, open Opener) {
 
 func testHistoryEvicted(t *testing.T, open Opener) {
 	s := open(t, Config{MaxStoreBytes: 10_000, KeepVersions: 3})
+	put(t, s, "/old", content(1000, 8)) // used longer ago than the history
 	for i := range 3 {
 		put(t, s, "/h", content(2000, byte(i)))
 	}
-	put(t, s, "/live", content(2000, 9))
+	put(t, s, "/live", content(1000, 9))
 	if st := stats(t, s); st.Versions != 2 || st.HeldBytes != 4000 {
 		t.Fatalf("stats with history: %+v", st)
 	}
-	// 8000 stored; 6000 more evicts the history, which was used last
-	// longest ago, before any live file.
+	// 8000 stored; 6000 more evicts the history before any live file,
+	// even one used longer ago.
 	res := put(t, s, "/new", content(6000, 10))
 	if res.Evicted.Bytes != 4000 || res.Evicted.Count != 0 {
 		t.Fatalf("evictions %+v, want the two history versions' 4000 bytes and no file", res.Evicted)
 	}
-	wantPresent(t, s, "/h", "/live", "/new")
+	wantPresent(t, s, "/old", "/h", "/live", "/new")
 	if st := checkStats(t, s); st.Versions != 0 || st.HeldBytes != 0 {
 		t.Fatalf("stats after evicting history: %+v", st)
 	}

@@ -27,8 +27,10 @@ const maxPull = 1024
 // when the view applied nothing at all for pullAfter, the missing messages
 // are read from the stream's leader, which the election just made, and
 // applied as the consumer would; one pull at a time. A consumer that
-// delivers, however far behind, is left to catch up.
+// delivers, however far behind, is left to catch up. Like view.waitFor,
+// it gives up after applyTimeout.
 func (s *Store) waitApplied(ctx context.Context, seq uint64) error {
+	giveUp := time.Now().Add(applyTimeout)
 	for {
 		before := s.view.applied()
 		wctx, cancel := context.WithTimeout(ctx, pullAfter)
@@ -36,6 +38,9 @@ func (s *Store) waitApplied(ctx context.Context, seq uint64) error {
 		cancel()
 		if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			return err
+		}
+		if time.Now().After(giveUp) {
+			return fmt.Errorf("this host has not applied the tree bucket up to sequence %d within %v (applied %d)", seq, applyTimeout, s.view.applied())
 		}
 		if s.view.applied() != before || !s.pullMu.TryLock() {
 			continue

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -79,12 +80,8 @@ func IssueToken(path, name string, grants []grant.Grant, expires, now time.Time)
 	}
 	var id [tokenIDLen / 2]byte
 	var secret [tokenSecretLen / 2]byte
-	if _, err := rand.Read(id[:]); err != nil {
-		return "", TokenRecord{}, fmt.Errorf("issue token: %w", err)
-	}
-	if _, err := rand.Read(secret[:]); err != nil {
-		return "", TokenRecord{}, fmt.Errorf("issue token: %w", err)
-	}
+	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails
+	_, _ = rand.Read(secret[:])
 	rec.ID = hex.EncodeToString(id[:])
 	token := tokenPrefix + rec.ID + "_" + hex.EncodeToString(secret[:])
 	rec.SHA256 = hashToken(token)
@@ -103,15 +100,14 @@ func IssueToken(path, name string, grants []grant.Grant, expires, now time.Time)
 // revoked token keeps the first time. An unknown id is ErrTokenNotFound.
 func RevokeToken(path, id string, now time.Time) error {
 	err := updateTokenFile(path, func(f *TokenFile) error {
-		for i := range f.Tokens {
-			if f.Tokens[i].ID == id {
-				if f.Tokens[i].Revoked.IsZero() {
-					f.Tokens[i].Revoked = now.UTC()
-				}
-				return nil
-			}
+		i := slices.IndexFunc(f.Tokens, func(r TokenRecord) bool { return r.ID == id })
+		if i < 0 {
+			return fmt.Errorf("%w: %q", ErrTokenNotFound, id)
 		}
-		return fmt.Errorf("%w: %q", ErrTokenNotFound, id)
+		if f.Tokens[i].Revoked.IsZero() {
+			f.Tokens[i].Revoked = now.UTC()
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("revoke token: %w", err)

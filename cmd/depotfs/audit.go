@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -118,7 +119,8 @@ func runAuditQuery(_ context.Context, args []string, stdout, stderr io.Writer) e
 			paths += fmt.Sprintf(",+%d", r.MorePaths)
 		}
 		_, err := fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Format(time.RFC3339), r.Seq,
-			orDash(r.Identity), orDash(tool), r.Decision, orDash(r.Error), orDash(clip(paths, 60)), clip(r.Reason, 100))
+			cmp.Or(r.Identity, "-"), cmp.Or(tool, "-"), r.Decision, cmp.Or(r.Error, "-"), cmp.Or(clip(paths, 60), "-"),
+			clip(r.Reason, 100))
 		return err
 	})
 	if tw != nil {
@@ -146,13 +148,6 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time (2026-05-01T12:00:00Z) nor a duration (1h30m)", s)
 	}
 	return now.Add(-d), nil
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // clip shortens s to n runes for a table cell.

@@ -119,19 +119,9 @@ func runCAIssue(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if *name == "" {
 		return usageError{errors.New("--name is required")}
 	}
-	validity, err := days(*nDays)
-	if err != nil {
-		return err
-	}
-	c, err := ca.Open(*dir)
-	if err != nil {
-		return err
-	}
-	is, err := c.IssueAgent(ca.AgentRequest{Name: *name, Domain: *domain, Grants: grants.grants, Validity: validity}, time.Now())
-	if err != nil {
-		return err
-	}
-	certPath, keyPath, err := writeIssued(*out, *name, is)
+	is, certPath, keyPath, err := issueFiles(*dir, *nDays, *out, *name, func(c *ca.CA, validity time.Duration) (*ca.Issued, error) {
+		return c.IssueAgent(ca.AgentRequest{Name: *name, Domain: *domain, Grants: grants.grants, Validity: validity}, time.Now())
+	})
 	if err != nil {
 		return err
 	}
@@ -162,19 +152,9 @@ func runCAServerCert(_ context.Context, args []string, stdout, stderr io.Writer)
 	if len(hosts) == 0 {
 		return usageError{errors.New("--host is required")}
 	}
-	validity, err := days(*nDays)
-	if err != nil {
-		return err
-	}
-	c, err := ca.Open(*dir)
-	if err != nil {
-		return err
-	}
-	is, err := c.IssueServer(hosts, validity, time.Now())
-	if err != nil {
-		return err
-	}
-	certPath, keyPath, err := writeIssued(*out, "server", is)
+	is, certPath, keyPath, err := issueFiles(*dir, *nDays, *out, "server", func(c *ca.CA, validity time.Duration) (*ca.Issued, error) {
+		return c.IssueServer(hosts, validity, time.Now())
+	})
 	if err != nil {
 		return err
 	}
@@ -243,21 +223,33 @@ func runCACRL(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	return nil
 }
 
-// writeIssued writes NAME.crt and NAME.key (0600) into dir, refusing to
+// issueFiles opens the CA in caDir, has it issue a certificate valid for nDays
+// days, and writes it as NAME.crt and NAME.key (0600) into dir, refusing to
 // replace existing files.
-func writeIssued(dir, name string, is *ca.Issued) (string, string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", "", err
+func issueFiles(caDir string, nDays int, dir, name string, issue func(*ca.CA, time.Duration) (*ca.Issued, error)) (is *ca.Issued, certPath, keyPath string, err error) {
+	validity, err := days(nDays)
+	if err != nil {
+		return nil, "", "", err
 	}
-	certPath, keyPath := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	c, err := ca.Open(caDir)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if is, err = issue(c, validity); err != nil {
+		return nil, "", "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", "", err
+	}
+	certPath, keyPath = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
 	if err := writeNew(keyPath, is.KeyPEM, 0o600); err != nil {
-		return "", "", err
+		return nil, "", "", err
 	}
 	if err := writeNew(certPath, is.CertPEM, 0o644); err != nil {
 		os.Remove(keyPath)
-		return "", "", err
+		return nil, "", "", err
 	}
-	return certPath, keyPath, nil
+	return is, certPath, keyPath, nil
 }
 
 // writeNew creates path with data, failing if it exists.

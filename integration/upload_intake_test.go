@@ -91,8 +91,11 @@ func TestStreamsInFlightCountAgainstStore(t *testing.T) {
 	const size = 40 << 20
 	first := beginUpload(t, d, map[string]any{"path": "/first.bin"})
 	second := beginUpload(t, d, map[string]any{"path": "/second.bin"})
-	pw, done := putAsync(t, first, size)
+	// The body is made before the PUT starts: made after, on a loaded
+	// machine, it kept the body idle past --http-body-idle-timeout and the
+	// server rightly cut it.
 	data := pseudoRandom(size, 7)
+	pw, done := putAsync(t, first, size)
 	// Socket buffers take a few MiB; once 20 MiB are written the server
 	// is reading the body, so it has counted the upload.
 	if _, err := pw.Write(data[:20<<20]); err != nil {

@@ -47,14 +47,12 @@ func exportContents(t *testing.T, file string) (string, map[string][]byte) {
 	return manifest, files
 }
 
-// TestExportImportRoundTrip: bolt -> export -> import into a 3-node NATS
-// depot -> export -> import into a new bolt depot -> export: the three
-// exports are identical (paths, bytes, modes, mtimes, pins, expiries,
-// placeholders with their declared size and hash, explicit directories),
-// and the final depot serves the files byte-identical. Importing again
-// skips everything.
-func TestExportImportRoundTrip(t *testing.T) {
-	t.Parallel()
+// seedExport writes to file an offline export of a bolt depot holding
+// every kind of entry: files with modes, mtimes, a pin and an expiry, an
+// empty file, placeholders and an explicit directory. It returns the bytes
+// of its largest file, /proj/big.bin.
+func seedExport(t *testing.T, file string) []byte {
+	t.Helper()
 	a := startDaemon(t, daemonConfig{transport: overHTTP})
 	big := pseudoRandom(3<<20+17, 9)
 	pushBytes(a, "/proj/big.bin", big, map[string]any{"mode": "0600", "mtime": "2024-05-01T12:00:00.123456789Z", "pin": true})
@@ -66,10 +64,21 @@ func TestExportImportRoundTrip(t *testing.T) {
 		map[string]any{"name": "sub", "type": "directory"},
 	}})
 	a.stop()
+	runProgram(t, depotfsBin, "export", "--db", a.db, "--to", file)
+	return big
+}
 
+// TestExportImportRoundTrip: bolt -> export -> import into a 3-node NATS
+// depot -> export -> import into a new bolt depot -> export: the three
+// exports are identical (paths, bytes, modes, mtimes, pins, expiries,
+// placeholders with their declared size and hash, explicit directories),
+// and the final depot serves the files byte-identical. Importing again
+// skips everything.
+func TestExportImportRoundTrip(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	e1, e2, e3 := filepath.Join(dir, "e1.tar"), filepath.Join(dir, "e2.tar"), filepath.Join(dir, "e3.tar")
-	runProgram(t, depotfsBin, "export", "--db", a.db, "--to", e1)
+	big := seedExport(t, e1)
 
 	cluster := natstest.Start(t, 3)
 	natsArgs := []string{"--store", cluster.URL(), "--nats-prefix", fmt.Sprintf("exp%d", depotSeq.Add(1))}

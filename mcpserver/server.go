@@ -136,6 +136,11 @@ type Options struct {
 	// of its database before its first byte. nil: the HTTP listener
 	// refuses backups.
 	Backup func(ctx context.Context, w io.Writer, started func(rev uint64, dbSize int64)) error
+
+	// Import, when set, loads the export read from r into the depot (see
+	// ImportPath) and counts what it did, also when it fails halfway. nil:
+	// the HTTP listener refuses imports.
+	Import func(ctx context.Context, r io.Reader) (ImportResult, error)
 }
 
 // Settings are the part of Options the tools and resources read: the

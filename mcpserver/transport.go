@@ -74,6 +74,10 @@ func (s *Server) newHandler() http.Handler {
 			s.serveBackup(w, r.WithContext(ctx))
 			return
 		}
+		if r.URL.Path == ImportPath {
+			s.serveImport(w, r.WithContext(ctx))
+			return
+		}
 		if strings.HasPrefix(r.URL.Path, guide.UploadPath) {
 			// A raw upload's body is as large as the file: the store
 			// limits it while it streams. A stall still ends it.

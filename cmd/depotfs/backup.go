@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -218,47 +217,15 @@ func addFile(bw *backup.Writer, name, p string) error {
 	return bw.Add(name, fi.Size(), func(w io.Writer) error { _, err := io.CopyN(w, f, fi.Size()); return err })
 }
 
-// backupURL is the server's backup endpoint beside its MCP endpoint.
-func backupURL(mcpURL string) (string, error) {
-	u, err := url.Parse(mcpURL)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", usageError{fmt.Errorf("--url %q: want http(s)://HOST:PORT/mcp", mcpURL)}
-	}
-	u.Path, u.RawQuery = mcpserver.BackupPath, ""
-	return u.String(), nil
-}
-
 // fetchBackup streams a backup from the running server into w and
 // returns its revision; begin is called with the size of its database
 // (most of it; 0 when not announced) before the body is read.
 func fetchBackup(ctx context.Context, cfg *backupConfig, w io.Writer, begin func(size int64)) (uint64, error) {
-	if err := cfg.creds.load(); err != nil {
-		return 0, err
-	}
-	u, err := backupURL(cfg.url)
+	resp, u, err := cfg.creds.request(ctx, http.MethodGet, cfg.url, mcpserver.BackupPath, nil)
 	if err != nil {
 		return 0, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, err
-	}
-	if cfg.creds.token != "" {
-		req.Header.Set("Authorization", "Bearer "+cfg.creds.token)
-	}
-	hc := &http.Client{}
-	if cfg.creds.tls != nil {
-		hc.Transport = &http.Transport{TLSClientConfig: cfg.creds.tls, Proxy: http.ProxyFromEnvironment}
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", u, err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return 0, fmt.Errorf("%s: %s: %s", u, resp.Status, strings.TrimSpace(string(msg)))
-	}
 	rev, err := strconv.ParseUint(resp.Header.Get(mcpserver.BackupRevisionHeader), 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("%s: no %s header: not a depotfs backup endpoint", u, mcpserver.BackupRevisionHeader)

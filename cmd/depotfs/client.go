@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -81,6 +82,42 @@ func (c *clientCreds) load() error {
 		c.tls.Certificates = []tls.Certificate{cert}
 	}
 	return nil
+}
+
+// request sends a request with the credentials to path beside the MCP
+// endpoint mcpURL (a server's /backup, /import), and returns its response
+// when it is 200 OK, with the URL asked. Any other status is an error
+// carrying the server's message.
+func (c *clientCreds) request(ctx context.Context, method, mcpURL, path string, body io.Reader) (*http.Response, string, error) {
+	if err := c.load(); err != nil {
+		return nil, "", err
+	}
+	u, err := url.Parse(mcpURL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, "", usageError{fmt.Errorf("--url %q: want http(s)://HOST:PORT/mcp", mcpURL)}
+	}
+	u.Path, u.RawQuery = path, ""
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return nil, "", err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	hc := &http.Client{}
+	if c.tls != nil {
+		hc.Transport = &http.Transport{TLSClientConfig: c.tls, Proxy: http.ProxyFromEnvironment}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, "", fmt.Errorf("%s: %s: %s", u, resp.Status, strings.TrimSpace(string(msg)))
+	}
+	return resp, u.String(), nil
 }
 
 // options are the mcp-go transport options that present the credentials

@@ -10,10 +10,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/mcpserver"
 	"github.com/depotfs/depotfs/store"
 )
 
@@ -24,21 +27,18 @@ const (
 	importBatchBytes = 256 << 20
 )
 
-// importStats counts what an import did.
-type importStats struct {
-	Files        int   `json:"files"`
-	Bytes        int64 `json:"bytes"`
-	Skipped      int   `json:"skipped"` // identical content and metadata already there
-	Placeholders int   `json:"placeholders"`
-	Dirs         int   `json:"dirs"`
-	Batches      int   `json:"batches"`
-}
+// importStats counts what an import did; a server answers an import
+// with them.
+type importStats = mcpserver.ImportResult
 
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg directConfig
+	var creds clientCreds
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
+	serverURL := fs.String("url", "", "MCP `endpoint` of a running depotfs serve to import through (sent to /import beside it), instead of writing the store with --db or --store")
 	cfg.flags(fs)
+	creds.flags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: depotfs import FILE [flags]
 
@@ -50,12 +50,18 @@ is skipped, so an import interrupted halfway is finished by running it again.
 Files already in the depot and not in the export stay.
 
 It writes the store directly: a bolt --db that no server has open, or a NATS
-depot (--store nats://...), whose running servers see the files at once. The
-depot's size limits are not applied: it takes what the export holds.
+depot (--store nats://...), whose running servers see the files at once. Or,
+with --url, it streams FILE to a running server, bolt or NATS, which imports
+it into its own store; with the credentials of 'depotfs status'
+(DEPOTFS_TOKEN or --token-file, --cert/--key, --ca), and the caller needs
+the backup right to write, a grant naming it: backup:/:w (full grants also
+do; a group or * does not). The depot's size limits are not applied: it
+takes what the export holds.
 
 Examples:
   depotfs import depot.tar --store nats://n1:4222,n2:4222,n3:4222
   depotfs import depot.tar --db /srv/depot/depot.db
+  DEPOTFS_TOKEN=dfs1_... depotfs import depot.tar --url https://depot:7411/mcp --ca ca.crt
 
 Flags:
 `)
@@ -65,21 +71,31 @@ Flags:
 	if err != nil {
 		return err
 	}
+	if *serverURL != "" {
+		var direct []string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "db" || f.Name == "store" {
+				direct = append(direct, "--"+f.Name)
+			}
+		})
+		if len(direct) > 0 {
+			return usageError{fmt.Errorf("--url and %s: import through a running server or into a store directly, not both", strings.Join(direct, " "))}
+		}
+	}
 	f, err := os.Open(pos[0])
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	st, closeStore, err := cfg.open(ctx, log)
-	if err != nil {
-		return err
-	}
-	defer closeStore()
 	start := time.Now()
-	stats, err := importFrom(ctx, st, bufio.NewReaderSize(f, 1<<20))
+	var stats importStats
+	if *serverURL != "" {
+		stats, err = sendImport(ctx, &creds, *serverURL, f)
+	} else {
+		stats, err = importDirect(ctx, &cfg, f, stderr)
+	}
 	if err != nil {
-		return fmt.Errorf("import %s: %w (%d files in %d batches were imported before it; run it again to finish)", pos[0], err, stats.Files, stats.Batches)
+		return fmt.Errorf("import %s: %w", pos[0], err)
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(stats)
@@ -89,10 +105,40 @@ Flags:
 	return nil
 }
 
+// importDirect imports the export in f into the store cfg names.
+func importDirect(ctx context.Context, cfg *directConfig, f io.Reader, stderr io.Writer) (importStats, error) {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	st, closeStore, err := cfg.open(ctx, log)
+	if err != nil {
+		return importStats{}, err
+	}
+	defer closeStore()
+	stats, err := importFrom(ctx, st, f)
+	if err != nil {
+		return stats, fmt.Errorf("%w (%d files in %d batches were imported before it; run it again to finish)", err, stats.Files, stats.Batches)
+	}
+	return stats, nil
+}
+
+// sendImport streams the export in f to the server at mcpURL, which
+// imports it into its own store, and returns what it did.
+func sendImport(ctx context.Context, creds *clientCreds, mcpURL string, f io.Reader) (importStats, error) {
+	var stats importStats
+	resp, u, err := creds.request(ctx, http.MethodPut, mcpURL, mcpserver.ImportPath, f)
+	if err != nil {
+		return stats, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&stats); err != nil {
+		return stats, fmt.Errorf("%s: not a depotfs import answer: %w", u, err)
+	}
+	return stats, nil
+}
+
 // importFrom reads an export from r into st.
 func importFrom(ctx context.Context, st store.Store, r io.Reader) (importStats, error) {
 	var stats importStats
-	tr := tar.NewReader(r)
+	tr := tar.NewReader(bufio.NewReaderSize(r, 1<<20))
 	member := func(want string) (*tar.Header, error) {
 		h, err := tr.Next()
 		if err != nil {
@@ -179,6 +225,9 @@ func importFrom(ctx context.Context, st store.Store, r io.Reader) (importStats, 
 			}
 			return store.PutRequest{}, nil, io.EOF
 		})
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("not a complete depotfs export: %w", err)
+		}
 		if err != nil {
 			if pending != nil {
 				return stats, fmt.Errorf("batch ending at %s: %w", pending.Path, err)

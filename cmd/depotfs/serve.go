@@ -432,6 +432,9 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	if b, ok := st.(*bolt.Store); ok {
 		opts.Backup = onlineBackup(b, cfg.enforce.auditLog)
 	}
+	opts.Import = func(ctx context.Context, r io.Reader) (mcpserver.ImportResult, error) {
+		return importFrom(ctx, st, r)
+	}
 	// Metrics read the store and the broker at each scrape, and hear every
 	// call through the audit log and every FUSE request through vfs.
 	mopts := metrics.Options{Tools: mcpserver.CallNames(), Store: func(ctx context.Context) (metrics.StoreStats, error) {
@@ -569,6 +572,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	mux.Handle("/mcp", srv.Admit(handler))
 	mux.Handle("/upload/", srv.Admit(handler)) // raw uploads begun by guide_begin_upload
 	mux.Handle(mcpserver.BackupPath, srv.Admit(handler))
+	mux.Handle(mcpserver.ImportPath, srv.Admit(handler))
 	mux.Handle("/metrics", metricsHandler)
 	mux.Handle("/healthz", checker.Handler())
 	ln, err := net.Listen("tcp", cfg.listen)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/depotfs/depotfs/internal/audit"
 )
 
 // TestImportThroughServer: an offline export of a bolt depot is imported
@@ -14,7 +16,8 @@ import (
 // both leave the depot unchanged; the caller with backup:/:w imports it,
 // the mount serves the files, and an export of the server's depot has the
 // same manifest (paths, bytes, modes, mtimes, pins, expiries,
-// placeholders, directories) and bytes. --url with --db is refused.
+// placeholders, directories) and bytes. Each import is one audit record,
+// with its counts. --url with --db is refused.
 func TestImportThroughServer(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -61,6 +64,15 @@ func TestImportThroughServer(t *testing.T) {
 	}
 	if got, err := os.ReadFile(s.path("/proj/big.bin")); err != nil || !bytes.Equal(got, big) {
 		t.Errorf("big.bin through the mount after the import: %d bytes, %v", len(got), err)
+	}
+	var imports []audit.Record
+	for _, r := range auditRecords(t, s.auditLog()) {
+		if r.Tool == "import" {
+			imports = append(imports, r)
+		}
+	}
+	if len(imports) != 3 || imports[0].Decision != audit.Deny || !strings.HasPrefix(imports[2].Status, "4 files") {
+		t.Errorf("audit records of the imports: %+v; want one per call: refused, failed, then the 4 files", imports)
 	}
 	s.stop()
 	runProgram(t, depotfsBin, "export", "--db", s.db, "--to", e2)

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
@@ -37,9 +36,10 @@ func (r ImportResult) String() string {
 }
 
 // serveImport loads the export in the body of a caller with the backup
-// right to write, and audits it as one call with its counts. The body has
-// no size limit, as a raw upload's: an export is as large as the depot;
-// the stall rules (BodyIdleTimeout, BodyMinRate) still end a stuck one.
+// right to write, and audits it as one call with its counts. Its body is
+// watched as a raw upload's (see newHandler): no size limit, since an
+// export is as large as the depot, but a stall or a revoked credential
+// ends it.
 func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPut {
 		w.Header().Set("Allow", http.MethodPut)
@@ -59,8 +59,7 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 		err = &policy.Denied{Tool: ImportTool, Path: depotpath.Root, Access: grant.Write,
 			Rule: fmt.Sprintf("an import needs a grant naming the backup right (%s:/:w); grants: %s", BackupTool, c.Perms())}
 	default:
-		body := newWatchedBody(r.Body, w, s.opts.HTTP, math.MaxInt64-1)
-		res, err = s.opts.Import(r.Context(), body)
+		res, err = s.opts.Import(r.Context(), r.Body)
 		ran = true
 		c.Status = res.String()
 	}

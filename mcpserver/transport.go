@@ -74,13 +74,10 @@ func (s *Server) newHandler() http.Handler {
 			s.serveBackup(w, r.WithContext(ctx))
 			return
 		}
-		if r.URL.Path == ImportPath {
-			s.serveImport(w, r.WithContext(ctx))
-			return
-		}
-		if strings.HasPrefix(r.URL.Path, guide.UploadPath) {
-			// A raw upload's body is as large as the file: the store
-			// limits it while it streams. A stall still ends it.
+		if strings.HasPrefix(r.URL.Path, guide.UploadPath) || r.URL.Path == ImportPath {
+			// A raw upload's body is as large as the file, an import's
+			// as the depot: the store limits the first while it streams.
+			// A stall still ends either.
 			var body *watchedBody
 			if r.Body != nil {
 				body = newWatchedBody(r.Body, w, lim, math.MaxInt64-1)
@@ -96,7 +93,11 @@ func (s *Server) newHandler() http.Handler {
 				r = r.WithContext(ctx)
 				defer s.sessions.open(&stream{req: r, kind: "upload", cancel: func() { body.stop(); cancel() }})()
 			}
-			s.uploads.ServeHTTP(w, r.WithContext(ctx))
+			if r.URL.Path == ImportPath {
+				s.serveImport(w, r.WithContext(ctx))
+			} else {
+				s.uploads.ServeHTTP(w, r.WithContext(ctx))
+			}
 			return
 		}
 		r = r.WithContext(ctx)

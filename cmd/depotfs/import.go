@@ -79,7 +79,7 @@ Flags:
 			}
 		})
 		if len(direct) > 0 {
-			return usageError{fmt.Errorf("--url and %s: import through a running server or into a store directly, not both", strings.Join(direct, " "))}
+			return usageError{fmt.Errorf("--url and %s (a flag or its DEPOTFS_ variable): import through a running server or into a store directly, not both", strings.Join(direct, " "))}
 		}
 	}
 	f, err := os.Open(pos[0])

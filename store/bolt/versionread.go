@@ -25,7 +25,8 @@ func recordAt(tx *bbolt.Tx, p string, rev uint64) (*record, error) {
 		key = append(prefix[:len(prefix)-1:len(prefix)-1], 1) // past every version of p
 	}
 	c := tx.Bucket(bucketVersions).Cursor()
-	k, v := c.Seek(key)
+	k, _ := c.Seek(key)
+	var v []byte
 	if k == nil {
 		k, v = c.Last()
 	} else {

@@ -256,7 +256,7 @@ func SnapshotName(name string) error {
 		bad = !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-')
 	}
 	if bad {
-		return fmt.Errorf("%w: snapshot name %q: want 1 to %d of A-Z a-z 0-9 . _ -, not . or ..", fs.ErrInvalid, name, MaxSnapshotName)
+		return fmt.Errorf("%w: snapshot name %q: want 1 to %d of A-Z a-z 0-9 . _ - (and not . or ..)", fs.ErrInvalid, name, MaxSnapshotName)
 	}
 	return nil
 }

@@ -238,11 +238,13 @@ type snapDir struct {
 }
 
 var (
-	_ = (fs.NodeLookuper)((*snapDir)(nil))
-	_ = (fs.NodeGetattrer)((*snapDir)(nil))
-	_ = (fs.NodeStatfser)((*snapDir)(nil))
-	_ = (fs.NodeGetxattrer)((*snapDir)(nil))
-	_ = (fs.NodeListxattrer)((*snapDir)(nil))
+	_           = (fs.NodeLookuper)((*snapDir)(nil))
+	_           = (fs.NodeGetattrer)((*snapDir)(nil))
+	_           = (fs.NodeStatfser)((*snapDir)(nil))
+	_           = (fs.NodeGetxattrer)((*snapDir)(nil))
+	_           = (fs.NodeListxattrer)((*snapDir)(nil))
+	_           = (fs.NodeOpendirHandler)((*snapDir)(nil))
+	_ listedDir = (*snapDir)(nil)
 )
 
 // Lookup finds a child as of the snapshot's revision.
@@ -276,7 +278,7 @@ func (d *snapDir) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOu
 // never changes, so the kernel may cache it for as long as it keeps the
 // directory.
 func (d *snapDir) OpendirHandle(context.Context, uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	return &snapDirHandle{dir: d}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+	return &dirHandle{dir: d}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
 }
 
 // list reads the directory as of the snapshot's revision.
@@ -291,83 +293,12 @@ func (d *snapDir) list(ctx context.Context) ([]store.Entry, syscall.Errno) {
 	return entries, 0
 }
 
-// snapDirHandle is an open directory of a snapshot: its listing, read on
-// the first READDIR, and a position in it, as dirHandle is for the live
-// tree (positions 0 and 1 are "." and ".."). READDIRPLUS's lookup of the
-// entry just listed is answered from the listing, saving a store read per
-// entry. go-fuse serializes the calls on one handle.
-type snapDirHandle struct {
-	dir     *snapDir
-	entries []store.Entry
-	loaded  bool
-	pos     int
-	last    *store.Entry // the entry most recently listed
+func (d *snapDir) listedAs(e store.Entry) (uint64, uint32) {
+	return snapIno(d.tree.id, e), entryMode(e)
 }
 
-var (
-	_ = (fs.FileReaddirenter)((*snapDirHandle)(nil))
-	_ = (fs.FileSeekdirer)((*snapDirHandle)(nil))
-	_ = (fs.FileLookuper)((*snapDirHandle)(nil))
-	_ = (fs.NodeOpendirHandler)((*snapDir)(nil))
-)
-
-func (h *snapDirHandle) load(ctx context.Context) syscall.Errno {
-	if h.loaded {
-		return 0
-	}
-	entries, errno := h.dir.list(ctx)
-	if errno != 0 {
-		return errno
-	}
-	h.entries, h.loaded = entries, true
-	return 0
-}
-
-// Readdirent returns the next directory entry, or nil at the end.
-func (h *snapDirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
-	if errno := h.load(ctx); errno != 0 {
-		return nil, errno
-	}
-	de := fuse.DirEntry{Off: uint64(h.pos) + 1, Mode: syscall.S_IFDIR}
-	h.last = nil
-	switch {
-	case h.pos == 0:
-		de.Name, de.Ino = ".", h.dir.StableAttr().Ino
-	case h.pos == 1:
-		de.Name, de.Ino = "..", h.dir.StableAttr().Ino
-		if _, parent := h.dir.Parent(); parent != nil {
-			de.Ino = parent.StableAttr().Ino
-		}
-	case h.pos-2 < len(h.entries):
-		e := &h.entries[h.pos-2]
-		de.Name, de.Ino, de.Mode = depotpath.Base(e.Path), snapIno(h.dir.tree.id, *e), entryMode(*e)
-		h.last = e
-	default:
-		return nil, 0
-	}
-	h.pos++
-	return &de, 0
-}
-
-// Seekdir moves to the position after offset off (rewinddir is offset 0).
-func (h *snapDirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
-	if errno := h.load(ctx); errno != 0 {
-		return errno
-	}
-	if off > uint64(len(h.entries))+2 {
-		return syscall.EINVAL
-	}
-	h.pos, h.last = int(off), nil
-	return 0
-}
-
-// Lookup answers READDIRPLUS's lookup of the entry just listed from the
-// listing, and any other name from the store.
-func (h *snapDirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if h.last != nil && depotpath.Base(h.last.Path) == name {
-		return h.dir.tree.child(ctx, h.dir.fsys, h.dir.EmbeddedInode(), *h.last, &out.Attr), 0
-	}
-	return h.dir.Lookup(ctx, name, out)
+func (d *snapDir) lookupListed(ctx context.Context, e store.Entry, out *fuse.EntryOut) *fs.Inode {
+	return d.tree.child(ctx, d.fsys, d.EmbeddedInode(), e, &out.Attr)
 }
 
 // Statfs reports the whole mount.

@@ -3,6 +3,7 @@ package integration_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,6 +62,10 @@ type daemonConfig struct {
 	noInit bool
 	// env is added to the daemon's environment (NAME=value).
 	env []string
+	// readyWithin is how long the daemon may take to print its ready
+	// line; 0 means 30 s. One that waits for its NATS servers to start
+	// also waits for their elections (4 to 14 s each under load).
+	readyWithin time.Duration
 }
 
 // startDaemon starts depotfs and returns once its MCP client is initialized
@@ -139,7 +144,7 @@ var endpointRE = regexp.MustCompile(`mcp=(https?://\S+/mcp)`)
 func (d *daemon) waitForEndpoint() string {
 	d.t.Helper()
 	var url string
-	waitFor(d.t, 30*time.Second, "depotfs ready line", func() bool {
+	waitFor(d.t, cmp.Or(d.cfg.readyWithin, 30*time.Second), "depotfs ready line", func() bool {
 		select {
 		case <-d.exited:
 			d.t.Fatalf("depotfs exited before it was ready:\n%s", d.logs)

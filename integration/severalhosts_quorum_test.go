@@ -82,7 +82,8 @@ func TestSeveralHostsServeWaitsForCluster(t *testing.T) {
 		}
 		started <- err
 	}()
-	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--store", c.URL(), "--nats-prefix", "waits"}})
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--store", c.URL(), "--nats-prefix", "waits"},
+		readyWithin: 90 * time.Second})
 	if err := <-started; err != nil {
 		t.Fatal(err)
 	}

@@ -15,18 +15,15 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -35,6 +32,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/depotfs/depotfs/bench/internal/benchd"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/bolt"
 )
@@ -66,17 +64,17 @@ func main() {
 
 	cpTime := timeCP(db, filepath.Join(dir, "cp.db"))
 	offline := filepath.Join(dir, "offline.dfsbak")
-	offTime := timed(func() { run(*bin, "backup", "--db", db, "--to", offline, "--json") })
+	offTime := benchd.Timed(func() { run(*bin, "backup", "--db", db, "--to", offline, "--json") })
 	os.Remove(offline)
 
-	srv, url := serve(*bin, db)
+	srv, url := benchd.Serve(*bin, "--db", db, "--no-mount")
 	defer func() { srv.Process.Kill(); srv.Wait() }()
 	lat := &latencies{}
 	stop := startWriters(url, *writers, lat)
 	time.Sleep(*quiet)
 	quietLat := lat.take()
 	online := filepath.Join(dir, "online.dfsbak")
-	onTime := timed(func() { run(*bin, "backup", "--url", url, "--to", online, "--json") })
+	onTime := benchd.Timed(func() { run(*bin, "backup", "--url", url, "--to", online, "--json") })
 	busyLat := lat.take()
 	stop()
 	bfi, _ := os.Stat(online)
@@ -117,7 +115,7 @@ func fill(db string, files, size int) {
 
 // timeCP copies src to dst with cp and makes the copy durable.
 func timeCP(src, dst string) time.Duration {
-	d := timed(func() {
+	d := benchd.Timed(func() {
 		run("cp", src, dst)
 		f, err := os.Open(dst)
 		if err != nil {
@@ -132,41 +130,11 @@ func timeCP(src, dst string) time.Duration {
 	return d
 }
 
-func timed(fn func()) time.Duration {
-	start := time.Now()
-	fn()
-	return time.Since(start)
-}
-
 func run(name string, args ...string) {
 	out, err := exec.Command(name, args...).CombinedOutput()
 	if err != nil {
 		log.Fatalf("%s %v: %v\n%s", name, args, err, out)
 	}
-}
-
-var endpointRE = regexp.MustCompile(`mcp=(https?://\S+/mcp)`)
-
-// serve starts depotfs serve on db without a mount and returns its MCP
-// endpoint.
-func serve(bin, db string) (*exec.Cmd, string) {
-	cmd := exec.Command(bin, "serve", "--db", db, "--no-mount", "--listen", "127.0.0.1:0", "--rate-calls", "0")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		log.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if m := endpointRE.FindStringSubmatch(sc.Text()); m != nil {
-			go io.Copy(io.Discard, stderr)
-			return cmd, m[1]
-		}
-	}
-	log.Fatal("depotfs serve exited before it was ready")
-	return nil, ""
 }
 
 // latencies collects call latencies; take returns and resets them.

@@ -23,7 +23,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"maps"
 	"net/http"
@@ -39,6 +38,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/depotfs/depotfs/bench/internal/benchd"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/bolt"
 )
@@ -68,10 +68,10 @@ func main() {
 	fmt.Printf("depot: %d files of %d bytes in %s\n\n", *files, *size, dir)
 	var put, create []time.Duration
 	for i := range *reps {
-		put = append(put, timed(func() {
+		put = append(put, benchd.Timed(func() {
 			must(st.Put(ctx, store.PutRequest{Path: fmt.Sprintf("/one/%d.txt", i), Data: []byte("one file")}))
 		}))
-		create = append(create, timed(func() {
+		create = append(create, benchd.Timed(func() {
 			must(st.CreateSnapshot(ctx, store.SnapshotRequest{Name: fmt.Sprintf("store%d", i), Prefix: "/tree"}))
 		}))
 	}
@@ -79,15 +79,15 @@ func main() {
 		log.Fatal(err)
 	}
 
-	srv, url := serve(*bin, db, mnt)
+	srv, url := benchd.Serve(*bin, "--db", db, "--mount", mnt)
 	defer func() { srv.Process.Kill(); srv.Wait(); exec.Command("umount", "-l", mnt).Run() }()
 	c := connect(url)
 	var callPut, callCreate []time.Duration
 	for i := range *reps {
-		callPut = append(callPut, timed(func() {
+		callPut = append(callPut, benchd.Timed(func() {
 			call(c, "guide_cache_file", map[string]any{"path": fmt.Sprintf("/one/call%d.txt", i), "content": "one file"})
 		}))
-		callCreate = append(callCreate, timed(func() {
+		callCreate = append(callCreate, benchd.Timed(func() {
 			call(c, "guide_snapshot", map[string]any{"action": "create", "name": fmt.Sprintf("call%d", i), "path": "/tree"})
 		}))
 	}
@@ -199,7 +199,7 @@ func fill(st *bolt.Store, files, size int) {
 
 // walk hashes every file below root with find and sha256sum.
 func walk(root string) time.Duration {
-	return timed(func() {
+	return benchd.Timed(func() {
 		cmd := exec.Command("sh", "-c", "find . -type f -print0 | xargs -0 sha256sum > /dev/null")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -214,40 +214,10 @@ func must[T any](_ T, err error) {
 	}
 }
 
-func timed(fn func()) time.Duration {
-	start := time.Now()
-	fn()
-	return time.Since(start)
-}
-
 func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2].Round(10 * time.Microsecond)
-}
-
-var endpointRE = regexp.MustCompile(`mcp=(https?://\S+/mcp)`)
-
-// serve starts depotfs serve on db mounted at mnt and returns its MCP
-// endpoint once the mount is up.
-func serve(bin, db, mnt string) (*exec.Cmd, string) {
-	cmd := exec.Command(bin, "serve", "--db", db, "--mount", mnt, "--listen", "127.0.0.1:0", "--rate-calls", "0")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		log.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if m := endpointRE.FindStringSubmatch(sc.Text()); m != nil {
-			go io.Copy(io.Discard, stderr)
-			return cmd, m[1]
-		}
-	}
-	log.Fatal("depotfs serve exited before it was ready")
-	return nil, ""
 }
 
 // connect opens an MCP session on url.

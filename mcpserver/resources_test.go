@@ -18,6 +18,7 @@ import (
 	"github.com/depotfs/depotfs/internal/grant"
 	"github.com/depotfs/depotfs/mcpserver"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/bolt"
 )
 
 func TestResourceURI(t *testing.T) {
@@ -398,5 +399,46 @@ func TestResourceReadErrorCodes(t *testing.T) {
 				t.Errorf("/dir/missing.txt after the failed read: %v", err)
 			}
 		})
+	}
+}
+
+// TestReadResourceAtRevision: resources/read takes ?revision=N and reads
+// the file as it was then (a kept version); a revision not kept, and any
+// other query, are refused.
+func TestReadResourceAtRevision(t *testing.T) {
+	t.Parallel()
+	h := startHarness(t, harnessConfig{store: &bolt.Options{KeepVersions: 1}})
+	var revs []uint64
+	for _, s := range []string{"one", "two", "three"} {
+		revs = append(revs, h.put("/v.txt", []byte(s)).Revision)
+	}
+	read := func(uri string) (string, error) {
+		req := mcp.ReadResourceRequest{}
+		req.Params.URI = uri
+		res, err := h.client.ReadResource(testerCtx, req)
+		if err != nil {
+			return "", err
+		}
+		return res.Contents[0].(mcp.TextResourceContents).Text, nil
+	}
+	base := mcpserver.ResourceURI("/v.txt")
+	for _, tc := range []struct {
+		query, want, wantErr string
+	}{
+		{"", "three", ""},
+		{fmt.Sprintf("?revision=%d", revs[2]), "three", ""},
+		{fmt.Sprintf("?revision=%d", revs[1]), "two", ""},
+		{fmt.Sprintf("?revision=%d", revs[0]), "", "no file"},
+		{"?revision=0", "", "revision=N"},
+		{"?rev=2", "", "revision=N"},
+		{fmt.Sprintf("?revision=%d#x", revs[1]), "", "revision=N"},
+	} {
+		got, err := read(base + tc.query)
+		switch {
+		case tc.wantErr == "" && (err != nil || got != tc.want):
+			t.Errorf("%s: %q, %v; want %q", tc.query, got, err, tc.want)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s: %q, %v; want an error saying %q", tc.query, got, err, tc.wantErr)
+		}
 	}
 }

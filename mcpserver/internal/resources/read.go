@@ -25,7 +25,7 @@ import (
 func (s *Resources) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 	uri := req.Params.URI
 	c := s.rt.NewCall(ctx, ReadName, ReadName)
-	if p, err := ParseURI(uri); err == nil {
+	if p, _, err := parseReadURI(uri); err == nil {
 		c.Path = p
 		c.Note(p)
 	}
@@ -60,14 +60,20 @@ func (e *resourceError) Unwrap() error { return e.err }
 
 // readResourceFile reads the file a resource URI names.
 func (s *Resources) readResourceFile(ctx context.Context, uri string) (_ mcp.ResourceContents, sum string, size int64, _ error) {
-	p, err := ParseURI(uri)
+	p, rev, err := parseReadURI(uri)
 	if errors.Is(err, ErrURI) && !errors.Is(err, depotpath.ErrEscapes) {
 		err = fmt.Errorf("%w: %w", args.ErrInvalid, err)
 	}
 	if err != nil {
 		return nil, "", 0, &resourceError{msg: err.Error(), err: err, code: mcp.INVALID_PARAMS}
 	}
-	c, err := s.rt.View(ctx).Open(ctx, p)
+	view := s.rt.View(ctx)
+	var c store.Content
+	if rev == 0 {
+		c, err = view.Open(ctx, p)
+	} else {
+		c, err = view.OpenAt(ctx, p, rev)
+	}
 	if err != nil {
 		return nil, "", 0, s.readError(uri, p, err)
 	}

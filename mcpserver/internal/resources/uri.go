@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/depotfs/depotfs/internal/clip"
@@ -85,4 +86,23 @@ func ParseURI(uri string) (string, error) {
 		return "", fmt.Errorf("resource URI %q: %w", shown, err)
 	}
 	return p, nil
+}
+
+// parseReadURI is ParseURI for resources/read, which also takes one
+// query, revision=N: the file as it was at revision N (a version
+// guide_file_history lists, or a snapshot's revision). A "?" in a path is
+// percent-encoded (%3F), so the first raw "?" starts the query.
+func parseReadURI(uri string) (string, uint64, error) {
+	base, query, ok := strings.Cut(uri, "?")
+	if !ok {
+		p, err := ParseURI(uri)
+		return p, 0, err
+	}
+	v, found := strings.CutPrefix(query, "revision=")
+	rev, err := strconv.ParseUint(v, 10, 64)
+	if !found || err != nil || rev == 0 {
+		return "", 0, fmt.Errorf("%w: %q has a query or fragment other than revision=N (N above 0, the one query a read takes); percent-encode ? and # in paths as %%3F and %%23", ErrURI, clip.String(uri))
+	}
+	p, err := ParseURI(base)
+	return p, rev, err
 }

@@ -276,6 +276,14 @@ func (v View) Open(ctx context.Context, p string) (store.Content, error) {
 	return v.rt.st.Open(ctx, p)
 }
 
+// OpenAt is store.Store.OpenAt for a caller allowed to read p.
+func (v View) OpenAt(ctx context.Context, p string, rev uint64) (store.Content, error) {
+	if !v.Readable(p) {
+		return nil, v.Denied(p)
+	}
+	return v.rt.st.OpenAt(ctx, p, rev)
+}
+
 // ReadDir is store.Store.ReadDir without the files the caller may not
 // read.
 func (v View) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) {

@@ -70,14 +70,21 @@ func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 	case auditErr != nil:
 		http.Error(w, "depotfs cannot write its audit log, so it refuses backups until it can", http.StatusServiceUnavailable)
 	case err != nil:
-		f := tool.Classify(err)
-		status := http.StatusInternalServerError
-		switch f.Type {
-		case tool.ErrorSecurity:
-			status = http.StatusForbidden
-		case tool.ErrorNotFound:
-			status = http.StatusNotImplemented
-		}
-		http.Error(w, f.Message+"\n"+f.Instruction, status)
+		writeNotStarted(w, err)
 	}
+}
+
+// writeNotStarted answers a backup or an import that did not start: 403 for
+// a caller without the right, 501 for a server that does not offer it,
+// 500 for anything else.
+func writeNotStarted(w http.ResponseWriter, err error) {
+	f := tool.Classify(err)
+	status := http.StatusInternalServerError
+	switch f.Type {
+	case tool.ErrorSecurity:
+		status = http.StatusForbidden
+	case tool.ErrorNotFound:
+		status = http.StatusNotImplemented
+	}
+	http.Error(w, f.Message+"\n"+f.Instruction, status)
 }

@@ -74,12 +74,7 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 		// store's own words tell it what is wrong with its export.
 		http.Error(w, fmt.Sprintf("import: %v\nimported before it: %s; send the export again to finish", err, res), http.StatusUnprocessableEntity)
 	case err != nil:
-		f := tool.Classify(err)
-		status := http.StatusNotImplemented
-		if f.Type == tool.ErrorSecurity {
-			status = http.StatusForbidden
-		}
-		http.Error(w, f.Message+"\n"+f.Instruction, status)
+		writeNotStarted(w, err)
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(res)

@@ -205,3 +205,38 @@ func TestOneShutdownForBothTransports(t *testing.T) {
 		t.Errorf("ServeStdio: %v", err)
 	}
 }
+
+// A ServeStdio started after the shutdown began, with a request already
+// waiting in its input, answers it with the shutting-down error. Under
+// load it once hung: the gate took the line and waited to hand it to an
+// mcp-go that had not started, while the shutdown, applied at once on
+// registration, waited for the gate. The scheduling that shows it is rare
+// on an idle machine; the gate is now registered before it reads.
+func TestStdioStartedAfterShutdownRefuses(t *testing.T) {
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "depot.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	srv := mcpserver.New(st, nil)
+	srv.BeginShutdown()
+	in, inW := pipe(t)
+	outR, out := pipe(t)
+	replies := readLines(outR)
+	go func() { _, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`+"\n") }()
+	release := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeStdioDrain(context.Background(), in, out, func() { <-release }) }()
+	if r := readReply(t, replies); string(r.ID) != "3" || r.Error == nil || r.Error.Code != mcpserver.CodeShuttingDown {
+		t.Errorf("stdio started after BeginShutdown: %+v", r)
+	}
+	close(release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("ServeStdioDrain: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeStdioDrain did not return within 10s of its drain")
+	}
+}

@@ -32,7 +32,11 @@ func TestStdioCallNotQueuedBehindRunningOnes(t *testing.T) {
 	in, toServer := io.Pipe()
 	fromServer, out := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- srv.ServeStdio(context.Background(), in, out) }()
+	go func() {
+		err := srv.ServeStdio(context.Background(), in, out)
+		in.CloseWithError(fmt.Errorf("ServeStdio returned: %v", err)) // a send fails, not hangs
+		done <- err
+	}()
 	t.Cleanup(func() {
 		srv.Close() // ends the long polls at once
 		toServer.Close()

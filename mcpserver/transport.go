@@ -239,12 +239,14 @@ func (s *Server) ServeStdioDrain(ctx context.Context, in io.Reader, out io.Write
 	o := &stdioOut{w: out}
 	defer o.stop()
 	gate := newStdioGate(o, s.log)
-	go gate.run(in)
 	// The end of ctx is this transport's signal to shut down, and the
 	// Server's shutdown (BeginShutdown, or ctx's end) shuts the gate:
-	// one shutdown for both transports.
+	// one shutdown for both transports. The gate is registered before it
+	// reads: registered after a shutdown, it is shut at once, which must
+	// not wait for a line it is handing to an mcp-go that has not started.
 	defer s.drain.onStop(gate.shut)()
 	defer context.AfterFunc(ctx, s.drain.stop)()
+	go gate.run(in)
 
 	ss := server.NewStdioServer(s.mcp)
 	server.WithWorkerPoolSize(stdioWorkers)(ss)

@@ -80,44 +80,20 @@ func New(o Options) *Metrics {
 		o.ScrapeTimeout = 5 * time.Second
 	}
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "mcp", Name: "calls_total",
-			Help: "MCP tool calls and resource reads, by tool and outcome (ok, or the envelope's error type).",
-		}, []string{"tool", "outcome"}),
+		reg:   prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts(opts("mcp", "calls_total", "MCP tool calls and resource reads, by tool and outcome (ok, or the envelope's error type).")), []string{"tool", "outcome"}),
 		callSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Subsystem: "mcp", Name: "call_duration_seconds",
 			Help:    "Time from a call's arrival to its reply, by tool.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"tool"}),
-		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "mcp", Name: "calls_refused_total",
-			Help: "Calls refused before their body ran: denied by grants or policy, or rate limited.",
-		}, []string{"tool", "reason"}),
-		bytesIn: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "mcp", Name: "content_bytes_in_total",
-			Help: "Content bytes that calls committed to the store.",
-		}),
-		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "auth", Name: "failures_total",
-			Help: "Refused authentications, by stage (handshake or request).",
-		}, []string{"stage"}),
-		sessionsStarted: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "mcp", Name: "sessions_started_total",
-			Help: "MCP sessions the HTTP transport started (initialize answered with a session id).",
-		}),
-		sessionsEnded: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "mcp", Name: "sessions_deleted_total",
-			Help: "MCP sessions their client ended with DELETE.",
-		}),
-		streams: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Subsystem: "mcp", Name: "streams_open",
-			Help: "Notification streams open now: a session's GET stream, or a subscriptions/listen request.",
-		}, []string{"kind"}),
-		fuseOps: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "fuse", Name: "operations_total",
-			Help: "FUSE requests served by the mount, by operation.",
-		}, []string{"op"}),
+		refused:         prometheus.NewCounterVec(prometheus.CounterOpts(opts("mcp", "calls_refused_total", "Calls refused before their body ran: denied by grants or policy, or rate limited.")), []string{"tool", "reason"}),
+		bytesIn:         prometheus.NewCounter(prometheus.CounterOpts(opts("mcp", "content_bytes_in_total", "Content bytes that calls committed to the store."))),
+		authFailures:    prometheus.NewCounterVec(prometheus.CounterOpts(opts("auth", "failures_total", "Refused authentications, by stage (handshake or request).")), []string{"stage"}),
+		sessionsStarted: prometheus.NewCounter(prometheus.CounterOpts(opts("mcp", "sessions_started_total", "MCP sessions the HTTP transport started (initialize answered with a session id)."))),
+		sessionsEnded:   prometheus.NewCounter(prometheus.CounterOpts(opts("mcp", "sessions_deleted_total", "MCP sessions their client ended with DELETE."))),
+		streams:         prometheus.NewGaugeVec(prometheus.GaugeOpts(opts("mcp", "streams_open", "Notification streams open now: a session's GET stream, or a subscriptions/listen request.")), []string{"kind"}),
+		fuseOps:         prometheus.NewCounterVec(prometheus.CounterOpts(opts("fuse", "operations_total", "FUSE requests served by the mount, by operation.")), []string{"op"}),
 		fuseSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Subsystem: "fuse", Name: "operation_duration_seconds",
 			Help:    "Time depotfs took to answer a FUSE request, by operation (a read of a placeholder includes its wait for the content).",
@@ -128,10 +104,10 @@ func New(o Options) *Metrics {
 		m.sessionsStarted, m.sessionsEnded, m.streams, m.fuseOps, m.fuseSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if o.Store != nil {
-		m.reg.MustRegister(&storeCollector{src: o.Store, timeout: o.ScrapeTimeout})
+		m.reg.MustRegister(storeCollector(o.Store, o.ScrapeTimeout))
 	}
 	if o.Fetch != nil {
-		m.reg.MustRegister(&fetchCollector{src: o.Fetch})
+		m.reg.MustRegister(scraped[FetchStats]{stats: fetchStats, read: func() (FetchStats, bool) { return o.Fetch(), true }})
 	}
 	for _, k := range []string{StreamGET, StreamListen} {
 		m.streams.WithLabelValues(k) // present at 0 from the start
@@ -143,6 +119,11 @@ func New(o Options) *Metrics {
 		}
 	}
 	return m
+}
+
+// opts names a metric of depotfs in subsystem sub.
+func opts(sub, name, help string) prometheus.Opts {
+	return prometheus.Opts{Namespace: namespace, Subsystem: sub, Name: name, Help: help}
 }
 
 // Handler serves the registry in the Prometheus text format (or
@@ -224,14 +205,11 @@ type SessionSource interface {
 // false (passthrough off) they are left out. Call it once, when the mount
 // exists.
 func (m *Metrics) WatchBlobCache(read func() (BlobCache, bool)) {
-	m.reg.MustRegister(&blobCacheCollector{read: read})
+	m.reg.MustRegister(scraped[BlobCache]{stats: blobCacheStats, read: read})
 }
 
 // WatchSessions exports src's count as depotfs_mcp_sessions_live, read
 // at each scrape. Call it once, when the server exists.
 func (m *Metrics) WatchSessions(src SessionSource) {
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: namespace, Subsystem: "mcp", Name: "sessions_live",
-		Help: "MCP sessions open now (revisions with sessions; 2026-07-28 has none).",
-	}, func() float64 { return float64(src.LiveSessions()) }))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("mcp", "sessions_live", "MCP sessions open now (revisions with sessions; 2026-07-28 has none).")), func() float64 { return float64(src.LiveSessions()) }))
 }

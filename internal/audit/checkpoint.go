@@ -14,6 +14,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/depotfs/depotfs/internal/atomicfile"
 )
 
 // ErrCheckpoint reports a checkpoint or key file that exists but cannot be
@@ -42,7 +44,7 @@ func loadKey(path string, create bool) ([]byte, error) {
 	if errors.Is(err, fs.ErrNotExist) && create {
 		key := make([]byte, 32)
 		_, _ = rand.Read(key) // crypto/rand.Read never fails
-		if err := writeNew(kp, []byte(hex.EncodeToString(key)+"\n")); err != nil {
+		if err := atomicfile.Write(kp, []byte(hex.EncodeToString(key)+"\n"), 0o600); err != nil {
 			return nil, fmt.Errorf("audit key: %w", err)
 		}
 		return key, nil
@@ -57,29 +59,16 @@ func loadKey(path string, create bool) ([]byte, error) {
 	return key, nil
 }
 
-// writeNew creates path with data, mode 0600, failing if it exists, and
-// syncs it.
-func writeNew(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+// hmacHex returns the hex HMAC-SHA-256 of msg under key.
+func hmacHex(key, msg []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write(msg)
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // mac authenticates a head under key.
 func mac(key []byte, seq uint64, hash string) string {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte("depotfs audit checkpoint v1\n" + strconv.FormatUint(seq, 10) + "\n" + hash))
-	return hex.EncodeToString(m.Sum(nil))
+	return hmacHex(key, []byte("depotfs audit checkpoint v1\n"+strconv.FormatUint(seq, 10)+"\n"+hash))
 }
 
 // readCheckpoint returns the newest valid slot of the log's checkpoint, the
@@ -131,16 +120,18 @@ func openCheckpoint(path string, key []byte, next int, sync bool) (*checkpointFi
 	return &checkpointFile{f: f, key: key, next: next, sync: sync}, nil
 }
 
-// write records seq and hash as the head, durably when sync is set.
-func (c *checkpointFile) write(seq uint64, hash string) error {
-	b, err := json.Marshal(checkpoint{Seq: seq, Hash: hash, MAC: mac(c.key, seq, hash)})
-	if err != nil {
-		return fmt.Errorf("audit checkpoint: %w", err)
-	}
+// checkpointSlot returns the slot that records seq and hash as the head.
+func checkpointSlot(key []byte, seq uint64, hash string) []byte {
+	b, _ := json.Marshal(checkpoint{Seq: seq, Hash: hash, MAC: mac(key, seq, hash)}) // strings and a number
 	slot := bytes.Repeat([]byte{' '}, slotSize)
 	copy(slot, b)
 	slot[slotSize-1] = '\n'
-	if _, err := c.f.WriteAt(slot, int64(c.next*slotSize)); err != nil {
+	return slot
+}
+
+// write records seq and hash as the head, durably when sync is set.
+func (c *checkpointFile) write(seq uint64, hash string) error {
+	if _, err := c.f.WriteAt(checkpointSlot(c.key, seq, hash), int64(c.next*slotSize)); err != nil {
 		return fmt.Errorf("audit checkpoint: %w", err)
 	}
 	if c.sync {

@@ -52,15 +52,7 @@ func files(path string) ([]logFile, error) {
 		}
 		out = append(out, logFile{Path: filepath.Join(dir, name), First: n})
 	}
-	slices.SortFunc(out, func(a, b logFile) int {
-		switch {
-		case a.First < b.First:
-			return -1
-		case a.First > b.First:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b logFile) int { return cmp.Compare(a.First, b.First) })
 	if current {
 		out = append(out, logFile{Path: path})
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/depotfs/depotfs/internal/atomicfile"
 	"github.com/depotfs/depotfs/internal/clip"
 )
 
@@ -197,8 +198,9 @@ func (l *Log) load() (tailRange, error) {
 		return tailRange{}, err
 	}
 	if !hasCP {
-		if err := createCheckpoint(l.path, key); err != nil {
-			return tailRange{}, err
+		// The first checkpoint (seq 0), written whole or not at all.
+		if err := atomicfile.Write(checkpointPath(l.path), checkpointSlot(key, 0, genesis), 0o600); err != nil {
+			return tailRange{}, fmt.Errorf("audit checkpoint: %w", err)
 		}
 	}
 	l.cp, err = openCheckpoint(l.path, key, 1-slot, !l.opts.NoSync)
@@ -273,35 +275,6 @@ func (l *Log) remove(lf logFile) {
 			l.log.Warn("audit log retention: cannot delete", "file", p, "err", err)
 		}
 	}
-}
-
-// createCheckpoint writes the first checkpoint (seq 0) atomically.
-func createCheckpoint(path string, key []byte) error {
-	tmp := checkpointPath(path) + ".new"
-	os.Remove(tmp)
-	cp, err := openCheckpointAt(tmp, key)
-	if err != nil {
-		return err
-	}
-	err = cp.write(0, genesis)
-	if cerr := cp.close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, checkpointPath(path))
-	}
-	if err != nil {
-		return fmt.Errorf("audit checkpoint: %w", err)
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-func openCheckpointAt(path string, key []byte) (*checkpointFile, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	return &checkpointFile{f: f, key: key, sync: true}, nil
 }
 
 // Append writes r as the next record: it sets r.Seq, r.Prev and r.Hash
@@ -447,8 +420,8 @@ func (l *Log) rotate(n int64) error {
 	s := seal{First: l.first, Last: l.seq, Prev: l.firstPrev, Hash: l.head, Keyed: true}
 	l.f, l.size, l.first, l.firstPrev = f, 0, 0, ""
 	if !l.opts.NoSync {
-		if err := syncDir(filepath.Dir(l.path)); err != nil {
-			return l.fail(err)
+		if err := atomicfile.SyncDir(filepath.Dir(l.path)); err != nil {
+			return l.fail(fmt.Errorf("audit log: sync directory: %w", err))
 		}
 	}
 	// A missing seal costs the next Open a read of the file, nothing more.
@@ -537,19 +510,6 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	return errors.Join(l.syncFile(), l.f.Close(), l.cp.close(), l.lock.Close())
-}
-
-// syncDir makes a rename or creation in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("audit log: sync directory: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("audit log: sync directory: %w", err)
-	}
-	return nil
 }
 
 // brokenFile stands in for a current file that could not be reopened after

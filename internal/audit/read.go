@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -115,17 +116,5 @@ func (f Filter) Match(r Record) bool {
 	if !f.Until.IsZero() && !r.Time.Before(f.Until) {
 		return false
 	}
-	if f.Path != "" {
-		found := false
-		for _, p := range r.Paths {
-			if depotpath.Within(p, f.Path) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
+	return f.Path == "" || slices.ContainsFunc(r.Paths, func(p string) bool { return depotpath.Within(p, f.Path) })
 }

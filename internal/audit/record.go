@@ -123,9 +123,7 @@ func sum(v int, key, body []byte) string {
 	if key == nil {
 		return ""
 	}
-	m := hmac.New(sha256.New, key)
-	m.Write(body)
-	return hex.EncodeToString(m.Sum(nil))
+	return hmacHex(key, body)
 }
 
 // encode returns the record's line (with its newline) and hash under key;

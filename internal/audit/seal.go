@@ -2,8 +2,6 @@ package audit
 
 import (
 	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,9 +37,7 @@ type seal struct {
 func sealPath(logFile string) string { return logFile + ".seal" }
 
 func (s seal) mac(key []byte) string {
-	m := hmac.New(sha256.New, key)
-	fmt.Fprintf(m, "depotfs audit seal v1\n%d %d %s %s %t %d %d %d", s.First, s.Last, s.Prev, s.Hash, s.Keyed, s.Size, s.Ino, s.Ctime)
-	return hex.EncodeToString(m.Sum(nil))
+	return hmacHex(key, fmt.Appendf(nil, "depotfs audit seal v1\n%d %d %s %s %t %d %d %d", s.First, s.Last, s.Prev, s.Hash, s.Keyed, s.Size, s.Ino, s.Ctime))
 }
 
 // fileID is what a seal records of a file's identity.
@@ -60,12 +56,17 @@ func writeSeal(lf logFile, key []byte, s seal) error {
 		return err
 	}
 	s.MAC = s.mac(key)
-	b, err := json.Marshal(s)
-	if err != nil {
-		return fmt.Errorf("audit seal: %w", err)
+	return writeJSON(sealPath(lf.Path), "audit seal", s)
+}
+
+// writeJSON replaces path with v as a line of JSON, mode 0600.
+func writeJSON(path, what string, v any) error {
+	b, err := json.Marshal(v)
+	if err == nil {
+		err = atomicfile.Write(path, append(b, '\n'), 0o600)
 	}
-	if err := atomicfile.Write(sealPath(lf.Path), append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("audit seal: %w", err)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }
@@ -99,9 +100,7 @@ type base struct {
 func basePath(log string) string { return log + ".base" }
 
 func (b base) mac(key []byte) string {
-	m := hmac.New(sha256.New, key)
-	fmt.Fprintf(m, "depotfs audit base v1\n%d %s", b.First, b.Prev)
-	return hex.EncodeToString(m.Sum(nil))
+	return hmacHex(key, fmt.Appendf(nil, "depotfs audit base v1\n%d %s", b.First, b.Prev))
 }
 
 // genesisBase is the start of a log retention never cut.
@@ -126,12 +125,5 @@ func readBase(path string, key []byte) (base, error) {
 
 func writeBase(path string, key []byte, b base) error {
 	b.MAC = b.mac(key)
-	data, err := json.Marshal(b)
-	if err != nil {
-		return fmt.Errorf("audit base: %w", err)
-	}
-	if err := atomicfile.Write(basePath(path), append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("audit base: %w", err)
-	}
-	return nil
+	return writeJSON(basePath(path), "audit base", b)
 }

@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -154,24 +155,12 @@ func Open(path string, opts *Options) (*Store, error) {
 	if o.ChunkSize > maxChunkSize {
 		return nil, fmt.Errorf("bolt: open: %w: chunk size over %d bytes", fs.ErrInvalid, maxChunkSize)
 	}
-	if o.ChunkSize == 0 {
-		o.ChunkSize = DefaultChunkSize
-	}
-	if o.UploadTimeout == 0 {
-		o.UploadTimeout = DefaultUploadTimeout
-	}
-	if o.History == 0 {
-		o.History = DefaultHistory
-	}
-	if o.SweepInterval == 0 {
-		o.SweepInterval = DefaultSweepInterval
-	}
-	if o.FlushInterval == 0 {
-		o.FlushInterval = DefaultFlushInterval
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.ChunkSize = cmp.Or(o.ChunkSize, DefaultChunkSize)
+	o.UploadTimeout = cmp.Or(o.UploadTimeout, DefaultUploadTimeout)
+	o.History = cmp.Or(o.History, DefaultHistory)
+	o.SweepInterval = cmp.Or(o.SweepInterval, DefaultSweepInterval)
+	o.FlushInterval = cmp.Or(o.FlushInterval, DefaultFlushInterval)
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	if o.Now == nil {
 		o.Now = time.Now
 	}

@@ -143,13 +143,10 @@ func New(st store.Store, opts *Options) *Broker {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
 	b := &Broker{
 		st:        st,
 		timeout:   o.Timeout,
-		log:       o.Logger,
+		log:       cmp.Or(o.Logger, slog.Default()),
 		reqs:      map[string]*request{},
 		changed:   make(chan struct{}),
 		listeners: map[uint64]func(){},

@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io/fs"
@@ -158,44 +159,23 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 		o.History < 0 || o.SweepInterval < 0 || o.UploadTimeout < 0 || o.GCDelay < 0 || o.ChunkGrace < 0 || o.MaxBatch < 0 || o.Timeout < 0 || o.WriteTimeout < 0 || o.KeepVersions < 0 {
 		return nil, fmt.Errorf("nats: open: %w: negative option", fs.ErrInvalid)
 	}
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	defD := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	if o.Prefix == "" {
-		o.Prefix = DefaultPrefix
-	}
+	o.Prefix = cmp.Or(o.Prefix, DefaultPrefix)
 	if !prefixRE.MatchString(o.Prefix) {
 		return nil, fmt.Errorf("nats: open: %w: prefix %q: use 1 to 64 letters, digits, '-' or '_'", fs.ErrInvalid, o.Prefix)
 	}
-	def(&o.Replicas, DefaultReplicas)
-	def(&o.MaxChunkSize, DefaultMaxChunkSize)
-	def(&o.History, DefaultHistory)
-	def(&o.MaxBatch, DefaultMaxBatch)
-	defD(&o.SweepInterval, DefaultSweepInterval)
-	defD(&o.UploadTimeout, DefaultUploadTimeout)
-	defD(&o.GCDelay, DefaultGCDelay)
-	defD(&o.ChunkGrace, DefaultChunkGrace)
-	defD(&o.Timeout, DefaultTimeout)
-	defD(&o.WriteTimeout, DefaultWriteTimeout)
-	switch {
-	case o.InlineBytes == 0:
-		o.InlineBytes = DefaultInlineBytes
-	case o.InlineBytes < 0:
-		o.InlineBytes = 0
-	}
-	if o.CacheBytes == 0 {
-		o.CacheBytes = DefaultCacheBytes
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Replicas = cmp.Or(o.Replicas, DefaultReplicas)
+	o.MaxChunkSize = cmp.Or(o.MaxChunkSize, DefaultMaxChunkSize)
+	o.History = cmp.Or(o.History, DefaultHistory)
+	o.MaxBatch = cmp.Or(o.MaxBatch, DefaultMaxBatch)
+	o.SweepInterval = cmp.Or(o.SweepInterval, DefaultSweepInterval)
+	o.UploadTimeout = cmp.Or(o.UploadTimeout, DefaultUploadTimeout)
+	o.GCDelay = cmp.Or(o.GCDelay, DefaultGCDelay)
+	o.ChunkGrace = cmp.Or(o.ChunkGrace, DefaultChunkGrace)
+	o.Timeout = cmp.Or(o.Timeout, DefaultTimeout)
+	o.WriteTimeout = cmp.Or(o.WriteTimeout, DefaultWriteTimeout)
+	o.CacheBytes = cmp.Or(o.CacheBytes, DefaultCacheBytes)
+	o.Logger = cmp.Or(o.Logger, slog.Default())
+	o.InlineBytes = max(cmp.Or(o.InlineBytes, DefaultInlineBytes), 0) // negative: none
 	if o.Now == nil {
 		o.Now = time.Now
 	}

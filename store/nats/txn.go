@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,15 @@ type txn struct {
 	now  time.Time
 	id   string // set by messages
 
+	uploaded map[string]string // content this call uploaded: sha256 → gen
+	inline   map[string][]byte // small content offered for inline storage
+	changes
+}
+
+// changes are what a transaction changed so far; records are never
+// changed in place before messages, so a savepoint (clone) that rolls
+// back one call of a group copies the maps, not the records.
+type changes struct {
 	entries map[string]*record // path → new record; nil: removed
 	order   []string           // paths in the order of their last change
 	evicted map[string]bool    // paths whose last change is an eviction
@@ -40,15 +50,21 @@ type txn struct {
 	c       counters
 	stored  int64 // stored bytes as of the changes so far
 
-	uploaded map[string]string // content this call uploaded: sha256 → gen
-	inline   map[string][]byte // small content offered for inline storage
-	used     map[string]bool   // uploaded content the transaction references
-	touched  []string          // content used by the transaction (LRU)
-	dirs     map[string]bool   // directories whose times move (see TouchDir)
+	used    map[string]bool // uploaded content the transaction references
+	touched []string        // content used by the transaction (LRU)
+	dirs    map[string]bool // directories whose times move (see TouchDir)
 
 	vers   map[string]*vchange        // version key → change
 	vOrder []string                   // version keys in the order of their first change
 	snaps  map[string]*store.Snapshot // snapshot name → new record; nil: deleted
+}
+
+func (c changes) clone() changes {
+	c.entries, c.evicted, c.blobs, c.uploads = maps.Clone(c.entries), maps.Clone(c.evicted), maps.Clone(c.blobs), maps.Clone(c.uploads)
+	c.used, c.dirs, c.vers, c.snaps = maps.Clone(c.used), maps.Clone(c.dirs), maps.Clone(c.vers), maps.Clone(c.snaps)
+	c.order, c.bOrder, c.uOrder, c.vOrder = slices.Clone(c.order), slices.Clone(c.bOrder), slices.Clone(c.uOrder), slices.Clone(c.vOrder)
+	c.gcDone, c.gcData, c.touched = slices.Clone(c.gcDone), slices.Clone(c.gcData), slices.Clone(c.touched)
+	return c
 }
 
 // TouchDir notes that the directory holding p changed (see rules.Txn):
@@ -300,10 +316,12 @@ func (s *Store) commitGroup(ctx context.Context, jobs []*job) {
 	st := s.view.st
 	t := &txn{
 		s: s, st: st, base: st.rev, now: s.now(),
-		entries: map[string]*record{}, evicted: map[string]bool{},
-		blobs: map[string]*blobRecord{}, uploads: map[string]*uploadRecord{},
-		c: st.counters, stored: st.stored,
-		uploaded: map[string]string{}, used: map[string]bool{}, inline: map[string][]byte{},
+		uploaded: map[string]string{}, inline: map[string][]byte{},
+		changes: changes{
+			entries: map[string]*record{}, evicted: map[string]bool{},
+			blobs: map[string]*blobRecord{}, uploads: map[string]*uploadRecord{},
+			c: st.counters, stored: st.stored, used: map[string]bool{},
+		},
 	}
 	for _, j := range jobs {
 		for sum, gen := range j.uploaded {
@@ -313,9 +331,9 @@ func (s *Store) commitGroup(ctx context.Context, jobs []*job) {
 		}
 	}
 	for _, j := range jobs {
-		sp := t.save()
+		sp := t.changes.clone()
 		if err := j.fn(t); err != nil {
-			t.restore(sp)
+			t.changes = sp
 			j.refused = true
 			finish(j, t, err)
 			continue
@@ -354,48 +372,6 @@ func (s *Store) commitGroup(ctx context.Context, jobs []*job) {
 	}
 }
 
-// savepoint is a transaction's changes at one moment, to roll back the
-// function of one call in a group.
-type savepoint struct {
-	entries map[string]*record
-	order   []string
-	evicted map[string]bool
-	blobs   map[string]*blobRecord
-	bOrder  []string
-	uploads map[string]*uploadRecord
-	uOrder  []string
-	gcDone  []string
-	gcData  []string
-	c       counters
-	stored  int64
-	used    map[string]bool
-	touched []string
-	dirs    map[string]bool
-	vers    map[string]*vchange
-	vOrder  []string
-	snaps   map[string]*store.Snapshot
-}
-
-// save returns the changes so far; records are never changed in place
-// before messages, so copying the maps is enough.
-func (t *txn) save() savepoint {
-	return savepoint{
-		entries: maps.Clone(t.entries), order: slices.Clone(t.order), evicted: maps.Clone(t.evicted),
-		blobs: maps.Clone(t.blobs), bOrder: slices.Clone(t.bOrder),
-		uploads: maps.Clone(t.uploads), uOrder: slices.Clone(t.uOrder), gcDone: slices.Clone(t.gcDone), gcData: slices.Clone(t.gcData),
-		c: t.c, stored: t.stored, used: maps.Clone(t.used), touched: slices.Clone(t.touched), dirs: maps.Clone(t.dirs),
-		vers: maps.Clone(t.vers), vOrder: slices.Clone(t.vOrder), snaps: maps.Clone(t.snaps),
-	}
-}
-
-func (t *txn) restore(sp savepoint) {
-	t.entries, t.order, t.evicted = sp.entries, sp.order, sp.evicted
-	t.blobs, t.bOrder = sp.blobs, sp.bOrder
-	t.uploads, t.uOrder, t.gcDone, t.gcData = sp.uploads, sp.uOrder, sp.gcDone, sp.gcData
-	t.c, t.stored, t.used, t.touched, t.dirs = sp.c, sp.stored, sp.used, sp.touched, sp.dirs
-	t.vers, t.vOrder, t.snaps = sp.vers, sp.vOrder, sp.snaps
-}
-
 // Message headers the store adds to the tree bucket's messages.
 const (
 	// hdrCommit on every message of a batch is the sequence of its last
@@ -421,19 +397,17 @@ const (
 // changed entry's revision: the sequence its message will get.
 func (t *txn) messages() ([]*nats.Msg, error) {
 	var msgs []*nats.Msg
-	add := func(key string, v any) error {
+	var encErr error // the first record that would not encode
+	add := func(key string, v any) {
 		m := nats.NewMsg(t.s.subject(key))
 		if v == nil {
 			m.Header.Set(kvOperation, "DEL")
 		} else {
-			b, err := json.Marshal(v)
-			if err != nil {
-				return err
-			}
-			m.Data = b
+			var err error
+			m.Data, err = json.Marshal(v)
+			encErr = cmp.Or(encErr, err)
 		}
 		msgs = append(msgs, m)
-		return nil
 	}
 	// The batch opens with this host's marker, which carries the
 	// transaction's id: only this host's next batch replaces it, and this
@@ -452,56 +426,35 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 				m.Data = t.inline[sum]
 				msgs = append(msgs, m)
 			}
-			if err := add(blobKey(sum), b); err != nil {
-				return nil, err
-			}
+			add(blobKey(sum), b)
 		default:
 			if t.st.blobs[sum] != nil {
-				if err := add(blobKey(sum), nil); err != nil {
-					return nil, err
-				}
+				add(blobKey(sum), nil)
 			}
-			if err := add(gcKey(sum, b.Gen), gcRecord{At: t.now}); err != nil {
-				return nil, err
-			}
+			add(gcKey(sum, b.Gen), gcRecord{At: t.now})
 		}
 	}
 	var completed []string
 	for _, k := range t.uOrder {
-		u := t.uploads[k]
-		if u != nil && u.done != nil {
+		switch u := t.uploads[k]; {
+		case u == nil && t.st.uploads[k] != nil:
+			add(k, nil)
+		case u != nil && u.done != nil:
 			completed = append(completed, k)
-			continue
-		}
-		if u == nil {
-			if t.st.uploads[k] == nil {
-				continue
-			}
-			if err := add(k, nil); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err := add(k, u); err != nil {
-			return nil, err
+		case u != nil:
+			add(k, u)
 		}
 	}
 	for _, k := range t.gcDone {
-		if err := add(k, nil); err != nil {
-			return nil, err
-		}
+		add(k, nil)
 	}
 	for _, sum := range t.gcData {
-		if err := add(dataKey(sum), nil); err != nil {
-			return nil, err
-		}
+		add(dataKey(sum), nil)
 	}
 	for _, dir := range slices.Sorted(maps.Keys(t.dirs)) {
 		if dir == depotpath.Root {
 			if !t.st.rootTime.Equal(t.now) {
-				if err := add(keyRoot, rootRecord{MTime: t.now}); err != nil {
-					return nil, err
-				}
+				add(keyRoot, rootRecord{MTime: t.now})
 			}
 			continue
 		}
@@ -515,42 +468,33 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 		}
 		next := *r
 		next.MTime, next.Updated, next.Rev = t.now, t.now, r.Revision
-		if err := add(entryKey(dir), &next); err != nil {
-			return nil, err
-		}
+		add(entryKey(dir), &next)
 		msgs[len(msgs)-1].Header.Set(hdrTouch, "1")
 	}
 	if t.c != t.st.counters {
-		if err := add(keyCounters, t.c); err != nil {
-			return nil, err
-		}
+		add(keyCounters, t.c)
 	}
 	seq := map[string]uint64{} // each changed path's message
 	for _, p := range t.order {
 		r := t.entries[p]
 		if r == nil {
-			if t.st.entries[p] == nil {
-				continue
+			if t.st.entries[p] != nil {
+				add(entryKey(p), nil)
+				seq[p] = t.base + uint64(len(msgs))
 			}
-			if err := add(entryKey(p), nil); err != nil {
-				return nil, err
-			}
-			seq[p] = t.base + uint64(len(msgs))
 			continue
 		}
 		r.Revision = t.base + uint64(len(msgs)) + 1
 		if r.Ino == 0 {
 			r.Ino = r.Revision + 1
 		}
-		if err := add(entryKey(p), r); err != nil {
-			return nil, err
-		}
+		add(entryKey(p), r)
 		seq[p] = r.Revision
 		if t.evicted[p] {
 			msgs[len(msgs)-1].Header.Set(hdrEvicted, "1")
 		}
 	}
-	if err := t.versionMessages(add, seq); err != nil {
+	if err := cmp.Or(t.versionMessages(add, seq), encErr); err != nil {
 		return nil, err
 	}
 	// A completed upload keeps its result, entry revision included, to
@@ -559,9 +503,7 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 		u := t.uploads[k]
 		res := u.done.Result()
 		u.Result = &res
-		if err := add(k, u); err != nil {
-			return nil, err
-		}
+		add(k, u)
 	}
 	if len(msgs) > t.s.opts.MaxBatch {
 		return nil, fmt.Errorf("%w: the change writes %d records (a new small file takes three), one commit holds at most %d (--nats-max-batch; the servers' jetstream limits batch max_msgs must allow as many)",

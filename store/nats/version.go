@@ -168,30 +168,19 @@ func (t *txn) Revision() uint64 { return t.st.entryRev }
 // versionMessages adds the transaction's snapshots and versions to its
 // batch; seq holds the sequence of each path's entry message, which a
 // new version's Until becomes.
-func (t *txn) versionMessages(add func(key string, v any) error, seq map[string]uint64) error {
+func (t *txn) versionMessages(add func(key string, v any), seq map[string]uint64) error {
 	for _, name := range slices.Sorted(maps.Keys(t.snaps)) {
-		s := t.snaps[name]
-		if s == nil {
-			if _, ok := t.st.snaps[name]; !ok {
-				continue
-			}
-			if err := add(snapKey(name), nil); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := add(snapKey(name), s); err != nil {
-			return err
+		if s := t.snaps[name]; s != nil {
+			add(snapKey(name), s)
+		} else if _, ok := t.st.snaps[name]; ok {
+			add(snapKey(name), nil)
 		}
 	}
 	for _, k := range t.vOrder {
 		ch := t.vers[k]
 		if ch.del {
-			if t.st.vkeys[k] == nil {
-				continue
-			}
-			if err := add(k, nil); err != nil {
-				return err
+			if t.st.vkeys[k] != nil {
+				add(k, nil)
 			}
 			continue
 		}
@@ -202,9 +191,7 @@ func (t *txn) versionMessages(add func(key string, v any) error, seq map[string]
 			}
 		}
 		vr := versionRecord{record: record{Path: v.Path, Record: *v.Rec, Rev: v.Rec.Revision}, Until: v.Until, Held: v.Held}
-		if err := add(k, &vr); err != nil {
-			return err
-		}
+		add(k, &vr)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -27,9 +28,8 @@ var _ Auditor = (*audit.Log)(nil)
 func (s *Runtime) NewCall(ctx context.Context, name, group string) *Call {
 	who, _ := identity.FromContext(ctx)
 	c := &Call{
-		ctx: ctx, rt: s, def: def{name: name, group: group}, tool: name, who: who,
-		perms: s.policy.For(who), key: statsKey(who),
-		start: s.env.Now(), now: s.env.Now, reqID: newRequestID(),
+		ctx: ctx, rt: s, def: def{name: name, group: group}, who: who,
+		perms: s.policy.For(who), key: Key(who), start: s.env.Now(), reqID: newRequestID(),
 	}
 	if cs := server.ClientSessionFromContext(ctx); cs != nil {
 		c.session = cs.SessionID()
@@ -41,9 +41,6 @@ func (s *Runtime) NewCall(ctx context.Context, name, group string) *Call {
 // Cancelled reports whether the caller went away before the call
 // finished.
 func (c *Call) Cancelled() bool { return c.ctx != nil && c.ctx.Err() != nil }
-
-// Note adds p to the paths the audit record of c lists, once.
-func (c *Call) Note(p string) { c.note(p) }
 
 // newRequestID returns a random id that names one call in the reply's
 // stats, the audit record and the log line.
@@ -66,10 +63,9 @@ func (s *Runtime) Finish(c *Call, err error) error {
 	}
 	now := s.env.Now()
 	denied := errors.Is(err, policy.ErrDenied)
-	var rate *RateError
-	limited := errors.As(err, &rate)
-	var unaudited *auditError
-	refused := denied || limited || errors.As(err, &unaudited)
+	_, limited := errors.AsType[*RateError](err)
+	_, unaudited := errors.AsType[*auditError](err)
+	refused := denied || limited || unaudited
 	st := s.stats.update(c.key, func(st *IdentityStats) {
 		st.Calls++
 		switch {
@@ -88,7 +84,7 @@ func (s *Runtime) Finish(c *Call, err error) error {
 	c.counts = st
 	if denied && s.limiter.Denial(c.key, now) {
 		s.log.Warn("unusual pattern: a burst of denied calls from one identity",
-			"identity", c.key, "denied", st.Denied, "calls", st.Calls, "last_tool", c.tool, "last_reason", err.Error())
+			"identity", c.key, "denied", st.Denied, "calls", st.Calls, "last_tool", c.def.name, "last_reason", err.Error())
 	}
 
 	var auditErr error
@@ -97,9 +93,9 @@ func (s *Runtime) Finish(c *Call, err error) error {
 		if auditErr = s.held.append(s.audit, r, c.committed); auditErr != nil {
 			if c.committed {
 				s.log.Error("audit record not written yet: the call's change is stored; the record is kept and written once the audit log works, later calls are refused until then",
-					"tool", c.tool, "identity", c.who.String(), "request_id", c.reqID, "paths", r.Paths, "err", auditErr)
+					"tool", c.def.name, "identity", c.who.String(), "request_id", c.reqID, "paths", r.Paths, "err", auditErr)
 			} else {
-				s.log.Error("audit record not written; the call is refused", "tool", c.tool, "identity", c.who.String(), "request_id", c.reqID, "err", auditErr)
+				s.log.Error("audit record not written; the call is refused", "tool", c.def.name, "identity", c.who.String(), "request_id", c.reqID, "err", auditErr)
 			}
 		}
 	}
@@ -114,7 +110,7 @@ func (s *Runtime) callRecord(c *Call, f *Failure, err error, refused bool, now t
 		RequestID: c.reqID, Session: c.session,
 		Transport: c.who.Transport, Remote: c.who.Remote, Identity: c.who.String(),
 		Auth: string(c.who.Method), Serial: c.who.Serial, TokenID: c.who.TokenID,
-		Tool: c.tool, Decision: audit.Allow, Status: c.Status,
+		Tool: c.def.name, Decision: audit.Allow, Status: c.Status,
 		DurationMS: math.Round(float64(now.Sub(c.start).Microseconds())) / 1000,
 	}
 	r.Paths = c.paths
@@ -128,9 +124,9 @@ func (s *Runtime) callRecord(c *Call, f *Failure, err error, refused bool, now t
 		r.Error = string(f.Type)
 	}
 	r.Cancelled = c.Cancelled()
-	var denied *policy.Denied
+	denied, isDenied := errors.AsType[*policy.Denied](err)
 	switch {
-	case errors.As(err, &denied):
+	case isDenied:
 		r.Decision, r.Reason = audit.Deny, denied.Rule
 	case refused:
 		r.Decision, r.Reason = audit.Deny, err.Error()
@@ -191,13 +187,10 @@ func (s *Runtime) AuthRefused(r *audit.Record, count int, code string) {
 // file nor a directory (a link, a device). It returns "" for any other
 // failure.
 func denial(err error, f *Failure) string {
-	var ref *Refusal
+	ref, isRef := errors.AsType[*Refusal](err)
 	switch {
-	case errors.As(err, &ref) && ref.Deny:
-		if ref.Audit != "" {
-			return ref.Audit
-		}
-		return ref.Message
+	case isRef && ref.Deny:
+		return cmp.Or(ref.Audit, ref.Message)
 	case f.Type == ErrorSecurity, errors.Is(err, archive.ErrUnsupported):
 		return f.Message
 	}

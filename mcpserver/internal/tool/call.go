@@ -41,13 +41,11 @@ type Call struct {
 	ctx     context.Context // the call's, to record a cancellation
 	rt      *Runtime
 	def     def
-	tool    string
 	profile Profile
 	who     identity.Identity
 	perms   policy.Set // what who may do, bounded by the server's policy
 	key     string     // the identity's key for counts and rate limits
 	start   time.Time
-	now     func() time.Time // the server's clock (Options.Now)
 	reqID   string
 	// session is the MCP session id, "" when the transport has none.
 	session string
@@ -83,7 +81,7 @@ func (c *Call) Args() *args.Problems { return &c.args }
 func (c *Call) Store() *Store { return c.store }
 
 // Name returns the name of the tool called.
-func (c *Call) Name() string { return c.tool }
+func (c *Call) Name() string { return c.def.name }
 
 // Who returns the caller's identity.
 func (c *Call) Who() identity.Identity { return c.who }
@@ -162,7 +160,7 @@ func (s *Runtime) serve(ctx context.Context, def def, t Tool, body func(c *Call)
 		}
 		// Only an unencodable data value gets here: a bug, reported as a
 		// system error without the data.
-		s.log.Error("mcp reply not encodable", "tool", c.tool, "err", encErr)
+		s.log.Error("mcp reply not encodable", "tool", c.def.name, "err", encErr)
 		err = encErr
 	}
 	return t.Shape.Failure(c, err), false
@@ -195,8 +193,8 @@ func (s *Runtime) admit(c *Call) (Reply, error) {
 func (s *Runtime) run(c *Call, body func(c *Call) (Reply, error)) (out Reply, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			s.log.Error("mcp tool panicked", "tool", c.tool, "panic", r, "stack", string(debug.Stack()))
-			err = fmt.Errorf("panic in %s: %v", c.tool, r)
+			s.log.Error("mcp tool panicked", "tool", c.def.name, "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic in %s: %v", c.def.name, r)
 		}
 	}()
 	return body(c)
@@ -223,7 +221,7 @@ func rawArguments(req mcp.CallToolRequest) json.RawMessage {
 // and how it ended. Content is never logged, only its size and hash.
 func (s *Runtime) logCall(c *Call, f *Failure, err error) {
 	attrs := []slog.Attr{
-		slog.String("tool", c.tool),
+		slog.String("tool", c.def.name),
 		slog.String("identity", c.who.String()),
 		slog.String("request_id", c.reqID),
 		slog.Duration("duration", s.env.Now().Sub(c.start)),

@@ -1,9 +1,11 @@
 package tool
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/internal/policy"
@@ -62,42 +64,34 @@ func failure(t ErrorType, msg, instruction string) Failure {
 // object. It is the one place where Go errors become error types; handlers
 // return ordinary wrapped errors.
 func Classify(err error) Failure {
-	var rate *RateError
-	if errors.As(err, &rate) {
+	if rate, ok := errors.AsType[*RateError](err); ok {
 		return Failure{Type: ErrorRateLimited, Message: rate.Error(), RetryAfter: rate.Retry,
 			Instruction: fmt.Sprintf("Wait %d second(s) (retry_after), then repeat the call unchanged; it is safe to repeat. Send calls at a steadier pace, or fewer bytes per second, to stay within the limit. Nothing was stored.", rate.Retry)}
 	}
-	var full *DiskFullError
-	if errors.As(err, &full) {
+	if full, ok := errors.AsType[*DiskFullError](err); ok {
 		return failure(ErrorDiskFull, full.Error(),
 			"The server's disk is nearly full: this write was refused before anything was stored, and reads still work. Ask the operator to free space (or raise it), then send the call again unchanged.")
 	}
-	var ref *Refusal
-	if errors.As(err, &ref) {
+	if ref, ok := errors.AsType[*Refusal](err); ok {
 		return failure(ref.Type, ref.Message, ref.Instruction)
 	}
-	var unaudited *auditError
-	if errors.As(err, &unaudited) {
+	if _, ok := errors.AsType[*auditError](err); ok {
 		return failure(ErrorSystem, "depotfs cannot write its audit log, so it refuses calls",
 			"Tell the user that the depotfs server cannot write its audit log and refuses calls until its operator fixes it; then call again (the call is safe to repeat).")
 	}
-	var conflict *ConflictError
-	if errors.As(err, &conflict) {
+	if conflict, ok := errors.AsType[*ConflictError](err); ok {
 		f := failure(ErrorConflict, conflict.Error(),
 			"Another writer changed this path since you read it (error.current has its revision and sha256 now): read it again, apply your change to what you read, and call again with if_revision set to the revision you read. Nothing was stored.")
 		cur := conflict.Current
 		f.Current = &cur
 		return f
 	}
-	var denied *policy.Denied
-	if errors.As(err, &denied) {
+	if denied, ok := errors.AsType[*policy.Denied](err); ok {
 		return failure(ErrorSecurity, denied.Rule,
 			"Your credentials do not allow this call: the message names the rule and lists your grants. Use a tool and path your grants cover, or ask the depotfs operator for a grant; repeating the call will not help. Nothing was stored.")
 	}
-	var se *StoreError
-	fromStore := errors.As(err, &se)
 	msg := err.Error()
-	if fromStore {
+	if se, ok := errors.AsType[*StoreError](err); ok {
 		msg = storeMessage(se)
 	}
 	switch {
@@ -111,17 +105,12 @@ func Classify(err error) Failure {
 		return failure(ErrorValidation, msg,
 			"Fix the arguments named in the message and call again; the tool description lists every argument with its type and format. Nothing was stored.")
 	}
-	for _, m := range storeFailures {
-		if errors.Is(err, m.err) {
-			if m.msg != "" {
-				msg = m.msg
-			}
-			f := failure(m.typ, msg, m.instruction)
-			if m.err == store.ErrUnavailable {
-				f.RetryAfter = unavailableRetry
-			}
-			return f
+	if m, ok := storeFailureOf(err); ok {
+		f := failure(m.typ, cmp.Or(m.msg, msg), m.instruction)
+		if m.err == store.ErrUnavailable {
+			f.RetryAfter = unavailableRetry
 		}
+		return f
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return failure(ErrorSystem, "the call did not finish in time",
@@ -148,12 +137,7 @@ const (
 // and a fixed message when the store's own text is not for the agent.
 // TestStoreErrorsMapped (mcpserver/internal/errmaps) fails when a store
 // error is missing here or from another reply contract.
-var storeFailures = []struct {
-	err         error
-	typ         ErrorType
-	msg         string
-	instruction string
-}{
+var storeFailures = []storeFailure{
 	{store.ErrBatchLimit, ErrorLimit, "",
 		"Send the files in several smaller calls: the message says how many records this change needed and how many one commit of the depot holds. Nothing was stored."},
 	{store.ErrLimit, ErrorLimit, "", storeLimitFix},
@@ -180,12 +164,24 @@ var storeFailures = []struct {
 // error values of package store, and false when it has no explicit
 // mapping (a failure then counts as a system error).
 func StoreErrorType(err error) (ErrorType, bool) {
-	for _, m := range storeFailures {
-		if errors.Is(err, m.err) {
-			return m.typ, true
-		}
+	m, ok := storeFailureOf(err)
+	return cmp.Or(m.typ, ErrorSystem), ok
+}
+
+type storeFailure struct {
+	err         error
+	typ         ErrorType
+	msg         string
+	instruction string
+}
+
+// storeFailureOf returns the entry of storeFailures that err is, if any.
+func storeFailureOf(err error) (storeFailure, bool) {
+	i := slices.IndexFunc(storeFailures, func(m storeFailure) bool { return errors.Is(err, m.err) })
+	if i < 0 {
+		return storeFailure{}, false
 	}
-	return ErrorSystem, false
+	return storeFailures[i], true
 }
 
 // storeMessage is the agent-facing text for an error from the store. An
@@ -193,13 +189,8 @@ func StoreErrorType(err error) (ErrorType, bool) {
 // (the store's errors read "op path: reason"), so its text is useful and
 // safe; anything else may carry host detail and gets a generic text.
 func storeMessage(se *StoreError) string {
-	if errors.Is(se.Err, depotpath.ErrEscapes) || errors.Is(se.Err, depotpath.ErrInvalid) {
+	if _, ok := storeFailureOf(se.Err); ok || errors.Is(se.Err, depotpath.ErrEscapes) || errors.Is(se.Err, depotpath.ErrInvalid) {
 		return se.Err.Error()
-	}
-	for _, m := range storeFailures {
-		if errors.Is(se.Err, m.err) {
-			return se.Err.Error()
-		}
 	}
 	return "depotfs failed internally; the operator's log has the details"
 }

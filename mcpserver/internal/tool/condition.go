@@ -184,15 +184,11 @@ func (c Condition) Conflict(ctx context.Context, st Statter, p string, err error
 	}
 	ce := &ConflictError{Path: p, Want: c, StoreErr: err}
 	for try := 0; ; try++ {
-		e, serr := st.Stat(ctx, p)
-		switch {
-		case errors.Is(serr, store.ErrNotExist):
-			ce.Current = Current{}
-		case serr != nil:
+		cur, serr := current(ctx, st, p)
+		if serr != nil {
 			return err
-		default:
-			ce.Current = Current{Exists: true, Revision: e.Revision, SHA256: e.SHA256}
 		}
+		ce.Current = cur
 		if !c.holds(ce.Current) || try == visibleTries {
 			return ce
 		}
@@ -219,22 +215,28 @@ func (c Condition) Check(ctx context.Context, st Statter, p string) error {
 	if !c.Set() {
 		return nil
 	}
+	cur, err := current(ctx, st, p)
+	if err != nil {
+		return &StoreError{Op: "stat", Path: p, Err: err}
+	}
+	if c.holds(cur) {
+		return nil
+	}
+	storeErr := store.ErrExist
+	if !c.IfAbsent {
+		storeErr = fmt.Errorf("%w: expected %d, entry is at %d", store.ErrRevision, c.IfRevision, cur.Revision)
+	}
+	return &ConflictError{Path: p, Want: c, Current: cur, StoreErr: storeErr}
+}
+
+// current describes the entry at p, Exists false when there is none.
+func current(ctx context.Context, st Statter, p string) (Current, error) {
 	e, err := st.Stat(ctx, p)
 	switch {
 	case errors.Is(err, store.ErrNotExist):
-		if c.IfRevision != 0 {
-			return &ConflictError{Path: p, Want: c, StoreErr: fmt.Errorf("%w: expected %d, the entry does not exist", store.ErrRevision, c.IfRevision)}
-		}
-		return nil
+		return Current{}, nil
 	case err != nil:
-		return &StoreError{Op: "stat", Path: p, Err: err}
+		return Current{}, err
 	}
-	cur := Current{Exists: true, Revision: e.Revision, SHA256: e.SHA256}
-	switch {
-	case c.IfAbsent:
-		return &ConflictError{Path: p, Want: c, Current: cur, StoreErr: store.ErrExist}
-	case e.Revision != c.IfRevision:
-		return &ConflictError{Path: p, Want: c, Current: cur, StoreErr: fmt.Errorf("%w: expected %d, entry is at %d", store.ErrRevision, c.IfRevision, e.Revision)}
-	}
-	return nil
+	return Current{Exists: true, Revision: e.Revision, SHA256: e.SHA256}, nil
 }

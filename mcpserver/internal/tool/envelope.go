@@ -93,11 +93,11 @@ func (EnvelopeShape) Success(c *Call, out Reply) (*mcp.CallToolResult, error) {
 func (EnvelopeShape) Failure(c *Call, err error) *mcp.CallToolResult {
 	f := Classify(err)
 	msg := fmt.Sprintf("The call failed with a %s error and changed nothing; error.message says why and error.instruction what to do.", f.Type)
-	var unaudited *auditError
+	_, unaudited := errors.AsType[*auditError](err)
 	switch {
-	case errors.As(err, &unaudited) && c.committed:
+	case unaudited && c.committed:
 		msg = "The change was stored, but depotfs could not write its audit record, so it refuses further calls until its audit log works again; error.instruction says what to do."
-	case errors.As(err, &unaudited):
+	case unaudited:
 		msg = "The call was refused because depotfs cannot write its audit log; error.instruction says what to do."
 	}
 	res, encErr := result(Envelope{Error: &f, Message: msg, Stats: c.envelopeStats(map[string]any{})})
@@ -113,7 +113,7 @@ func (EnvelopeShape) Failure(c *Call, err error) *mcp.CallToolResult {
 // call's duration, its request id (the one in its audit record and log
 // line) and the caller's own counts.
 func (c *Call) envelopeStats(stats map[string]any) map[string]any {
-	stats["duration_ms"] = c.now().Sub(c.start).Milliseconds()
+	stats["duration_ms"] = c.rt.env.Now().Sub(c.start).Milliseconds()
 	stats["request_id"] = c.reqID
 	stats["caller"] = map[string]any{
 		"identity":     c.counts.Identity,

@@ -124,12 +124,12 @@ func (c *Call) authorizeArgs() error {
 	}
 	c.argsDone = true
 	for _, a := range c.args.Paths() {
-		c.note(a.Path)
+		c.Note(a.Path)
 	}
 	for _, a := range c.args.Paths() {
 		access, ok := c.def.paths[argName(a.Field)]
 		if !ok {
-			c.argsErr = fmt.Errorf("tool %s decoded the path argument %s without declaring the access it needs", c.tool, a.Field)
+			c.argsErr = fmt.Errorf("tool %s decoded the path argument %s without declaring the access it needs", c.def.name, a.Field)
 			return c.argsErr
 		}
 		if err := c.authorize(a.Path, access); err != nil {
@@ -143,28 +143,19 @@ func (c *Call) authorizeArgs() error {
 // authorize checks one clean path against the caller's grants, noting it
 // for the audit and remembering the decision.
 func (c *Call) authorize(p string, access grant.Access) error {
-	c.note(p)
+	c.Note(p)
 	g, err := c.perms.Check(c.def.name, c.def.group, p, access)
 	if err != nil {
 		return err
 	}
-	if !c.perms.Full() && !containsGrant(c.grants, g) {
+	if !c.perms.Full() && !slices.Contains(c.grants, g) {
 		c.grants = append(c.grants, g)
 	}
 	return nil
 }
 
-func containsGrant(gs []grant.Grant, g grant.Grant) bool {
-	for _, x := range gs {
-		if x == g {
-			return true
-		}
-	}
-	return false
-}
-
-// note adds p to the paths the audit record lists, once.
-func (c *Call) note(p string) {
+// Note adds p to the paths the audit record of c lists, once.
+func (c *Call) Note(p string) {
 	if c.noted == nil {
 		c.noted = map[string]bool{}
 	}

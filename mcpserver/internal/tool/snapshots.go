@@ -19,39 +19,24 @@ import (
 
 // History is store.Store.History for a caller allowed to read p.
 func (g *Store) History(ctx context.Context, p string) ([]store.Entry, error) {
-	if err := g.admit(grant.Read, 0, p); err != nil {
-		return nil, err
-	}
-	return g.rt.st.History(ctx, p)
+	return then(g.admit(grant.Read, 0, p), func() ([]store.Entry, error) { return g.rt.st.History(ctx, p) })
 }
 
 // StatAt is store.Store.StatAt for a caller allowed to read p.
 func (g *Store) StatAt(ctx context.Context, p string, rev uint64) (store.Entry, error) {
-	if err := g.admit(grant.Read, 0, p); err != nil {
-		return store.Entry{}, err
-	}
-	return g.rt.st.StatAt(ctx, p, rev)
+	return then(g.admit(grant.Read, 0, p), func() (store.Entry, error) { return g.rt.st.StatAt(ctx, p, rev) })
 }
 
 // OpenAt is store.Store.OpenAt for a caller allowed to read p.
 func (g *Store) OpenAt(ctx context.Context, p string, rev uint64) (store.Content, error) {
-	if err := g.admit(grant.Read, 0, p); err != nil {
-		return nil, err
-	}
-	return g.rt.st.OpenAt(ctx, p, rev)
+	return then(g.admit(grant.Read, 0, p), func() (store.Content, error) { return g.rt.st.OpenAt(ctx, p, rev) })
 }
 
 // Snapshots returns the snapshots whose prefix the caller may read, by
 // name.
 func (g *Store) Snapshots(ctx context.Context) ([]store.Snapshot, error) {
-	if err := g.admit(grant.Read, 0); err != nil {
-		return nil, err
-	}
-	all, err := g.rt.st.Snapshots(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(all, func(s store.Snapshot) bool { return !g.readable(s) }), nil
+	all, err := then(g.admit(grant.Read, 0), func() ([]store.Snapshot, error) { return g.rt.st.Snapshots(ctx) })
+	return slices.DeleteFunc(all, func(s store.Snapshot) bool { return !g.may(s.Prefix, grant.Read) }), err
 }
 
 // Snapshot returns the snapshot named name if the caller may read its
@@ -65,12 +50,6 @@ func (g *Store) Snapshot(ctx context.Context, name string) (store.Snapshot, erro
 		return all[i], nil
 	}
 	return store.Snapshot{}, fmt.Errorf("snapshot %q: %w", name, store.ErrNotExist)
-}
-
-// readable reports whether the caller may read snapshot s's prefix.
-func (g *Store) readable(s store.Snapshot) bool {
-	_, err := g.c.perms.Check(g.c.def.name, g.c.def.group, s.Prefix, grant.Read)
-	return err == nil
 }
 
 // CreateSnapshot is store.Store.CreateSnapshot for a caller allowed to
@@ -90,15 +69,9 @@ func (g *Store) CreateSnapshot(ctx context.Context, req store.SnapshotRequest) (
 	// calls of one identity cannot pass the cap together.
 	g.rt.snapshotMu.Lock()
 	defer g.rt.snapshotMu.Unlock()
-	all, err := g.rt.st.Snapshots(ctx)
+	held, err := g.SnapshotsHeld(ctx)
 	if err != nil {
 		return store.Snapshot{}, err
-	}
-	held := 0
-	for _, s := range all {
-		if s.Writer == req.Writer {
-			held++
-		}
 	}
 	if limit := g.rt.env.MaxSnapshotsPerIdentity; limit > 0 && held >= limit {
 		return store.Snapshot{}, &Refusal{Type: ErrorLimit,
@@ -106,10 +79,7 @@ func (g *Store) CreateSnapshot(ctx context.Context, req store.SnapshotRequest) (
 			Instruction: "Delete a snapshot you no longer need (guide_snapshot with action delete; action list shows yours), then call again. Nothing was created."}
 	}
 	snap, err := g.rt.st.CreateSnapshot(ctx, req)
-	if err == nil {
-		g.c.committed = true
-	}
-	return snap, err
+	return snap, g.wrote(err)
 }
 
 // SnapshotsHeld returns how many snapshots the caller holds (created and
@@ -139,9 +109,5 @@ func (g *Store) DeleteSnapshot(ctx context.Context, name string) (store.Snapshot
 	if err := g.admit(grant.Write, 0, snap.Prefix); err != nil {
 		return store.Snapshot{}, err
 	}
-	err = g.rt.st.DeleteSnapshot(ctx, name)
-	if err == nil {
-		g.c.committed = true
-	}
-	return snap, err
+	return snap, g.wrote(g.rt.st.DeleteSnapshot(ctx, name))
 }

@@ -93,14 +93,9 @@ func (s *Runtime) IdentityStats() []IdentityStats {
 
 // Key is the key an identity's counts, rate limits and other per-identity
 // limits are kept under: its String, or for an unauthenticated HTTP
-// client its transport and host.
-func Key(id identity.Identity) string { return statsKey(id) }
-
-// statsKey is the key an identity's counts and rate limits are kept under.
-// An unauthenticated HTTP client is known only by its address, whose port
-// changes with every connection: it is keyed by host, so reconnecting does
-// not reset its limits.
-func statsKey(id identity.Identity) string {
+// client its transport and host (its port changes with every connection,
+// so reconnecting does not reset its limits).
+func Key(id identity.Identity) string {
 	if id.Method == identity.MethodNone && id.Remote != "" {
 		return id.Transport + ":" + hostOf(id.Remote)
 	}

@@ -3,12 +3,13 @@ package tool
 import (
 	"context"
 	"fmt"
-	"github.com/depotfs/depotfs/internal/depotpath"
-	"github.com/depotfs/depotfs/internal/identity"
-	"github.com/depotfs/depotfs/internal/policy"
+	"slices"
 	"sync"
 
+	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/internal/grant"
+	"github.com/depotfs/depotfs/internal/identity"
+	"github.com/depotfs/depotfs/internal/policy"
 	"github.com/depotfs/depotfs/internal/ratelimit"
 	"github.com/depotfs/depotfs/store"
 )
@@ -71,17 +72,29 @@ func (g *Store) admit(access grant.Access, n int, paths ...string) error {
 	return nil
 }
 
-// Put is store.Store.Put for a caller allowed to write req.Path.
-func (g *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult, error) {
-	if err := g.admit(grant.Write, len(req.Data), req.Path); err != nil {
-		return store.PutResult{}, err
+// then runs op unless err, an admission's refusal, is set.
+func then[T any](err error, op func() (T, error)) (T, error) {
+	if err != nil {
+		var zero T
+		return zero, err
 	}
-	res, err := g.rt.st.Put(ctx, req)
+	return op()
+}
+
+// wrote notes that the store accepted the call's write, when err is nil,
+// and returns err.
+func (g *Store) wrote(err error) error {
 	if err == nil {
 		g.c.committed = true
 	}
+	return err
+}
+
+// Put is store.Store.Put for a caller allowed to write req.Path.
+func (g *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult, error) {
+	res, err := then(g.admit(grant.Write, len(req.Data), req.Path), func() (store.PutResult, error) { return g.rt.st.Put(ctx, req) })
 	g.shownEvictions(&res.Evicted)
-	return res, err
+	return res, g.wrote(err)
 }
 
 // PutBatch is store.Store.PutBatch for a caller allowed to write every
@@ -94,37 +107,26 @@ func (g *Store) PutBatch(ctx context.Context, reqs []store.PutRequest) ([]store.
 		paths[i] = r.Path
 		n += len(r.Data)
 	}
-	if err := g.admit(grant.Write, n, paths...); err != nil {
-		return nil, err
-	}
-	res, err := g.rt.st.PutBatch(ctx, reqs)
-	if err == nil {
-		g.c.committed = true
-	}
+	res, err := then(g.admit(grant.Write, n, paths...), func() ([]store.PutResult, error) { return g.rt.st.PutBatch(ctx, reqs) })
 	for i := range res {
 		g.shownEvictions(&res[i].Evicted)
 	}
-	return res, err
+	return res, g.wrote(err)
 }
 
 // PutChunk is store.Store.PutChunk for a caller allowed to write the
 // upload's path.
 func (g *Store) PutChunk(ctx context.Context, ch store.Chunk) (store.UploadProgress, error) {
-	if err := g.admit(grant.Write, len(ch.Data), ch.File.Path); err != nil {
-		return store.UploadProgress{}, err
-	}
-	if err := g.checkUploadBytes(ctx, int64(len(ch.Data))); err != nil {
-		return store.UploadProgress{}, err
+	err := g.admit(grant.Write, len(ch.Data), ch.File.Path)
+	if err == nil {
+		err = g.checkUploadBytes(ctx, int64(len(ch.Data)))
 	}
 	id := ch.UploadID
 	ch.UploadID = g.storeUploadID(id)
-	p, err := g.rt.st.PutChunk(ctx, ch)
-	if err == nil {
-		g.c.committed = true
-	}
+	p, err := then(err, func() (store.UploadProgress, error) { return g.rt.st.PutChunk(ctx, ch) })
 	p.UploadID = id
 	g.shownEvictions(&p.Result.Evicted)
-	return p, err
+	return p, g.wrote(err)
 }
 
 // Declare is store.Store.Declare for a caller allowed to write every
@@ -134,14 +136,8 @@ func (g *Store) Declare(ctx context.Context, req store.DeclareRequest) (store.De
 	for i, d := range req.Entries {
 		paths[i] = d.Path
 	}
-	if err := g.admit(grant.Write, 0, paths...); err != nil {
-		return store.DeclareResult{}, err
-	}
-	res, err := g.rt.st.Declare(ctx, req)
-	if err == nil {
-		g.c.committed = true
-	}
-	return res, err
+	res, err := then(g.admit(grant.Write, 0, paths...), func() (store.DeclareResult, error) { return g.rt.st.Declare(ctx, req) })
+	return res, g.wrote(err)
 }
 
 // Remove is store.Store.Remove for a caller allowed to write req.Path.
@@ -149,97 +145,74 @@ func (g *Store) Remove(ctx context.Context, req store.RemoveRequest) error {
 	if err := g.admit(grant.Write, 0, req.Path); err != nil {
 		return err
 	}
-	err := g.rt.st.Remove(ctx, req)
-	if err == nil {
-		g.c.committed = true
-	}
-	return err
+	return g.wrote(g.rt.st.Remove(ctx, req))
 }
 
 // Copy is store.Store.Copy for a caller allowed to read req.From and write
 // req.To.
 func (g *Store) Copy(ctx context.Context, req store.CopyRequest) (store.CopyResult, error) {
-	if err := g.admit(grant.Read, 0, req.From); err != nil {
-		return store.CopyResult{}, err
-	}
-	if err := g.admit(grant.Write, 0, req.To); err != nil {
-		return store.CopyResult{}, err
-	}
-	res, err := g.rt.st.Copy(ctx, req)
-	if err == nil {
-		g.c.committed = true
-	}
-	return res, err
+	res, err := then(g.admitCopy(grant.Read, req.From, req.To), func() (store.CopyResult, error) { return g.rt.st.Copy(ctx, req) })
+	return res, g.wrote(err)
 }
 
 // Move is store.Store.Move for a caller allowed to read and write
 // req.From (it disappears there) and write req.To.
 func (g *Store) Move(ctx context.Context, req store.MoveRequest) (store.CopyResult, error) {
-	if err := g.admit(grant.ReadWrite, 0, req.From); err != nil {
-		return store.CopyResult{}, err
+	res, err := then(g.admitCopy(grant.ReadWrite, req.From, req.To), func() (store.CopyResult, error) { return g.rt.st.Move(ctx, req) })
+	return res, g.wrote(err)
+}
+
+// admitCopy admits a copy or move from from, which needs access, to to.
+func (g *Store) admitCopy(access grant.Access, from, to string) error {
+	if err := g.admit(access, 0, from); err != nil {
+		return err
 	}
-	if err := g.admit(grant.Write, 0, req.To); err != nil {
-		return store.CopyResult{}, err
-	}
-	res, err := g.rt.st.Move(ctx, req)
-	if err == nil {
-		g.c.committed = true
-	}
-	return res, err
+	return g.admit(grant.Write, 0, to)
 }
 
 // Stat is store.Store.Stat for a caller allowed to read p.
 func (g *Store) Stat(ctx context.Context, p string) (store.Entry, error) {
-	if err := g.admit(grant.Read, 0, p); err != nil {
-		return store.Entry{}, err
-	}
-	return g.rt.st.Stat(ctx, p)
+	return then(g.admit(grant.Read, 0, p), func() (store.Entry, error) { return g.rt.st.Stat(ctx, p) })
 }
 
 // Open is store.Store.Open for a caller allowed to read p.
 func (g *Store) Open(ctx context.Context, p string) (store.Content, error) {
-	if err := g.admit(grant.Read, 0, p); err != nil {
-		return nil, err
-	}
-	return g.rt.st.Open(ctx, p)
+	return then(g.admit(grant.Read, 0, p), func() (store.Content, error) { return g.rt.st.Open(ctx, p) })
 }
 
 // ReadDir is store.Store.ReadDir for a caller allowed to read dir. Children
 // the caller may not read (below a --deny prefix) are left out, as if they
 // did not exist; they are not denials of this call.
 func (g *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) {
-	if err := g.admit(grant.Read, 0, dir); err != nil {
-		return nil, err
-	}
-	entries, err := g.rt.st.ReadDir(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
-	out := entries[:0]
-	for _, e := range entries {
-		if _, err := g.c.perms.Check(g.c.def.name, g.c.def.group, e.Path, grant.Read); err == nil {
-			out = append(out, e)
-		}
-	}
-	return out, nil
+	entries, err := then(g.admit(grant.Read, 0, dir), func() ([]store.Entry, error) { return g.rt.st.ReadDir(ctx, dir) })
+	return slices.DeleteFunc(entries, func(e store.Entry) bool { return !g.may(e.Path, grant.Read) }), err
+}
+
+// may reports whether the call's grants allow access to p, without noting
+// p or denying the call.
+func (g *Store) may(p string, access grant.Access) bool {
+	_, err := g.c.perms.Check(g.c.def.name, g.c.def.group, p, access)
+	return err == nil
+}
+
+// shownEvictions keeps, of the paths a write evicted, those the caller may
+// read; the others are counted in Count without their names. A write that
+// fills the store evicts other identities' files, and their names are not
+// the writer's to learn.
+func (g *Store) shownEvictions(ev *store.Evictions) {
+	ev.Paths = slices.DeleteFunc(slices.Clone(ev.Paths), func(p string) bool { return !g.may(p, grant.Read) })
 }
 
 // Revision is store.Store.Revision; it names no path, but the call's path
 // arguments are still checked first.
 func (g *Store) Revision(ctx context.Context) (uint64, error) {
-	if err := g.admit(grant.Read, 0); err != nil {
-		return 0, err
-	}
-	return g.rt.st.Revision(ctx)
+	return then(g.admit(grant.Read, 0), func() (uint64, error) { return g.rt.st.Revision(ctx) })
 }
 
 // Stats is store.Store.Stats; it names no path, but the call's path
 // arguments are still checked first.
 func (g *Store) Stats(ctx context.Context) (store.Stats, error) {
-	if err := g.admit(grant.Read, 0); err != nil {
-		return store.Stats{}, err
-	}
-	return g.rt.st.Stats(ctx)
+	return then(g.admit(grant.Read, 0), func() (store.Stats, error) { return g.rt.st.Stats(ctx) })
 }
 
 // View is the store as one caller's resource requests see it
@@ -268,36 +241,29 @@ func (v View) Denied(p string) error {
 		Rule: fmt.Sprintf("no grant allows reading %s; grants: %s", p, v.perms)}
 }
 
+// check refuses a resource request for p unless the caller may read it.
+func (v View) check(p string) error {
+	if !v.Readable(p) {
+		return v.Denied(p)
+	}
+	return nil
+}
+
 // Open is store.Store.Open for a file the caller may read.
 func (v View) Open(ctx context.Context, p string) (store.Content, error) {
-	if !v.Readable(p) {
-		return nil, v.Denied(p)
-	}
-	return v.rt.st.Open(ctx, p)
+	return then(v.check(p), func() (store.Content, error) { return v.rt.st.Open(ctx, p) })
 }
 
 // OpenAt is store.Store.OpenAt for a caller allowed to read p.
 func (v View) OpenAt(ctx context.Context, p string, rev uint64) (store.Content, error) {
-	if !v.Readable(p) {
-		return nil, v.Denied(p)
-	}
-	return v.rt.st.OpenAt(ctx, p, rev)
+	return then(v.check(p), func() (store.Content, error) { return v.rt.st.OpenAt(ctx, p, rev) })
 }
 
 // ReadDir is store.Store.ReadDir without the files the caller may not
 // read.
 func (v View) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) {
 	entries, err := v.rt.st.ReadDir(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
-	out := entries[:0]
-	for _, e := range entries {
-		if e.IsDir() || v.Readable(e.Path) {
-			out = append(out, e)
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(entries, func(e store.Entry) bool { return !e.IsDir() && !v.Readable(e.Path) }), err
 }
 
 // WatchAll returns the server's own watch of every change from now on, for

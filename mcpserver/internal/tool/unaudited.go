@@ -27,13 +27,10 @@ type unaudited struct {
 // and keep is set (its call committed a change), r is held instead of
 // lost. It returns r's error.
 func (u *unaudited) append(a Auditor, r *audit.Record, keep bool) error {
-	if err := u.flush(a); err != nil {
-		if keep {
-			u.hold(r)
-		}
-		return err
+	err := u.flush(a)
+	if err == nil {
+		err = a.Append(r)
 	}
-	err := a.Append(r)
 	if err != nil && keep {
 		u.hold(r)
 	}

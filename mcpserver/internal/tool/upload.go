@@ -44,11 +44,8 @@ func (g *Store) PutStream(ctx context.Context, req store.PutRequest, r io.Reader
 	} else {
 		res, err = g.putChunked(ctx, req, r, size)
 	}
-	if err == nil {
-		g.c.committed = true
-	}
 	g.shownEvictions(&res.Evicted)
-	return res, in.outcome(err)
+	return res, in.outcome(g.wrote(err))
 }
 
 // PutStreams is store.Streamer.PutStreams for a caller allowed to write
@@ -82,13 +79,10 @@ func (g *Store) PutStreams(ctx context.Context, dir string, size int64, next fun
 		}
 		return req, r, err
 	})
-	if err == nil {
-		g.c.committed = true
-	}
 	for i := range res {
 		g.shownEvictions(&res[i].Evicted)
 	}
-	return res, err
+	return res, g.wrote(err)
 }
 
 // ErrNoArchive reports an archive upload to a store that cannot take

@@ -78,27 +78,6 @@ func (g *Store) storeIDs(ids []string, all []store.UploadInfo) []string {
 	return out
 }
 
-// uploadBytesHeld returns the bytes the caller's chunked uploads in
-// progress hold in the store.
-func (g *Store) uploadBytesHeld(ctx context.Context) (int64, error) {
-	a, ok := g.rt.st.(store.UploadAdmin)
-	if !ok {
-		return 0, nil
-	}
-	ups, err := a.ListUploads(ctx)
-	if err != nil {
-		return 0, err
-	}
-	ns := g.namespace()
-	var n int64
-	for _, u := range ups {
-		if !u.Complete && strings.HasPrefix(u.ID, ns) {
-			n += u.Bytes
-		}
-	}
-	return n, nil
-}
-
 // UploadBytesLimit is the most the chunked uploads in progress of the
 // identity who may hold: Env.MaxUploadBytesPerIdentity, or when that is 0
 // a quarter of the store's size limit maxStore (0: no limit), so that no
@@ -119,19 +98,8 @@ func (e *Env) UploadBytesLimit(who identity.Identity, maxStore int64) int64 {
 // checkUploadBytes refuses a chunk of n bytes that would take the
 // caller's uploads in progress over their limit.
 func (g *Store) checkUploadBytes(ctx context.Context, n int64) error {
-	if _, ok := g.rt.st.(store.UploadAdmin); !ok {
-		return nil
-	}
-	st, err := g.rt.st.Stats(ctx)
-	if err != nil {
-		return err
-	}
-	limit := g.rt.env.UploadBytesLimit(g.c.who, st.MaxStoreBytes)
-	if limit <= 0 {
-		return nil
-	}
-	held, err := g.uploadBytesHeld(ctx)
-	if err != nil {
+	held, limit, err := g.uploadBytes(ctx, false)
+	if err != nil || limit <= 0 {
 		return err
 	}
 	if held+n > limit {
@@ -145,13 +113,30 @@ func (g *Store) checkUploadBytes(ctx context.Context, n int64) error {
 // UploadBytes returns what the caller's chunked uploads in progress hold
 // and their limit (0: none); both 0 for a store without uploads to list.
 func (g *Store) UploadBytes(ctx context.Context) (held, limit int64, err error) {
-	if _, ok := g.rt.st.(store.UploadAdmin); !ok {
+	return g.uploadBytes(ctx, true)
+}
+
+// uploadBytes is UploadBytes; without always, the uploads are not listed
+// when there is no limit.
+func (g *Store) uploadBytes(ctx context.Context, always bool) (held, limit int64, err error) {
+	a, ok := g.rt.st.(store.UploadAdmin)
+	if !ok {
 		return 0, 0, nil
 	}
 	st, err := g.rt.st.Stats(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
-	held, err = g.uploadBytesHeld(ctx)
-	return held, g.rt.env.UploadBytesLimit(g.c.who, st.MaxStoreBytes), err
+	limit = g.rt.env.UploadBytesLimit(g.c.who, st.MaxStoreBytes)
+	if limit <= 0 && !always {
+		return 0, limit, nil
+	}
+	ups, err := a.ListUploads(ctx)
+	ns := g.namespace()
+	for _, u := range ups {
+		if !u.Complete && strings.HasPrefix(u.ID, ns) {
+			held += u.Bytes
+		}
+	}
+	return held, limit, err
 }

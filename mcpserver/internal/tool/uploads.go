@@ -16,12 +16,18 @@ import (
 // uploads (it does not implement store.UploadAdmin).
 var ErrNoUploadAdmin = errors.New("this store cannot list or drop uploads")
 
-func (g *Store) uploadAdmin() (store.UploadAdmin, error) {
+// uploads returns the store's uploads, after admitting the call to read
+// paths.
+func (g *Store) uploads(ctx context.Context, paths ...string) (store.UploadAdmin, []store.UploadInfo, error) {
+	if err := g.admit(grant.Read, 0, paths...); err != nil {
+		return nil, nil, err
+	}
 	a, ok := g.rt.st.(store.UploadAdmin)
 	if !ok {
-		return nil, fmt.Errorf("uploads: %w", ErrNoUploadAdmin)
+		return nil, nil, fmt.Errorf("uploads: %w", ErrNoUploadAdmin)
 	}
-	return a, nil
+	ups, err := a.ListUploads(ctx)
+	return a, ups, err
 }
 
 // ListUploads is store.UploadAdmin.ListUploads for a caller allowed to
@@ -33,20 +39,12 @@ func (g *Store) ListUploads(ctx context.Context, dir string) ([]store.UploadInfo
 	if dir == "" {
 		paths, dir = nil, depotpath.Root
 	}
-	if err := g.admit(grant.Read, 0, paths...); err != nil {
-		return nil, err
-	}
-	a, err := g.uploadAdmin()
-	if err != nil {
-		return nil, err
-	}
-	ups, err := a.ListUploads(ctx)
+	_, ups, err := g.uploads(ctx, paths...)
 	if err != nil {
 		return nil, err
 	}
 	return slices.DeleteFunc(g.shownUploads(ups), func(u store.UploadInfo) bool {
-		_, err := g.c.perms.Check(g.c.def.name, g.c.def.group, u.Path, grant.Read)
-		return !depotpath.Within(u.Path, dir) || err != nil
+		return !depotpath.Within(u.Path, dir) || !g.may(u.Path, grant.Read)
 	}), nil
 }
 
@@ -58,14 +56,7 @@ func (g *Store) ListUploads(ctx context.Context, dir string) ([]store.UploadInfo
 // so the disk reserve does not apply. An empty dir names no directory:
 // every upload.
 func (g *Store) DropUploads(ctx context.Context, dir string, ids []string, idle time.Duration) ([]store.UploadInfo, error) {
-	if err := g.admit(grant.Read, 0); err != nil {
-		return nil, err
-	}
-	a, err := g.uploadAdmin()
-	if err != nil {
-		return nil, err
-	}
-	all, err := a.ListUploads(ctx)
+	a, all, err := g.uploads(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +80,7 @@ func (g *Store) DropUploads(ctx context.Context, dir string, ids []string, idle 
 			continue
 		}
 		if ids == nil {
-			if _, perr := g.c.perms.Check(g.c.def.name, g.c.def.group, u.Path, grant.Write); perr != nil {
+			if !g.may(u.Path, grant.Write) {
 				continue
 			}
 		} else {
@@ -109,7 +100,7 @@ func (g *Store) DropUploads(ctx context.Context, dir string, ids []string, idle 
 	defer g.mu.Unlock()
 	for i, u := range dropped {
 		g.c.committed = true
-		g.c.note(u.Path)
+		g.c.Note(u.Path)
 		dropped[i].ID, _ = g.shownID(u.ID)
 	}
 	return dropped, err

@@ -5,9 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"log/slog"
 	"math/big"
-	"sync"
 	"time"
 )
 
@@ -20,23 +18,26 @@ import (
 // NextUpdate, Check refuses every certificate. It is safe for concurrent
 // use and owns no goroutine.
 type CRL struct {
-	ca  *x509.Certificate
-	now func() time.Time
-	log *slog.Logger
+	w *watched[crlList]
+}
 
-	mu      sync.Mutex
-	file    watchedFile
-	list    *x509.RevocationList
-	revoked map[string]bool // decimal serials
-	err     error           // why the file is unusable, nil when list is current
+// crlList is a verified CRL with its revoked serials (decimal).
+type crlList struct {
+	*x509.RevocationList
+	revoked map[string]bool
 }
 
 // OpenCRL reads the CRL at path, which ca must have signed, and fails if it
 // is unusable or stale now, so that a misconfiguration stops depotfs at
 // start rather than refusing every agent later.
 func OpenCRL(path string, ca *x509.Certificate, opts *FileOptions) (*CRL, error) {
-	c := &CRL{ca: ca}
-	c.now, c.log, c.file = opts.watch(path)
+	w := newWatched[crlList](path, opts)
+	w.name, w.refusal, w.unreadable = "CRL", "CRL unusable: refusing every client certificate until it is fixed", ErrCRLInvalid
+	w.parse = func(data []byte, old crlList) (crlList, error) { return parseCRL(data, ca, old.RevocationList) }
+	w.loaded = func(l crlList) []any {
+		return []any{"number", l.Number, "revoked", len(l.revoked), "next_update", l.NextUpdate.UTC().Format(time.RFC3339)}
+	}
+	c := &CRL{w: w}
 	if err := c.Check(big.NewInt(0)); err != nil {
 		return nil, fmt.Errorf("crl %s: %w", path, err)
 	}
@@ -46,18 +47,15 @@ func OpenCRL(path string, ca *x509.Certificate, opts *FileOptions) (*CRL, error)
 // Check reports whether the certificate with this serial may be used now:
 // nil, or an error wrapping ErrRevoked, ErrCRLStale or ErrCRLInvalid.
 func (c *CRL) Check(serial *big.Int) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	c.reload(now)
-	if c.err != nil {
-		return c.err
+	list, now, err := c.w.get(false)
+	if err != nil {
+		return err
 	}
-	if !now.Before(c.list.NextUpdate) {
+	if !now.Before(list.NextUpdate) {
 		return fmt.Errorf("%w: its next update was due %s; run 'depotfs ca crl' and install the new CRL",
-			ErrCRLStale, c.list.NextUpdate.UTC().Format(time.RFC3339))
+			ErrCRLStale, list.NextUpdate.UTC().Format(time.RFC3339))
 	}
-	if c.revoked[serial.String()] {
+	if list.revoked[serial.String()] {
 		return fmt.Errorf("%w: serial %x", ErrRevoked, serial)
 	}
 	return nil
@@ -66,71 +64,50 @@ func (c *CRL) Check(serial *big.Int) error {
 // NextUpdate returns when the current CRL goes stale, or the zero time
 // when none is usable.
 func (c *CRL) NextUpdate() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err != nil {
+	list, _, err := c.w.get(false)
+	if err != nil {
 		return time.Time{}
 	}
-	return c.list.NextUpdate
+	return list.NextUpdate
 }
 
-// reload re-reads the file if it changed and records the outcome.
-func (c *CRL) reload(now time.Time) {
-	data, changed, err := c.file.poll(now)
-	if err != nil {
-		c.fail(fmt.Errorf("%w: %w", ErrCRLInvalid, err))
-		return
-	}
-	if !changed {
-		return
-	}
-	list, err := c.parse(data)
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	revoked := make(map[string]bool, len(list.RevokedCertificateEntries))
-	for _, e := range list.RevokedCertificateEntries {
-		revoked[e.SerialNumber.String()] = true
-	}
-	c.list, c.revoked, c.err = list, revoked, nil
-	c.log.Info("CRL loaded", "crl", c.file.path, "number", list.Number, "revoked", len(revoked),
-		"next_update", list.NextUpdate.UTC().Format(time.RFC3339))
+// Reload reads the CRL file now, whatever its stat says (depotfs serve
+// calls it on SIGHUP), and returns why it is unusable, or nil. An
+// unusable CRL refuses every certificate, as on any other read.
+func (c *CRL) Reload() error {
+	_, _, err := c.w.get(true)
+	return err
 }
 
-// fail makes the CRL unusable, logging the change of state once.
-func (c *CRL) fail(err error) {
-	if c.err == nil || c.err.Error() != err.Error() {
-		c.log.Error("CRL unusable: refusing every client certificate until it is fixed", "crl", c.file.path, "err", err)
-	}
-	c.err = err
-	c.file.started = false // re-read the file whole once it is fixed
-}
-
-// parse decodes and verifies a CRL file's content.
-func (c *CRL) parse(data []byte) (*x509.RevocationList, error) {
+// parseCRL decodes a CRL file's content and verifies it against ca and
+// the CRL loaded before it (nil if none).
+func parseCRL(data []byte, ca *x509.Certificate, old *x509.RevocationList) (crlList, error) {
 	der := data
 	if block, _ := pem.Decode(data); block != nil {
 		if block.Type != "X509 CRL" {
-			return nil, fmt.Errorf("%w: PEM block %q, want X509 CRL", ErrCRLInvalid, block.Type)
+			return crlList{}, fmt.Errorf("%w: PEM block %q, want X509 CRL", ErrCRLInvalid, block.Type)
 		}
 		der = block.Bytes
 	}
 	list, err := x509.ParseRevocationList(der)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCRLInvalid, err)
+		return crlList{}, fmt.Errorf("%w: %w", ErrCRLInvalid, err)
 	}
-	if !bytes.Equal(list.RawIssuer, c.ca.RawSubject) {
-		return nil, fmt.Errorf("%w: issued by %q, not the client CA %q", ErrCRLInvalid, list.Issuer, c.ca.Subject)
+	if !bytes.Equal(list.RawIssuer, ca.RawSubject) {
+		return crlList{}, fmt.Errorf("%w: issued by %q, not the client CA %q", ErrCRLInvalid, list.Issuer, ca.Subject)
 	}
-	if err := list.CheckSignatureFrom(c.ca); err != nil {
-		return nil, fmt.Errorf("%w: not signed by the client CA: %w", ErrCRLInvalid, err)
+	if err := list.CheckSignatureFrom(ca); err != nil {
+		return crlList{}, fmt.Errorf("%w: not signed by the client CA: %w", ErrCRLInvalid, err)
 	}
 	if list.NextUpdate.IsZero() || !list.ThisUpdate.Before(list.NextUpdate) {
-		return nil, fmt.Errorf("%w: no next update after its this update", ErrCRLInvalid)
+		return crlList{}, fmt.Errorf("%w: no next update after its this update", ErrCRLInvalid)
 	}
-	if c.list != nil && c.list.Number != nil && (list.Number == nil || list.Number.Cmp(c.list.Number) < 0) {
-		return nil, fmt.Errorf("%w: CRL number %v is older than the loaded %v", ErrCRLInvalid, list.Number, c.list.Number)
+	if old != nil && old.Number != nil && (list.Number == nil || list.Number.Cmp(old.Number) < 0) {
+		return crlList{}, fmt.Errorf("%w: CRL number %v is older than the loaded %v", ErrCRLInvalid, list.Number, old.Number)
 	}
-	return list, nil
+	revoked := make(map[string]bool, len(list.RevokedCertificateEntries))
+	for _, e := range list.RevokedCertificateEntries {
+		revoked[e.SerialNumber.String()] = true
+	}
+	return crlList{list, revoked}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/asn1"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/cryptobyte"
@@ -168,10 +169,8 @@ func checkToolName(tool string) error {
 	if tool == "" || len(tool) > maxToolName || !utf8.ValidString(tool) {
 		return fmt.Errorf("tool %q: want 1 to %d characters", tool, maxToolName)
 	}
-	for _, r := range tool {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-') {
-			return fmt.Errorf("tool %q: only letters, digits, '_', '.' and '-'", tool)
-		}
+	if strings.Trim(tool, nameChars) != "" {
+		return fmt.Errorf("tool %q: only letters, digits, '_', '.' and '-'", tool)
 	}
 	return nil
 }

@@ -102,9 +102,7 @@ func (a *Authenticator) refuse(w http.ResponseWriter, r *http.Request, err error
 	if a.Sink != nil {
 		a.Sink.AuthFailure(r.Context(), f)
 	}
-	log := a.Logger
-	log = cmp.Or(log, slog.Default())
-	log.Debug("http request refused", "remote", f.Remote, "reason", f.Reason, "err", err)
+	cmp.Or(a.Logger, slog.Default()).Debug("http request refused", "remote", f.Remote, "reason", f.Reason, "err", err)
 
 	// A refused request's body is never read. Left alone, net/http would
 	// read it to reuse the connection, waiting as long as the client

@@ -45,26 +45,23 @@ func CheckName(name string) error {
 	if name == "" || len(name) > 64 || name[0] == '.' || name[0] == '-' {
 		return fmt.Errorf("name %q: want 1 to 64 characters, not starting with '.' or '-'", name)
 	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return fmt.Errorf("name %q: only letters, digits, '.', '_' and '-'", name)
-		}
+	if strings.Trim(name, nameChars) != "" {
+		return fmt.Errorf("name %q: only letters, digits, '.', '_' and '-'", name)
 	}
 	return nil
 }
+
+// nameChars are the characters of agent, token and tool names.
+const nameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
 
 func checkDomain(domain string) error {
 	if domain == "" || len(domain) > 253 {
 		return fmt.Errorf("domain %q: want a DNS name", domain)
 	}
 	for _, label := range strings.Split(domain, ".") {
-		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' ||
+			strings.Trim(label, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
 			return fmt.Errorf("domain %q: want a lower-case DNS name such as example.org", domain)
-		}
-		for _, r := range label {
-			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
-				return fmt.Errorf("domain %q: want a lower-case DNS name such as example.org", domain)
-			}
 		}
 	}
 	return nil

@@ -3,10 +3,7 @@ package auth
 import (
 	"crypto/subtle"
 	"fmt"
-	"log/slog"
-	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/depotfs/depotfs/internal/grant"
@@ -18,33 +15,37 @@ import (
 // file is missing, unparsable or writable by group or others, every token
 // is refused. It is safe for concurrent use and owns no goroutine.
 type Tokens struct {
-	now func() time.Time
-	log *slog.Logger
-
-	mu   sync.Mutex
-	file watchedFile
-	byID map[string]token
-	err  error
+	w *watched[map[string]token]
 }
 
-// token is a record with its grants parsed.
+// token is a record with its subject and grants parsed.
 type token struct {
 	TokenRecord
-	grants []grant.Grant
+	subject string
+	grants  []grant.Grant
 }
 
 // OpenTokens reads the tokens file at path and fails if it is unusable.
 func OpenTokens(path string, opts *FileOptions) (*Tokens, error) {
-	t := &Tokens{}
-	t.now, t.log, t.file = opts.watch(path)
-	t.mu.Lock()
-	t.reload(t.now())
-	err := t.err
-	t.mu.Unlock()
-	if err != nil {
+	w := newWatched[map[string]token](path, opts)
+	w.name, w.refusal, w.unreadable = "tokens", "tokens file unusable: refusing every bearer token until it is fixed", ErrTokensUnavailable
+	w.file.private = true
+	w.parse = func(data []byte, _ map[string]token) (map[string]token, error) { return parseTokens(data) }
+	w.loaded = func(byID map[string]token) []any { return []any{"count", len(byID)} }
+	t := &Tokens{w: w}
+	if err := t.Reload(); err != nil {
 		return nil, fmt.Errorf("tokens %s: %w", path, err)
 	}
 	return t, nil
+}
+
+// Reload reads the tokens file now, whatever its stat says (depotfs serve
+// calls it on SIGHUP), and returns why it is unusable, or nil. Until the
+// next change it keeps serving what it read; an unusable file refuses
+// every token, as on any other read.
+func (t *Tokens) Reload() error {
+	_, _, err := t.w.get(true)
+	return err
 }
 
 // Authenticate returns the identity of a bearer token: Method token,
@@ -59,15 +60,11 @@ func (t *Tokens) Authenticate(tok string) (identity.Identity, error) {
 	if !ok {
 		return identity.Identity{}, fmt.Errorf("%w: want %s<id>_<secret>", ErrTokenMalformed, tokenPrefix)
 	}
-	now := t.now()
-	t.mu.Lock()
-	t.reload(now)
-	rec, found := t.byID[id]
-	err := t.err
-	t.mu.Unlock()
+	byID, now, err := t.w.get(false)
 	if err != nil {
 		return identity.Identity{}, err
 	}
+	rec, found := byID[id]
 	if subtle.ConstantTimeCompare([]byte(hashToken(tok)), []byte(rec.SHA256)) != 1 || !found {
 		return identity.Identity{}, fmt.Errorf("%w: id %s", ErrTokenUnknown, id)
 	}
@@ -79,7 +76,7 @@ func (t *Tokens) Authenticate(tok string) (identity.Identity, error) {
 	}
 	return identity.Identity{
 		Transport: "http",
-		Subject:   tokenSubject(rec.Name),
+		Subject:   rec.subject,
 		Method:    identity.MethodToken,
 		Display:   rec.Name,
 		TokenID:   rec.ID,
@@ -100,57 +97,23 @@ func tokenID(tok string) (string, bool) {
 	return id, true
 }
 
-// reload re-reads the file if it changed. The caller holds t.mu.
-func (t *Tokens) reload(now time.Time) {
-	fail := func(err error) {
-		err = fmt.Errorf("%w: %w", ErrTokensUnavailable, err)
-		if t.err == nil || t.err.Error() != err.Error() {
-			t.log.Error("tokens file unusable: refusing every bearer token until it is fixed", "tokens", t.file.path, "err", err)
-		}
-		t.err = err
-		t.file.started = false // re-read the file whole once it is fixed
-	}
-	fi, err := os.Stat(t.file.path)
-	if err != nil {
-		fail(err)
-		return
-	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		fail(fmt.Errorf("%s is writable by group or others (mode %v): chmod 600 it", t.file.path, fi.Mode().Perm()))
-		return
-	}
-	data, changed, err := t.file.poll(now)
-	if err != nil {
-		fail(err)
-		return
-	}
-	if !changed {
-		return
-	}
+// parseTokens parses a tokens file into its tokens by id.
+func parseTokens(data []byte) (map[string]token, error) {
 	f, err := parseTokenFile(data)
 	if err != nil {
-		fail(err)
-		return
+		return nil, fmt.Errorf("%w: %w", ErrTokensUnavailable, err)
 	}
 	byID := make(map[string]token, len(f.Tokens))
 	for _, r := range f.Tokens {
-		gs := make([]grant.Grant, 0, len(r.Grants))
+		// Checked by parseTokenFile; TokenURI also for records written
+		// when tokens shared the agent namespace.
+		u, _ := TokenURI(r.Name)
+		tok := token{TokenRecord: r, subject: u.String(), grants: make([]grant.Grant, 0, len(r.Grants))}
 		for _, s := range r.Grants {
-			g, _ := parseGrant(s) // checked by parseTokenFile
-			gs = append(gs, g)
+			g, _ := parseGrant(s)
+			tok.grants = append(tok.grants, g)
 		}
-		byID[r.ID] = token{TokenRecord: r, grants: gs}
+		byID[r.ID] = tok
 	}
-	t.byID, t.err = byID, nil
-	t.log.Info("tokens loaded", "tokens", t.file.path, "count", len(byID))
-}
-
-// tokenSubject is the identity of the token named name: TokenURI, also for
-// records written when tokens shared the agent namespace.
-func tokenSubject(name string) string {
-	u, err := TokenURI(name)
-	if err != nil {
-		return "" // checkRecord refused such a record when the file was read
-	}
-	return u.String()
+	return byID, nil
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -30,21 +32,72 @@ type FileOptions struct {
 	Logger *slog.Logger
 }
 
-// watch returns o's clock and logger, defaults applied (o may be nil), and
-// the watched file at path.
-func (o *FileOptions) watch(path string) (func() time.Time, *slog.Logger, watchedFile) {
+// watched is a credential file parsed into a T, read again when it
+// changes. It fails closed: while the file is missing, unreadable or
+// refused by parse, get returns why, and the last T parsed stays only to
+// judge the next one. It is safe for concurrent use and owns no goroutine.
+type watched[T any] struct {
+	now func() time.Time
+	log *slog.Logger
+	// name ("CRL", "tokens") names the file in the log, refusal is the
+	// log's message while it is unusable, unreadable wraps an error
+	// reading it.
+	name, refusal string
+	unreadable    error
+	// parse reads the file's content, knowing the T parsed before it;
+	// loaded returns what the log says of a new T.
+	parse  func(data []byte, old T) (T, error)
+	loaded func(T) []any
+
+	mu   sync.Mutex
+	file watchedFile
+	val  T
+	err  error // why the file is unusable, nil when val is current
+}
+
+// newWatched returns the watched file at path under o (may be nil).
+func newWatched[T any](path string, o *FileOptions) *watched[T] {
 	var opts FileOptions
 	if o != nil {
 		opts = *o
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
 	if opts.Recheck <= 0 {
 		opts.Recheck = DefaultRecheck
 	}
-	opts.Logger = cmp.Or(opts.Logger, slog.Default())
-	return opts.Now, opts.Logger, watchedFile{path: path, recheck: opts.Recheck}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &watched[T]{now: opts.Now, log: cmp.Or(opts.Logger, slog.Default()),
+		file: watchedFile{path: path, recheck: opts.Recheck}}
+}
+
+// get returns the file's T and the time it was checked at, reading the
+// file first if it changed, or whatever its stat says when force is set.
+func (w *watched[T]) get(force bool) (T, time.Time, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.now()
+	if force {
+		w.file.started = false
+	}
+	data, changed, err := w.file.poll(now)
+	if err != nil {
+		err = fmt.Errorf("%w: %w", w.unreadable, err)
+	} else if changed {
+		var v T
+		if v, err = w.parse(data, w.val); err == nil {
+			w.val, w.err = v, nil
+			w.log.Info(w.name+" loaded", append([]any{strings.ToLower(w.name), w.file.path}, w.loaded(v)...)...)
+		}
+	}
+	if err != nil {
+		if w.err == nil || w.err.Error() != err.Error() {
+			w.log.Error(w.refusal, strings.ToLower(w.name), w.file.path, "err", err)
+		}
+		w.err = err
+		w.file.started = false // re-read the file whole once it is fixed
+	}
+	return w.val, now, w.err
 }
 
 // maxWatchedBytes bounds a CRL or tokens file.
@@ -65,6 +118,7 @@ type fileKey struct {
 type watchedFile struct {
 	path    string
 	recheck time.Duration
+	private bool // refuse the file while group or others may write it
 
 	key     fileKey
 	sum     [sha256.Size]byte
@@ -76,7 +130,7 @@ type watchedFile struct {
 // previous poll returned (always on the first), or nil and false when it is
 // unchanged. A missing file is an error wrapping fs.ErrNotExist.
 func (w *watchedFile) poll(now time.Time) ([]byte, bool, error) {
-	key, err := statKey(w.path)
+	key, err := w.stat()
 	if err != nil {
 		w.started = false
 		return nil, false, err
@@ -98,10 +152,13 @@ func (w *watchedFile) poll(now time.Time) ([]byte, bool, error) {
 	return data, true, nil
 }
 
-func statKey(path string) (fileKey, error) {
-	fi, err := os.Stat(path)
+func (w *watchedFile) stat() (fileKey, error) {
+	fi, err := os.Stat(w.path)
 	if err != nil {
 		return fileKey{}, err
+	}
+	if w.private && fi.Mode().Perm()&0o022 != 0 {
+		return fileKey{}, fmt.Errorf("%s is writable by group or others (mode %v): chmod 600 it", w.path, fi.Mode().Perm())
 	}
 	k := fileKey{size: fi.Size(), mtime: fi.ModTime()}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {

@@ -1,6 +1,6 @@
 // Package atomicfile writes small files (keys, certificates, CRLs, token
 // lists) so that a reader, or a crash, sees the old file or the new one
-// whole, never a mix. It has no state.
+// whole, never a mix, and lets their writers take turns. It has no state.
 package atomicfile
 
 import (
@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Write writes data to a temporary file beside path with mode, syncs it,
@@ -46,6 +47,21 @@ func Write(path string, data []byte, mode fs.FileMode) (err error) {
 		return err
 	}
 	return SyncDir(filepath.Dir(path))
+}
+
+// Locked runs fn holding an exclusive flock(2) on the lock file at path
+// (created 0600 if missing), so that writers of the same files, in this
+// process or others, take turns.
+func Locked(path string, fn func() error) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", path, err)
+	}
+	return fn()
 }
 
 // SyncDir makes a rename or creation in dir durable.

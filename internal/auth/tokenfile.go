@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/depotfs/depotfs/internal/atomicfile"
@@ -220,31 +219,25 @@ func updateTokenFile(path string, change func(*TokenFile) error) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("lock %s: %w", lock.Name(), err)
-	}
-	f := &TokenFile{Version: TokenFileVersion, Tokens: []TokenRecord{}}
-	data, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return err
-	default:
-		if f, err = parseTokenFile(data); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+	return atomicfile.Locked(path+".lock", func() error {
+		f := &TokenFile{Version: TokenFileVersion, Tokens: []TokenRecord{}}
+		data, err := os.ReadFile(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return err
+		default:
+			if f, err = parseTokenFile(data); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
 		}
-	}
-	if err := change(f); err != nil {
-		return err
-	}
-	out, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(path, append(out, '\n'), 0o600)
+		if err := change(f); err != nil {
+			return err
+		}
+		out, err := json.MarshalIndent(f, "", "  ")
+		if err != nil {
+			return err
+		}
+		return atomicfile.Write(path, append(out, '\n'), 0o600)
+	})
 }

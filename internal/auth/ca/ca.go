@@ -14,7 +14,6 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/depotfs/depotfs/internal/atomicfile"
@@ -69,43 +68,24 @@ func Init(dir, name string, validity time.Duration, now time.Time) (*CA, error) 
 				return fmt.Errorf("%w: %s", ErrExists, filepath.Join(dir, f))
 			}
 		}
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return err
-		}
-		serial, err := newSerial()
-		if err != nil {
-			return err
-		}
 		tmpl := &x509.Certificate{
-			SerialNumber:          serial,
 			Subject:               pkix.Name{CommonName: name},
-			NotBefore:             now.Add(-clockSkew),
-			NotAfter:              now.Add(validity),
 			IsCA:                  true,
 			BasicConstraintsValid: true,
 			MaxPathLenZero:        true, // agents' certificates only, no intermediate CAs
 			KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+		is, key, err := newCert(tmpl, nil, nil, now, validity)
 		if err != nil {
 			return err
 		}
-		cert, err := x509.ParseCertificate(der)
-		if err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, KeyFile), is.KeyPEM, 0o600); err != nil {
 			return err
 		}
-		keyPEM, err := encodeKey(key)
-		if err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, CertFile), is.CertPEM, 0o644); err != nil {
 			return err
 		}
-		if err := atomicfile.Write(filepath.Join(dir, KeyFile), keyPEM, 0o600); err != nil {
-			return err
-		}
-		if err := atomicfile.Write(filepath.Join(dir, CertFile), encodeCert(der), 0o644); err != nil {
-			return err
-		}
-		c = &CA{dir: dir, cert: cert, key: key}
+		c = &CA{dir: dir, cert: is.Cert, key: key}
 		_, err = c.writeCRL(DefaultCRLValidity, now)
 		return err
 	})
@@ -155,26 +135,36 @@ func (c *CA) Dir() string { return c.dir }
 // CRLPath returns the path of the CA's current CRL.
 func (c *CA) CRLPath() string { return filepath.Join(c.dir, CRLFile) }
 
-// newSerial returns a random positive 127-bit serial number (RFC 5280
-// allows up to 20 octets; randomness makes serials unguessable).
-func newSerial() (*big.Int, error) {
-	s, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+// newCert makes a certificate of tmpl for a fresh ECDSA P-256 key, with
+// a random positive 127-bit serial (RFC 5280 allows up to 20 octets;
+// randomness makes serials unguessable), valid from now (backdated for
+// clock skew) for validity, signed by parent's key, or self-signed when
+// parent is nil. It returns the certificate and its key.
+func newCert(tmpl, parent *x509.Certificate, parentKey crypto.Signer, now time.Time, validity time.Duration) (*Issued, crypto.Signer, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s.Add(s, big.NewInt(1)), nil
-}
-
-func encodeCert(der []byte) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}
-
-func encodeKey(key crypto.Signer) ([]byte, error) {
-	der, err := x509.MarshalPKCS8PrivateKey(key)
+	serial, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127)) // crypto/rand.Reader never fails
+	tmpl.SerialNumber = serial.Add(serial, big.NewInt(1))
+	tmpl.NotBefore, tmpl.NotAfter = now.Add(-clockSkew), now.Add(validity)
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, key.Public(), parentKey)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &Issued{Cert: cert, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})}, key, nil
 }
 
 func publicKeysEqual(a, b crypto.PublicKey) bool {
@@ -182,15 +172,7 @@ func publicKeysEqual(a, b crypto.PublicKey) bool {
 	return ok && ak.Equal(b)
 }
 
-// withLock runs fn holding an exclusive lock on dir's lock file.
+// withLock runs fn holding the CA directory's lock.
 func withLock(dir string, fn func() error) error {
-	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("lock %s: %w", f.Name(), err)
-	}
-	return fn()
+	return atomicfile.Locked(filepath.Join(dir, lockFile), fn)
 }

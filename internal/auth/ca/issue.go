@@ -2,9 +2,6 @@ package ca
 
 import (
 	"cmp"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
@@ -93,31 +90,12 @@ func (c *CA) IssueServer(hosts []string, validity time.Duration, now time.Time) 
 	return is, nil
 }
 
-// issue completes tmpl with a serial and validity and signs it for a fresh
-// key.
+// issue signs tmpl for a fresh key, valid from now for validity, which
+// must end before the CA's own validity.
 func (c *CA) issue(tmpl *x509.Certificate, now time.Time, validity time.Duration) (*Issued, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
+	if end := now.Add(validity); end.After(c.cert.NotAfter) {
+		return nil, fmt.Errorf("validity ends %s, after the CA's own (%s)", end.Format(time.RFC3339), c.cert.NotAfter.Format(time.RFC3339))
 	}
-	if tmpl.SerialNumber, err = newSerial(); err != nil {
-		return nil, err
-	}
-	tmpl.NotBefore, tmpl.NotAfter = now.Add(-clockSkew), now.Add(validity)
-	if tmpl.NotAfter.After(c.cert.NotAfter) {
-		return nil, fmt.Errorf("validity ends %s, after the CA's own (%s)", tmpl.NotAfter.Format(time.RFC3339), c.cert.NotAfter.Format(time.RFC3339))
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, key.Public(), c.key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	keyPEM, err := encodeKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return &Issued{Cert: cert, CertPEM: encodeCert(der), KeyPEM: keyPEM}, nil
+	is, _, err := newCert(tmpl, c.cert, c.key, now, validity)
+	return is, err
 }

@@ -12,6 +12,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,12 +43,7 @@ func (c *CA) Revoke(serial *big.Int, now time.Time) (string, bool, error) {
 			return err
 		}
 		hex := serial.Text(16)
-		added = true
-		for _, r := range list.Revoked {
-			if r.Serial == hex {
-				added = false
-			}
-		}
+		added = !slices.ContainsFunc(list.Revoked, func(r revokedSerial) bool { return r.Serial == hex })
 		if added {
 			list.Revoked = append(list.Revoked, revokedSerial{Serial: hex, Time: now.UTC()})
 			if err := c.writeRevoked(list); err != nil {

@@ -431,8 +431,6 @@ func (b *Broker) resolve(r *request, fetched bool, err error) {
 		return
 	}
 	delete(b.reqs, r.Path)
-	r.err = err
-	close(r.done)
 	if r.hold != nil {
 		r.hold.Stop()
 	}
@@ -443,6 +441,10 @@ func (b *Broker) resolve(r *request, fetched bool, err error) {
 	b.mu.Unlock()
 	r.stop()
 	b.notify()
+	// The readers go last, so that one holding the content finds the
+	// pending set changed and the listeners told.
+	r.err = err
+	close(r.done)
 }
 
 // watch follows the store's events for r's path from revision rev and

@@ -14,55 +14,58 @@ import (
 
 // Stat returns the entry at path. It is safe for concurrent use.
 func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
-	if err := check.Path("stat", path); err != nil {
+	return s.stat(ctx, path, func(tx *bbolt.Tx) (*record, error) { return getEntry(tx.Bucket(bucketTree), path) })
+}
+
+// stat is Stat of the record get reads.
+func (s *Store) stat(ctx context.Context, path string, get func(tx *bbolt.Tx) (*record, error)) (store.Entry, error) {
+	var e store.Entry
+	err := s.view(ctx, "stat", path, func(tx *bbolt.Tx) error {
+		var err error
+		e, err = entryOf(tx, path, get)
+		return err
+	})
+	return e, err
+}
+
+// entryOf is the entry of the record get reads for p, the root's own.
+func entryOf(tx *bbolt.Tx, p string, get func(tx *bbolt.Tx) (*record, error)) (store.Entry, error) {
+	if p == depotpath.Root {
+		return statRoot(tx.Bucket(bucketMeta))
+	}
+	r, err := get(tx)
+	if err != nil {
 		return store.Entry{}, err
 	}
-	if err := s.check(ctx); err != nil {
-		return store.Entry{}, pathErr("stat", path, err)
+	if r == nil {
+		return store.Entry{}, store.ErrNotExist
 	}
-	var e store.Entry
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		if path == depotpath.Root {
-			var err error
-			e, err = statRoot(tx.Bucket(bucketMeta))
-			return err
-		}
-		r, err := getEntry(tx.Bucket(bucketTree), path)
-		if err != nil {
-			return err
-		}
-		if r == nil {
-			return store.ErrNotExist
-		}
-		e = r.Entry(path)
-		return nil
-	})
-	return e, pathErr("stat", path, err)
+	return r.Entry(p), nil
+}
+
+// view runs fn in a read transaction for the operation op on path.
+func (s *Store) view(ctx context.Context, op, path string, fn func(tx *bbolt.Tx) error) error {
+	if err := check.Path(op, path); err != nil {
+		return err
+	}
+	if err := s.check(ctx); err != nil {
+		return pathErr(op, path, err)
+	}
+	return pathErr(op, path, s.db.View(fn))
 }
 
 // ReadDir returns the children of dir sorted by name (byte order). It is
 // safe for concurrent use; the listing is one consistent snapshot.
 func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) {
-	if err := check.Path("readdir", dir); err != nil {
-		return nil, err
-	}
-	if err := s.check(ctx); err != nil {
-		return nil, pathErr("readdir", dir, err)
-	}
 	var out []store.Entry
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.view(ctx, "readdir", dir, func(tx *bbolt.Tx) error {
 		tree := tx.Bucket(bucketTree)
-		if dir != depotpath.Root {
-			r, err := getEntry(tree, dir)
-			if err != nil {
-				return err
-			}
-			if r == nil {
-				return store.ErrNotExist
-			}
-			if r.Kind != store.KindDir {
-				return store.ErrNotDir
-			}
+		e, err := entryOf(tx, dir, func(tx *bbolt.Tx) (*record, error) { return getEntry(tree, dir) })
+		if err != nil {
+			return err
+		}
+		if !e.IsDir() {
+			return store.ErrNotDir
 		}
 		prefix := dirPrefix(dir)
 		c := tree.Cursor()
@@ -81,7 +84,7 @@ func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) 
 		return nil
 	})
 	if err != nil {
-		return nil, pathErr("readdir", dir, err)
+		return nil, err
 	}
 	return out, nil
 }

@@ -5,9 +5,7 @@ import (
 	"context"
 	"math"
 
-	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
-	"github.com/depotfs/depotfs/store/internal/check"
 	"github.com/depotfs/depotfs/store/internal/rules"
 	bbolt "go.etcd.io/bbolt"
 )
@@ -43,41 +41,10 @@ func recordAt(tx *bbolt.Tx, p string, rev uint64) (*record, error) {
 	return r, nil
 }
 
-// view runs fn in a read transaction for the operation op on path.
-func (s *Store) view(ctx context.Context, op, path string, fn func(tx *bbolt.Tx) error) error {
-	if err := check.Path(op, path); err != nil {
-		return err
-	}
-	if err := s.check(ctx); err != nil {
-		return pathErr(op, path, err)
-	}
-	return pathErr(op, path, s.db.View(fn))
-}
-
 // StatAt is Stat of the tree as of revision rev (see store.Versions). It
 // is safe for concurrent use.
 func (s *Store) StatAt(ctx context.Context, path string, rev uint64) (store.Entry, error) {
-	var e store.Entry
-	err := s.view(ctx, "stat", path, func(tx *bbolt.Tx) error {
-		var err error
-		e, err = statAt(tx, path, rev)
-		return err
-	})
-	return e, err
-}
-
-func statAt(tx *bbolt.Tx, p string, rev uint64) (store.Entry, error) {
-	if p == depotpath.Root {
-		return statRoot(tx.Bucket(bucketMeta))
-	}
-	r, err := recordAt(tx, p, rev)
-	if err != nil {
-		return store.Entry{}, err
-	}
-	if r == nil {
-		return store.Entry{}, store.ErrNotExist
-	}
-	return r.Entry(p), nil
+	return s.stat(ctx, path, func(tx *bbolt.Tx) (*record, error) { return recordAt(tx, path, rev) })
 }
 
 // ReadDirAt is ReadDir of the tree as of revision rev: the live children
@@ -86,7 +53,7 @@ func statAt(tx *bbolt.Tx, p string, rev uint64) (store.Entry, error) {
 func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.Entry, error) {
 	var out []store.Entry
 	err := s.view(ctx, "readdir", dir, func(tx *bbolt.Tx) error {
-		e, err := statAt(tx, dir, rev)
+		e, err := entryOf(tx, dir, func(tx *bbolt.Tx) (*record, error) { return recordAt(tx, dir, rev) })
 		if err != nil {
 			return err
 		}

@@ -2,10 +2,8 @@ package nats
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"strings"
+	"math"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
@@ -17,35 +15,10 @@ import (
 // Stat returns the entry at path as this host has applied the tree; a
 // path this host has no entry for is looked up again once the host caught
 // up with the cluster (see catchUp), so an entry any host created before
-// the call is found. It is safe for concurrent use.
+// the call is found. It is StatAt of the live tree (no version is visible
+// past every revision). It is safe for concurrent use.
 func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
-	e, err := s.stat(ctx, path)
-	if errors.Is(err, store.ErrNotExist) && s.sync(ctx) == nil {
-		return s.stat(ctx, path)
-	}
-	return e, err
-}
-
-// stat is Stat from this host's state as it is.
-func (s *Store) stat(ctx context.Context, path string) (store.Entry, error) {
-	if err := check.Path("stat", path); err != nil {
-		return store.Entry{}, err
-	}
-	if err := s.check(ctx); err != nil {
-		return store.Entry{}, check.PathError("stat", path, err)
-	}
-	s.view.mu.RLock()
-	defer s.view.mu.RUnlock()
-	if path == depotpath.Root {
-		e := entryrec.RootEntry()
-		e.MTime, e.Updated = s.view.st.rootTime, s.view.st.rootTime
-		return e, nil
-	}
-	r := s.view.st.entries[path]
-	if r == nil {
-		return store.Entry{}, check.PathError("stat", path, store.ErrNotExist)
-	}
-	return r.entry(), nil
+	return s.StatAt(ctx, path, math.MaxUint64)
 }
 
 // ReadDir returns the children of dir sorted by name, once this host
@@ -56,31 +29,7 @@ func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) 
 		return nil, err
 	}
 	_ = s.sync(ctx) // on no answer, the listing is this host's
-	if err := s.check(ctx); err != nil {
-		return nil, check.PathError("readdir", dir, err)
-	}
-	s.view.mu.RLock()
-	defer s.view.mu.RUnlock()
-	st := s.view.st
-	if dir != depotpath.Root {
-		r := st.entries[dir]
-		if r == nil {
-			return nil, check.PathError("readdir", dir, store.ErrNotExist)
-		}
-		if r.Kind != store.KindDir {
-			return nil, check.PathError("readdir", dir, store.ErrNotDir)
-		}
-	}
-	out := make([]store.Entry, 0, len(st.children[dir]))
-	for p := range st.children[dir] {
-		out = append(out, st.entries[p].entry())
-	}
-	slices.SortFunc(out, func(a, b store.Entry) int {
-		_, x := depotpath.Split(a.Path)
-		_, y := depotpath.Split(b.Path)
-		return strings.Compare(x, y)
-	})
-	return out, nil
+	return s.ReadDirAt(ctx, dir, math.MaxUint64)
 }
 
 // Open returns the content of the file at path as the cluster has it when

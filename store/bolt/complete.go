@@ -51,21 +51,11 @@ func (s *Store) complete(ctx context.Context, id string) (store.PutResult, error
 		return store.PutResult{}, err
 	}
 
-	// Pin the blob, as an open Content does, so that it cannot be deleted
-	// between the check below and the final transaction.
-	exists := false
-	s.gc.mu.Lock()
-	err = s.db.View(func(tx *bbolt.Tx) error {
-		_, ok, err := getBlob(tx.Bucket(bucketBlobs), h)
-		exists = ok
-		return err
-	})
-	if err == nil {
-		s.pinLocked(h)
-	}
-	s.gc.mu.Unlock()
+	// Pinned, it cannot be deleted between the check and the final
+	// transaction.
+	exists, err := s.pinBlob(h)
 	if err != nil {
-		return store.PutResult{}, dbErr(err)
+		return store.PutResult{}, err
 	}
 	defer s.unpin(h)
 

@@ -30,16 +30,6 @@ const UploadPath = "/upload/"
 // identities hold at Env.MaxRawUploadsPerIdentity each.
 const maxPendingUploads = 16384
 
-func (s *tools) beginUploadTool() tool.Tool {
-	return tool.Tool{
-		Spec:    tool.ConditionSchema(s.docs.Spec(toolBeginUpload, "Begin a raw upload of a large file", writes)),
-		Profile: tool.ProfileGuide,
-		Paths:   []tool.PathArg{tool.Write("path"), tool.Write("filename")},
-		Shape:   tool.EnvelopeShape{},
-		Run:     s.beginUpload,
-	}
-}
-
 // beginData is guide_begin_upload's reply data.
 type beginData struct {
 	UploadURL        string `json:"upload_url"`

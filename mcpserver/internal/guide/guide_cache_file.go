@@ -15,16 +15,6 @@ import (
 
 const toolCacheFile = "guide_cache_file"
 
-func (s *tools) cacheFileTool() tool.Tool {
-	return tool.Tool{
-		Spec:    tool.ConditionSchema(s.docs.Spec(toolCacheFile, "Cache a file in the depot", writes)),
-		Profile: tool.ProfileGuide,
-		Paths:   []tool.PathArg{tool.Write("path"), tool.Write("filename")},
-		Shape:   tool.EnvelopeShape{},
-		Run:     s.cacheFile,
-	}
-}
-
 // cacheFile stores one whole file.
 func (s *tools) cacheFile(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
 	var a fileArgs

@@ -17,16 +17,6 @@ import (
 
 const toolCacheFiles = "guide_cache_files"
 
-func (s *tools) cacheFilesTool() tool.Tool {
-	return tool.Tool{
-		Spec:    tool.ConditionSchema(s.docs.Spec(toolCacheFiles, "Cache many files in the depot at once", writes), "properties", "files", "items"),
-		Profile: tool.ProfileGuide,
-		Paths:   []tool.PathArg{tool.Write("path"), tool.Write("filename")},
-		Shape:   tool.EnvelopeShape{},
-		Run:     s.cacheFiles,
-	}
-}
-
 // batchData is the reply data of guide_cache_files: each file as
 // guide_cache_file describes it, in the order sent, and the totals.
 type batchData struct {

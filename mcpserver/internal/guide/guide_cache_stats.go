@@ -11,15 +11,6 @@ import (
 
 const toolCacheStats = "guide_cache_stats"
 
-func (s *tools) cacheStatsTool() tool.Tool {
-	return tool.Tool{
-		Spec:    s.docs.Spec(toolCacheStats, "Show the depot's statistics and limits", readOnly),
-		Profile: tool.ProfileGuide,
-		Shape:   tool.EnvelopeShape{},
-		Run:     s.cacheStats,
-	}
-}
-
 // CacheStats is the reply data of guide_cache_stats: the whole depot at one
 // moment. It is exported so that clients such as "depotfs status" can
 // decode the reply into it. A plain value.

@@ -18,16 +18,6 @@ const toolDropUploads = "guide_drop_uploads"
 // maxDropIDs bounds the upload ids one guide_drop_uploads call names.
 const maxDropIDs = 1000
 
-func (s *tools) dropUploadsTool() tool.Tool {
-	return tool.Tool{
-		Spec:    s.docs.Spec(toolDropUploads, "Drop abandoned chunked uploads", writes),
-		Profile: tool.ProfileGuide,
-		Paths:   []tool.PathArg{tool.Write("path")},
-		Shape:   tool.EnvelopeShape{},
-		Run:     s.dropUploads,
-	}
-}
-
 // DropUploadsData is the reply data of guide_drop_uploads.
 type DropUploadsData struct {
 	Dropped []UploadInfo `json:"dropped"`

@@ -13,16 +13,6 @@ import (
 
 const toolFileHistory = "guide_file_history"
 
-func (s *tools) fileHistoryTool() tool.Tool {
-	return tool.Tool{
-		Spec:    s.docs.Spec(toolFileHistory, "List a file's kept versions", readOnly),
-		Profile: tool.ProfileGuide,
-		Paths:   []tool.PathArg{tool.Read("path")},
-		Shape:   tool.EnvelopeShape{},
-		Run:     s.fileHistory,
-	}
-}
-
 // VersionInfo is one version of a file in the reply of guide_file_history.
 // A plain value.
 type VersionInfo struct {

@@ -23,16 +23,6 @@ const maxListDepth = 128
 // maxRefusedPaths bounds the refused paths a reply lists.
 const maxRefusedPaths = 100
 
-func (s *tools) listDirectoryTool() tool.Tool {
-	return tool.Tool{
-		Spec:    s.docs.Spec(toolListDirectory, "Describe a directory to the depot", writes),
-		Profile: tool.ProfileGuide,
-		Paths:   []tool.PathArg{tool.Write("path"), tool.Write("name")},
-		Shape:   tool.EnvelopeShape{},
-		Run:     s.listDirectory,
-	}
-}
-
 // listing collects the declarations of one guide_list_directory call.
 type listing struct {
 	dir     string

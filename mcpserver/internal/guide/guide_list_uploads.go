@@ -14,16 +14,6 @@ import (
 
 const toolListUploads = "guide_list_uploads"
 
-func (s *tools) listUploadsTool() tool.Tool {
-	return tool.Tool{
-		Spec:    s.docs.Spec(toolListUploads, "List the chunked uploads in progress", readOnly),
-		Profile: tool.ProfileGuide,
-		Paths:   []tool.PathArg{tool.Read("path")},
-		Shape:   tool.EnvelopeShape{},
-		Run:     s.listUploads,
-	}
-}
-
 // UploadInfo is one chunked upload in the replies of guide_list_uploads
 // and guide_drop_uploads. It is exported so that "depotfs uploads" can
 // decode the replies into it. A plain value.

@@ -15,15 +15,6 @@ import (
 
 const toolPendingRequests = "guide_pending_requests"
 
-func (s *tools) pendingRequestsTool() tool.Tool {
-	return tool.Tool{
-		Spec:    s.docs.Spec(toolPendingRequests, "List the files programs are waiting for", readOnly),
-		Profile: tool.ProfileGuide,
-		Shape:   tool.EnvelopeShape{},
-		Run:     s.pendingRequests,
-	}
-}
-
 // pendingArgs are the arguments of guide_pending_requests.
 type pendingArgs struct {
 	wait    time.Duration

@@ -17,16 +17,6 @@ import (
 
 const toolReadFile = "guide_read_file"
 
-func (s *tools) readFileTool() tool.Tool {
-	return tool.Tool{
-		Spec:    s.docs.Spec(toolReadFile, "Send a file's content to the depot", writes),
-		Profile: tool.ProfileGuide,
-		Paths:   []tool.PathArg{tool.Write("path"), tool.Write("filename")},
-		Shape:   tool.EnvelopeShape{},
-		Run:     s.readFile,
-	}
-}
-
 // chunkArgs are the arguments of one chunk of a chunked upload.
 type chunkArgs struct {
 	uploadID string

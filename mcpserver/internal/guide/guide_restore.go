@@ -17,16 +17,6 @@ import (
 
 const toolRestore = "guide_restore"
 
-func (s *tools) restoreTool() tool.Tool {
-	return tool.Tool{
-		Spec:    s.docs.Spec(toolRestore, "Make an earlier version of a file current again", writes),
-		Profile: tool.ProfileGuide,
-		Paths:   []tool.PathArg{tool.ReadWrite("path")},
-		Shape:   tool.EnvelopeShape{},
-		Run:     s.restore,
-	}
-}
-
 // restore makes the version of a file at a revision, or in a snapshot,
 // its current content again, as a new revision. The content is shared,
 // not copied.

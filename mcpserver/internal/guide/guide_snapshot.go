@@ -19,20 +19,6 @@ const toolSnapshot = "guide_snapshot"
 // maxSnapshotName is the longest snapshot name, in bytes.
 const maxSnapshotName = 64
 
-func (s *tools) snapshotTool() tool.Tool {
-	return tool.Tool{
-		Spec:    s.docs.Spec(toolSnapshot, "Create, list or delete snapshots", tool.Hints{Destructive: true}),
-		Profile: tool.ProfileGuide,
-		// Declared read, so that a caller with read grants only sees the
-		// tool and may list; creating (the only action with a path) and
-		// deleting need write access to the snapshot's path, which the
-		// guarded store checks before anything is written.
-		Paths: []tool.PathArg{tool.Read("path")},
-		Shape: tool.EnvelopeShape{},
-		Run:   s.snapshot,
-	}
-}
-
 // SnapshotInfo is one snapshot in a guide_snapshot reply. It is exported
 // so that "depotfs snapshot" can decode the reply into it. A plain value.
 type SnapshotInfo struct {

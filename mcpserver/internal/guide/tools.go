@@ -58,19 +58,25 @@ func Tools(env *tool.Env, p *pending.List, u *Uploads) []tool.Tool {
 		"{{max_snapshots}}", strconv.Itoa(env.MaxSnapshotsPerIdentity),
 		"{{keep_versions}}", strconv.Itoa(env.KeepVersions),
 	)
+	w, r := tool.Write, tool.Read
+	upload := []tool.PathArg{w("path"), w("filename")}
 	ts := s.docs.Tools(
-		s.cacheFileTool(),
-		s.cacheFilesTool(),
-		s.beginUploadTool(),
-		s.listDirectoryTool(),
-		s.readFileTool(),
-		s.pendingRequestsTool(),
-		s.cacheStatsTool(),
-		s.listUploadsTool(),
-		s.dropUploadsTool(),
-		s.snapshotTool(),
-		s.fileHistoryTool(),
-		s.restoreTool(),
+		conditional(s.guideTool(toolCacheFile, "Cache a file in the depot", writes, s.cacheFile, upload...)),
+		conditional(s.guideTool(toolCacheFiles, "Cache many files in the depot at once", writes, s.cacheFiles, upload...), "properties", "files", "items"),
+		conditional(s.guideTool(toolBeginUpload, "Begin a raw upload of a large file", writes, s.beginUpload, upload...)),
+		s.guideTool(toolListDirectory, "Describe a directory to the depot", writes, s.listDirectory, w("path"), w("name")),
+		s.guideTool(toolReadFile, "Send a file's content to the depot", writes, s.readFile, upload...),
+		s.guideTool(toolPendingRequests, "List the files programs are waiting for", readOnly, s.pendingRequests),
+		s.guideTool(toolCacheStats, "Show the depot's statistics and limits", readOnly, s.cacheStats),
+		s.guideTool(toolListUploads, "List the chunked uploads in progress", readOnly, s.listUploads, r("path")),
+		s.guideTool(toolDropUploads, "Drop abandoned chunked uploads", writes, s.dropUploads, w("path")),
+		// Declared read, so that a caller with read grants only sees the
+		// tool and may list; creating (the only action with a path) and
+		// deleting need write access to the snapshot's path, which the
+		// guarded store checks before anything is written.
+		s.guideTool(toolSnapshot, "Create, list or delete snapshots", tool.Hints{Destructive: true}, s.snapshot, r("path")),
+		s.guideTool(toolFileHistory, "List a file's kept versions", readOnly, s.fileHistory, r("path")),
+		s.guideTool(toolRestore, "Make an earlier version of a file current again", writes, s.restore, tool.ReadWrite("path")),
 	)
 	for _, t := range ts {
 		if t.Spec.Name == toolBeginUpload {
@@ -78,6 +84,18 @@ func Tools(env *tool.Env, p *pending.List, u *Uploads) []tool.Tool {
 		}
 	}
 	return ts
+}
+
+// guideTool builds one guide tool.
+func (s *tools) guideTool(name, title string, h tool.Hints, run tool.Func, paths ...tool.PathArg) tool.Tool {
+	return tool.Tool{Spec: s.docs.Spec(name, title, h), Profile: tool.ProfileGuide, Paths: paths, Shape: tool.EnvelopeShape{}, Run: run}
+}
+
+// conditional adds if_revision and if_absent to t's input schema, at the
+// object within names (see tool.ConditionSchema).
+func conditional(t tool.Tool, within ...string) tool.Tool {
+	t.Spec = tool.ConditionSchema(t.Spec, within...)
+	return t
 }
 
 // uploadTTLDoc describes the expiry of filename-only uploads.

@@ -354,3 +354,15 @@ func parseInteger(raw json.RawMessage) (int64, bool) {
 	}
 	return int64(f), true
 }
+
+// Parse decodes raw as a call's arguments object into probs, lets fields
+// read it and reports every argument fields did not ask for (Finish). It
+// returns the problems recorded (Problems.Err); fields is not called when
+// raw is not an object.
+func Parse(raw json.RawMessage, probs *Problems, fields func(o *Object)) error {
+	if o := Decode(raw, "arguments", "", probs); o != nil {
+		fields(o)
+		o.Finish()
+	}
+	return probs.Err()
+}

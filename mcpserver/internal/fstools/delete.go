@@ -29,20 +29,18 @@ type fsDeleteReply struct {
 // directory and everything in it, in one atomic change. With force, a
 // path that does not exist is not an error.
 func (s *tools) fsDelete(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var probs args.Problems
 	var p string
 	var recursive, force bool
-	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		p = fsPathArg(o, "path")
 		if p == depotpath.Root {
 			o.Problems().Addf("path", "the depot root cannot be deleted; delete the entries in it")
 		}
 		recursive = o.Bool("recursive", false)
 		force = o.Bool("force", false)
-		o.Finish()
-	}
+	})
 	c.Path = p
-	if err := probs.Err(); err != nil {
+	if err != nil {
 		return tool.Reply{}, err
 	}
 	ctx, cancel := s.opts.CommitContext(ctx)

@@ -45,14 +45,12 @@ type fsPermissions struct {
 // fsInfo is info: what the depot knows of a path. A path with no entry is
 // not an error: the reply says exists false.
 func (s *tools) fsInfo(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var probs args.Problems
 	var p string
-	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		p = fsPathArg(o, "path")
-		o.Finish()
-	}
+	})
 	c.Path = p
-	if err := probs.Err(); err != nil {
+	if err != nil {
 		return tool.Reply{}, err
 	}
 	e, err := c.Store().Stat(ctx, p)

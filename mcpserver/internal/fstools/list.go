@@ -34,21 +34,19 @@ type fsListReply struct {
 // with ".") and what is below hidden directories are left out unless
 // include_hidden.
 func (s *tools) fsList(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var probs args.Problems
 	var dir string
 	var pattern args.Glob
 	var recursive, hidden bool
 	metadata := true
-	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		dir = fsPathArg(o, "path")
 		pattern = o.Glob("pattern")
 		recursive = o.Bool("recursive", false)
 		hidden = o.Bool("include_hidden", false)
 		metadata = o.Bool("metadata", true)
-		o.Finish()
-	}
+	})
 	c.Path = dir
-	if err := probs.Err(); err != nil {
+	if err != nil {
 		return tool.Reply{}, err
 	}
 	e, err := c.Store().Stat(ctx, dir)

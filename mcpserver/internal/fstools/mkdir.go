@@ -22,16 +22,14 @@ type fsMkdirReply struct {
 // fsMkdir is mkdir: an explicit directory, with its parents unless
 // recursive is false. An existing directory is success (created false).
 func (s *tools) fsMkdir(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var probs args.Problems
 	var p string
 	recursive := true
-	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		p = fsPathArg(o, "path")
 		recursive = o.Bool("recursive", true)
-		o.Finish()
-	}
+	})
 	c.Path = p
-	if err := probs.Err(); err != nil {
+	if err != nil {
 		return tool.Reply{}, err
 	}
 	e, err := c.Store().Stat(ctx, p)

@@ -44,9 +44,8 @@ type fsReadArgs struct {
 // it, at most max_size bytes (truncated says when there was more), as
 // UTF-8 text, or base64 when asked or when the content is not text.
 func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var probs args.Problems
 	a := fsReadArgs{start: -1, end: -1}
-	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		a.path = fsPathArg(o, "path")
 		a.encoding, _ = o.Encoding("encoding", "binary")
 		if o.Has("start_line") {
@@ -60,10 +59,9 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 		if a.start >= 0 && a.end >= 0 && a.end < a.start {
 			o.Problems().Addf("end_line", "%d is before start_line %d (end_line is inclusive)", a.end, a.start)
 		}
-		o.Finish()
-	}
+	})
 	c.Path = a.path
-	if err := probs.Err(); err != nil {
+	if err != nil {
 		return tool.Reply{}, err
 	}
 	e, content, err := openVersion(ctx, c, a.path, a.revision)

@@ -54,10 +54,9 @@ type fsContextLine struct {
 
 // fsSearch is search: grep over the depot, on every CPU.
 func (s *tools) fsSearch(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var probs args.Problems
 	q := search.Query{Recursive: true}
 	var files args.Glob
-	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		q.Root = fsPathArg(o, "root_path")
 		pattern, hasPattern := o.Str("pattern", true)
 		regex := o.Bool("regex", false)
@@ -74,10 +73,9 @@ func (s *tools) fsSearch(ctx context.Context, c *tool.Call, raw json.RawMessage)
 			}
 			q.Pattern = p
 		}
-		o.Finish()
-	}
+	})
 	c.Path = q.Root
-	if err := probs.Err(); err != nil {
+	if err != nil {
 		return tool.Reply{}, err
 	}
 	q.Files = files.Match

@@ -65,7 +65,7 @@ type fsWriteArgs struct {
 func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
 	var probs args.Problems
 	var a fsWriteArgs
-	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+	err := args.Parse(raw, &probs, func(o *args.Object) {
 		a.path = fsPathArg(o, "path")
 		if a.path == depotpath.Root {
 			o.Problems().Addf("path", "names the depot root, which is a directory; give a file path such as \"notes/todo.txt\"")
@@ -82,10 +82,9 @@ func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 		if a.cond.Set() && a.mode != modeOverwrite {
 			o.Problems().Addf("mode", "is %s, and if_revision and if_absent guard only a whole write (mode overwrite): leave mode out, or the conditions", a.mode)
 		}
-		o.Finish()
-	}
+	})
 	c.Path = a.path
-	if err := probs.Err(); err != nil {
+	if err != nil {
 		return tool.Reply{}, err
 	}
 	c.Size, c.SHA256 = int64(len(a.data)), contentSum(a.data)
@@ -111,7 +110,6 @@ func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 		req.Mode = e.Mode // a write keeps the file's permissions
 	}
 	var res store.PutResult
-	var err error
 	switch a.mode {
 	case modeOverwrite:
 		a.cond.Apply(&req)

@@ -18,13 +18,12 @@ const toolCacheFile = "guide_cache_file"
 // cacheFile stores one whole file.
 func (s *tools) cacheFile(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
 	var a fileArgs
-	if o := c.Decode(raw); o != nil {
+	err := args.Parse(raw, c.Args(), func(o *args.Object) {
 		a = decodeFile(o, s.opts.MaxContentBytes)
 		a.cond = tool.DecodeCondition(o)
-		o.Finish()
-	}
+	})
 	c.Path = a.path
-	if err := c.Args().Err(); err != nil {
+	if err != nil {
 		return tool.Reply{}, err
 	}
 	return s.putFile(ctx, c, &a, toolCacheFile)

@@ -82,11 +82,9 @@ type Limits struct {
 
 // cacheStats reports the store's statistics, the broker's and the limits.
 func (s *tools) cacheStats(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var probs args.Problems
-	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
-		o.Finish()
-	}
-	if err := probs.Err(); err != nil {
+	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
+	})
+	if err != nil {
 		return tool.Reply{}, err
 	}
 	st, err := c.Store().Stats(ctx)

@@ -38,15 +38,14 @@ type KeptUpload struct {
 
 // dropUploads drops the uploads named, or all those idle long enough.
 func (s *tools) dropUploads(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var probs args.Problems
 	dir := ""
 	var ids []string
 	idle := time.Duration(-1)
-	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		dir = uploadsDir(o)
 		if elems, ok := o.Array("upload_ids", false); ok {
 			if len(elems) == 0 || len(elems) > maxDropIDs {
-				probs.Addf("upload_ids", "give 1 to %d upload ids, got %d", maxDropIDs, len(elems))
+				o.Problems().Addf("upload_ids", "give 1 to %d upload ids, got %d", maxDropIDs, len(elems))
 			}
 			for i, e := range elems {
 				id, err := args.DecodeString(e)
@@ -54,7 +53,7 @@ func (s *tools) dropUploads(ctx context.Context, c *tool.Call, raw json.RawMessa
 					err = args.CheckUploadID(id)
 				}
 				if err != nil {
-					probs.Addf(fmt.Sprintf("upload_ids[%d]", i), "%v", err)
+					o.Problems().Addf(fmt.Sprintf("upload_ids[%d]", i), "%v", err)
 				} else if !slices.Contains(ids, id) {
 					ids = append(ids, id)
 				}
@@ -69,11 +68,10 @@ func (s *tools) dropUploads(ctx context.Context, c *tool.Call, raw json.RawMessa
 			}
 		}
 		if !o.Has("upload_ids") && !o.Has("idle_seconds") {
-			probs.Addf("upload_ids", "give upload_ids, idle_seconds or both (idle_seconds 0 alone drops every upload)")
+			o.Problems().Addf("upload_ids", "give upload_ids, idle_seconds or both (idle_seconds 0 alone drops every upload)")
 		}
-		o.Finish()
-	}
-	if err := probs.Err(); err != nil {
+	})
+	if err != nil {
 		return tool.Reply{}, err
 	}
 	before, err := c.Store().ListUploads(ctx, dir)

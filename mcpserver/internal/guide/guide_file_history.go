@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/depotfs/depotfs/mcpserver/internal/args"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 	"github.com/depotfs/depotfs/store"
 )
@@ -36,12 +37,11 @@ type HistoryData struct {
 // fileHistory lists the versions of a file the depot keeps, newest first.
 func (s *tools) fileHistory(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
 	var p string
-	if o := c.Decode(raw); o != nil {
+	err := args.Parse(raw, c.Args(), func(o *args.Object) {
 		p, _ = o.DepotPath("path", true)
-		o.Finish()
-	}
+	})
 	c.Path = p
-	if err := c.Args().Err(); err != nil {
+	if err != nil {
 		return tool.Reply{}, err
 	}
 	versions, err := c.Store().History(ctx, p)

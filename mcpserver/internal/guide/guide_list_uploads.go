@@ -64,13 +64,11 @@ func shownDir(dir string) string {
 
 // listUploads lists the chunked uploads the caller may see.
 func (s *tools) listUploads(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var probs args.Problems
 	dir := ""
-	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		dir = uploadsDir(o)
-		o.Finish()
-	}
-	if err := probs.Err(); err != nil {
+	})
+	if err != nil {
 		return tool.Reply{}, err
 	}
 	ups, err := c.Store().ListUploads(ctx, dir)

@@ -25,9 +25,8 @@ type pendingArgs struct {
 // pendingRequests lists the pending requests, waiting up to wait_seconds
 // for a new one when there is none.
 func (s *tools) pendingRequests(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var probs args.Problems
 	var a pendingArgs
-	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		if o.Has("wait_seconds") {
 			if n, ok := o.Int("wait_seconds", false, 0, pending.MaxWaitSeconds); ok {
 				a.wait = time.Duration(n) * time.Second
@@ -37,14 +36,13 @@ func (s *tools) pendingRequests(ctx context.Context, c *tool.Call, raw json.RawM
 			if cur, ok := o.Str("cursor", false); ok {
 				after, foreign, err := s.pending.ParseCursor(cur)
 				if err != nil {
-					probs.Add("cursor", err)
+					o.Problems().Add("cursor", err)
 				}
 				a.after, a.foreign = after, foreign
 			}
 		}
-		o.Finish()
-	}
-	if err := probs.Err(); err != nil {
+	})
+	if err != nil {
 		return tool.Reply{}, err
 	}
 

@@ -51,16 +51,15 @@ func (s *tools) readFile(ctx context.Context, c *tool.Call, raw json.RawMessage)
 	var a fileArgs
 	var ch chunkArgs
 	chunked := false
-	if o := c.Decode(raw); o != nil {
+	err := args.Parse(raw, c.Args(), func(o *args.Object) {
 		a = decodeFile(o, s.opts.MaxContentBytes)
 		chunked = o.Has("upload_id") || o.Has("chunk_index") || o.Has("chunk_count") || o.Has("chunk_sha256") || o.Has("total_size")
 		if chunked {
 			ch = s.decodeChunk(o, a.sha256 != "")
 		}
-		o.Finish()
-	}
+	})
 	c.Path = a.path
-	if err := c.Args().Err(); err != nil {
+	if err != nil {
 		return tool.Reply{}, err
 	}
 	if !chunked {

@@ -23,7 +23,7 @@ const toolRestore = "guide_restore"
 func (s *tools) restore(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
 	var p, snapName string
 	var rev uint64
-	if o := c.Decode(raw); o != nil {
+	err := args.Parse(raw, c.Args(), func(o *args.Object) {
 		p, _ = o.DepotPath("path", true)
 		if n, ok := o.Int("revision", false, 1, args.MaxExactInteger); ok {
 			rev = uint64(n)
@@ -37,10 +37,9 @@ func (s *tools) restore(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 		if o.Has("revision") == o.Has("snapshot") {
 			o.Problems().Addf("revision", "give exactly one of revision (guide_file_history lists them) or snapshot")
 		}
-		o.Finish()
-	}
+	})
 	c.Path = p
-	if err := c.Args().Err(); err != nil {
+	if err != nil {
 		return tool.Reply{}, err
 	}
 	from := "revision " + strconv.FormatUint(rev, 10)

@@ -20,20 +20,18 @@ import (
 // content address, answered from the entry without reading the content;
 // MD5 and SHA-1 stream the content, whatever its size.
 func (s *tools) providerFileHash(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var probs args.Problems
 	var p providerPath
 	algorithm := "md5"
-	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		p = s.providerPathArg(o, "file_path")
 		if o.Has("algorithm") {
 			if name, ok := o.Str("algorithm", false); ok {
 				algorithm = strings.ToLower(name)
 			}
 		}
-		o.Finish()
-	}
+	})
 	c.Path = p.depot
-	if err := probs.Err(); err != nil {
+	if err != nil {
 		return tool.Reply{}, err
 	}
 	var h hash.Hash

@@ -16,12 +16,11 @@ import (
 // providerFindFiles is find_files: the paths of the files below a
 // directory (recursive by default) whose names match any of patterns.
 func (s *tools) providerFindFiles(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var probs args.Problems
 	var dir providerPath
 	var patterns []args.Glob
 	var maxFiles int64
 	recursive := true
-	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		dir = s.providerPathArg(o, "directory_path")
 		if elems, ok := o.Array("patterns", true); ok {
 			for i, el := range elems {
@@ -43,10 +42,9 @@ func (s *tools) providerFindFiles(ctx context.Context, c *tool.Call, raw json.Ra
 		}
 		recursive = o.Bool("recursive", true)
 		maxFiles = providerSize(o, "max_files")
-		o.Finish()
-	}
+	})
 	c.Path = dir.depot
-	if err := probs.Err(); err != nil {
+	if err != nil {
 		return tool.Reply{}, err
 	}
 	paths, err := s.providerWalk(ctx, c, dir, recursive, s.listLimit(maxFiles), func(e store.Entry) bool {

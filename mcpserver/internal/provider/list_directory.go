@@ -15,20 +15,18 @@ import (
 // entries, files and directories, matching pattern; with recursive, of
 // every entry below it (pattern matching names at any depth).
 func (s *tools) providerListDirectory(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var probs args.Problems
 	var dir providerPath
 	var pattern args.Glob
 	var recursive bool
 	var maxFiles int64
-	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		dir = s.providerPathArg(o, "directory_path")
 		pattern = o.Glob("pattern")
 		recursive = o.Bool("recursive", false)
 		maxFiles = providerSize(o, "max_files")
-		o.Finish()
-	}
+	})
 	c.Path = dir.depot
-	if err := probs.Err(); err != nil {
+	if err != nil {
 		return tool.Reply{}, err
 	}
 	paths, err := s.providerWalk(ctx, c, dir, recursive, s.listLimit(maxFiles), func(e store.Entry) bool {

@@ -105,6 +105,18 @@ func (a *fileArgs) expires(now time.Time, uploadTTL time.Duration) time.Time {
 	return time.Time{}
 }
 
+// request is the store request that writes a's file with content data
+// (nil when it streams or comes in chunks) and hash sum ("": the store's),
+// for c through source.
+func (s *tools) request(c *tool.Call, a *fileArgs, source, sum string, data []byte) store.PutRequest {
+	req := store.PutRequest{
+		Path: a.path, Data: data, SHA256: sum, Mode: a.mode, MTime: a.mtime, Encoding: a.encoding,
+		Source: source, Writer: c.Who().String(), Expires: a.expires(time.Now(), s.opts.UploadTTL), Pinned: a.pin,
+	}
+	a.cond.Apply(&req)
+	return req
+}
+
 // checkFileSize refuses a file larger than max bytes (0: no limit) before
 // it reaches the store.
 func checkFileSize(p string, size, max int64) error {

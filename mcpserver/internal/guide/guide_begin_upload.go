@@ -274,11 +274,8 @@ func (u *Uploads) put(r *http.Request, c *tool.Call, token string) (tool.Reply, 
 			return tool.Reply{}, err
 		}
 	}
-	req := store.PutRequest{
-		Path: a.path, SHA256: a.sha256, Mode: a.mode, MTime: a.mtime, Encoding: "raw",
-		Source: toolBeginUpload, Writer: c.Who().String(), Expires: a.expires(time.Now(), s.opts.UploadTTL), Pinned: a.pin,
-	}
-	a.cond.Apply(&req)
+	req := s.request(c, a, toolBeginUpload, a.sha256, nil)
+	req.Encoding = "raw"
 	body := &countingReader{r: r.Body, h: newHash()}
 	res, err := c.Store().PutStream(r.Context(), req, body, size)
 	switch {

@@ -47,20 +47,7 @@ func (s *tools) putFile(ctx context.Context, c *tool.Call, a *fileArgs, source s
 
 	ctx, cancel := s.opts.CommitContext(ctx)
 	defer cancel()
-	req := store.PutRequest{
-		Path:     a.path,
-		Data:     a.data,
-		SHA256:   sum,
-		Mode:     a.mode,
-		MTime:    a.mtime,
-		Encoding: a.encoding,
-		Source:   source,
-		Writer:   c.Who().String(),
-		Expires:  a.expires(time.Now(), s.opts.UploadTTL),
-		Pinned:   a.pin,
-	}
-	a.cond.Apply(&req)
-	res, err := c.Store().Put(ctx, req)
+	res, err := c.Store().Put(ctx, s.request(c, a, source, sum, a.data))
 	if err != nil {
 		return tool.Reply{}, &tool.StoreError{Op: "put", Path: a.path, Err: a.cond.Conflict(ctx, c.Store(), a.path, err)}
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/depotfs/depotfs/mcpserver/internal/args"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
@@ -165,7 +164,6 @@ func (s *tools) batchRequests(c *tool.Call, files []fileArgs) ([]store.PutReques
 	probs := &args.Problems{}
 	reqs := make([]store.PutRequest, len(files))
 	first := make(map[string]int, len(files))
-	now := time.Now()
 	for i := range files {
 		a := &files[i]
 		field := fmt.Sprintf("files[%d]", i)
@@ -187,12 +185,7 @@ func (s *tools) batchRequests(c *tool.Call, files []fileArgs) ([]store.PutReques
 			continue
 		}
 		first[a.path] = i
-		reqs[i] = store.PutRequest{
-			Path: a.path, Data: a.data, SHA256: sum, Mode: a.mode, MTime: a.mtime,
-			Encoding: a.encoding, Source: toolCacheFiles, Writer: c.Who().String(),
-			Expires: a.expires(now, s.opts.UploadTTL), Pinned: a.pin,
-		}
-		a.cond.Apply(&reqs[i])
+		reqs[i] = s.request(c, a, toolCacheFiles, sum, a.data)
 	}
 	return reqs, probs.Err()
 }

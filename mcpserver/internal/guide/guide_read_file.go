@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/depotfs/depotfs/mcpserver/internal/args"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
@@ -119,17 +118,7 @@ func (s *tools) putChunk(ctx context.Context, c *tool.Call, a *fileArgs, ch chun
 		Data:      a.data,
 		TotalSize: ch.total,
 		SHA256:    ch.sha256, // the store hashes the chunk and checks it
-		File: store.PutRequest{
-			Path:     a.path,
-			SHA256:   a.sha256,
-			Mode:     a.mode,
-			MTime:    a.mtime,
-			Encoding: a.encoding,
-			Source:   toolReadFile + " upload " + ch.uploadID,
-			Writer:   c.Who().String(),
-			Expires:  a.expires(time.Now(), s.opts.UploadTTL),
-			Pinned:   a.pin,
-		},
+		File:      s.request(c, a, toolReadFile+" upload "+ch.uploadID, a.sha256, nil),
 	})
 	if err != nil {
 		if sum := sha256.Sum256(a.data); errors.Is(err, store.ErrHashMismatch) && ch.sha256 != "" && hex.EncodeToString(sum[:]) != ch.sha256 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"slices"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
@@ -47,16 +46,11 @@ func (s *tools) providerFindFiles(ctx context.Context, c *tool.Call, raw json.Ra
 	if err != nil {
 		return tool.Reply{}, err
 	}
-	paths, err := s.providerWalk(ctx, c, dir, recursive, s.listLimit(maxFiles), func(e store.Entry) bool {
+	return s.providerWalk(ctx, c, dir, recursive, maxFiles, func(e store.Entry) bool {
 		if e.IsDir() {
 			return false
 		}
 		name := depotpath.Base(e.Path)
 		return slices.ContainsFunc(patterns, func(g args.Glob) bool { return g.Match(name) })
 	})
-	if err != nil {
-		return tool.Reply{}, err
-	}
-	c.Attrs = append(c.Attrs, slog.Int("results", len(paths)))
-	return tool.Reply{Data: paths}, nil
 }

@@ -44,11 +44,7 @@ func (s *tools) providerFileStats(ctx context.Context, c *tool.Call, raw json.Ra
 
 // decodeStatArgs reads the one argument of file_exists and get_file_stats.
 func (s *tools) decodeStatArgs(raw json.RawMessage) (providerPath, error) {
-	var probs args.Problems
 	var p providerPath
-	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
-		p = s.providerPathArg(o, "path")
-		o.Finish()
-	}
-	return p, probs.Err()
+	err := args.Parse(raw, new(args.Problems), func(o *args.Object) { p = s.providerPathArg(o, "path") })
+	return p, err
 }

@@ -29,27 +29,23 @@ func (s *tools) providerListDirectory(ctx context.Context, c *tool.Call, raw jso
 	if err != nil {
 		return tool.Reply{}, err
 	}
-	paths, err := s.providerWalk(ctx, c, dir, recursive, s.listLimit(maxFiles), func(e store.Entry) bool {
+	return s.providerWalk(ctx, c, dir, recursive, maxFiles, func(e store.Entry) bool {
 		return pattern.Match(depotpath.Base(e.Path))
 	})
-	if err != nil {
-		return tool.Reply{}, err
-	}
-	c.Attrs = append(c.Attrs, slog.Int("results", len(paths)))
-	return tool.Reply{Data: paths}, nil
 }
 
-// providerWalk returns, as the caller names them, the paths of the entries
-// below dir that keep accepts, at most limit of them, in depth-first order
-// with siblings by name.
-func (s *tools) providerWalk(ctx context.Context, c *tool.Call, dir providerPath, recursive bool, limit int, keep func(store.Entry) bool) ([]string, error) {
+// providerWalk replies with, as the caller names them, the paths of the
+// entries below dir that keep accepts, at most maxFiles of them (see
+// listLimit), in depth-first order with siblings by name.
+func (s *tools) providerWalk(ctx context.Context, c *tool.Call, dir providerPath, recursive bool, maxFiles int64, keep func(store.Entry) bool) (tool.Reply, error) {
 	e, err := c.Store().Stat(ctx, dir.depot)
 	if err != nil {
-		return nil, providerStoreError(err, "Directory", dir)
+		return tool.Reply{}, providerStoreError(err, "Directory", dir)
 	}
 	if !e.IsDir() {
-		return nil, providerNotDir(dir)
+		return tool.Reply{}, providerNotDir(dir)
 	}
+	limit := s.listLimit(maxFiles)
 	paths := []string{}
 	err = c.Store().Walk(ctx, dir.depot, recursive, func(e store.Entry) (bool, error) {
 		if keep(e) {
@@ -61,9 +57,10 @@ func (s *tools) providerWalk(ctx context.Context, c *tool.Call, dir providerPath
 		return true, nil
 	})
 	if err != nil {
-		return nil, providerStoreError(err, "Directory", dir)
+		return tool.Reply{}, providerStoreError(err, "Directory", dir)
 	}
-	return paths, nil
+	c.Attrs = append(c.Attrs, slog.Int("results", len(paths)))
+	return tool.Reply{Data: paths}, nil
 }
 
 // listLimit is the number of entries a listing returns: the caller's

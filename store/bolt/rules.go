@@ -19,6 +19,10 @@ var (
 	_ rules.Committer = committer{}
 )
 
+// writes are Remove, Copy, Move, Declare, CreateSnapshot and
+// DeleteSnapshot: the write rules alone, over committer (see rules.Writes).
+type writes = rules.Writes
+
 // committer runs the write rules in the store's transactions.
 type committer struct{ s *Store }
 

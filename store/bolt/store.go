@@ -106,7 +106,9 @@ type Options struct {
 }
 
 // Store is the bbolt implementation of store.Store. A Store is safe for
-// concurrent use by multiple goroutines.
+// concurrent use by multiple goroutines. Remove, Copy, Move, Declare,
+// CreateSnapshot and DeleteSnapshot are the shared write rules run in its
+// transactions, each one transaction (as store.Store documents them).
 type Store struct {
 	db   *bbolt.DB
 	lock *os.File // DB.lock, naming this process to a second opener
@@ -130,6 +132,7 @@ type Store struct {
 	uploads keylock.Locks
 	uses    uses
 	staged  stagedTotals
+	writes
 }
 
 var _ store.Store = (*Store)(nil)
@@ -179,6 +182,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		wmu:  make(writeLock, 1),
 	}
 	s.gc.open = make(map[hash]int)
+	s.writes = writes{C: committer{s}}
 	rev, err := s.init()
 	if err != nil {
 		db.Close()

@@ -6,7 +6,6 @@ import (
 	"math"
 
 	"github.com/depotfs/depotfs/store"
-	"github.com/depotfs/depotfs/store/internal/rules"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -141,18 +140,6 @@ func (s *Store) History(ctx context.Context, path string) ([]store.Entry, error)
 		return nil, err
 	}
 	return out, nil
-}
-
-// CreateSnapshot holds the current revision (see rules.CreateSnapshot).
-// It is safe for concurrent use.
-func (s *Store) CreateSnapshot(ctx context.Context, req store.SnapshotRequest) (store.Snapshot, error) {
-	return rules.CreateSnapshot(ctx, committer{s}, req)
-}
-
-// DeleteSnapshot releases a snapshot (see rules.DeleteSnapshot). It is
-// safe for concurrent use.
-func (s *Store) DeleteSnapshot(ctx context.Context, name string) error {
-	return rules.DeleteSnapshot(ctx, committer{s}, name)
 }
 
 // Snapshots lists the snapshots by name. It is safe for concurrent use.

@@ -21,6 +21,10 @@ var (
 	_ rules.Committer = committer{}
 )
 
+// writes are Remove, Copy, Move, Declare, CreateSnapshot and
+// DeleteSnapshot: the write rules alone, over committer (see rules.Writes).
+type writes = rules.Writes
+
 // committer runs the write rules in the store's transactions; they
 // upload no content.
 type committer struct{ s *Store }

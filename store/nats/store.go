@@ -113,7 +113,9 @@ var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Store is the NATS JetStream implementation of store.Store. It is safe
 // for concurrent use; several Stores, on several hosts, may share one
-// depot.
+// depot. Remove, Copy, Move, Declare, CreateSnapshot and DeleteSnapshot
+// are the shared write rules, each committed as one atomic batch (as
+// store.Store documents them; a snapshot's release may take several).
 type Store struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
@@ -142,6 +144,7 @@ type Store struct {
 	open      openBlobs
 	catchUp   catchUp
 	pullMu    sync.Mutex // held by the one pull in flight (see waitApplied)
+	writes
 }
 
 var _ store.Store = (*Store)(nil)
@@ -194,6 +197,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 	s.chunkSize = chunkSizeFor(o.MaxChunkSize, nc.MaxPayload())
 	s.opts.InlineBytes = min(s.opts.InlineBytes, int64(s.chunkSize))
 	s.open.n = make(map[string]int)
+	s.writes = writes{C: committer{s}}
 	s.uses.init()
 	s.view.st = newState()
 	s.view.uses = &s.uses

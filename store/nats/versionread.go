@@ -11,7 +11,6 @@ import (
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
 	"github.com/depotfs/depotfs/store/internal/entryrec"
-	"github.com/depotfs/depotfs/store/internal/rules"
 )
 
 // read runs fn on this host's state for the operation op on path; a path
@@ -118,18 +117,6 @@ func (s *Store) History(ctx context.Context, path string) ([]store.Entry, error)
 		return nil
 	})
 	return out, err
-}
-
-// CreateSnapshot holds the current revision (see rules.CreateSnapshot).
-// It is safe for concurrent use.
-func (s *Store) CreateSnapshot(ctx context.Context, req store.SnapshotRequest) (store.Snapshot, error) {
-	return rules.CreateSnapshot(ctx, committer{s}, req)
-}
-
-// DeleteSnapshot releases a snapshot (see rules.DeleteSnapshot). It is
-// safe for concurrent use.
-func (s *Store) DeleteSnapshot(ctx context.Context, name string) error {
-	return rules.DeleteSnapshot(ctx, committer{s}, name)
 }
 
 // Snapshots lists the snapshots by name, once this host caught up with

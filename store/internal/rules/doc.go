@@ -6,9 +6,10 @@
 // own: reading and writing records, assigning revisions and inodes,
 // indexes, content chunks, and the commit.
 //
-// Remove, Copy, Move and Declare are whole calls over a store's
-// Committer; Put, Expire, Evict and CheckParents run inside a
-// transaction the store already has (batches, streams, uploads, sweeps).
+// Writes (Remove, Copy, Move, Declare, CreateSnapshot, DeleteSnapshot)
+// are whole calls over a store's Committer, which the store embeds; Put,
+// Expire, Evict and CheckParents run inside a transaction the store
+// already has (batches, streams, uploads, sweeps).
 // Every rule may run again in a fresh transaction (bolt's group commit,
 // nats's optimistic retries): results are returned, never kept, and read
 // their entries after the commit. An error concerning another path than

@@ -19,27 +19,38 @@ type Committer interface {
 	Check(ctx context.Context) error
 }
 
-// Remove is store.Store.Remove: req checked, then removed (see
-// removeIn) in one transaction of c.
-func Remove(ctx context.Context, c Committer, req store.RemoveRequest) error {
+// Writes are the store.Store writes that are the rules alone, each in
+// one transaction of C (CreateSnapshot and DeleteSnapshot too): a store
+// embeds them over its Committer instead of forwarding each call. They
+// are safe for concurrent use.
+type Writes struct{ C Committer }
+
+// Remove is store.Store.Remove: a file, an empty directory, or with
+// req.Recursive a directory and everything below it (deepest first, one
+// event each); the implicit parents it leaves empty go too (see
+// removeIn).
+func (w Writes) Remove(ctx context.Context, req store.RemoveRequest) error {
 	if err := check.Remove(req.Path); err != nil {
 		return err
 	}
-	err := c.Update(ctx, func(t Txn) error { return removeIn(t, req) })
+	err := w.C.Update(ctx, func(t Txn) error { return removeIn(t, req) })
 	return check.PathError("remove", req.Path, err)
 }
 
-// Declare is store.Store.Declare: req checked, then declared (see
-// declareIn) in one transaction of c.
-func Declare(ctx context.Context, c Committer, req store.DeclareRequest) (store.DeclareResult, error) {
+// Declare is store.Store.Declare: every declaration applies, in order
+// (a later one for the same path wins), or none does (see declareIn). A
+// placeholder whose declared size, mtime or hash differs takes them
+// (counted Stale; a hash not declared then is unknown); Mode 0 leaves the
+// stored mode alone; implicit parents are created but not counted.
+func (w Writes) Declare(ctx context.Context, req store.DeclareRequest) (store.DeclareResult, error) {
 	if err := check.Declarations(req.Entries); err != nil {
 		return store.DeclareResult{}, err
 	}
 	if len(req.Entries) == 0 {
-		return store.DeclareResult{}, c.Check(ctx)
+		return store.DeclareResult{}, w.C.Check(ctx)
 	}
 	var res store.DeclareResult
-	err := c.Update(ctx, func(t Txn) error {
+	err := w.C.Update(ctx, func(t Txn) error {
 		var err error
 		res, err = declareIn(t, req)
 		return err
@@ -50,14 +61,17 @@ func Declare(ctx context.Context, c Committer, req store.DeclareRequest) (store.
 	return res, nil
 }
 
-// Copy is store.Store.Copy (see transferIn) in one transaction of c.
-func Copy(ctx context.Context, c Committer, req store.CopyRequest) (store.CopyResult, error) {
-	return run(ctx, c, transfer.Copy(req))
+// Copy is store.Store.Copy (see transferIn): copies reference the
+// source's content, so copying a 1 GiB file or a tree writes records
+// only.
+func (w Writes) Copy(ctx context.Context, req store.CopyRequest) (store.CopyResult, error) {
+	return run(ctx, w.C, transfer.Copy(req))
 }
 
-// Move is store.Store.Move (see transferIn) in one transaction of c.
-func Move(ctx context.Context, c Committer, req store.MoveRequest) (store.CopyResult, error) {
-	return run(ctx, c, transfer.Move(req))
+// Move is store.Store.Move (see transferIn): the new entries are
+// created, parents first, then the old ones removed, children first.
+func (w Writes) Move(ctx context.Context, req store.MoveRequest) (store.CopyResult, error) {
+	return run(ctx, w.C, transfer.Move(req))
 }
 
 // run checks tr and runs it in one transaction of c; the result's entry

@@ -18,13 +18,13 @@ import (
 // holding the revision the transaction starts from. What it holds is
 // decided as each later change replaces a record (retain), so creating
 // one costs the same whatever the size of the tree.
-func CreateSnapshot(ctx context.Context, c Committer, req store.SnapshotRequest) (store.Snapshot, error) {
+func (w Writes) CreateSnapshot(ctx context.Context, req store.SnapshotRequest) (store.Snapshot, error) {
 	prefix, err := check.Snapshot(req)
 	if err != nil {
 		return store.Snapshot{}, err
 	}
 	var out store.Snapshot
-	err = c.Update(ctx, func(t Txn) error {
+	err = w.C.Update(ctx, func(t Txn) error {
 		snaps, err := t.Snapshots()
 		if err != nil {
 			return err
@@ -48,13 +48,13 @@ func CreateSnapshot(ctx context.Context, c Committer, req store.SnapshotRequest)
 // DeleteSnapshot is store.Versions.DeleteSnapshot: the snapshot's hold
 // released (see unhold) and its record deleted, in one transaction, or in
 // several when the release is larger than one commit holds.
-func DeleteSnapshot(ctx context.Context, c Committer, name string) error {
+func (w Writes) DeleteSnapshot(ctx context.Context, name string) error {
 	if err := check.SnapshotName(name); err != nil {
 		return err
 	}
 	for started := false; ; started = true {
 		done := false
-		err := c.Update(ctx, func(t Txn) error {
+		err := w.C.Update(ctx, func(t Txn) error {
 			snaps, err := t.Snapshots()
 			if err != nil {
 				return err

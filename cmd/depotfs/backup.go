@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -56,16 +55,7 @@ type backupResult struct {
 
 func runBackupCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg backupConfig
-	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
-	fs.StringVar(&cfg.to, "to", "", "backup `file` to write (mode 0600; it must not exist)")
-	fs.StringVar(&cfg.db, "db", "", "offline: the database `file` of a stopped server to back up, instead of asking a running one")
-	fs.StringVar(&cfg.auditLog, "audit-log", "", "offline: the audit log `file`; default audit.log beside --db, as for serve")
-	fs.StringVar(&cfg.url, "url", "http://127.0.0.1:7411/mcp", "MCP `endpoint` of the running depotfs serve (the backup is fetched from /backup beside it)")
-	fs.BoolVar(&cfg.json, "json", false, "print the result as one JSON object instead of a summary line, and draw no progress bar")
-	fs.DurationVar(&cfg.timeout, "timeout", 0, "give up after this long; 0: no limit")
-	cfg.creds.flags(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: depotfs backup [create] --to FILE [flags]
+	fs := newFlagSet("backup", `Usage: depotfs backup [create] --to FILE [flags]
 
 Writes a backup of the depot to FILE: the database as of one revision, taken
 while agents keep writing (a bbolt read transaction), with the audit log, its
@@ -89,8 +79,13 @@ Examples:
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
+	fs.StringVar(&cfg.to, "to", "", "backup `file` to write (mode 0600; it must not exist)")
+	fs.StringVar(&cfg.db, "db", "", "offline: the database `file` of a stopped server to back up, instead of asking a running one")
+	fs.StringVar(&cfg.auditLog, "audit-log", "", "offline: the audit log `file`; default audit.log beside --db, as for serve")
+	fs.StringVar(&cfg.url, "url", "http://127.0.0.1:7411/mcp", "MCP `endpoint` of the running depotfs serve (the backup is fetched from /backup beside it)")
+	fs.BoolVar(&cfg.json, "json", false, "print the result as one JSON object instead of a summary line, and draw no progress bar")
+	fs.DurationVar(&cfg.timeout, "timeout", 0, "give up after this long; 0: no limit")
+	cfg.creds.flags(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}

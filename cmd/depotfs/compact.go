@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -13,10 +12,7 @@ import (
 )
 
 func runCompact(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
-	db := fs.String("db", filepath.Join(defaultDataDir(), "depot.db"), "bbolt database `file` to compact")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: depotfs compact [flags]
+	fs := newFlagSet("compact", `Usage: depotfs compact [flags]
 
 Rewrites the database offline into a new file holding only live pages, then
 replaces the old file, and prints the size before and after. bbolt never
@@ -31,8 +27,7 @@ Examples:
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
+	db := fs.String("db", filepath.Join(defaultDataDir(), "depot.db"), "bbolt database `file` to compact")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}

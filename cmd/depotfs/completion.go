@@ -47,9 +47,7 @@ func completionTree(ctx context.Context) ([]completionCmd, error) {
 }
 
 func runCompletion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("completion", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: depotfs completion bash|zsh|fish
+	fs := newFlagSet("completion", `Usage: depotfs completion bash|zsh|fish
 
 Prints a completion script for the shell: commands, subcommands and flags.
 
@@ -59,7 +57,6 @@ Examples:
   depotfs completion zsh > "${fpath[1]}/_depotfs"
   depotfs completion fish > ~/.config/fish/completions/depotfs.fish
 `)
-	}
 	pos, err := parseFlagsArgs(fs, args, stderr, 1, "a shell: bash, zsh or fish")
 	if err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,12 +21,7 @@ const exportAttempts = 3
 
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg directConfig
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	to := fs.String("to", "", "export `file` to write (it must not exist)")
-	asJSON := fs.Bool("json", false, "print the result as one JSON object")
-	cfg.flags(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: depotfs export --to FILE [flags]
+	fs := newFlagSet("export", `Usage: depotfs export --to FILE [flags]
 
 Writes the depot's tree as of one revision to FILE, portable between stores:
 one tar stream of a manifest (one JSON line per entry: path, sha256, size,
@@ -46,8 +40,9 @@ Examples:
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
+	to := fs.String("to", "", "export `file` to write (it must not exist)")
+	asJSON := fs.Bool("json", false, "print the result as one JSON object")
+	cfg.flags(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}

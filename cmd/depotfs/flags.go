@@ -18,6 +18,17 @@ func envName(flagName string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
+// newFlagSet is a command's flag set whose -h prints usage, then the
+// flags.
+func newFlagSet(name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
 // parseFlags applies environment variables to the flags of fs, then parses
 // args, so a command-line flag wins over the environment, which wins over the
 // default. Each flag's usage gains the name of its variable. Run by

@@ -57,15 +57,12 @@ func (r *flagRecorder) recordGroup(ctx context.Context, group string, subs []sub
 const configurationDoc = "docs/configuration.md"
 
 func runFlags(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("flags", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: depotfs flags
+	fs := newFlagSet("flags", `Usage: depotfs flags
 
 Prints every command's flags as Markdown: each flag with its environment
 variable, its default and what it does, generated from the flag sets the
 commands parse. `+configurationDoc+` is this output.
 `)
-	}
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}

@@ -34,13 +34,7 @@ type importStats = mcpserver.ImportResult
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg directConfig
 	var creds clientCreds
-	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print the result as one JSON object")
-	serverURL := fs.String("url", "", "MCP `endpoint` of a running depotfs serve to import through (sent to /import beside it), instead of writing the store with --db or --store")
-	cfg.flags(fs)
-	creds.flags(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: depotfs import FILE [flags]
+	fs := newFlagSet("import", `Usage: depotfs import FILE [flags]
 
 Loads an export written by 'depotfs export' into a depot: every file with its
 bytes, mode, mtime, pin and expiry, every placeholder with its declared size
@@ -65,8 +59,10 @@ Examples:
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
+	asJSON := fs.Bool("json", false, "print the result as one JSON object")
+	serverURL := fs.String("url", "", "MCP `endpoint` of a running depotfs serve to import through (sent to /import beside it), instead of writing the store with --db or --store")
+	cfg.flags(fs)
+	creds.flags(fs)
 	pos, err := parseFlagsArgs(fs, args, stderr, 1, "FILE")
 	if err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -41,15 +40,11 @@ type pushed struct {
 
 func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg pushConfig
-	fs := flag.NewFlagSet("push", flag.ContinueOnError)
+	fs := newFlagSet("push", pushUsage)
 	fs.StringVar(&cfg.url, "url", "http://127.0.0.1:7411/mcp", "MCP `endpoint` of the running depotfs serve; credentials are sent to its scheme, host and port only")
 	fs.StringVar(&cfg.to, "to", "", "depot `directory` to push into, e.g. /workspace (required): each PATH is stored at /dest/NAME, NAME the last component of its absolute path")
 	fs.BoolVar(&cfg.json, "json", false, "print one JSON object per PATH (the server's replies included) instead of a summary")
 	cfg.creds.flags(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), pushUsage)
-		fs.PrintDefaults()
-	}
 	paths, err := parseFlagsArgs(fs, args, stderr, -1, "")
 	if err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -21,9 +20,7 @@ import (
 )
 
 func runBackupVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("backup verify", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: depotfs backup verify FILE
+	fs := newFlagSet("backup verify", `Usage: depotfs backup verify FILE
 
 Checks a backup file without changing anything: the container is complete
 (a backup cut off halfway is refused), every member matches its SHA-256, the
@@ -32,8 +29,6 @@ space in the temporary directory for a copy of the database.
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
 	pos, err := parseFlagsArgs(fs, args, stderr, 1, "FILE")
 	if err != nil {
 		return err
@@ -56,12 +51,7 @@ Flags:
 }
 
 func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
-	db := fs.String("db", "", "database `file` to restore into (required); serve must not be running on it")
-	auditLog := fs.String("audit-log", "", "audit log `file` to restore the backup's log as; default audit.log beside --db, as for serve")
-	force := fs.Bool("force", false, "replace an existing database and audit log")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: depotfs restore FILE --db PATH [flags]
+	fs := newFlagSet("restore", `Usage: depotfs restore FILE --db PATH [flags]
 
 Restores a backup written by 'depotfs backup': the database as of the
 backup's revision, and its audit log, checkpoint and key. Everything is
@@ -76,8 +66,9 @@ Examples:
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
+	db := fs.String("db", "", "database `file` to restore into (required); serve must not be running on it")
+	auditLog := fs.String("audit-log", "", "audit log `file` to restore the backup's log as; default audit.log beside --db, as for serve")
+	force := fs.Bool("force", false, "replace an existing database and audit log")
 	pos, err := parseFlagsArgs(fs, args, stderr, 1, "FILE")
 	if err != nil {
 		return err

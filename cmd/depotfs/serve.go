@@ -184,10 +184,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	var cfg serveConfig
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	cfg.flags(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: depotfs serve [flags]
+	fs := newFlagSet("serve", `Usage: depotfs serve [flags]
 
 Runs the MCP server (streamable HTTP on --listen, or stdio with --stdio), the
 embedded store (--db) and the read-only FUSE mount (--mount) in one process.
@@ -200,8 +197,7 @@ once the mount and the listener are up.
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
+	cfg.flags(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}

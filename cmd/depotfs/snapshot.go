@@ -28,14 +28,10 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) e
 // arguments (want of them: 0 or 1).
 func snapshotCommand(name, usage string, args []string, stderr io.Writer, want int, extra func(fs *flag.FlagSet)) (*serverClient, []string, error) {
 	u := serverClient{name: "depotfs-snapshot"}
-	fs := flag.NewFlagSet("snapshot "+name, flag.ContinueOnError)
+	fs := newFlagSet("snapshot "+name, usage)
 	u.flags(fs, "print the reply data as JSON instead of a table")
 	if extra != nil {
 		extra(fs)
-	}
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usage)
-		fs.PrintDefaults()
 	}
 	what := "one snapshot NAME"
 	if want == 0 {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -15,10 +14,7 @@ import (
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := serverClient{name: "depotfs-status"}
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	cfg.flags(fs, "print the statistics as JSON (guide_cache_stats' data) instead of a table")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: depotfs status [flags]
+	fs := newFlagSet("status", `Usage: depotfs status [flags]
 
 Asks a running "depotfs serve" for its statistics and limits over MCP (the
 guide_cache_stats tool) and prints them. The database allows one process at a
@@ -37,8 +33,7 @@ Examples:
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
+	cfg.flags(fs, "print the statistics as JSON (guide_cache_stats' data) instead of a table")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -19,11 +18,7 @@ type toolsConfig struct {
 
 func runTools(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg toolsConfig
-	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
-	fs.StringVar(&cfg.tools, "tools", "guide,provider", "comma-separated tool `profiles` to document: guide, provider, fs (as for depotfs serve)")
-	fs.StringVar(&cfg.format, "format", "markdown", "output `format`: markdown")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: depotfs tools [flags]
+	fs := newFlagSet("tools", `Usage: depotfs tools [flags]
 
 Prints the reference of every MCP tool of the chosen profiles, generated from
 the tools as depotfs serve registers them: each tool's description, its
@@ -33,8 +28,8 @@ is this output for --tools guide,provider,fs.
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
+	fs.StringVar(&cfg.tools, "tools", "guide,provider", "comma-separated tool `profiles` to document: guide, provider, fs (as for depotfs serve)")
+	fs.StringVar(&cfg.format, "format", "markdown", "output `format`: markdown")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}

@@ -48,10 +48,7 @@ func (u *uploadsClient) flags(fs *flag.FlagSet) {
 
 func runUploadsList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var u uploadsClient
-	fs := flag.NewFlagSet("uploads list", flag.ContinueOnError)
-	u.flags(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: depotfs uploads list [flags]
+	fs := newFlagSet("uploads list", `Usage: depotfs uploads list [flags]
 
 Lists the chunked uploads a running "depotfs serve" holds (guide_list_uploads):
 id, file, chunks received, bytes held, time since the last chunk. Uploads in
@@ -64,8 +61,7 @@ Examples:
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
+	u.flags(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -89,11 +85,7 @@ Flags:
 
 func runUploadsDrop(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var u uploadsClient
-	fs := flag.NewFlagSet("uploads drop", flag.ContinueOnError)
-	u.flags(fs)
-	idle := fs.Duration("idle", -1, "drop only uploads that received no chunk for this `duration` (e.g. 30m); without IDs: every such upload; 0: however recent")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: depotfs uploads drop [flags] [ID...]
+	fs := newFlagSet("uploads drop", `Usage: depotfs uploads drop [flags] [ID...]
 
 Drops chunked uploads of a running "depotfs serve" (guide_drop_uploads): the
 ones named, or with --idle every upload that received no chunk for that long,
@@ -109,8 +101,8 @@ Examples:
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
+	u.flags(fs)
+	idle := fs.Duration("idle", -1, "drop only uploads that received no chunk for this `duration` (e.g. 30m); without IDs: every such upload; 0: however recent")
 	ids, err := parseFlagsArgs(fs, args, stderr, -1, "upload ids")
 	if err != nil {
 		return err

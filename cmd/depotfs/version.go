@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -57,14 +56,11 @@ func readBuildInfo() buildInfo {
 func version() string { return readBuildInfo().version }
 
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: depotfs version
+	fs := newFlagSet("version", `Usage: depotfs version
 
 Prints the module version (the one MCP clients see as serverInfo.version),
 the VCS revision the binary was built from, and the Go toolchain.
 `)
-	}
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}

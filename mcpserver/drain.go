@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"sync"
 )
 
@@ -119,14 +118,9 @@ func (d *drain) wait(ctx context.Context) error {
 // began: 503, a JSON-RPC error an MCP client shows as it is, and the
 // connection closed after the reply.
 func refuseShuttingDown(w http.ResponseWriter) {
-	body := ShuttingDownReply(nil)
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("Retry-After", "5")
-	h.Set("Connection", "close")
-	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = w.Write(body)
+	w.Header().Set("Retry-After", "5")
+	w.Header().Set("Connection", "close")
+	writeJSON(w, http.StatusServiceUnavailable, ShuttingDownReply(nil))
 }
 
 // Admit wraps h, a handler that serves this Server's HTTP transport (with

@@ -108,72 +108,53 @@ const (
 	codeTooLarge = -32001
 )
 
-// rpcRefusal is the JSON-RPC error body of a request refused before
-// mcp-go saw it.
-type rpcRefusal struct {
-	JSONRPC string `json:"jsonrpc"`
-	ID      any    `json:"id"`
-	Error   struct {
-		Code    int            `json:"code"`
-		Message string         `json:"message"`
-		Data    map[string]any `json:"data,omitempty"`
-	} `json:"error"`
+// rpcErrorBody is the JSON-RPC error response to the request id (nil:
+// null); data, when not nil, is the error's data.
+func rpcErrorBody(id json.RawMessage, code int, msg string, data any) ([]byte, error) {
+	type rpcError struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Data    any    `json:"data,omitempty"`
+	}
+	return json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   rpcError        `json:"error"`
+	}{"2.0", id, rpcError{code, msg, data}})
 }
 
-func writeRefusal(w http.ResponseWriter, status, code int, msg string, data map[string]any) {
-	var r rpcRefusal
-	r.JSONRPC, r.Error.Code, r.Error.Message, r.Error.Data = "2.0", code, msg, data
-	b, _ := json.Marshal(r)
+// writeRPCError answers a request mcp-go has not seen with a JSON-RPC
+// error response (see rpcErrorBody).
+func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string, data any) {
+	body, _ := rpcErrorBody(id, code, msg, data)
+	writeJSON(w, status, body)
+}
+
+// writeJSON answers with the JSON body.
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	w.Write(b)
+	_, _ = w.Write(body)
 }
 
 // limitBody applies the body limits to a POST before mcp-go reads it, and
 // reserves a session for an initialize that would start one. It returns
 // false when it has answered the request itself; otherwise r's body is
 // bounded, watched for stalls and charged, and release must be called
-// when the request is done (after the caller has given a session created
-// by the request to its identity, see sessions.own).
-func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) (release func(), sessionKey string, ok bool) {
-	release, ok = s.limitBodyOnly(w, r)
-	if !ok || r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
-		return release, "", ok
-	}
-	br, _ := r.Body.(interface{ Peek(int) ([]byte, error) })
-	if br == nil {
-		return release, "", true
-	}
-	head, _ := br.Peek(512)
-	if !isInitialize(head) {
-		return release, "", true
-	}
-	who, _ := identity.FromContext(r.Context())
-	key := tool.Key(who)
-	err := s.sessions.reserve(key)
-	if err == nil {
-		return release, key, true
-	}
-	release()
-	w.Header().Set("Retry-After", "10")
-	msg := fmt.Sprintf("depotfs has %d live sessions, its limit (--max-sessions); retry later, or end unused sessions with DELETE", s.opts.HTTP.MaxSessions)
-	if errors.Is(err, errIdentitySessionsFull) {
-		msg = fmt.Sprintf("%s holds %d live sessions, the limit for one identity (--max-sessions-per-identity); end unused sessions with DELETE, or let them expire after --session-idle-timeout (%v)",
-			who.String(), s.opts.HTTP.MaxSessionsPerIdentity, s.opts.HTTP.SessionIdleTimeout)
-	}
-	s.log.Warn("http session refused: at the limit", "identity", who.String(), "err", err)
-	writeRefusal(w, http.StatusServiceUnavailable, codeServerBusy, msg,
-		map[string]any{"retryable": true, "max_sessions": s.opts.HTTP.MaxSessions, "max_sessions_per_identity": s.opts.HTTP.MaxSessionsPerIdentity})
-	return func() {}, "", false
-}
-
-// limitBodyOnly is limitBody without the session reservation.
-func (s *Server) limitBodyOnly(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+// when the request is done (it gives a session the request created to
+// its identity, see sessions.own).
+func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
 	release = func() {}
 	if r.Method != http.MethodPost || r.Body == nil {
 		return release, true
 	}
+	defer func() {
+		if !ok {
+			release()
+			release = func() {}
+		}
+	}()
 	limit := s.opts.MaxRequestBytes
 	if r.ContentLength > limit {
 		s.refuseTooLarge(w, r, r.ContentLength, limit)
@@ -188,7 +169,7 @@ func (s *Server) limitBodyOnly(w http.ResponseWriter, r *http.Request) (release 
 		if err := s.inflight.acquire(r.Context(), cost, s.opts.HTTP.InflightWait); err != nil {
 			s.log.Warn("http request refused: bytes in flight at the limit", "remote", r.RemoteAddr, "size", size, "limit", s.opts.HTTP.MaxInflightBytes, "err", err)
 			w.Header().Set("Retry-After", "1")
-			writeRefusal(w, http.StatusServiceUnavailable, codeServerBusy,
+			writeRPCError(w, http.StatusServiceUnavailable, nil, codeServerBusy,
 				fmt.Sprintf("depotfs is busy: the calls in flight hold the memory allowed for request bodies (--max-inflight-bytes %d); retry this request shortly", s.opts.HTTP.MaxInflightBytes),
 				map[string]any{"retryable": true, "max_inflight_bytes": s.opts.HTTP.MaxInflightBytes})
 			return release, false
@@ -196,34 +177,65 @@ func (s *Server) limitBodyOnly(w http.ResponseWriter, r *http.Request) (release 
 		release = func() { s.inflight.release(cost) }
 	}
 	body := newWatchedBody(r.Body, w, s.opts.HTTP, limit)
-	var br *bufio.Reader
+	var src io.Reader = body
 	if r.ContentLength < 0 {
 		// No declared length: read it here, so one over the limit is
 		// answered 413 (a declared length cannot be exceeded).
 		whole, err := io.ReadAll(body)
 		if errors.Is(err, errBodyTooLarge) {
 			s.refuseTooLarge(w, r, -1, limit)
-			release()
-			return func() {}, false
+			return release, false
 		}
 		if err != nil {
-			release()
-			writeRefusal(w, http.StatusBadRequest, mcp.PARSE_ERROR, "request body could not be read: "+err.Error(), nil)
-			return func() {}, false
+			writeRPCError(w, http.StatusBadRequest, nil, mcp.PARSE_ERROR, "request body could not be read: "+err.Error(), nil)
+			return release, false
 		}
-		br = bufio.NewReaderSize(bytes.NewReader(whole), 512)
-	} else {
-		br = bufio.NewReaderSize(body, 512)
+		src = bytes.NewReader(whole)
 	}
+	br := bufio.NewReaderSize(src, 512)
 	r.Body = peekBody{br, body}
 	// The first byte says whether it is a batch, which the protocol no
 	// longer allows: answer -32600 instead of mcp-go's parse error.
 	if first, _ := firstByte(br); first == '[' {
-		release()
-		writeRefusal(w, http.StatusBadRequest, mcp.INVALID_REQUEST, "JSON-RPC batches are not supported: send one request per HTTP POST", nil)
-		return func() {}, false
+		writeRPCError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "JSON-RPC batches are not supported: send one request per HTTP POST", nil)
+		return release, false
 	}
-	return release, true
+	settle, ok := s.reserveSession(w, r, br)
+	charged := release
+	return func() { settle(); charged() }, ok
+}
+
+// reserveSession reserves a place for the session an initialize without
+// a session id would start, whose body br holds, and returns the func
+// that gives the session mcp-go created, if any, to the caller, or else
+// the place back. It returns false when it has refused the request: the
+// server or the caller is at its session limit.
+func (s *Server) reserveSession(w http.ResponseWriter, r *http.Request, br *bufio.Reader) (settle func(), ok bool) {
+	if head, _ := br.Peek(512); r.Header.Get("Mcp-Session-Id") != "" || !isInitialize(head) {
+		return func() {}, true
+	}
+	who, _ := identity.FromContext(r.Context())
+	key := tool.Key(who)
+	err := s.sessions.reserve(key)
+	if err == nil {
+		return func() {
+			if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
+				s.sessions.own(sid, key)
+			} else {
+				s.sessions.unreserve(key)
+			}
+		}, true
+	}
+	w.Header().Set("Retry-After", "10")
+	msg := fmt.Sprintf("depotfs has %d live sessions, its limit (--max-sessions); retry later, or end unused sessions with DELETE", s.opts.HTTP.MaxSessions)
+	if errors.Is(err, errIdentitySessionsFull) {
+		msg = fmt.Sprintf("%s holds %d live sessions, the limit for one identity (--max-sessions-per-identity); end unused sessions with DELETE, or let them expire after --session-idle-timeout (%v)",
+			who.String(), s.opts.HTTP.MaxSessionsPerIdentity, s.opts.HTTP.SessionIdleTimeout)
+	}
+	s.log.Warn("http session refused: at the limit", "identity", who.String(), "err", err)
+	writeRPCError(w, http.StatusServiceUnavailable, nil, codeServerBusy, msg,
+		map[string]any{"retryable": true, "max_sessions": s.opts.HTTP.MaxSessions, "max_sessions_per_identity": s.opts.HTTP.MaxSessionsPerIdentity})
+	return func() {}, false
 }
 
 // peekBody is a request body read through a bufio.Reader, whose first
@@ -353,10 +365,10 @@ func (s *Server) refuseTooLarge(w http.ResponseWriter, r *http.Request, size, li
 	if size >= 0 {
 		msg = fmt.Sprintf("request body of %d bytes is over the limit of %d bytes", size, limit)
 	}
-	writeRefusal(w, http.StatusRequestEntityTooLarge, codeTooLarge,
+	writeRPCError(w, http.StatusRequestEntityTooLarge, nil, codeTooLarge,
 		msg+": send large files in chunks (guide_read_file with upload_id) or through guide_begin_upload",
 		map[string]any{"limit": limit})
-	s.refusals.note(r, func(n int) {
+	s.refusals.note(tool.HostOf(r.RemoteAddr), func(n int) {
 		who, _ := identity.FromContext(r.Context())
 		rec := &audit.Record{Event: audit.EventAuth, Stage: "request", Transport: "http", Remote: r.RemoteAddr,
 			Identity: who.String(), Decision: audit.Deny,
@@ -388,11 +400,7 @@ type burst struct {
 // maxBurstAddrs bounds the addresses remembered.
 const maxBurstAddrs = 4096
 
-func (b *refusalBursts) note(r *http.Request, report func(n int)) {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
+func (b *refusalBursts) note(host string, report func(n int)) {
 	now := time.Now()
 	b.mu.Lock()
 	if b.last == nil {
@@ -461,7 +469,7 @@ type limitListener struct {
 	log    interface{ Warn(string, ...any) }
 	mu     sync.Mutex
 	open   map[string]int
-	warned map[string]time.Time
+	bursts refusalBursts
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -470,24 +478,14 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		host, _, err := net.SplitHostPort(c.RemoteAddr().String())
-		if err != nil {
-			host = c.RemoteAddr().String()
-		}
+		host := tool.HostOf(c.RemoteAddr().String())
 		l.mu.Lock()
 		if l.open[host] >= l.per {
-			warn := time.Since(l.warned[host]) > burstWindow
-			if warn {
-				if l.warned == nil || len(l.warned) > maxBurstAddrs {
-					l.warned = map[string]time.Time{}
-				}
-				l.warned[host] = time.Now()
-			}
 			l.mu.Unlock()
 			c.Close()
-			if warn {
-				l.log.Warn("connection refused: too many from one address", "addr", host, "limit", l.per)
-			}
+			l.bursts.note(host, func(n int) {
+				l.log.Warn("connection refused: too many from one address", "addr", host, "limit", l.per, "refusals", n)
+			})
 			continue
 		}
 		l.open[host]++

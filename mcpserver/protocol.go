@@ -39,45 +39,42 @@ const peekBytes = 64 << 10
 func protocolEdge(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		version := r.Header.Get(mcp.HeaderProtocolVersion)
-		switch {
-		case r.Method == http.MethodGet && !mcp.IsModernProtocol(version) && r.Header.Get(mcp.HeaderSessionID) == "":
+		modern, noSession := mcp.IsModernProtocol(version), r.Header.Get(mcp.HeaderSessionID) == ""
+		if r.Method == http.MethodGet && !modern && noSession {
 			http.Error(w, "Bad Request: a GET stream needs the Mcp-Session-Id header of an initialized session "+
 				"(on protocol version "+mcp.ProtocolVersion20260728+", use subscriptions/listen instead)", http.StatusBadRequest)
 			return
-		case r.Method == http.MethodPost && !mcp.IsModernProtocol(version) && r.Header.Get(mcp.HeaderSessionID) == "" && r.Body != nil:
-			head, err := io.ReadAll(io.LimitReader(r.Body, peekBytes+1))
-			if err != nil {
-				r.Body = readCloser{io.MultiReader(bytes.NewReader(head), errReader{err}), r.Body}
-				break
-			}
-			r.Body = readCloser{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
-			if len(head) <= peekBytes && needsSession(head) {
-				http.Error(w, "Bad Request: Mcp-Session-Id header is required: send the id the initialize response's "+
-					"Mcp-Session-Id header gave, or initialize first", http.StatusBadRequest)
+		}
+		if r.Method != http.MethodPost || r.Body == nil || !modern && !noSession {
+			next.ServeHTTP(w, r)
+			return
+		}
+		head, err := io.ReadAll(io.LimitReader(r.Body, peekBytes+1))
+		var rest io.Reader = r.Body
+		if err != nil {
+			// The body limit or the connection failed: let mcp-go
+			// meet the same error and answer as it always does.
+			rest = errReader{err}
+		}
+		whole := err == nil && len(head) <= peekBytes
+		switch {
+		case whole && !modern && needsSession(head):
+			http.Error(w, "Bad Request: Mcp-Session-Id header is required: send the id the initialize response's "+
+				"Mcp-Session-Id header gave, or initialize first", http.StatusBadRequest)
+			return
+		case whole && modern:
+			if id, ok := unnamedCall(head); ok {
+				// mcp-go would refuse it for its missing Mcp-Name
+				// header, which says nothing of the missing name.
+				writeRPCError(w, http.StatusBadRequest, id, mcp.INVALID_PARAMS, tool.MissingNameMessage("guide_cache_file"), nil)
 				return
 			}
-		case r.Method == http.MethodPost && mcp.IsModernProtocol(version) && r.Body != nil:
-			head, err := io.ReadAll(io.LimitReader(r.Body, peekBytes+1))
-			if err != nil {
-				// The body limit or the connection failed: let mcp-go
-				// meet the same error and answer as it always does.
-				r.Body = readCloser{io.MultiReader(bytes.NewReader(head), errReader{err}), r.Body}
-				break
+			if fixed, ok := withMetaVersion(head, version); ok {
+				head = fixed
+				r.ContentLength = int64(len(head))
 			}
-			if len(head) <= peekBytes {
-				if id, ok := unnamedCall(head); ok {
-					// mcp-go would refuse it for its missing Mcp-Name
-					// header, which says nothing of the missing name.
-					writeRPCError(w, http.StatusBadRequest, id, mcp.INVALID_PARAMS, tool.MissingNameMessage("guide_cache_file"))
-					return
-				}
-				if fixed, ok := withMetaVersion(head, version); ok {
-					head = fixed
-					r.ContentLength = int64(len(head))
-				}
-			}
-			r.Body = readCloser{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
 		}
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(head), rest), r.Body}
 		next.ServeHTTP(w, r)
 	})
 }
@@ -96,24 +93,6 @@ func unnamedCall(body []byte) (json.RawMessage, bool) {
 		return nil, false
 	}
 	return msg.ID, true
-}
-
-// writeRPCError answers with a JSON-RPC error response to the request id.
-func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, message string) {
-	body, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{JSONRPC: "2.0", ID: id, Error: struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	}{code, message}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
 }
 
 // needsSession reports whether body is a JSON-RPC request that only a

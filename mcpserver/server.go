@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -11,8 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/depotfs/depotfs/internal/clip"
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/internal/grant"
 	"github.com/depotfs/depotfs/internal/policy"
@@ -167,18 +170,10 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		opts = *o
 	}
-	if opts.Name == "" {
-		opts.Name = DefaultName
-	}
-	if opts.Version == "" {
-		opts.Version = DefaultVersion
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	if opts.UploadsDir == "" {
-		opts.UploadsDir = DefaultUploadsDir
-	}
+	opts.Name = cmp.Or(opts.Name, DefaultName)
+	opts.Version = cmp.Or(opts.Version, DefaultVersion)
+	opts.Logger = cmp.Or(opts.Logger, slog.Default())
+	opts.UploadsDir = cmp.Or(opts.UploadsDir, DefaultUploadsDir)
 	orDefault(&opts.MaxContentBytes, DefaultMaxContentBytes)
 	orDefault(&opts.MaxChunks, DefaultMaxChunks)
 	orDefault(&opts.MaxListEntries, DefaultMaxListEntries)
@@ -208,9 +203,7 @@ func (o *Options) withDefaults() Options {
 	orDefault(&r.CallBurst, DefaultRateCallBurst)
 	orDefault(&r.ByteBurst, DefaultRateByteBurst)
 	r.ByteBurst = max(r.ByteBurst, int(opts.MaxContentBytes), int(opts.MaxBatchBytes))
-	if opts.UploadTTL == 0 {
-		opts.UploadTTL = DefaultUploadTTL
-	}
+	opts.UploadTTL = cmp.Or(opts.UploadTTL, DefaultUploadTTL)
 	return opts
 }
 
@@ -268,7 +261,7 @@ func New(st store.Store, opts *Options) *Server {
 	go func() {
 		defer close(s.watched)
 		if check := s.opts.HTTP.Recheck; check != nil {
-			go s.recheck(s.done, check, func([]string) {})
+			go s.recheck(s.done, check)
 		}
 		s.res.Watch(s.done)
 	}()
@@ -296,7 +289,13 @@ func newServer(st store.Store, opts *Options) *Server {
 	hooks := &server.Hooks{}
 	s.res.Hooks(hooks)
 	hooks.AddOnError(s.rt.OnCallError)
-	hooks.AddBeforeCallTool(clipToolName)
+	// mcp-go echoes an unknown tool name in its error, and the name reaches
+	// the log line and the audit record: it is bounded first. No tool has
+	// a name longer than clip.Max, so a clipped name is refused as
+	// unknown, with its length and hash.
+	hooks.AddBeforeCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest) {
+		req.Params.Name = clip.String(req.Params.Name)
+	})
 	s.mcp = server.NewMCPServer(o.Name, o.Version,
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(true, false),

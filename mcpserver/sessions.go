@@ -6,12 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/depotfs/depotfs/internal/audit"
 	"github.com/depotfs/depotfs/internal/identity"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 )
 
 // sessions is the streamable HTTP transport's session id manager (mcp-go's
@@ -198,6 +201,26 @@ func (m *sessions) open(st *stream) func() {
 	}
 }
 
+// LiveSessions returns how many HTTP sessions (protocol revisions with
+// sessions) are open now: started and neither deleted nor dropped for
+// idleness. It is 0 before Handler's transport exists. It is safe for
+// concurrent use; depotfs serve's metrics read it at each scrape.
+func (s *Server) LiveSessions() int {
+	if s.sessions == nil {
+		return 0
+	}
+	s.sessions.mu.Lock()
+	defer s.sessions.mu.Unlock()
+	return len(s.sessions.live)
+}
+
+// quotas returns the per-identity limits the transport keeps and what the
+// identity of key holds of each (tool.Env.Quotas).
+func (s *Server) quotas(key string) []tool.Quota {
+	held, limit := s.sessions.count(key)
+	return []tool.Quota{{Name: "sessions", Flag: "--max-sessions-per-identity", Held: int64(held), Limit: int64(limit)}}
+}
+
 // recheckEvery is how often open streams and sessions are authenticated
 // again.
 const recheckEvery = time.Second
@@ -206,7 +229,7 @@ const recheckEvery = time.Second
 // request that last authenticated it, until ctx ends. A credential that no
 // longer passes (a revoked token, a certificate on a reloaded CRL) loses
 // its streams and sessions at once; each loss is audited and logged.
-func (s *Server) recheck(ctx context.Context, check func(*http.Request) error, end func(sessionIDs []string)) {
+func (s *Server) recheck(ctx context.Context, check func(*http.Request) error) {
 	t := time.NewTicker(recheckEvery)
 	defer t.Stop()
 	for {
@@ -217,64 +240,45 @@ func (s *Server) recheck(ctx context.Context, check func(*http.Request) error, e
 		}
 		m := s.sessions
 		m.mu.Lock()
-		var sess []string
-		reqs := map[string]*http.Request{}
+		reqs := map[string]*http.Request{} // session id -> its latest request
 		for id, ss := range m.live {
 			if ss.req != nil {
-				sess = append(sess, id)
 				reqs[id] = ss.req
 			}
 		}
-		var streams []*stream
-		for st := range m.streams {
-			streams = append(streams, st)
-		}
+		streams := slices.Collect(maps.Keys(m.streams))
 		m.mu.Unlock()
 
 		failed := map[string]error{} // session id -> why
-		for _, id := range sess {
-			if err := check(reqs[id]); err != nil {
+		for id, r := range reqs {
+			if err := check(r); err != nil {
 				failed[id] = err
 			}
 		}
-		var ended []*stream
+		ended := map[string]int{} // session id -> its streams ended
 		for _, st := range streams {
 			err, ok := failed[st.session]
 			if !ok || st.session == "" {
 				err = check(st.req)
 			}
-			if err != nil {
-				st.cancel()
-				ended = append(ended, st)
-				if st.session != "" {
-					failed[st.session] = err
-				}
+			if err == nil {
+				continue
 			}
+			st.cancel()
+			if st.session == "" {
+				s.auditRevoked(st.req, st.kind, "", 1, err)
+				continue
+			}
+			failed[st.session] = err
+			ended[st.session]++
 		}
-		if len(failed) == 0 && len(ended) == 0 {
-			continue
-		}
-		var ids []string
 		m.mu.Lock()
 		for id := range failed {
 			m.dropLocked(id)
-			ids = append(ids, id)
 		}
 		m.mu.Unlock()
-		end(ids)
 		for id, err := range failed {
-			n := 0
-			for _, st := range ended {
-				if st.session == id {
-					n++
-				}
-			}
-			s.auditRevoked(reqs[id], "", id, n, err)
-		}
-		for _, st := range ended {
-			if st.session == "" {
-				s.auditRevoked(st.req, st.kind, "", 1, check(st.req))
-			}
+			s.auditRevoked(reqs[id], "", id, ended[id], err)
 		}
 	}
 }

@@ -20,27 +20,8 @@ const CodeShuttingDown = -32000
 // id (as JSON; nil gives null). Both transports answer it from the signal
 // on: HTTP with a 503, stdio on its output. It is safe for concurrent use.
 func ShuttingDownReply(id json.RawMessage) []byte {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	type details struct {
-		Retryable    bool `json:"retryable"`
-		ShuttingDown bool `json:"shutting_down"`
-	}
-	type rpcError struct {
-		Code    int     `json:"code"`
-		Message string  `json:"message"`
-		Data    details `json:"data"`
-	}
-	body, err := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   rpcError        `json:"error"`
-	}{"2.0", id, rpcError{
-		Code:    CodeShuttingDown,
-		Message: "depotfs is shutting down and takes no new calls; retry once it is back",
-		Data:    details{Retryable: true, ShuttingDown: true},
-	}})
+	body, err := rpcErrorBody(id, CodeShuttingDown, "depotfs is shutting down and takes no new calls; retry once it is back",
+		map[string]bool{"retryable": true, "shutting_down": true})
 	if err != nil { // id was not JSON: answer as to an unreadable request
 		return ShuttingDownReply(nil)
 	}

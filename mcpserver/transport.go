@@ -101,22 +101,11 @@ func (s *Server) newHandler() http.Handler {
 			return
 		}
 		r = r.WithContext(ctx)
-		release, sessionKey, ok := s.limitBody(w, r)
+		release, ok := s.limitBody(w, r)
 		if !ok {
 			return
 		}
 		defer release()
-		if sessionKey != "" {
-			// The session mcp-go creates for this initialize, if any, is
-			// the caller's; otherwise the place goes back.
-			defer func() {
-				if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
-					s.sessions.own(sid, sessionKey)
-				} else {
-					s.sessions.unreserve(sessionKey)
-				}
-			}()
-		}
 		if !isStream(r) {
 			// A failed resources/read gets the error depotfs chooses
 			// (internal/rpcerr): one Fixes per request.

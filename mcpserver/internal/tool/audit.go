@@ -159,7 +159,7 @@ func (s *Runtime) AuthRefused(r *audit.Record, count int, code string) {
 		r.Time = now
 	}
 	r.Time, r.RequestID, r.Decision = r.Time.UTC(), newRequestID(), audit.Deny
-	key := "http:" + hostOf(r.Remote)
+	key := "http:" + HostOf(r.Remote)
 	n := max(count, 1)
 	st := s.stats.update(key, func(st *IdentityStats) {
 		st.AuthFailures += int64(n)

@@ -97,13 +97,13 @@ func (s *Runtime) IdentityStats() []IdentityStats {
 // so reconnecting does not reset its limits).
 func Key(id identity.Identity) string {
 	if id.Method == identity.MethodNone && id.Remote != "" {
-		return id.Transport + ":" + hostOf(id.Remote)
+		return id.Transport + ":" + HostOf(id.Remote)
 	}
 	return id.String()
 }
 
-// hostOf returns the host part of a host:port address, or addr itself.
-func hostOf(addr string) string {
+// HostOf returns the host part of a host:port address, or addr itself.
+func HostOf(addr string) string {
 	if host, _, err := net.SplitHostPort(addr); err == nil {
 		return host
 	}

@@ -46,7 +46,7 @@ func unknownToolMessage(name string, visible []string) string {
 		}
 		return MissingNameMessage(example)
 	}
-	// name is already bounded by clip.String (mcpserver's clipToolName),
+	// name is already bounded by clip.String (the server's BeforeCallTool hook),
 	// whose "…[N bytes, sha256:H]" tail names a huge name; quoting it whole
 	// keeps that tail, where args.Quote would cut it off.
 	if best := nearestTool(name, visible); best != "" {

@@ -67,7 +67,6 @@ type Log struct {
 	path string
 	opts Options
 	log  *slog.Logger
-	open func(path string) (file, error) // opens the current file for appending
 	key  []byte
 	lock *os.File // the writer lock, held until Close
 
@@ -106,7 +105,7 @@ func Open(path string, opts *Options) (*Log, error) {
 		o.Now = time.Now
 	}
 	o.Logger = cmp.Or(o.Logger, slog.Default())
-	l := &Log{path: path, opts: o, log: o.Logger, open: openAppend}
+	l := &Log{path: path, opts: o, log: o.Logger}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("audit log directory: %w", err)
 	}
@@ -208,7 +207,7 @@ func (l *Log) load() (tailRange, error) {
 		return tailRange{}, err
 	}
 	l.synced = cp.Seq
-	l.f, err = l.open(l.path)
+	l.f, err = openAppend(l.path)
 	if err != nil {
 		l.cp.close()
 		return tailRange{}, fmt.Errorf("audit log: %w", err)
@@ -412,7 +411,7 @@ func (l *Log) rotate(n int64) error {
 		l.f = brokenFile{err}
 		return l.fail(fmt.Errorf("audit log: rotate: %w", err))
 	}
-	f, err := l.open(l.path)
+	f, err := openAppend(l.path)
 	if err != nil {
 		l.f = brokenFile{err}
 		return l.fail(fmt.Errorf("audit log: rotate: %w", err))

@@ -38,24 +38,14 @@ func (s Stat) Same(t Stat) bool {
 		s.MTime.Equal(t.MTime) && s.CTime.Equal(t.CTime)
 }
 
+// fileTypes are the fs.FileMode bits of each file type of st_mode but a
+// regular file.
+var fileTypes = map[uint32]fs.FileMode{unix.S_IFDIR: fs.ModeDir, unix.S_IFLNK: fs.ModeSymlink, unix.S_IFIFO: fs.ModeNamedPipe,
+	unix.S_IFSOCK: fs.ModeSocket, unix.S_IFCHR: fs.ModeDevice | fs.ModeCharDevice, unix.S_IFBLK: fs.ModeDevice}
+
 func fromUnix(st *unix.Stat_t) Stat {
-	mode := fs.FileMode(st.Mode & 0o777)
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		mode |= fs.ModeDir
-	case unix.S_IFLNK:
-		mode |= fs.ModeSymlink
-	case unix.S_IFIFO:
-		mode |= fs.ModeNamedPipe
-	case unix.S_IFSOCK:
-		mode |= fs.ModeSocket
-	case unix.S_IFCHR:
-		mode |= fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFBLK:
-		mode |= fs.ModeDevice
-	}
 	return Stat{
-		Mode:  mode,
+		Mode:  fs.FileMode(st.Mode&0o777) | fileTypes[st.Mode&unix.S_IFMT],
 		Size:  st.Size,
 		MTime: time.Unix(st.Mtim.Unix()),
 		CTime: time.Unix(st.Ctim.Unix()),

@@ -146,14 +146,9 @@ func (s Set) CheckToolUse(tool, group string, accesses []grant.Access) error {
 		return err
 	}
 	for _, a := range accesses {
-		ok := false
-		for _, g := range s.effective() {
-			if g.CoversTool(tool, group) && g.Access&a == a && s.host.reaches(g.Prefix) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
+		if !slices.ContainsFunc(s.effective(), func(g grant.Grant) bool {
+			return g.CoversTool(tool, group) && g.Access&a == a && s.host.reaches(g.Prefix)
+		}) {
 			return &Denied{Tool: tool, Access: a, Rule: fmt.Sprintf("no grant allows %s through tool %s on any path the server allows; grants: %s", AccessWords(a), tool, s)}
 		}
 	}
@@ -163,21 +158,11 @@ func (s Set) CheckToolUse(tool, group string, accesses []grant.Access) error {
 // reaches reports whether some path within prefix is allowed and not
 // denied by the host.
 func (h *Host) reaches(prefix string) bool {
-	for _, a := range h.allow {
-		var meet string
-		switch {
-		case depotpath.Within(prefix, a):
-			meet = prefix
-		case depotpath.Within(a, prefix):
-			meet = a
-		default:
-			continue
-		}
-		if !h.denied(meet) {
-			return true
-		}
-	}
-	return false
+	// Where one of two clean paths is within the other, the deeper one
+	// (their meet) starts with the other, so it is the greater string.
+	return slices.ContainsFunc(h.allow, func(a string) bool {
+		return (depotpath.Within(prefix, a) || depotpath.Within(a, prefix)) && !h.denied(max(prefix, a))
+	})
 }
 
 // deniedBy returns the deny prefix covering p, or "".
@@ -264,13 +249,8 @@ func (s Set) String() string {
 // AccessWords names an access level in a sentence: "read", "write" or
 // "read and write".
 func AccessWords(a grant.Access) string {
-	switch a {
-	case grant.Read:
-		return "read"
-	case grant.Write:
-		return "write"
-	case grant.ReadWrite:
-		return "read and write"
+	if w, ok := map[grant.Access]string{grant.Read: "read", grant.Write: "write", grant.ReadWrite: "read and write"}[a]; ok {
+		return w
 	}
 	return a.String()
 }

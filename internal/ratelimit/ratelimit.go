@@ -59,12 +59,7 @@ type buckets struct {
 
 // New returns a Limiter with the given limits.
 func New(l Limits) *Limiter {
-	if l.CallBurst < 1 {
-		l.CallBurst = 1
-	}
-	if l.ByteBurst < 1 {
-		l.ByteBurst = 1
-	}
+	l.CallBurst, l.ByteBurst = max(l.CallBurst, 1), max(l.ByteBurst, 1)
 	if l.DenialBurst < 1 {
 		l.DenialBurst = 10
 	}

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 )
 
@@ -28,29 +29,24 @@ func (l *Log) retainLocked() error {
 	if err != nil {
 		return err
 	}
-	var rotated []logFile
+	var infos []fs.FileInfo // of the rotated files, which come first in fl
 	var total int64
-	sizes := map[string]int64{}
 	for _, lf := range fl {
 		if lf.First == 0 {
-			continue
+			break
 		}
 		info, err := os.Stat(lf.Path)
 		if err != nil {
 			return fmt.Errorf("audit log retention: %w", err)
 		}
-		rotated = append(rotated, lf)
-		sizes[lf.Path] = info.Size()
+		infos = append(infos, info)
 		total += info.Size()
 	}
 	cutoff := l.opts.Now().Add(-l.opts.RetainAge)
 	var drop []logFile
 	var last seal
-	for _, lf := range rotated {
-		info, err := os.Stat(lf.Path)
-		if err != nil {
-			return fmt.Errorf("audit log retention: %w", err)
-		}
+	for i, info := range infos {
+		lf := fl[i]
 		tooBig := l.opts.RetainSize > 0 && total > l.opts.RetainSize
 		tooOld := l.opts.RetainAge > 0 && info.ModTime().Before(cutoff)
 		if !tooBig && !tooOld {
@@ -62,7 +58,7 @@ func (l *Log) retainLocked() error {
 			break
 		}
 		drop, last = append(drop, lf), s
-		total -= sizes[lf.Path]
+		total -= info.Size()
 	}
 	if len(drop) == 0 {
 		return nil

@@ -54,10 +54,8 @@ type Listener struct {
 	opts  ListenerOptions
 
 	conns    chan *tls.Conn
-	ctx      context.Context // cancelled by Close
+	ctx      context.Context // cancelled by Close, or when the accept loop ends
 	cancel   context.CancelFunc
-	loopDone chan struct{} // closed when the accept loop has ended
-	loopErr  error         // why it ended, set before loopDone closes
 	wg       sync.WaitGroup
 	once     sync.Once
 	closeErr error
@@ -81,8 +79,7 @@ func NewListener(inner net.Listener, cfg *tls.Config, opts *ListenerOptions) *Li
 	}
 	o.Logger = cmp.Or(o.Logger, slog.Default())
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &Listener{inner: inner, cfg: cfg, opts: o, conns: make(chan *tls.Conn),
-		ctx: ctx, cancel: cancel, loopDone: make(chan struct{})}
+	l := &Listener{inner: inner, cfg: cfg, opts: o, conns: make(chan *tls.Conn), ctx: ctx, cancel: cancel}
 	l.wg.Add(1)
 	go l.loop()
 	return l
@@ -93,8 +90,8 @@ func (l *Listener) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.conns:
 		return c, nil
-	case <-l.loopDone:
-		return nil, l.loopErr
+	case <-l.ctx.Done():
+		return nil, net.ErrClosed
 	}
 }
 
@@ -115,31 +112,28 @@ func (l *Listener) Addr() net.Addr { return l.inner.Addr() }
 
 func (l *Listener) loop() {
 	defer l.wg.Done()
+	defer l.cancel()
 	sem := make(chan struct{}, l.opts.MaxHandshakes)
 	var backoff time.Duration
 	for {
 		select {
 		case sem <- struct{}{}:
 		case <-l.ctx.Done():
-			l.end(net.ErrClosed)
 			return
 		}
 		c, err := l.inner.Accept()
 		if err != nil {
 			<-sem
 			if l.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				l.end(net.ErrClosed)
 				return
 			}
 			// Like http.Server: back off on errors such as EMFILE
 			// rather than spin or stop serving.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 			l.opts.Logger.Warn("accept failed; retrying", "err", err, "in", backoff)
-			t := time.NewTimer(backoff)
 			select {
-			case <-t.C:
+			case <-time.After(backoff):
 			case <-l.ctx.Done():
-				t.Stop()
 			}
 			continue
 		}
@@ -149,11 +143,6 @@ func (l *Listener) loop() {
 			l.handshake(c)
 		})
 	}
-}
-
-func (l *Listener) end(err error) {
-	l.loopErr = err
-	close(l.loopDone)
 }
 
 // handshake completes c's TLS handshake and hands the connection to

@@ -64,7 +64,7 @@ func IssueToken(path, name string, grants []grant.Grant, expires, now time.Time)
 	if err != nil {
 		return "", TokenRecord{}, fmt.Errorf("issue token: %w", err)
 	}
-	rec := TokenRecord{Name: name, Identity: u.String(), Grants: []string{}, Created: now.UTC()}
+	rec := TokenRecord{Name: name, Identity: u.String(), Grants: []string{}, Created: now.UTC(), Expires: expires.UTC()}
 	for _, g := range grants {
 		if err := checkGrant(g); err != nil {
 			return "", TokenRecord{}, fmt.Errorf("issue token: %w", err)
@@ -73,9 +73,6 @@ func IssueToken(path, name string, grants []grant.Grant, expires, now time.Time)
 	}
 	if len(grants) > MaxGrants {
 		return "", TokenRecord{}, fmt.Errorf("issue token: %d grants, at most %d", len(grants), MaxGrants)
-	}
-	if !expires.IsZero() {
-		rec.Expires = expires.UTC()
 	}
 	var id [tokenIDLen / 2]byte
 	var secret [tokenSecretLen / 2]byte

@@ -143,8 +143,6 @@ func (c *checkpointFile) write(seq uint64, hash string) error {
 	return nil
 }
 
-func (c *checkpointFile) close() error { return c.f.Close() }
-
 // datasync makes f's data durable, with the metadata needed to read it
 // back (its size) but not its times: fdatasync(2). The checkpoint,
 // rewritten in place, needs no more, and on ext4 such an overwrite then

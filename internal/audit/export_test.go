@@ -40,5 +40,5 @@ func WriteCheckpoint(path string, seq uint64, hash string) error {
 	if err := cp.write(seq, hash); err != nil {
 		return err
 	}
-	return cp.close()
+	return cp.f.Close()
 }

@@ -122,12 +122,12 @@ func Open(path string, opts *Options) (*Log, error) {
 	if tail.from != 0 {
 		what := tail.describe(l.synced)
 		l.log.Warn("audit log: "+what, "file", path)
-		if err := l.Append(&Record{Event: EventRecovery, Reason: what}); err != nil {
-			l.Close()
-			return nil, err
-		}
+		err = l.Append(&Record{Event: EventRecovery, Reason: what})
 	}
-	if err := l.retain(); err != nil {
+	if err == nil {
+		err = l.retain() // l is not shared yet: no lock to take
+	}
+	if err != nil {
 		l.Close()
 		return nil, err
 	}
@@ -209,7 +209,7 @@ func (l *Log) load() (tailRange, error) {
 	l.synced = cp.Seq
 	l.f, err = openAppend(l.path)
 	if err != nil {
-		l.cp.close()
+		l.cp.f.Close()
 		return tailRange{}, fmt.Errorf("audit log: %w", err)
 	}
 	return c.tail, nil
@@ -427,7 +427,7 @@ func (l *Log) rotate(n int64) error {
 	if err := writeSeal(rotated, l.key, s); err != nil {
 		l.log.Warn("audit log: cannot seal a rotated file", "file", rotated.Path, "err", err)
 	}
-	if err := l.retainLocked(); err != nil {
+	if err := l.retain(); err != nil {
 		l.log.Warn("audit log retention failed", "err", err)
 	}
 	return nil
@@ -508,7 +508,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
-	return errors.Join(l.syncFile(), l.f.Close(), l.cp.close(), l.lock.Close())
+	return errors.Join(l.syncFile(), l.f.Close(), l.cp.f.Close(), l.lock.Close())
 }
 
 // brokenFile stands in for a current file that could not be reopened after

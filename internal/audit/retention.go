@@ -6,22 +6,13 @@ import (
 	"os"
 )
 
-// retain applies the retention at Open.
-func (l *Log) retain() error {
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.retainLocked()
-}
-
-// retainLocked deletes the oldest rotated files beyond Options.RetainSize
+// retain deletes the oldest rotated files beyond Options.RetainSize
 // or older than Options.RetainAge. It first moves the log's base past
 // them (the seal of the last one deleted gives the link), so the files
 // kept still verify and a deletion by anyone else still shows. A file
 // without a valid seal is never deleted, nor anything after it. syncMu and
 // mu are held.
-func (l *Log) retainLocked() error {
+func (l *Log) retain() error {
 	if l.opts.RetainSize <= 0 && l.opts.RetainAge <= 0 {
 		return nil
 	}

@@ -169,10 +169,7 @@ func (v *CertVerifier) verify(certs []*x509.Certificate) (id identity.Identity, 
 	if err := v.crl.Check(leaf.SerialNumber); err != nil {
 		return refuse(err)
 	}
-	grants, grantsErr := CertGrants(leaf, v.legacy)
-	if grantsErr != nil {
-		grants = nil
-	}
+	grants, grantsErr := CertGrants(leaf, v.legacy) // nil on any error
 	return identity.Identity{
 		Transport: "http",
 		Subject:   subject,

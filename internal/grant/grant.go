@@ -24,13 +24,8 @@ const (
 )
 
 func (a Access) String() string {
-	switch a {
-	case Read:
-		return "r"
-	case Write:
-		return "w"
-	case ReadWrite:
-		return "rw"
+	if a >= Read && a <= ReadWrite {
+		return [...]string{Read: "r", Write: "w", ReadWrite: "rw"}[a]
 	}
 	return fmt.Sprintf("access(%d)", uint8(a))
 }
@@ -60,15 +55,8 @@ func Parse(s string) (Grant, error) {
 		return Grant{}, fmt.Errorf("%w %q: want TOOL:PREFIX:ACCESS, such as guide:/projects/a:rw", ErrSyntax, s)
 	}
 	tool, prefix, access := s[:first], s[first+1:last], s[last+1:]
-	var a Access
-	switch access {
-	case "r":
-		a = Read
-	case "w":
-		a = Write
-	case "rw", "wr":
-		a = ReadWrite
-	default:
+	a, ok := map[string]Access{"r": Read, "w": Write, "rw": ReadWrite, "wr": ReadWrite}[access]
+	if !ok {
 		return Grant{}, fmt.Errorf("%w %q: access %q must be r, w or rw", ErrSyntax, s, access)
 	}
 	clean, err := depotpath.Clean(prefix)

@@ -249,8 +249,8 @@ func (s Set) String() string {
 // AccessWords names an access level in a sentence: "read", "write" or
 // "read and write".
 func AccessWords(a grant.Access) string {
-	if w, ok := map[grant.Access]string{grant.Read: "read", grant.Write: "write", grant.ReadWrite: "read and write"}[a]; ok {
-		return w
+	if a >= grant.Read && a <= grant.ReadWrite {
+		return [...]string{grant.Read: "read", grant.Write: "write", grant.ReadWrite: "read and write"}[a]
 	}
 	return a.String()
 }

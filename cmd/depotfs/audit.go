@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -27,7 +26,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // location follows as in serve, and returns a function giving the log.
 func auditLogFlags(fs *flag.FlagSet) func() string {
 	log := fs.String("audit-log", "", "audit log `file`; default audit.log beside --db, as for serve")
-	db := fs.String("db", filepath.Join(defaultDataDir(), "depot.db"), "database `file` of the serve whose default audit log to read")
+	db := fs.String("db", defaultDB(), "database `file` of the serve whose default audit log to read")
 	return func() string {
 		if *log != "" {
 			return *log

@@ -90,18 +90,11 @@ func (c *authConfig) methods() string {
 // insecure is set. Bearer tokens without TLS would cross the network in
 // clear text, so they do not count.
 func checkListen(addr string, insecure bool, a *authConfig) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("--listen %q: %w", addr, err)
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return nil
-	}
+	loopback, err := isLoopback("--listen", addr)
 	switch {
-	case insecure, a.clientCA != "", a.tokensOn && a.tlsCert != "":
+	case err != nil:
+		return err
+	case loopback, insecure, a.clientCA != "", a.tokensOn && a.tlsCert != "":
 		return nil
 	case a.tokensOn:
 		return fmt.Errorf("--listen %q is not a loopback address and bearer tokens would cross the network in clear text: "+
@@ -110,6 +103,17 @@ func checkListen(addr string, insecure bool, a *authConfig) error {
 	return fmt.Errorf("--listen %q is not a loopback address and no authentication is configured: "+
 		"anyone who can reach it could write to the depot; configure client certificates (--tls-cert, --tls-key, --client-ca, --crl) "+
 		"or bearer tokens ('depotfs token issue', with --tls-cert), listen on 127.0.0.1, or pass --insecure if that is really intended", addr)
+}
+
+// isLoopback reports whether the listen address addr of flag is on the
+// loopback interface.
+func isLoopback(flag, addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, fmt.Errorf("%s %q: %w", flag, addr, err)
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback(), nil
 }
 
 // httpAuth is what serve puts in front of the MCP handler.

@@ -69,10 +69,6 @@ func caDirFlag(fs *flag.FlagSet) *string {
 	return fs.String("dir", defaultCADir(), "CA `directory` (ca.crt, ca.key, crl.pem, revoked.json)")
 }
 
-func daysFlag(fs *flag.FlagSet, def int, what string) *int {
-	return fs.Int("days", def, "`days` "+what+" stays valid")
-}
-
 func days(n int) (time.Duration, error) {
 	if n <= 0 || n > 100*365 {
 		return 0, usageError{fmt.Errorf("--days %d: want 1 to 36500", n)}
@@ -84,7 +80,7 @@ func runCAInit(_ context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("ca init", flag.ContinueOnError)
 	dir := caDirFlag(fs)
 	name := fs.String("name", "depotfs agents CA", "the CA's common `name`")
-	nDays := daysFlag(fs, 3650, "the CA certificate")
+	nDays := fs.Int("days", 3650, "`days` the CA certificate stays valid")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -111,7 +107,7 @@ func runCAIssue(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	domain := fs.String("domain", auth.LocalDomain, "the `domain` of the agent's identity URI")
 	var grants grantsFlag
 	fs.Var(&grants, "grant", "a grant `TOOL:PREFIX:ACCESS` (repeatable; ACCESS r, w or rw), e.g. guide:/projects/a:rw")
-	nDays := daysFlag(fs, 7, "the certificate")
+	nDays := fs.Int("days", 7, "`days` the certificate stays valid")
 	out := fs.String("out", ".", "`directory` for NAME.crt and NAME.key")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -144,7 +140,7 @@ func runCAServerCert(_ context.Context, args []string, stdout, stderr io.Writer)
 	dir := caDirFlag(fs)
 	var hosts stringsFlag
 	fs.Var(&hosts, "host", "a DNS `name` or IP address agents use to reach the server (repeatable, required)")
-	nDays := daysFlag(fs, 90, "the certificate")
+	nDays := fs.Int("days", 90, "`days` the certificate stays valid")
 	out := fs.String("out", ".", "`directory` for server.crt and server.key")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -202,7 +198,7 @@ func runCARevoke(_ context.Context, args []string, stdout, stderr io.Writer) err
 func runCACRL(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ca crl", flag.ContinueOnError)
 	dir := caDirFlag(fs)
-	nDays := daysFlag(fs, 30, "the CRL")
+	nDays := fs.Int("days", 30, "`days` the CRL stays valid")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}

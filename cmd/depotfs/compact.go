@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"time"
 
 	"github.com/depotfs/depotfs/store/bolt"
@@ -27,7 +26,7 @@ Examples:
 
 Flags:
 `)
-	db := fs.String("db", filepath.Join(defaultDataDir(), "depot.db"), "bbolt database `file` to compact")
+	db := fs.String("db", defaultDB(), "bbolt database `file` to compact")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/depotfs/depotfs/internal/audit"
@@ -17,7 +16,7 @@ import (
 // enforceConfig is the server's own policy, its audit log and its rate
 // limits, as "depotfs serve" is told them.
 type enforceConfig struct {
-	allow, deny    prefixesFlag
+	allow, deny    stringsFlag
 	auditLog       string
 	auditMaxSize   byteSize
 	auditRetain    byteSize
@@ -81,19 +80,4 @@ func (c *enforceConfig) rate() ratelimit.Limits {
 		Calls: c.rateCalls, CallBurst: c.rateCallBurst,
 		Bytes: float64(c.rateBytes), ByteBurst: int(c.rateByteBurst),
 	}
-}
-
-// prefixesFlag is a repeatable flag of depot path prefixes.
-type prefixesFlag []string
-
-func (p *prefixesFlag) String() string {
-	if p == nil {
-		return ""
-	}
-	return strings.Join(*p, ",")
-}
-
-func (p *prefixesFlag) Set(v string) error {
-	*p = append(*p, v)
-	return nil
 }

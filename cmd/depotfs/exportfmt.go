@@ -102,7 +102,7 @@ type directConfig struct {
 }
 
 func (c *directConfig) flags(fs *flag.FlagSet) {
-	fs.StringVar(&c.db, "db", filepath.Join(defaultDataDir(), "depot.db"), "bbolt database `file` (with --store bolt); serve must not be running on it")
+	fs.StringVar(&c.db, "db", defaultDB(), "bbolt database `file` (with --store bolt); serve must not be running on it")
 	c.store.flags(fs)
 }
 

@@ -40,17 +40,13 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 		return flag.ErrHelp
 	}
 	fs.SetOutput(stderr)
-	fs.VisitAll(func(f *flag.Flag) {
-		f.Usage = fmt.Sprintf("%s (env %s)", f.Usage, envName(f.Name))
-	})
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
-		v, ok := os.LookupEnv(envName(f.Name))
-		if !ok || envErr != nil {
-			return
-		}
-		if err := fs.Set(f.Name, v); err != nil {
-			envErr = usageError{fmt.Errorf("environment %s=%q: %w", envName(f.Name), v, err)}
+		f.Usage = fmt.Sprintf("%s (env %s)", f.Usage, envName(f.Name))
+		if v, ok := os.LookupEnv(envName(f.Name)); ok && envErr == nil {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = usageError{fmt.Errorf("environment %s=%q: %w", envName(f.Name), v, err)}
+			}
 		}
 	})
 	if envErr != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"time"
@@ -50,19 +51,11 @@ func (c *httpConfig) validate() error {
 	return nil
 }
 
-// limits returns the mcpserver side of the configuration.
+// limits returns the mcpserver side of the configuration. A zero field
+// there means the default, so --http-body-min-rate 0 (no minimum) is -1.
 func (c *httpConfig) limits() mcpserver.HTTPLimits {
 	return mcpserver.HTTPLimits{
-		BodyIdleTimeout: c.bodyIdleTimeout, BodyMinRate: c.minRate(), MaxInflightBytes: int64(c.maxInflight), InflightWait: c.inflightWait,
+		BodyIdleTimeout: c.bodyIdleTimeout, BodyMinRate: cmp.Or(int64(c.bodyMinRate), -1), MaxInflightBytes: int64(c.maxInflight), InflightWait: c.inflightWait,
 		SessionIdleTimeout: c.sessionIdle, MaxSessions: c.maxSessions, MaxSessionsPerIdentity: c.maxSessionsPerID,
 	}
-}
-
-// minRate is --http-body-min-rate as HTTPLimits takes it: 0 (no minimum)
-// becomes negative, as a zero field means the default there.
-func (c *httpConfig) minRate() int64 {
-	if c.bodyMinRate == 0 {
-		return -1
-	}
-	return int64(c.bodyMinRate)
 }

@@ -81,8 +81,7 @@ type serveConfig struct {
 }
 
 func (c *serveConfig) flags(fs *flag.FlagSet) {
-	dataDir := defaultDataDir()
-	fs.StringVar(&c.db, "db", filepath.Join(dataDir, "depot.db"), "bbolt database `file` holding the depot (its directory is created if missing)")
+	fs.StringVar(&c.db, "db", defaultDB(), "bbolt database `file` holding the depot (its directory is created if missing)")
 	fs.StringVar(&c.mount, "mount", defaultMountDir(), "`dir`ectory where the read-only FUSE mount appears (created if missing)")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7411", "`address` for MCP over streamable HTTP, endpoint path /mcp; it also serves /metrics (behind the same authentication) and /healthz (without)")
 	fs.StringVar(&c.metricsListen, "metrics-listen", "", "`address` that serves only /metrics and /healthz, without authentication: loopback unless --insecure; empty: none")
@@ -149,32 +148,33 @@ func (c *serveConfig) blobCacheDirOrDefault() string {
 // defaultDataDir is where the database lives unless --db says otherwise:
 // /var/lib/depotfs for root, the XDG state directory for anyone else.
 func defaultDataDir() string {
-	if os.Geteuid() == 0 {
-		return "/var/lib/depotfs"
-	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "depotfs")
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, ".local", "state", "depotfs")
-	}
-	return filepath.Join(os.TempDir(), "depotfs")
+	return userDir("/var/lib/depotfs", "XDG_STATE_HOME", "depotfs", ".local/state/depotfs")
 }
+
+// defaultDB is the database unless --db says otherwise.
+func defaultDB() string { return filepath.Join(defaultDataDir(), "depot.db") }
 
 // defaultMountDir is where the mount appears unless --mount says otherwise:
 // /mnt/depot for root, a directory under XDG_RUNTIME_DIR or the home
 // directory for anyone else.
 func defaultMountDir() string {
-	if os.Geteuid() == 0 {
-		return "/mnt/depot"
+	return userDir("/mnt/depot", "XDG_RUNTIME_DIR", "depotfs/mnt", "depot")
+}
+
+// userDir is root's directory for root; for anyone else, sub below the
+// directory the environment variable env names, else home below the home
+// directory, else home's last component in the temporary directory.
+func userDir(root, env, sub, home string) string {
+	h, err := os.UserHomeDir()
+	switch {
+	case os.Geteuid() == 0:
+		return root
+	case os.Getenv(env) != "":
+		return filepath.Join(os.Getenv(env), sub)
+	case err == nil:
+		return filepath.Join(h, home)
 	}
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		return filepath.Join(d, "depotfs", "mnt")
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, "depot")
-	}
-	return filepath.Join(os.TempDir(), "depot")
+	return filepath.Join(os.TempDir(), filepath.Base(home))
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -318,12 +318,8 @@ func checkPublicURL(s string) error {
 // checkMetricsListen refuses a non-loopback --metrics-listen without
 // --insecure: it has no authentication.
 func checkMetricsListen(addr string, insecure bool) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("--metrics-listen %q: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() || insecure {
-		return nil
+	if loopback, err := isLoopback("--metrics-listen", addr); err != nil || loopback || insecure {
+		return err
 	}
 	return fmt.Errorf("--metrics-listen %q is not a loopback address and has no authentication: "+
 		"listen on 127.0.0.1, scrape /metrics on --listen with its credentials, or pass --insecure if that is really intended", addr)

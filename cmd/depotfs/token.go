@@ -27,7 +27,7 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func defaultTokensFile(db string) string { return filepath.Join(filepath.Dir(db), "tokens.json") }
 
 func tokensFlag(fs *flag.FlagSet) *string {
-	return fs.String("tokens", defaultTokensFile(filepath.Join(defaultDataDir(), "depot.db")),
+	return fs.String("tokens", defaultTokensFile(defaultDB()),
 		"tokens `file` (JSON, mode 0600, holding only hashes); serve reads the same file")
 }
 

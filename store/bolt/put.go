@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/rules"
 )
 
 // Put stores req.Data at req.Path in one transaction, creating implicit
@@ -19,18 +20,24 @@ import (
 // A zero MTime means the arrival time for new content, and keeps the stored
 // mtime when the content is unchanged. Mode keeps only permission bits.
 func (s *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult, error) {
-	hexSum, err := s.limits().Put(req)
-	if err != nil {
-		return store.PutResult{}, err
+	return rules.One(s.PutBatch(ctx, []store.PutRequest{req}))
+}
+
+// PutBatch stores every request in one transaction, in order, each as Put
+// would; all of them or none (see store.Store.PutBatch). What can be checked
+// without the store (paths, sizes, hashes) is checked for every request
+// before the transaction starts. It is safe for concurrent use.
+func (s *Store) PutBatch(ctx context.Context, reqs []store.PutRequest) ([]store.PutResult, error) {
+	if len(reqs) == 0 {
+		return nil, s.check(ctx)
 	}
-	var res store.PutResult
-	err = s.update(ctx, func(w *wtx) error {
-		var err error
-		res, err = w.putFile(req, hexSum, int64(len(req.Data)), func(h hash) error { return w.writeData(h, req.Data) })
-		return err
-	})
-	if err != nil {
-		return store.PutResult{}, pathErr("put", req.Path, err)
+	files := make([]streamFile, len(reqs))
+	for i, req := range reqs {
+		sum, err := s.limits().Put(req)
+		if err != nil {
+			return nil, &store.BatchError{Index: i, Path: req.Path, Err: err}
+		}
+		files[i] = streamFile{req: req, data: req.Data, sum: sum}
 	}
-	return res, nil
+	return s.putFiles(ctx, files)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
+	"github.com/depotfs/depotfs/store/internal/rules"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -39,16 +40,7 @@ func (s *Store) PutStream(ctx context.Context, req store.PutRequest, r io.Reader
 		return store.PutResult{}, pathErr("put", req.Path, err)
 	}
 	defer s.release(in)
-	var res store.PutResult
-	err = s.update(ctx, func(w *wtx) error {
-		var err error
-		res, err = w.putFile(req, in.sum, in.size, staged)
-		return err
-	})
-	if err != nil {
-		return store.PutResult{}, pathErr("put", req.Path, err)
-	}
-	return res, nil
+	return rules.One(s.putFiles(ctx, []streamFile{{req: req, in: in}}))
 }
 
 // PutStreams stores the files next yields in one atomic change (see
@@ -102,6 +94,12 @@ func (s *Store) PutStreams(ctx context.Context, next func() (store.PutRequest, i
 	if len(files) == 0 {
 		return nil, s.check(ctx)
 	}
+	return s.putFiles(ctx, files)
+}
+
+// putFiles writes files in one transaction, each as Put would; a refused
+// one fails the whole with a *store.BatchError naming it.
+func (s *Store) putFiles(ctx context.Context, files []streamFile) ([]store.PutResult, error) {
 	res := make([]store.PutResult, len(files))
 	failed := 0
 	err := s.update(ctx, func(w *wtx) error {
@@ -130,7 +128,7 @@ func (s *Store) PutStreams(ctx context.Context, next func() (store.PutRequest, i
 // write in its last transaction; later files are streamed into chunks.
 const maxHeld = 32 << 20
 
-// streamFile is one file of PutStreams: its content held in memory (data,
+// streamFile is one file of a write: its content held in memory (data,
 // whose hash is sum), or staged in chunks (in).
 type streamFile struct {
 	req  store.PutRequest

@@ -21,23 +21,7 @@ import (
 // Limits, eviction and conditions behave as in store.Store; eviction
 // picks the content least recently used as seen by this host.
 func (s *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult, error) {
-	sum, err := s.limits().Put(req)
-	if err != nil {
-		return store.PutResult{}, err
-	}
-	var res *rules.Written
-	err = s.update(ctx, func(t *txn) error {
-		t.offer(sum, req.Data)
-		var err error
-		res, err = rules.Put(t, req, sum, int64(len(req.Data)))
-		return err
-	}, func(ctx context.Context, _ string) (string, error) {
-		return s.writeBlob(ctx, sum, req.Data)
-	})
-	if err != nil {
-		return store.PutResult{}, check.PathError("put", req.Path, err)
-	}
-	return res.Result(), nil
+	return rules.One(s.PutBatch(ctx, []store.PutRequest{req}))
 }
 
 // writeBlob stores data as the chunks of a new generation of content sum.
@@ -189,33 +173,45 @@ func (s *Store) PutBatch(ctx context.Context, reqs []store.PutRequest) ([]store.
 	if len(reqs) == 0 {
 		return nil, s.check(ctx)
 	}
-	sums := make([]string, len(reqs))
+	files := make([]streamed, len(reqs))
 	data := map[string][]byte{}
 	for i, req := range reqs {
 		sum, err := s.limits().Put(req)
 		if err != nil {
 			return nil, &store.BatchError{Index: i, Path: req.Path, Err: err}
 		}
-		sums[i] = sum
+		files[i] = streamed{sum: sum, size: int64(len(req.Data)), small: req.Data}
 		data[sum] = req.Data
 	}
+	return s.putFiles(ctx, reqs, files, func(ctx context.Context, sum string) (string, error) {
+		return s.writeBlob(ctx, sum, data[sum])
+	}, map[string]string{})
+}
+
+// putFiles commits reqs, whose content files holds, in one batch (see
+// updateUploaded): content not written as chunks is offered inline, and
+// upload writes what must be chunks (nil: all is). A refused request
+// fails the whole with a *store.BatchError naming it.
+func (s *Store) putFiles(ctx context.Context, reqs []store.PutRequest, files []streamed, upload func(ctx context.Context, sum string) (string, error), uploaded map[string]string) ([]store.PutResult, error) {
 	outs := make([]*rules.Written, len(reqs))
 	failed := 0
-	err := s.update(ctx, func(t *txn) error {
+	err := s.updateUploaded(ctx, func(t *txn) error {
 		for i, req := range reqs {
-			t.offer(sums[i], req.Data)
+			f := files[i]
+			if f.gen == "" {
+				t.offer(f.sum, f.small)
+			}
 			var err error
-			if outs[i], err = rules.Put(t, req, sums[i], int64(len(req.Data))); err != nil {
+			if outs[i], err = rules.Put(t, req, f.sum, f.size); err != nil {
 				failed = i
 				return err
 			}
 		}
 		return nil
-	}, func(ctx context.Context, sum string) (string, error) {
-		return s.writeBlob(ctx, sum, data[sum])
-	})
+	}, upload, uploaded)
 	if err != nil {
-		return nil, &store.BatchError{Index: failed, Path: reqs[failed].Path, Err: check.PathError("put", reqs[failed].Path, err)}
+		p := reqs[failed].Path
+		return nil, &store.BatchError{Index: failed, Path: p, Err: check.PathError("put", p, err)}
 	}
 	res := make([]store.PutResult, len(reqs))
 	for i, o := range outs {

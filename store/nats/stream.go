@@ -125,19 +125,7 @@ func (s *Store) PutStream(ctx context.Context, req store.PutRequest, r io.Reader
 	if err != nil {
 		return store.PutResult{}, check.PathError("put", req.Path, err)
 	}
-	var res *rules.Written
-	err = s.updateUploaded(ctx, func(t *txn) error {
-		if f.small != nil {
-			t.offer(f.sum, f.small)
-		}
-		var err error
-		res, err = rules.Put(t, req, f.sum, f.size)
-		return err
-	}, nil, uploadedOf(f))
-	if err != nil {
-		return store.PutResult{}, check.PathError("put", req.Path, err)
-	}
-	return res.Result(), nil
+	return rules.One(s.putFiles(ctx, []store.PutRequest{req}, []streamed{f}, nil, uploadedOf(f)))
 }
 
 // uploadedOf is what a streamed file uploaded, for updateUploaded.
@@ -198,23 +186,8 @@ func (s *Store) PutStreams(ctx context.Context, next func() (store.PutRequest, i
 	if len(reqs) == 0 {
 		return nil, s.check(ctx)
 	}
-	outs := make([]*rules.Written, len(reqs))
-	failed := 0
 	uploaded := uploadedOf(files...)
-	err := s.updateUploaded(ctx, func(t *txn) error {
-		for i, req := range reqs {
-			f := files[i]
-			if f.small != nil {
-				t.offer(f.sum, f.small)
-			}
-			var err error
-			if outs[i], err = rules.Put(t, req, f.sum, f.size); err != nil {
-				failed = i
-				return err
-			}
-		}
-		return nil
-	}, nil, uploaded)
+	res, err := s.putFiles(ctx, reqs, files, nil, uploaded)
 	// Chunks of a content stored twice in the batch, under another
 	// generation than the one kept, are garbage.
 	for _, f := range files {
@@ -224,12 +197,5 @@ func (s *Store) PutStreams(ctx context.Context, next func() (store.PutRequest, i
 			}
 		}
 	}
-	if err != nil {
-		return nil, &store.BatchError{Index: failed, Path: reqs[failed].Path, Err: check.PathError("put", reqs[failed].Path, err)}
-	}
-	res := make([]store.PutResult, len(reqs))
-	for i, o := range outs {
-		res[i] = o.Result()
-	}
-	return res, nil
+	return res, err
 }

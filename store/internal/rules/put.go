@@ -18,6 +18,18 @@ func (w *Written) Result() store.PutResult {
 	return store.PutResult{Status: w.status, Entry: w.at.Entry(), Evicted: w.evicted}
 }
 
+// One is a call's answer for one file from its batch of one: a refused
+// batch's *store.BatchError wraps the error the call returns.
+func One(res []store.PutResult, err error) (store.PutResult, error) {
+	if be, ok := err.(*store.BatchError); ok {
+		err = be.Err
+	}
+	if err != nil {
+		return store.PutResult{}, err
+	}
+	return res[0], nil
+}
+
 // Put makes req.Path a present file with content sum of size bytes,
 // applying req's conditions and metadata (see entryrec.Put): the missing
 // parents are created, the content referenced (Txn.Ref stores what the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"errors"
 	"flag"
 	"path/filepath"
 	"time"
@@ -49,25 +48,17 @@ func (c *enforceConfig) flags(fs *flag.FlagSet) {
 // resolve checks the policy flags after parsing and fills in the default
 // audit log beside db.
 func (c *enforceConfig) resolve(db string) error {
-	host, err := policy.NewHost(c.allow, c.deny)
-	if err != nil {
-		return err
-	}
-	c.host = host
+	var err error
+	c.host, err = policy.NewHost(c.allow, c.deny)
 	c.auditLog = cmp.Or(c.auditLog, defaultAuditLog(db))
-	if c.rateCalls < 0 || c.rateBytes < 0 || c.rateCallBurst < 1 || c.rateByteBurst < 1 {
-		return errors.New("--rate-calls and --rate-bytes must not be negative, --rate-call-burst and --rate-byte-burst at least 1")
-	}
-	if c.auditMaxSize < 4096 {
-		return errors.New("--audit-max-size must be at least 4KiB")
-	}
-	if c.auditRetain < 0 || c.auditRetainAge < 0 {
-		return errors.New("--audit-retain-size and --audit-retain-age must not be negative")
-	}
-	if c.auditRetain > 0 && c.auditRetain < c.auditMaxSize {
-		return errors.New("--audit-retain-size must be 0 or at least --audit-max-size: it counts whole rotated files")
-	}
-	return nil
+	return cmp.Or(err,
+		failIf(c.rateCalls < 0 || c.rateBytes < 0 || c.rateCallBurst < 1 || c.rateByteBurst < 1,
+			"--rate-calls and --rate-bytes must not be negative, --rate-call-burst and --rate-byte-burst at least 1"),
+		failIf(c.auditMaxSize < 4096, "--audit-max-size must be at least 4KiB"),
+		failIf(c.auditRetain < 0 || c.auditRetainAge < 0, "--audit-retain-size and --audit-retain-age must not be negative"),
+		failIf(c.auditRetain > 0 && c.auditRetain < c.auditMaxSize,
+			"--audit-retain-size must be 0 or at least --audit-max-size: it counts whole rotated files"),
+	)
 }
 
 // defaultAuditLog is the audit log beside the database db.

@@ -96,6 +96,15 @@ func parseFlagsArgs(fs *flag.FlagSet, args []string, stderr io.Writer, n int, wh
 	return pos, nil
 }
 
+// failIf is an error when bad, else nil: cmp.Or of a list of them is the
+// first check that fails.
+func failIf(bad bool, format string, a ...any) error {
+	if !bad {
+		return nil
+	}
+	return fmt.Errorf(format, a...)
+}
+
 func isBoolFlag(f *flag.Flag) bool {
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })
 	return ok && b.IsBoolFlag()

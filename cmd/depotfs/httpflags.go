@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"errors"
 	"flag"
 	"time"
 
@@ -40,15 +39,12 @@ func (c *httpConfig) flags(fs *flag.FlagSet) {
 }
 
 func (c *httpConfig) validate() error {
-	for _, d := range []time.Duration{c.readHeaderTimeout, c.bodyIdleTimeout, c.idleTimeout, c.inflightWait, c.sessionIdle} {
-		if d <= 0 {
-			return errors.New("--http-*-timeout, --inflight-wait and --session-idle-timeout must be positive durations")
-		}
-	}
-	if c.maxConnsPerAddr < 0 || c.maxSessions < 1 || c.maxSessionsPerID < 1 || c.maxInflight < 1<<20 {
-		return errors.New("--max-conns-per-addr must not be negative, --max-sessions and --max-sessions-per-identity at least 1, --max-inflight-bytes at least 1MiB")
-	}
-	return nil
+	return cmp.Or(
+		failIf(min(c.readHeaderTimeout, c.bodyIdleTimeout, c.idleTimeout, c.inflightWait, c.sessionIdle) <= 0,
+			"--http-*-timeout, --inflight-wait and --session-idle-timeout must be positive durations"),
+		failIf(c.maxConnsPerAddr < 0 || c.maxSessions < 1 || c.maxSessionsPerID < 1 || c.maxInflight < 1<<20,
+			"--max-conns-per-addr must not be negative, --max-sessions and --max-sessions-per-identity at least 1, --max-inflight-bytes at least 1MiB"),
+	)
 }
 
 // limits returns the mcpserver side of the configuration. A zero field

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -236,69 +237,34 @@ func (c *serveConfig) noteSet(fs *flag.FlagSet) {
 }
 
 func (c *serveConfig) validate() error {
-	if c.stdio && c.listenSet {
-		return errors.New("--stdio and --listen are exclusive: choose one transport")
-	}
-	if err := c.http.validate(); err != nil {
-		return err
-	}
-	if c.uid < 0 || c.gid < 0 {
-		return errors.New("--uid and --gid must not be negative")
-	}
-	if _, err := parseUmask(c.umask); err != nil {
-		return err
-	}
-	if c.resourcePage <= 0 || c.maxResource <= 0 {
-		return errors.New("--resource-page-size and --max-resource-bytes must be positive")
-	}
-	if err := c.store.validate(); err != nil {
-		return err
-	}
-	profiles, err := mcpserver.ParseProfiles(c.tools)
-	if err != nil {
-		return fmt.Errorf("--tools %q: %w", c.tools, err)
-	}
-	c.profiles = profiles
-	if c.fetchTimeout <= 0 {
-		return fmt.Errorf("--fetch-timeout %v: want a positive duration such as 30s", c.fetchTimeout)
-	}
-	if c.uploadURLTTL <= 0 {
-		return fmt.Errorf("--upload-url-ttl %v: want a positive duration such as 15m", c.uploadURLTTL)
-	}
-	if err := checkPublicURL(c.publicURL); err != nil {
-		return err
-	}
-	if c.rawUploadsPer < 1 {
-		return fmt.Errorf("--max-raw-uploads-per-identity %d: want at least 1", c.rawUploadsPer)
-	}
-	if c.snapshotsPer < 1 {
-		return fmt.Errorf("--max-snapshots-per-identity %d: want at least 1", c.snapshotsPer)
-	}
-	if c.keepVersions < 0 {
-		return fmt.Errorf("--keep-versions %d: want 0 (keep none) or more", c.keepVersions)
-	}
-	if c.uploadTTL < 0 {
-		return fmt.Errorf("--upload-ttl %v: want a positive duration, or 0 to keep uploads", c.uploadTTL)
-	}
 	if c.maxStoreSize > 0 && c.maxFileSize > c.maxStoreSize && !c.fileSizeSet {
 		// The default file limit follows a smaller store limit: a
 		// 3584KiB store holds files of up to 3584KiB.
 		c.maxFileSize = c.maxStoreSize
 	}
-	if c.maxStoreSize > 0 && c.maxFileSize > c.maxStoreSize {
-		return fmt.Errorf("--max-file-size %v is larger than --max-store-size %v: such a file could never be stored", &c.maxFileSize, &c.maxStoreSize)
-	}
-	if !c.stdio {
-		if err := checkListen(c.listen, c.insecure, &c.auth); err != nil {
-			return err
-		}
-	}
-	if c.metricsListen != "" {
-		if err := checkMetricsListen(c.metricsListen, c.insecure); err != nil {
-			return err
-		}
-	}
-	return nil
+	profiles, toolsErr := mcpserver.ParseProfiles(c.tools)
+	c.profiles = profiles
+	_, umaskErr := parseUmask(c.umask)
+	return cmp.Or(
+		failIf(c.stdio && c.listenSet, "--stdio and --listen are exclusive: choose one transport"),
+		c.http.validate(),
+		failIf(c.uid < 0 || c.gid < 0, "--uid and --gid must not be negative"),
+		umaskErr,
+		failIf(c.resourcePage <= 0 || c.maxResource <= 0, "--resource-page-size and --max-resource-bytes must be positive"),
+		c.store.validate(),
+		failIf(toolsErr != nil, "--tools %q: %w", c.tools, toolsErr),
+		failIf(c.fetchTimeout <= 0, "--fetch-timeout %v: want a positive duration such as 30s", c.fetchTimeout),
+		failIf(c.uploadURLTTL <= 0, "--upload-url-ttl %v: want a positive duration such as 15m", c.uploadURLTTL),
+		checkPublicURL(c.publicURL),
+		failIf(c.rawUploadsPer < 1, "--max-raw-uploads-per-identity %d: want at least 1", c.rawUploadsPer),
+		failIf(c.snapshotsPer < 1, "--max-snapshots-per-identity %d: want at least 1", c.snapshotsPer),
+		failIf(c.keepVersions < 0, "--keep-versions %d: want 0 (keep none) or more", c.keepVersions),
+		failIf(c.uploadTTL < 0, "--upload-ttl %v: want a positive duration, or 0 to keep uploads", c.uploadTTL),
+		failIf(c.maxStoreSize > 0 && c.maxFileSize > c.maxStoreSize,
+			"--max-file-size %v is larger than --max-store-size %v: such a file could never be stored", &c.maxFileSize, &c.maxStoreSize),
+		checkListen(c.listen, c.insecure || c.stdio, &c.auth), // --stdio does not listen (nor take --listen: above)
+		checkMetricsListen(c.metricsListen, c.insecure),
+	)
 }
 
 // checkPublicURL refuses a --public-url that is not an absolute http or
@@ -318,6 +284,9 @@ func checkPublicURL(s string) error {
 // checkMetricsListen refuses a non-loopback --metrics-listen without
 // --insecure: it has no authentication.
 func checkMetricsListen(addr string, insecure bool) error {
+	if addr == "" {
+		return nil
+	}
 	if loopback, err := isLoopback("--metrics-listen", addr); err != nil || loopback || insecure {
 		return err
 	}

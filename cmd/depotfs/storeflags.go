@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -72,20 +73,15 @@ func (c *storeConfig) validate() error {
 		}
 		c.servers = append(c.servers, "nats://"+u.Host)
 	}
-	if c.maxBatch < 0 {
-		return fmt.Errorf("--nats-max-batch %d: want 1 or more (0: the default)", c.maxBatch)
-	}
-	if c.wait < 0 {
-		return fmt.Errorf("--nats-wait %v: want 0 or more", c.wait)
-	}
-	if (c.tlsCert == "") != (c.tlsKey == "") {
-		return errors.New("--nats-tls-cert and --nats-tls-key go together")
+	if err := cmp.Or(
+		failIf(c.maxBatch < 0, "--nats-max-batch %d: want 1 or more (0: the default)", c.maxBatch),
+		failIf(c.wait < 0, "--nats-wait %v: want 0 or more", c.wait),
+		failIf((c.tlsCert == "") != (c.tlsKey == ""), "--nats-tls-cert and --nats-tls-key go together"),
+	); err != nil {
+		return err
 	}
 	for _, f := range []string{c.creds, c.tlsCA, c.tlsCert, c.tlsKey} {
-		if f == "" {
-			continue
-		}
-		if _, err := os.Stat(f); err != nil {
+		if _, err := os.Stat(f); f != "" && err != nil {
 			return fmt.Errorf("NATS credentials: %w", err)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // drain is the one shutdown of both transports: once stop is called, an
-// HTTP request (through handler) gets 503 with ShuttingDownReply
+// HTTP request (through Server.Admit) gets 503 with ShuttingDownReply
 // (Retry-After, and the connection closed after it) and the stdio
 // transport answers every request it reads with the same reply (its gate
 // is shut by the callbacks registered with onStop); wait returns when the
@@ -42,19 +42,6 @@ func (d *drain) onStop(fn func()) (unregister func()) {
 		defer d.mu.Unlock()
 		delete(d.stops, key)
 	}
-}
-
-// handler serves h while depotfs is running and refuses requests once stop
-// was called.
-func (d *drain) handler(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !d.enter() {
-			refuseShuttingDown(w)
-			return
-		}
-		defer d.leave()
-		h.ServeHTTP(w, r)
-	})
 }
 
 func (d *drain) enter() bool {
@@ -128,7 +115,16 @@ func refuseShuttingDown(w http.ResponseWriter) {
 // for Shutdown and, once the shutdown has begun, are refused with 503 and
 // ShuttingDownReply before h sees them. depotfs serve admits /mcp and
 // /upload/ through it. It is safe for concurrent use.
-func (s *Server) Admit(h http.Handler) http.Handler { return s.drain.handler(h) }
+func (s *Server) Admit(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.drain.enter() {
+			refuseShuttingDown(w)
+			return
+		}
+		defer s.drain.leave()
+		h.ServeHTTP(w, r)
+	})
+}
 
 // BeginShutdown starts the shutdown of both transports and returns at
 // once: from now on an HTTP request through Admit gets a 503 and

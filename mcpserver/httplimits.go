@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,9 +90,7 @@ type HTTPLimits struct {
 
 func (l HTTPLimits) withDefaults() HTTPLimits {
 	orDefault(&l.BodyIdleTimeout, DefaultBodyIdleTimeout)
-	if l.BodyMinRate == 0 {
-		l.BodyMinRate = DefaultBodyMinRate
-	}
+	l.BodyMinRate = cmp.Or(l.BodyMinRate, DefaultBodyMinRate)
 	orDefault(&l.MaxInflightBytes, DefaultMaxInflightBytes)
 	orDefault(&l.InflightWait, DefaultInflightWait)
 	orDefault(&l.SessionIdleTimeout, DefaultSessionIdleTimeout)
@@ -218,13 +217,7 @@ func (s *Server) reserveSession(w http.ResponseWriter, r *http.Request, br *bufi
 	key := tool.Key(who)
 	err := s.sessions.reserve(key)
 	if err == nil {
-		return func() {
-			if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
-				s.sessions.own(sid, key)
-			} else {
-				s.sessions.unreserve(key)
-			}
-		}, true
+		return func() { s.sessions.own(w.Header().Get("Mcp-Session-Id"), key) }, true
 	}
 	w.Header().Set("Retry-After", "10")
 	msg := fmt.Sprintf("depotfs has %d live sessions, its limit (--max-sessions); retry later, or end unused sessions with DELETE", s.opts.HTTP.MaxSessions)
@@ -373,13 +366,20 @@ func (s *Server) refuseTooLarge(w http.ResponseWriter, r *http.Request, size, li
 		rec := &audit.Record{Event: audit.EventAuth, Stage: "request", Transport: "http", Remote: r.RemoteAddr,
 			Identity: who.String(), Decision: audit.Deny,
 			Reason: fmt.Sprintf("%s (%d refusal(s) from this address in this burst)", msg, n)}
-		if s.opts.Audit != nil {
-			if err := s.opts.Audit.Append(rec); err != nil {
-				s.log.Error("audit record of a refused request not written", "remote", r.RemoteAddr, "err", err)
-			}
-		}
+		s.auditEdge(rec, "a refused request")
 		s.log.Warn("http request refused: body over the limit", "remote", r.RemoteAddr, "size", size, "limit", limit, "refusals", n)
 	})
+}
+
+// auditEdge appends rec, a refusal at the HTTP edge (what says which), to
+// the audit log, if there is one.
+func (s *Server) auditEdge(rec *audit.Record, what string) {
+	if s.opts.Audit == nil {
+		return
+	}
+	if err := s.opts.Audit.Append(rec); err != nil {
+		s.log.Error("audit record of "+what+" not written", "remote", rec.Remote, "err", err)
+	}
 }
 
 // burstWindow is how long refusals from one address count as one burst.

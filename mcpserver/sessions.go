@@ -143,7 +143,7 @@ func (m *sessions) reserve(key string) error {
 }
 
 // own gives the session id, created with a place reserve took for key, to
-// key; an id that is no longer live returns the place.
+// key; an id that is no longer live (or "", none) returns the place.
 func (m *sessions) own(id, key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -156,12 +156,7 @@ func (m *sessions) own(id, key string) {
 }
 
 // unreserve returns a place reserve took for key and no session got.
-func (m *sessions) unreserve(key string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.pending--
-	m.releaseLocked(key)
-}
+func (m *sessions) unreserve(key string) { m.own("", key) }
 
 func (m *sessions) releaseLocked(key string) {
 	if m.held[key]--; m.held[key] <= 0 {
@@ -298,13 +293,7 @@ func (s *Server) auditRevoked(r *http.Request, kind, session string, streams int
 		reason += " and session " + session
 	}
 	s.log.Warn("revoked credential: streams and session ended", "identity", who.String(), "session", session, "streams", streams, "err", err)
-	if s.opts.Audit == nil {
-		return
-	}
-	rec := &audit.Record{Event: audit.EventAuth, Stage: "revoked", Transport: "http", Remote: r.RemoteAddr,
+	s.auditEdge(&audit.Record{Event: audit.EventAuth, Stage: "revoked", Transport: "http", Remote: r.RemoteAddr,
 		Session: session, Identity: who.String(), Auth: string(who.Method), Serial: who.Serial, TokenID: who.TokenID,
-		Decision: audit.Deny, Reason: reason}
-	if aerr := s.opts.Audit.Append(rec); aerr != nil {
-		s.log.Error("audit record of a revocation not written", "err", aerr)
-	}
+		Decision: audit.Deny, Reason: reason}, "a revocation")
 }

@@ -70,37 +70,35 @@ func (s *Server) newHandler() http.Handler {
 			ctx = identity.NewContext(ctx, s.local(identity.HTTP(r)))
 		}
 		ctx = tool.WithBaseURL(ctx, s.baseURL(r))
+		r = r.WithContext(ctx)
 		if r.URL.Path == BackupPath {
-			s.serveBackup(w, r.WithContext(ctx))
+			s.serveBackup(w, r)
 			return
 		}
 		if strings.HasPrefix(r.URL.Path, guide.UploadPath) || r.URL.Path == ImportPath {
 			// A raw upload's body is as large as the file, an import's
 			// as the depot: the store limits the first while it streams.
 			// A stall still ends either.
-			var body *watchedBody
 			if r.Body != nil {
-				body = newWatchedBody(r.Body, w, lim, math.MaxInt64-1)
+				body := newWatchedBody(r.Body, w, lim, math.MaxInt64-1)
 				r.Body = body
+				if lim.Recheck != nil {
+					// A PUT streams for as long as the file takes: it is
+					// rechecked like a stream, so a revoked credential's
+					// upload is cut, not stored.
+					ctx, cancel := context.WithCancel(ctx)
+					defer cancel()
+					r = r.WithContext(ctx)
+					defer s.sessions.open(&stream{req: r, kind: "upload", cancel: func() { body.stop(); cancel() }})()
+				}
 			}
-			if lim.Recheck != nil && body != nil {
-				// A PUT streams for as long as the file takes: it is
-				// rechecked like a stream, so a revoked credential's
-				// upload is cut, not stored.
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithCancel(ctx)
-				defer cancel()
-				r = r.WithContext(ctx)
-				defer s.sessions.open(&stream{req: r, kind: "upload", cancel: func() { body.stop(); cancel() }})()
-			}
+			serve := s.uploads.ServeHTTP
 			if r.URL.Path == ImportPath {
-				s.serveImport(w, r.WithContext(ctx))
-			} else {
-				s.uploads.ServeHTTP(w, r.WithContext(ctx))
+				serve = s.serveImport
 			}
+			serve(w, r)
 			return
 		}
-		r = r.WithContext(ctx)
 		release, ok := s.limitBody(w, r)
 		if !ok {
 			return

@@ -81,21 +81,14 @@ func (e *endReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// tarTypes name the tar entry types a refusal names.
+var tarTypes = map[byte]string{tar.TypeSymlink: "symbolic link", tar.TypeLink: "hard link", tar.TypeChar: "character device",
+	tar.TypeBlock: "block device", tar.TypeFifo: "named pipe", tar.TypeGNUSparse: "sparse file"}
+
 // tarType names a tar entry type for a refusal.
 func tarType(t byte) string {
-	switch t {
-	case tar.TypeSymlink:
-		return "symbolic link"
-	case tar.TypeLink:
-		return "hard link"
-	case tar.TypeChar:
-		return "character device"
-	case tar.TypeBlock:
-		return "block device"
-	case tar.TypeFifo:
-		return "named pipe"
-	case tar.TypeGNUSparse:
-		return "sparse file"
+	if name, ok := tarTypes[t]; ok {
+		return name
 	}
 	return fmt.Sprintf("entry of type %q", t)
 }

@@ -98,8 +98,8 @@ func Lift(body []byte) (out []byte, t *Table, ok bool) {
 		if !validString(body[sp[0]:sp[1]]) {
 			return body, nil, false
 		}
-		out = append(out, body[last:sp[0]]...)
-		out = t.placeholder(out, i)
+		out = append(append(out, body[last:sp[0]]...), t.prefix...)
+		out = append(strconv.AppendInt(out, int64(i), 10), '"')
 		t.raw = append(t.raw, body[sp[0]:sp[1]:sp[1]])
 		last = sp[1]
 	}
@@ -130,13 +130,6 @@ func validString(s []byte) bool {
 	return true
 }
 
-// placeholder appends placeholder i to b.
-func (t *Table) placeholder(b []byte, i int) []byte {
-	b = append(b, t.prefix...)
-	b = strconv.AppendInt(b, int64(i), 10)
-	return append(b, '"')
-}
-
 // Restore returns raw with every placeholder of t put back as the string
 // it stands for. raw is returned as it is when it holds none (or t is
 // nil); otherwise the result is a new slice.
@@ -164,21 +157,16 @@ func (t *Table) Restore(raw []byte) []byte {
 			continue
 		}
 		if out == nil {
-			out = make([]byte, 0, len(raw)+t.rawLen())
+			size := len(raw)
+			for _, r := range t.raw {
+				size += len(r)
+			}
+			out = make([]byte, 0, size)
 		}
 		out = append(out, raw[:at]...)
 		out = append(out, t.raw[i]...)
 		raw = rest[n+1:]
 	}
-}
-
-// rawLen is the total length of the lifted strings.
-func (t *Table) rawLen() int {
-	n := 0
-	for _, r := range t.raw {
-		n += len(r)
-	}
-	return n
 }
 
 type ctxKey struct{}

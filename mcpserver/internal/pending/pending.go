@@ -165,14 +165,9 @@ var errCursor = fmt.Errorf("%w: not a cursor returned by guide_pending_requests;
 // true (and ID 0) when it comes from another run of depotfs.
 func (l *List) ParseCursor(cur string) (after uint64, foreign bool, err error) {
 	epoch, id, ok := strings.Cut(cur, "-")
-	if !ok || epoch == "" || len(cur) > 64 {
-		return 0, false, errCursor
-	}
-	if _, err := strconv.ParseUint(epoch, 36, 64); err != nil {
-		return 0, false, errCursor
-	}
+	_, epochErr := strconv.ParseUint(epoch, 36, 64)
 	n, err := strconv.ParseUint(id, 10, 64)
-	if err != nil {
+	if !ok || len(cur) > 64 || epochErr != nil || err != nil {
 		return 0, false, errCursor
 	}
 	if epoch != l.epoch {

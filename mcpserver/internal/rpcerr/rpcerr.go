@@ -112,21 +112,32 @@ type lineWriter struct {
 	w io.Writer
 }
 
-func (l lineWriter) Write(p []byte) (int, error) {
-	if body, ok := bytes.CutSuffix(p, []byte("\n")); ok {
-		if fixed, ok := l.f.fix(body); ok {
-			if _, err := l.w.Write(append(fixed, '\n')); err != nil {
-				return 0, err
-			}
-			return len(p), nil
-		}
-	}
-	return l.w.Write(p)
-}
+func (l lineWriter) Write(p []byte) (int, error) { return l.f.write(l.w, p) }
 
 // sseEvent is how mcp-go writes a message as a server-sent event, in one
 // Write.
 var sseEvent = []byte("event: message\ndata: ")
+
+// write writes p, one message as a transport writes it (a line of JSON,
+// or a server-sent event), to w, with a recorded error swapped in.
+func (f *Fixes) write(w io.Writer, p []byte) (int, error) {
+	prefix, suffix, msg := []byte{}, []byte("\n"), p
+	if body, ok := bytes.CutPrefix(p, sseEvent); ok {
+		prefix, suffix, msg = sseEvent, []byte("\n\n"), body
+	}
+	body, ok := bytes.CutSuffix(msg, suffix)
+	if !ok {
+		return w.Write(p)
+	}
+	out, ok := f.fix(body)
+	if !ok {
+		return w.Write(p)
+	}
+	if _, err := w.Write(append(append(append([]byte{}, prefix...), out...), suffix...)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
 
 // ResponseWriter returns w with recorded errors swapped in, in a response
 // of the streamable HTTP transport: a JSON body (written in one Write by a
@@ -141,27 +152,7 @@ type responseWriter struct {
 	f *Fixes
 }
 
-func (w responseWriter) Write(p []byte) (int, error) {
-	var fixed []byte
-	if body, ok := bytes.CutPrefix(p, sseEvent); ok {
-		if body, ok := bytes.CutSuffix(body, []byte("\n\n")); ok {
-			if out, ok := w.f.fix(body); ok {
-				fixed = append(append(append([]byte{}, sseEvent...), out...), "\n\n"...)
-			}
-		}
-	} else if body, ok := bytes.CutSuffix(p, []byte("\n")); ok {
-		if out, ok := w.f.fix(body); ok {
-			fixed = append(out, '\n')
-		}
-	}
-	if fixed == nil {
-		return w.ResponseWriter.Write(p)
-	}
-	if _, err := w.ResponseWriter.Write(fixed); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
+func (w responseWriter) Write(p []byte) (int, error) { return w.f.write(w.ResponseWriter, p) }
 
 // Flush flushes the underlying writer if it can.
 func (w responseWriter) Flush() {

@@ -100,10 +100,9 @@ func (c *Call) MayWrite(p string) bool { return c.rt.MayWrite(c.who, p) }
 // Serve). It is the one way into a tool body, and it registers the tool's
 // permissions for the tool filter (VisibleTools).
 func (s *Runtime) Handler(t Tool) server.ToolHandlerFunc {
-	def := t.def()
-	s.defs[def.name] = def
+	s.defs[t.Spec.Name] = t.def()
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		res, _ := s.serve(ctx, def, t, func(c *Call) (Reply, error) {
+		res, _ := s.Serve(ctx, t, func(c *Call) (Reply, error) {
 			// Long strings the transport lifted out of the request (package
 			// lift) go back before the body decodes its arguments.
 			return t.Run(ctx, c, lift.FromContext(ctx).Restore(rawArguments(req)))
@@ -126,13 +125,8 @@ func (s *Runtime) Handler(t Tool) server.ToolHandlerFunc {
 // change: then it succeeds with a warning, and its record is written by a
 // later append.
 func (s *Runtime) Serve(ctx context.Context, t Tool, body func(c *Call) (Reply, error)) (*mcp.CallToolResult, bool) {
-	return s.serve(ctx, t.def(), t, body)
-}
-
-// serve is Serve with t's definition already made.
-func (s *Runtime) serve(ctx context.Context, def def, t Tool, body func(c *Call) (Reply, error)) (*mcp.CallToolResult, bool) {
-	c := s.NewCall(ctx, def.name, def.group)
-	c.def = def
+	c := s.NewCall(ctx, t.Spec.Name, string(t.Profile))
+	c.def = t.def()
 	c.profile = t.Profile
 	out, err := s.admit(c)
 	if err == nil {

@@ -82,11 +82,7 @@ var _ Shape = EnvelopeShape{}
 
 // Success renders out in the envelope, with the call's stats.
 func (EnvelopeShape) Success(c *Call, out Reply) (*mcp.CallToolResult, error) {
-	stats := out.Stats
-	if stats == nil {
-		stats = map[string]any{}
-	}
-	return result(Envelope{Success: true, Data: out.Data, Message: out.Message, Warnings: out.Warnings, Stats: c.envelopeStats(stats)})
+	return result(Envelope{Success: true, Data: out.Data, Message: out.Message, Warnings: out.Warnings, Stats: c.envelopeStats(out.Stats)})
 }
 
 // Failure renders err as the envelope's error object (Classify).
@@ -100,7 +96,7 @@ func (EnvelopeShape) Failure(c *Call, err error) *mcp.CallToolResult {
 	case unaudited:
 		msg = "The call was refused because depotfs cannot write its audit log; error.instruction says what to do."
 	}
-	res, encErr := result(Envelope{Error: &f, Message: msg, Stats: c.envelopeStats(map[string]any{})})
+	res, encErr := result(Envelope{Error: &f, Message: msg, Stats: c.envelopeStats(nil)})
 	if encErr != nil {
 		// A Failure is three strings and a map of numbers and strings,
 		// which always encode; this is only a fallback.
@@ -109,10 +105,13 @@ func (EnvelopeShape) Failure(c *Call, err error) *mcp.CallToolResult {
 	return res
 }
 
-// envelopeStats adds to a reply's stats what every envelope carries: the
-// call's duration, its request id (the one in its audit record and log
-// line) and the caller's own counts.
+// envelopeStats adds to a reply's stats (nil: none) what every envelope
+// carries: the call's duration, its request id (the one in its audit
+// record and log line) and the caller's own counts.
 func (c *Call) envelopeStats(stats map[string]any) map[string]any {
+	if stats == nil {
+		stats = map[string]any{}
+	}
 	stats["duration_ms"] = c.rt.env.Now().Sub(c.start).Milliseconds()
 	stats["request_id"] = c.reqID
 	stats["caller"] = map[string]any{

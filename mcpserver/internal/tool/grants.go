@@ -52,22 +52,22 @@ func (s *Runtime) VisibleTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool
 	perms := s.policy.For(who)
 	out := make([]mcp.Tool, 0, len(tools))
 	for _, t := range tools {
-		if def, ok := s.defs[t.Name]; ok && perms.CheckToolUse(def.name, def.group, def.accesses()) == nil {
+		if def, ok := s.defs[t.Name]; ok && def.usableBy(perms) == nil {
 			out = append(out, t)
 		}
 	}
 	return out
 }
 
-// accesses lists the accesses the tool's path arguments need, each once.
-func (d def) accesses() []grant.Access {
-	var out []grant.Access
+// usableBy returns why perms do not cover the tool, nil when they do.
+func (d def) usableBy(perms policy.Set) error {
+	var accesses []grant.Access // each access the path arguments need, once
 	for _, a := range d.paths {
-		if !slices.Contains(out, a) {
-			out = append(out, a)
+		if !slices.Contains(accesses, a) {
+			accesses = append(accesses, a)
 		}
 	}
-	return out
+	return perms.CheckToolUse(d.name, d.group, accesses)
 }
 
 // OnCallError audits a tools/call that mcp-go refused before any handler
@@ -87,7 +87,7 @@ func (s *Runtime) OnCallError(ctx context.Context, id any, method mcp.MCPMethod,
 	var reason error
 	switch {
 	case known && errors.Is(err, server.ErrToolNotFound):
-		reason = c.perms.CheckToolUse(d.name, d.group, d.accesses())
+		reason = d.usableBy(c.perms)
 		if reason == nil {
 			reason = fmt.Errorf("%w: tool %s refused by the MCP layer", args.ErrInvalid, name)
 		}

@@ -29,16 +29,21 @@ type intake struct {
 	err     error // why the stream was refused while it was read
 }
 
-// newIntake opens the account of a stream; done must be called once it
+// newIntake opens the account of a stream of size bytes, counting them at
+// once, or (size < 0) as they are read; done must be called once it
 // ends, committed or not.
-func (g *Store) newIntake(ctx context.Context, perRead bool) (*intake, error) {
-	in := &intake{g: g, room: -1, perRead: perRead}
+func (g *Store) newIntake(ctx context.Context, size int64) (*intake, error) {
+	in := &intake{g: g, room: -1, perRead: size < 0}
 	st, err := g.rt.st.Stats(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if st.MaxStoreBytes > 0 {
 		in.room = st.MaxStoreBytes - st.UploadBytes
+	}
+	if err := in.take(size); err != nil {
+		in.done()
+		return nil, err
 	}
 	return in, nil
 }
@@ -49,7 +54,7 @@ func (g *Store) newIntake(ctx context.Context, perRead bool) (*intake, error) {
 // reads an archive uses it to refuse one that unpacks to more before
 // storing anything.
 func (g *Store) Room(ctx context.Context) (int64, error) {
-	in, err := g.newIntake(ctx, false)
+	in, err := g.newIntake(ctx, 0)
 	if err != nil || in.room < 0 {
 		return -1, err
 	}

@@ -34,7 +34,7 @@ func TestIntakeCountsStreamsInFlight(t *testing.T) {
 	who := identity.Identity{Transport: "test", Subject: "writer", Grants: []grant.Grant{{Tool: "guide", Prefix: "/", Access: grant.ReadWrite}}}
 	call := func() *Call { return s.NewCall(identity.NewContext(ctx, who), "guide_begin_upload", "guide") }
 
-	a, err := call().Store().newIntake(ctx, false)
+	a, err := call().Store().newIntake(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestIntakeCountsStreamsInFlight(t *testing.T) {
 	if room, err := call().Store().Room(ctx); err != nil || room != limit-600<<10 {
 		t.Errorf("Room while a stream holds 600 KiB: %d, %v", room, err)
 	}
-	b, err := call().Store().newIntake(ctx, false)
+	b, err := call().Store().newIntake(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func (d *Docs) Spec(name, title string, h Hints) mcp.Tool {
 	if !json.Valid([]byte(input)) {
 		panic(fmt.Sprintf("mcpserver: %s input schema is not valid JSON", name))
 	}
-	t := mcp.Tool{
+	return mcp.Tool{
 		Name:           name,
 		Title:          title,
 		Description:    d.doc(name + ".md"),
@@ -109,13 +109,12 @@ func (d *Docs) Spec(name, title string, h Hints) mcp.Tool {
 			OpenWorldHint:   mcp.ToBoolPtr(false),
 		},
 	}
-	return t
 }
 
 // Reference returns a tool's long reference: its <tool>.reference.md, or
 // its description when it has none.
 func (d *Docs) Reference(name string) string {
-	if _, err := fs.Stat(d.fsys, path.Join(d.dir, name+".reference.md")); err == nil {
+	if d.has(name + ".reference.md") {
 		return d.doc(name + ".reference.md")
 	}
 	return d.doc(name + ".md")
@@ -124,10 +123,16 @@ func (d *Docs) Reference(name string) string {
 // OutputSchema returns the schema every reply of a tool satisfies (see
 // outputSchema), and false for a tool without a <tool>.output.json.
 func (d *Docs) OutputSchema(name string) (json.RawMessage, bool) {
-	if _, err := fs.Stat(d.fsys, path.Join(d.dir, name+".output.json")); err != nil {
+	if !d.has(name + ".output.json") {
 		return nil, false
 	}
 	return d.outputSchema(name), true
+}
+
+// has reports whether the document exists.
+func (d *Docs) has(doc string) bool {
+	_, err := fs.Stat(d.fsys, path.Join(d.dir, doc))
+	return err == nil
 }
 
 // outputSchema returns the profile's reply frame with the tool's result

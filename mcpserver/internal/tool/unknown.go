@@ -22,7 +22,7 @@ func (s *Runtime) unknownTool(ctx context.Context, id any, name string) {
 	perms := s.policy.For(who)
 	var visible []string
 	for _, d := range s.defs {
-		if perms.CheckToolUse(d.name, d.group, d.accesses()) == nil {
+		if d.usableBy(perms) == nil {
 			visible = append(visible, d.name)
 		}
 	}

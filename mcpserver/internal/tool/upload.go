@@ -27,14 +27,11 @@ func (g *Store) PutStream(ctx context.Context, req store.PutRequest, r io.Reader
 	if err := g.admit(grant.Write, int(max(size, 0)), req.Path); err != nil {
 		return store.PutResult{}, err
 	}
-	in, err := g.newIntake(ctx, size < 0)
+	in, err := g.newIntake(ctx, size)
 	if err != nil {
 		return store.PutResult{}, err
 	}
 	defer in.done()
-	if err := in.take(size); err != nil {
-		return store.PutResult{}, err
-	}
 	if size < 0 {
 		r = in.reader(r)
 	}
@@ -62,14 +59,11 @@ func (g *Store) PutStreams(ctx context.Context, dir string, size int64, next fun
 	if !ok {
 		return nil, ErrNoArchive
 	}
-	in, err := g.newIntake(ctx, false)
+	in, err := g.newIntake(ctx, max(size, 0))
 	if err != nil {
 		return nil, err
 	}
 	defer in.done()
-	if err := in.take(size); err != nil {
-		return nil, err
-	}
 	res, err := st.PutStreams(ctx, func() (store.PutRequest, io.Reader, error) {
 		req, r, err := next()
 		if err == nil {

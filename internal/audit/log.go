@@ -407,11 +407,11 @@ func (l *Log) rotate(n int64) error {
 		return l.fail(fmt.Errorf("audit log: close for rotation: %w", err))
 	}
 	rotated := logFile{Path: rotatedName(l.path, l.first), First: l.first}
-	if err := os.Rename(l.path, rotated.Path); err != nil {
-		l.f = brokenFile{err}
-		return l.fail(fmt.Errorf("audit log: rotate: %w", err))
+	var f file
+	err := os.Rename(l.path, rotated.Path)
+	if err == nil {
+		f, err = openAppend(l.path)
 	}
-	f, err := openAppend(l.path)
 	if err != nil {
 		l.f = brokenFile{err}
 		return l.fail(fmt.Errorf("audit log: rotate: %w", err))

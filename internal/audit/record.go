@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -136,12 +137,7 @@ func encode(r *Record, key []byte) (line []byte, hash string, err error) {
 		return nil, "", fmt.Errorf("encode audit record: %w", err)
 	}
 	hash = sum(c.V, key, body)
-	line = make([]byte, 0, len(body)+lineSuffix+1)
-	line = append(line, body[:len(body)-1]...)
-	line = append(line, hashKey...)
-	line = append(line, hash...)
-	line = append(line, "\"}\n"...)
-	return line, hash, nil
+	return slices.Concat(body[:len(body)-1], hashKey, []byte(hash), []byte("\"}\n")), hash, nil
 }
 
 // decode parses one line (without its newline). It returns the record,
@@ -157,9 +153,7 @@ func decode(line, key []byte) (r Record, intact bool, err error) {
 	if _, err := hex.DecodeString(stated); err != nil || len(stated) != 64 {
 		return Record{}, false, fmt.Errorf("%w: hash is not 64 hex digits", ErrRecord)
 	}
-	body := make([]byte, 0, n-lineSuffix+1)
-	body = append(body, line[:n-lineSuffix]...)
-	body = append(body, '}')
+	body := append(line[:n-lineSuffix:n-lineSuffix], '}') // a copy: the capacity is full
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {

@@ -70,12 +70,9 @@ func checkDomain(domain string) error {
 // parseAgentURI checks that u is exactly depotfs://<domain>/agent/<name>
 // in canonical form and returns it as a string.
 func parseAgentURI(u *url.URL) (string, error) {
-	if u.Scheme != Scheme || u.Opaque != "" || u.User != nil || u.RawQuery != "" || u.ForceQuery ||
-		u.Fragment != "" || u.RawPath != "" || u.Port() != "" {
-		return "", fmt.Errorf("%w: URI SAN %q is not %s://<domain>/agent/<name>", ErrSubject, u, Scheme)
-	}
 	name, ok := strings.CutPrefix(u.Path, "/agent/")
-	if !ok {
+	if !ok || u.Scheme != Scheme || u.Opaque != "" || u.User != nil || u.RawQuery != "" || u.ForceQuery ||
+		u.Fragment != "" || u.RawPath != "" || u.Port() != "" {
 		return "", fmt.Errorf("%w: URI SAN %q is not %s://<domain>/agent/<name>", ErrSubject, u, Scheme)
 	}
 	want, err := AgentURI(u.Host, name)

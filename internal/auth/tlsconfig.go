@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -68,7 +67,7 @@ func LoadCACert(path string) (*x509.Certificate, error) {
 	case len(certs) > 1:
 		return nil, fmt.Errorf("client CA %s: %d certificates; depotfs trusts exactly one client CA", path, len(certs))
 	case !certs[0].IsCA:
-		return nil, fmt.Errorf("client CA %s: %w", path, errors.New("not a CA certificate"))
+		return nil, fmt.Errorf("client CA %s: not a CA certificate", path)
 	}
 	return certs[0], nil
 }

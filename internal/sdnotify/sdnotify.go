@@ -125,15 +125,14 @@ func (n *Notifier) RunWatchdog(ctx context.Context, interval time.Duration, heal
 			return
 		case <-t.C:
 		}
+		var err error
 		if healthy != nil {
-			if err := healthy(ctx); err != nil {
-				if onFail != nil {
-					onFail(err)
-				}
-				continue
-			}
+			err = healthy(ctx)
 		}
-		if err := n.Notify(Watchdog); err != nil && onFail != nil {
+		if err == nil {
+			err = n.Notify(Watchdog)
+		}
+		if err != nil && onFail != nil {
 			onFail(err)
 		}
 	}

@@ -120,7 +120,7 @@ func Open(dir string) (*CA, error) {
 	if !ok {
 		return nil, fmt.Errorf("open CA: %s: key cannot sign", filepath.Join(dir, KeyFile))
 	}
-	if !publicKeysEqual(key.Public(), cert.PublicKey) {
+	if pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(cert.PublicKey) {
 		return nil, fmt.Errorf("open CA: %s does not belong to %s", KeyFile, CertFile)
 	}
 	return &CA{dir: dir, cert: cert, key: key}, nil
@@ -165,11 +165,6 @@ func newCert(tmpl, parent *x509.Certificate, parentKey crypto.Signer, now time.T
 	}
 	return &Issued{Cert: cert, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		KeyPEM: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})}, key, nil
-}
-
-func publicKeysEqual(a, b crypto.PublicKey) bool {
-	ak, ok := a.(interface{ Equal(crypto.PublicKey) bool })
-	return ok && ak.Equal(b)
 }
 
 // withLock runs fn holding the CA directory's lock.

@@ -121,7 +121,7 @@ func ListTokens(path string) ([]TokenRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
-	f, err := parseTokenFile(data)
+	f, _, err := parseTokenFile(data)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens %s: %w", path, err)
 	}
@@ -135,69 +135,65 @@ func hashToken(token string) string {
 
 // parseTokenFile decodes a tokens file strictly: unknown fields, an
 // unknown version, invalid ids, hashes, names or grants make the whole file
-// unusable.
-func parseTokenFile(data []byte) (*TokenFile, error) {
+// unusable. It returns the file and its tokens by id.
+func parseTokenFile(data []byte) (*TokenFile, map[string]token, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var f TokenFile
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("tokens file: %w", err)
+		return nil, nil, fmt.Errorf("tokens file: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("tokens file: data after the JSON object")
+		return nil, nil, errors.New("tokens file: data after the JSON object")
 	}
 	if f.Version != TokenFileVersion {
-		return nil, fmt.Errorf("tokens file: version %d, this depotfs reads %d", f.Version, TokenFileVersion)
+		return nil, nil, fmt.Errorf("tokens file: version %d, this depotfs reads %d", f.Version, TokenFileVersion)
 	}
-	ids := map[string]bool{}
+	byID := make(map[string]token, len(f.Tokens))
 	for i, r := range f.Tokens {
-		if err := checkRecord(r); err != nil {
-			return nil, fmt.Errorf("tokens file: token %d: %w", i, err)
+		tok, err := checkRecord(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tokens file: token %d: %w", i, err)
 		}
-		if ids[r.ID] {
-			return nil, fmt.Errorf("tokens file: id %s appears twice", r.ID)
+		if _, ok := byID[r.ID]; ok {
+			return nil, nil, fmt.Errorf("tokens file: id %s appears twice", r.ID)
 		}
-		ids[r.ID] = true
+		byID[r.ID] = tok
 	}
-	return &f, nil
+	return &f, byID, nil
 }
 
-func checkRecord(r TokenRecord) error {
+// checkRecord checks a record of the tokens file and returns it with its
+// subject and grants parsed.
+func checkRecord(r TokenRecord) (token, error) {
 	if len(r.ID) != tokenIDLen || !isHex(r.ID) {
-		return fmt.Errorf("id %q: want %d hex digits", r.ID, tokenIDLen)
+		return token{}, fmt.Errorf("id %q: want %d hex digits", r.ID, tokenIDLen)
 	}
 	if len(r.SHA256) != 2*sha256.Size || !isHex(r.SHA256) {
-		return fmt.Errorf("id %s: sha256 %q: want %d hex digits", r.ID, r.SHA256, 2*sha256.Size)
+		return token{}, fmt.Errorf("id %s: sha256 %q: want %d hex digits", r.ID, r.SHA256, 2*sha256.Size)
 	}
 	u, err := TokenURI(r.Name)
 	if err != nil {
-		return fmt.Errorf("id %s: %w", r.ID, err)
+		return token{}, fmt.Errorf("id %s: %w", r.ID, err)
 	}
 	// Files written before tokens had a namespace of their own record the
 	// agent form; Authenticate gives either the token form.
 	old, _ := AgentURI(LocalDomain, r.Name)
 	if r.Identity != u.String() && r.Identity != old.String() {
-		return fmt.Errorf("id %s: identity %q, want %q", r.ID, r.Identity, u)
+		return token{}, fmt.Errorf("id %s: identity %q, want %q", r.ID, r.Identity, u)
 	}
+	tok := token{TokenRecord: r, subject: u.String(), grants: make([]grant.Grant, 0, len(r.Grants))}
 	for _, s := range r.Grants {
-		if _, err := parseGrant(s); err != nil {
-			return fmt.Errorf("id %s: %w", r.ID, err)
+		g, err := grant.Parse(s)
+		if err == nil {
+			err = checkGrant(g)
 		}
+		if err != nil {
+			return token{}, fmt.Errorf("id %s: %w", r.ID, err)
+		}
+		tok.grants = append(tok.grants, g)
 	}
-	return nil
-}
-
-// parseGrant parses s with grant.Parse and checks it can travel in a
-// credential.
-func parseGrant(s string) (grant.Grant, error) {
-	g, err := grant.Parse(s)
-	if err != nil {
-		return grant.Grant{}, err
-	}
-	if err := checkGrant(g); err != nil {
-		return grant.Grant{}, err
-	}
-	return g, nil
+	return tok, nil
 }
 
 func isHex(s string) bool {
@@ -224,7 +220,7 @@ func updateTokenFile(path string, change func(*TokenFile) error) error {
 		case err != nil:
 			return err
 		default:
-			if f, err = parseTokenFile(data); err != nil {
+			if f, _, err = parseTokenFile(data); err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
 		}

@@ -30,7 +30,13 @@ func OpenTokens(path string, opts *FileOptions) (*Tokens, error) {
 	w := newWatched[map[string]token](path, opts)
 	w.name, w.refusal, w.unreadable = "tokens", "tokens file unusable: refusing every bearer token until it is fixed", ErrTokensUnavailable
 	w.file.private = true
-	w.parse = func(data []byte, _ map[string]token) (map[string]token, error) { return parseTokens(data) }
+	w.parse = func(data []byte, _ map[string]token) (map[string]token, error) {
+		_, byID, err := parseTokenFile(data)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrTokensUnavailable, err)
+		}
+		return byID, nil
+	}
 	w.loaded = func(byID map[string]token) []any { return []any{"count", len(byID)} }
 	t := &Tokens{w: w}
 	if err := t.Reload(); err != nil {
@@ -95,25 +101,4 @@ func tokenID(tok string) (string, bool) {
 		return "", false
 	}
 	return id, true
-}
-
-// parseTokens parses a tokens file into its tokens by id.
-func parseTokens(data []byte) (map[string]token, error) {
-	f, err := parseTokenFile(data)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrTokensUnavailable, err)
-	}
-	byID := make(map[string]token, len(f.Tokens))
-	for _, r := range f.Tokens {
-		// Checked by parseTokenFile; TokenURI also for records written
-		// when tokens shared the agent namespace.
-		u, _ := TokenURI(r.Name)
-		tok := token{TokenRecord: r, subject: u.String(), grants: make([]grant.Grant, 0, len(r.Grants))}
-		for _, s := range r.Grants {
-			g, _ := parseGrant(s)
-			tok.grants = append(tok.grants, g)
-		}
-		byID[r.ID] = tok
-	}
-	return byID, nil
 }

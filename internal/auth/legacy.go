@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/depotfs/depotfs/internal/grant"
@@ -46,7 +47,7 @@ func DecodeLegacyGrants(value []byte) ([]grant.Grant, error) {
 	if err := expect('{'); err != nil {
 		return nil, err
 	}
-	var tools []string
+	gs := []grant.Grant{}
 	seen := false
 	for dec.More() {
 		tok, err := dec.Token()
@@ -63,10 +64,17 @@ func DecodeLegacyGrants(value []byte) ([]grant.Grant, error) {
 		for dec.More() {
 			tok, err := dec.Token()
 			tool, ok := tok.(string)
-			if err != nil || !ok {
+			switch {
+			case err != nil || !ok:
 				return nil, fmt.Errorf("%w: legacy extension: allowed_tools must hold strings", ErrGrantsMalformed)
+			case len(gs) == MaxGrants:
+				return nil, fmt.Errorf("%w: legacy extension: more than %d tools", ErrGrantsMalformed, MaxGrants)
+			case checkToolName(tool) != nil || tool == grant.AnyTool:
+				return nil, fmt.Errorf("%w: legacy extension: tool %q", ErrGrantsMalformed, tool)
+			case slices.ContainsFunc(gs, func(g grant.Grant) bool { return g.Tool == tool }):
+				return nil, fmt.Errorf("%w: legacy extension: tool %q listed twice", ErrGrantsMalformed, tool)
 			}
-			tools = append(tools, tool)
+			gs = append(gs, grant.Grant{Tool: tool, Prefix: "/", Access: grant.ReadWrite})
 		}
 		if err := expect(']'); err != nil {
 			return nil, err
@@ -80,21 +88,6 @@ func DecodeLegacyGrants(value []byte) ([]grant.Grant, error) {
 	}
 	if !seen {
 		return nil, fmt.Errorf("%w: legacy extension has no %q", ErrGrantsMalformed, legacyKey)
-	}
-	if len(tools) > MaxGrants {
-		return nil, fmt.Errorf("%w: legacy extension: more than %d tools", ErrGrantsMalformed, MaxGrants)
-	}
-	gs := make([]grant.Grant, 0, len(tools))
-	dup := map[string]bool{}
-	for _, tool := range tools {
-		if err := checkToolName(tool); err != nil || tool == grant.AnyTool {
-			return nil, fmt.Errorf("%w: legacy extension: tool %q", ErrGrantsMalformed, tool)
-		}
-		if dup[tool] {
-			return nil, fmt.Errorf("%w: legacy extension: tool %q listed twice", ErrGrantsMalformed, tool)
-		}
-		dup[tool] = true
-		gs = append(gs, grant.Grant{Tool: tool, Prefix: "/", Access: grant.ReadWrite})
 	}
 	return gs, nil
 }

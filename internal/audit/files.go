@@ -43,11 +43,8 @@ func files(path string) ([]logFile, error) {
 			continue
 		}
 		rest, ok := strings.CutPrefix(name, base+".")
-		if !ok || len(rest) != seqDigits || strings.Trim(rest, "0123456789") != "" {
-			continue
-		}
-		n, err := strconv.ParseUint(rest, 10, 64)
-		if err != nil || n == 0 {
+		n, err := strconv.ParseUint(rest, 10, 64) // digits only: no sign, no '_'
+		if !ok || len(rest) != seqDigits || err != nil || n == 0 {
 			continue
 		}
 		out = append(out, logFile{Path: filepath.Join(dir, name), First: n})

@@ -46,12 +46,7 @@ func LoadCACert(path string) (*x509.Certificate, error) {
 		return nil, fmt.Errorf("client CA: %w", err)
 	}
 	var certs []*x509.Certificate
-	for rest := data; ; {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			break
-		}
+	for block, rest := pem.Decode(data); block != nil; block, rest = pem.Decode(rest) {
 		if block.Type != "CERTIFICATE" {
 			continue
 		}

@@ -99,27 +99,13 @@ func exportOnce(ctx context.Context, st store.Store, w io.Writer) (exportHeader,
 		return exportHeader{}, 0, err
 	}
 	var entries []manifestEntry
-	var walk func(dir string) error
-	walk = func(dir string) error {
-		list, err := st.ReadDir(ctx, dir)
-		if err != nil {
-			return err
-		}
-		for _, e := range list {
-			if e.IsDir() {
-				if e.Explicit {
-					entries = append(entries, entryOf(e))
-				}
-				if err := walk(e.Path); err != nil {
-					return err
-				}
-				continue
-			}
+	err = walkTree(ctx, st, "/", func(e store.Entry) error {
+		if !e.IsDir() || e.Explicit {
 			entries = append(entries, entryOf(e))
 		}
 		return nil
-	}
-	if err := walk("/"); err != nil {
+	})
+	if err != nil {
 		return exportHeader{}, 0, err
 	}
 	h := exportHeader{Format: exportFormat, Revision: rev, Created: time.Now().UTC(), Entries: len(entries)}

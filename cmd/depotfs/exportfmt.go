@@ -93,6 +93,26 @@ func (m manifestEntry) decoded() (mode fs.FileMode, mtime, expires time.Time, er
 	return mode, mtime, expires, nil
 }
 
+// walkTree calls visit for every entry below dir of st, each directory
+// before what it holds.
+func walkTree(ctx context.Context, st store.Store, dir string, visit func(store.Entry) error) error {
+	list, err := st.ReadDir(ctx, dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range list {
+		if err := visit(e); err != nil {
+			return err
+		}
+		if e.IsDir() {
+			if err := walkTree(ctx, st, e.Path, visit); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // directConfig is how export and import reach a store directly: a bolt
 // database no server has open (--db), or a NATS depot (--store nats://…),
 // which running servers share.

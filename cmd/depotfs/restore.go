@@ -38,13 +38,9 @@ Flags:
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	h, files, err := unpackBackup(pos[0], tmp)
+	h, files, n, err := unpackBackup(ctx, pos[0], tmp)
 	if err != nil {
 		return err
-	}
-	n, err := checkContents(ctx, filepath.Join(tmp, backup.DBName))
-	if err != nil {
-		return fmt.Errorf("%s: %w", pos[0], err)
 	}
 	fmt.Fprintf(stdout, "ok: %s: revision %d, %d file(s) whose content matches its sha256, audit log of %d file(s)\n", pos[0], h.Revision, n, files)
 	return nil
@@ -104,13 +100,9 @@ Flags:
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	h, _, err := unpackBackup(pos[0], tmp)
+	h, _, n, err := unpackBackup(ctx, pos[0], tmp)
 	if err != nil {
 		return err
-	}
-	n, err := checkContents(ctx, filepath.Join(tmp, backup.DBName))
-	if err != nil {
-		return fmt.Errorf("%s: %w", pos[0], err)
 	}
 	if err := os.MkdirAll(filepath.Dir(log), 0o700); err != nil {
 		return err
@@ -160,15 +152,15 @@ func targetFiles(db, log string) ([]string, error) {
 
 // unpackBackup reads the backup at file into dir (DBName, and the audit
 // log's files under audit/), all or nothing: on an error the caller
-// removes dir. It returns the header and the number of audit files.
-func unpackBackup(file, dir string) (backup.Header, int, error) {
+// removes dir. Then it checks the content of every file of the database.
+// It returns the header and the numbers of audit files and of files.
+func unpackBackup(ctx context.Context, file, dir string) (h backup.Header, audits, files int, err error) {
 	f, err := os.Open(file)
 	if err != nil {
-		return backup.Header{}, 0, err
+		return h, 0, 0, err
 	}
 	defer f.Close()
-	audits := 0
-	h, err := backup.Read(f, func(h backup.Header, name string, size int64, r io.Reader) error {
+	h, err = backup.Read(f, func(h backup.Header, name string, size int64, r io.Reader) error {
 		var dst string
 		switch {
 		case name == backup.DBName:
@@ -197,12 +189,15 @@ func unpackBackup(file, dir string) (backup.Header, int, error) {
 		return out.Close()
 	})
 	if err != nil {
-		return h, 0, fmt.Errorf("%s: %w", file, err)
+		return h, 0, 0, fmt.Errorf("%s: %w", file, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, backup.DBName)); err != nil {
-		return h, 0, fmt.Errorf("%s: %w: no %s in it", file, backup.ErrCorrupt, backup.DBName)
+		return h, 0, 0, fmt.Errorf("%s: %w: no %s in it", file, backup.ErrCorrupt, backup.DBName)
 	}
-	return h, audits, nil
+	if files, err = checkContents(ctx, filepath.Join(dir, backup.DBName)); err != nil {
+		return h, 0, 0, fmt.Errorf("%s: %w", file, err)
+	}
+	return h, audits, files, nil
 }
 
 // checkContents opens the database at db and reads every present file,
@@ -214,28 +209,14 @@ func checkContents(ctx context.Context, db string) (int, error) {
 	}
 	defer st.Close()
 	n := 0
-	var walk func(dir string) error
-	walk = func(dir string) error {
-		entries, err := st.ReadDir(ctx, dir)
-		if err != nil {
-			return err
+	err = walkTree(ctx, st, "/", func(e store.Entry) error {
+		if e.IsDir() || !e.Present {
+			return nil
 		}
-		for _, e := range entries {
-			switch {
-			case e.IsDir():
-				if err := walk(e.Path); err != nil {
-					return err
-				}
-			case e.Present:
-				if err := checkContent(ctx, st, e); err != nil {
-					return err
-				}
-				n++
-			}
-		}
-		return nil
-	}
-	return n, walk("/")
+		n++
+		return checkContent(ctx, st, e)
+	})
+	return n, err
 }
 
 // checkContent reads the content of e and compares its hash.

@@ -4,21 +4,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/uploadrec"
 	bbolt "go.etcd.io/bbolt"
 )
 
 // batchBytes bounds the content one transaction reads or writes while an
 // upload completes, so memory stays bounded for any file size.
 const batchBytes = 16 << 20
-
-// errUploadGone reports an upload deleted while it was completing; the
-// upload lock makes it an internal error.
-var errUploadGone = errors.New("upload vanished while completing")
 
 // complete turns the fully received upload id into a file: verify the whole
 // hash, stage the content as blob chunks if the store does not have it, then
@@ -33,7 +29,7 @@ func (s *Store) complete(ctx context.Context, id string) (store.PutResult, error
 		err := s.update(ctx, func(w *wtx) error {
 			ub := w.tx.Bucket(bucketUploads).Bucket([]byte(id))
 			if ub == nil {
-				return errUploadGone
+				return uploadrec.ErrGone
 			}
 			u, err := readUpload(ub)
 			if err != nil {
@@ -68,7 +64,7 @@ func (s *Store) complete(ctx context.Context, id string) (store.PutResult, error
 	err = s.update(ctx, func(w *wtx) error {
 		ub := w.tx.Bucket(bucketUploads).Bucket([]byte(id))
 		if ub == nil {
-			return errUploadGone
+			return uploadrec.ErrGone
 		}
 		u, err := readUpload(ub)
 		if err != nil {
@@ -111,7 +107,7 @@ func (s *Store) hashUpload(ctx context.Context, id string) (*upload, string, err
 		err := s.db.View(func(tx *bbolt.Tx) error {
 			ub := tx.Bucket(bucketUploads).Bucket([]byte(id))
 			if ub == nil {
-				return errUploadGone
+				return uploadrec.ErrGone
 			}
 			var err error
 			if u == nil {
@@ -165,7 +161,7 @@ func (s *Store) stage(ctx context.Context, id string, h hash, count int) error {
 			next = pos
 			ub := w.tx.Bucket(bucketUploads).Bucket([]byte(id))
 			if ub == nil {
-				return errUploadGone
+				return uploadrec.ErrGone
 			}
 			if err := w.orphan.Put(h[:], []byte{1}); err != nil {
 				return err

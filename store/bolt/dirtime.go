@@ -11,32 +11,13 @@ import (
 // record): the root has no record of its own.
 var keyRootTime = []byte("roottime")
 
-// TouchDir notes that the directory holding p changed (see rules.Txn);
-// touchDirs moves its times when the transaction ends.
-func (w *wtx) TouchDir(p string) {
-	dir, _ := depotpath.Split(p)
-	if w.touched == nil {
-		w.touched = make(map[string]struct{})
-	}
-	w.touched[dir] = struct{}{}
-}
-
-// UntouchWithin forgets the touches of dir and the directories below it.
-func (w *wtx) UntouchWithin(dir string) {
-	for d := range w.touched {
-		if depotpath.Within(d, dir) {
-			delete(w.touched, d)
-		}
-	}
-}
-
 // touchDirs sets the mtime and ctime (Updated) of every directory touched
 // by the transaction, and still present, to the transaction's time. The
 // directory keeps its revision and gets no event of its own: the events of
 // the entries created or removed in it say that it changed. Each directory
 // is written once per transaction, however many entries changed in it.
 func (w *wtx) touchDirs() error {
-	for dir := range w.touched {
+	for dir := range w.Touched {
 		if dir == depotpath.Root {
 			if err := w.meta.Put(keyRootTime, appendTime(nil, w.now)); err != nil {
 				return err

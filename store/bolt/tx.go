@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/rules"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -74,13 +75,13 @@ type wtx struct {
 	chunkSize                         int64
 	now                               time.Time // the transaction's clock
 
-	rev, ino uint64
-	c        counters // as committed before, changed by the transaction
-	events   []store.Event
-	dropped  []hash              // blobs whose reference count reached 0
-	staged   staging             // change to what uploads in progress hold
-	touched  map[string]struct{} // directories whose times move (see TouchDir)
-	snaps    *[]store.Snapshot   // the snapshots, once read (see Snapshots)
+	rev, ino      uint64
+	c             counters // as committed before, changed by the transaction
+	events        []store.Event
+	dropped       []hash            // blobs whose reference count reached 0
+	staged        staging           // change to what uploads in progress hold
+	rules.Touched                   // directories whose times move (see touchDirs)
+	snaps         *[]store.Snapshot // the snapshots, once read (see Snapshots)
 }
 
 // update runs fn in a bbolt write transaction and returns once that

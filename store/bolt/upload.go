@@ -9,7 +9,6 @@ import (
 	"fmt"
 
 	"github.com/depotfs/depotfs/store"
-	"github.com/depotfs/depotfs/store/internal/entryrec"
 	"github.com/depotfs/depotfs/store/internal/rules"
 	"github.com/depotfs/depotfs/store/internal/uploadrec"
 	bbolt "go.etcd.io/bbolt"
@@ -118,22 +117,9 @@ func (w *wtx) putChunk(c store.Chunk, sum hash) (store.UploadProgress, bool, err
 		if u, err = readUpload(ub); err != nil {
 			return store.UploadProgress{}, false, err
 		}
-		if err := u.Matches(c); err != nil {
-			return store.UploadProgress{}, false, err
-		}
 	}
-	if u == nil || u.Result == nil {
-		// Fail early on a path the upload could never be written to.
-		if err := rules.CheckParents(w, c.File.Path); err != nil {
-			return store.UploadProgress{}, false, err
-		}
-		r, err := getEntry(w.tree, c.File.Path)
-		if err != nil {
-			return store.UploadProgress{}, false, err
-		}
-		if err := entryrec.CheckWrite(r, c.File.IfAbsent, c.File.IfRevision); err != nil {
-			return store.UploadProgress{}, false, err
-		}
+	if err := rules.CheckChunk(w, u, c); err != nil {
+		return store.UploadProgress{}, false, err
 	}
 	if ub == nil {
 		var err error

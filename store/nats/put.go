@@ -38,7 +38,7 @@ func (s *Store) writeBlob(ctx context.Context, sum string, data []byte) (string,
 // transaction's changes included; an upload being completed holds none.
 func (t *txn) stagedBytes() int64 {
 	n := t.st.uploadBytes
-	for k, u := range t.uploads {
+	for k, u := range t.uploads.m {
 		if old := t.st.uploads[k]; old != nil && old.Result == nil {
 			n -= old.Bytes
 		}
@@ -85,7 +85,7 @@ func (t *txn) MakeRoom(keep string) (store.Evictions, error) {
 	for sum := range t.st.blobs {
 		consider(sum)
 	}
-	for _, sum := range t.bOrder {
+	for _, sum := range t.blobs.keys {
 		consider(sum)
 	}
 	slices.SortFunc(cands, func(a, b cand) int {
@@ -143,9 +143,9 @@ func (t *txn) users(sum string) ([]string, []rules.Version) {
 			versions = append(versions, *v)
 		}
 	}
-	for k, ch := range t.vers {
-		if !ch.del && t.st.vkeys[k] == nil && entryrec.PresentSum(ch.v.Rec) == sum {
-			versions = append(versions, ch.v)
+	for k, v := range t.vers.m {
+		if v != nil && t.st.vkeys[k] == nil && entryrec.PresentSum(v.Rec) == sum {
+			versions = append(versions, *v)
 		}
 	}
 	return users, versions

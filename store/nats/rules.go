@@ -180,11 +180,7 @@ func (t *txn) repin(old, r *entryrec.Record) error {
 
 // blob returns a copy of the blob record for sum, nil when absent.
 func (t *txn) blob(sum string) *blobRecord {
-	if b, ok := t.blobs[sum]; ok {
-		c := *b
-		return &c
-	}
-	if b := t.st.blobs[sum]; b != nil {
+	if b := t.blobs.get(sum, t.st.blobs); b != nil {
 		c := *b
 		return &c
 	}
@@ -200,10 +196,7 @@ func (t *txn) setBlob(sum string, b *blobRecord) {
 	if b.Refs > 0 {
 		t.stored += b.Size
 	}
-	if _, ok := t.blobs[sum]; !ok {
-		t.bOrder = append(t.bOrder, sum)
-	}
-	t.blobs[sum] = b
+	t.blobs.set(sum, b)
 }
 
 // Ref takes a reference on content sum of the given size; content the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/rules"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 )
@@ -41,51 +42,57 @@ type changes struct {
 	entries map[string]*record // path → new record; nil: removed
 	order   []string           // paths in the order of their last change
 	evicted map[string]bool    // paths whose last change is an eviction
-	blobs   map[string]*blobRecord
-	bOrder  []string
-	uploads map[string]*uploadRecord
-	uOrder  []string
+	blobs   overlay[blobRecord]
+	uploads overlay[uploadRecord]
 	gcDone  []string // gc keys whose chunks are deleted
 	gcData  []string // inline content whose bytes are deleted
 	c       counters
 	stored  int64 // stored bytes as of the changes so far
 
-	used    map[string]bool // uploaded content the transaction references
-	touched []string        // content used by the transaction (LRU)
-	dirs    map[string]bool // directories whose times move (see TouchDir)
+	used          map[string]bool // uploaded content the transaction references
+	touched       []string        // content used by the transaction (LRU)
+	rules.Touched                 // directories whose times move (see messages)
 
-	vers   map[string]*vchange        // version key → change
-	vOrder []string                   // version keys in the order of their first change
-	snaps  map[string]*store.Snapshot // snapshot name → new record; nil: deleted
+	vers  overlay[rules.Version]  // by version key
+	snaps overlay[store.Snapshot] // by name
 }
 
 func (c changes) clone() changes {
-	c.entries, c.evicted, c.blobs, c.uploads = maps.Clone(c.entries), maps.Clone(c.evicted), maps.Clone(c.blobs), maps.Clone(c.uploads)
-	c.used, c.dirs, c.vers, c.snaps = maps.Clone(c.used), maps.Clone(c.dirs), maps.Clone(c.vers), maps.Clone(c.snaps)
-	c.order, c.bOrder, c.uOrder, c.vOrder = slices.Clone(c.order), slices.Clone(c.bOrder), slices.Clone(c.uOrder), slices.Clone(c.vOrder)
-	c.gcDone, c.gcData, c.touched = slices.Clone(c.gcDone), slices.Clone(c.gcData), slices.Clone(c.touched)
+	c.entries, c.evicted, c.used, c.Touched = maps.Clone(c.entries), maps.Clone(c.evicted), maps.Clone(c.used), maps.Clone(c.Touched)
+	c.blobs, c.uploads, c.vers, c.snaps = c.blobs.clone(), c.uploads.clone(), c.vers.clone(), c.snaps.clone()
+	c.order, c.gcDone, c.gcData, c.touched = slices.Clone(c.order), slices.Clone(c.gcDone), slices.Clone(c.gcData), slices.Clone(c.touched)
 	return c
 }
 
-// TouchDir notes that the directory holding p changed (see rules.Txn):
-// when the transaction ends, its mtime and ctime move to the
-// transaction's time, keeping its revision and without an event.
-func (t *txn) TouchDir(p string) {
-	dir, _ := depotpath.Split(p)
-	if t.dirs == nil {
-		t.dirs = make(map[string]bool)
-	}
-	t.dirs[dir] = true
+// overlay is a transaction's changes to one kind of record over the
+// state's: key → the new record (nil: deleted), with the keys in the
+// order of their first change.
+type overlay[V any] struct {
+	m    map[string]*V
+	keys []string
 }
 
-// UntouchWithin forgets the touches of dir and the directories below it.
-func (t *txn) UntouchWithin(dir string) {
-	for d := range t.dirs {
-		if depotpath.Within(d, dir) {
-			delete(t.dirs, d)
-		}
+// set records v (nil: deleted) at k.
+func (o *overlay[V]) set(k string, v *V) {
+	if _, ok := o.m[k]; !ok {
+		o.keys = append(o.keys, k)
 	}
+	if o.m == nil {
+		o.m = map[string]*V{}
+	}
+	o.m[k] = v
 }
+
+// get returns the record at k as of the transaction: the change, else
+// st's (the state's); nil when there is none.
+func (o overlay[V]) get(k string, st map[string]*V) *V {
+	if v, ok := o.m[k]; ok {
+		return v
+	}
+	return st[k]
+}
+
+func (o overlay[V]) clone() overlay[V] { return overlay[V]{maps.Clone(o.m), slices.Clone(o.keys)} }
 
 // offer makes data, the content sum, available for inline storage if the
 // store's InlineBytes allows: a blob created for it then lives in the
@@ -319,7 +326,6 @@ func (s *Store) commitGroup(ctx context.Context, jobs []*job) {
 		uploaded: map[string]string{}, inline: map[string][]byte{},
 		changes: changes{
 			entries: map[string]*record{}, evicted: map[string]bool{},
-			blobs: map[string]*blobRecord{}, uploads: map[string]*uploadRecord{},
 			c: st.counters, stored: st.stored, used: map[string]bool{},
 		},
 	}
@@ -417,8 +423,8 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 	marker := nats.NewMsg(t.s.subject(keyHostPrefix + t.s.host))
 	marker.Header.Set(hdrTxn, t.id)
 	msgs = append(msgs, marker)
-	for _, sum := range t.bOrder {
-		b := t.blobs[sum]
+	for _, sum := range t.blobs.keys {
+		b := t.blobs.m[sum]
 		switch {
 		case b.Refs > 0:
 			if b.Gen == genInline && t.st.blobs[sum] == nil {
@@ -435,8 +441,8 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 		}
 	}
 	var completed []string
-	for _, k := range t.uOrder {
-		switch u := t.uploads[k]; {
+	for _, k := range t.uploads.keys {
+		switch u := t.uploads.m[k]; {
 		case u == nil && t.st.uploads[k] != nil:
 			add(k, nil)
 		case u != nil && u.done != nil:
@@ -451,7 +457,7 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 	for _, sum := range t.gcData {
 		add(dataKey(sum), nil)
 	}
-	for _, dir := range slices.Sorted(maps.Keys(t.dirs)) {
+	for _, dir := range slices.Sorted(maps.Keys(t.Touched)) {
 		if dir == depotpath.Root {
 			if !t.st.rootTime.Equal(t.now) {
 				add(keyRoot, rootRecord{MTime: t.now})
@@ -500,7 +506,7 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 	// A completed upload keeps its result, entry revision included, to
 	// answer retried chunks.
 	for _, k := range completed {
-		u := t.uploads[k]
+		u := t.uploads.m[k]
 		res := u.done.Result()
 		u.Result = &res
 		add(k, u)

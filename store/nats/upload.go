@@ -4,21 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"maps"
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
-	"github.com/depotfs/depotfs/store/internal/entryrec"
 	"github.com/depotfs/depotfs/store/internal/rules"
 	"github.com/depotfs/depotfs/store/internal/uploadrec"
 	"github.com/nats-io/nuid"
 )
-
-// errUploadGone reports an upload that expired or was discarded while a
-// chunk completed it.
-var errUploadGone = errors.New("upload vanished while completing")
 
 // PutChunk stores one chunk of a chunked upload: its bytes go to the chunk
 // stream, then the upload's record is updated in the tree bucket. Chunks
@@ -98,18 +92,12 @@ func (s *Store) dropUploadChunk(ctx context.Context, ukey string, i int) {
 // last missing one, stored that the chunk's bytes were already counted.
 func (t *txn) putChunk(c store.Chunk, ukey string, ch uploadChunk) (prog store.UploadProgress, ready, stored bool, err error) {
 	old := t.upload(ukey)
+	var u0 *uploadrec.Upload
 	if old != nil {
-		if err := old.Matches(c); err != nil {
-			return prog, false, false, err
-		}
+		u0 = &old.Upload
 	}
-	if old == nil || old.Result == nil {
-		if err := rules.CheckParents(t, c.File.Path); err != nil {
-			return prog, false, false, err
-		}
-		if err := entryrec.CheckWrite(t.get(c.File.Path).rec(), c.File.IfAbsent, c.File.IfRevision); err != nil {
-			return prog, false, false, err
-		}
+	if err := rules.CheckChunk(t, u0, c); err != nil {
+		return prog, false, false, err
 	}
 	var u uploadRecord
 	if old == nil {
@@ -169,7 +157,7 @@ func (s *Store) complete(ctx context.Context, ukey string) (store.PutResult, err
 	u := s.view.st.uploads[ukey]
 	s.view.mu.RUnlock()
 	if u == nil {
-		return store.PutResult{}, errUploadGone
+		return store.PutResult{}, uploadrec.ErrGone
 	}
 	d := sha256.New()
 	var small []byte // the whole content, when it may be stored inline
@@ -190,7 +178,7 @@ func (s *Store) complete(ctx context.Context, ukey string) (store.PutResult, err
 	if sum != u.File.SHA256 {
 		err := s.update(ctx, func(t *txn) error {
 			if t.upload(ukey) == nil {
-				return errUploadGone
+				return uploadrec.ErrGone
 			}
 			t.setUpload(ukey, nil)
 			return nil
@@ -205,7 +193,7 @@ func (s *Store) complete(ctx context.Context, ukey string) (store.PutResult, err
 	err = s.update(ctx, func(t *txn) error {
 		cur := t.upload(ukey)
 		if cur == nil {
-			return errUploadGone
+			return uploadrec.ErrGone
 		}
 		if small != nil {
 			t.offer(sum, small)
@@ -249,16 +237,10 @@ func (s *Store) dropUpload(ctx context.Context, ukey string) {
 // upload returns the upload record under key k as of the transaction,
 // nil when there is none.
 func (t *txn) upload(k string) *uploadRecord {
-	if u, ok := t.uploads[k]; ok {
-		return u
-	}
-	return t.st.uploads[k]
+	return t.uploads.get(k, t.st.uploads)
 }
 
 // setUpload writes the upload record under key k (nil: deleted).
 func (t *txn) setUpload(k string, u *uploadRecord) {
-	if _, ok := t.uploads[k]; !ok {
-		t.uOrder = append(t.uOrder, k)
-	}
-	t.uploads[k] = u
+	t.uploads.set(k, u)
 }

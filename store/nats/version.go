@@ -12,37 +12,14 @@ import (
 	"github.com/depotfs/depotfs/store/internal/rules"
 )
 
-// vchange is a transaction's change to a version: written, or deleted.
-type vchange struct {
-	v   rules.Version
-	del bool
-}
-
 // version returns the version at key as of the transaction, nil when
 // absent.
 func (t *txn) version(key string) *rules.Version {
-	if ch, ok := t.vers[key]; ok {
-		if ch.del {
-			return nil
-		}
-		v := ch.v
-		return &v
-	}
-	if v := t.st.vkeys[key]; v != nil {
+	if v := t.vers.get(key, t.st.vkeys); v != nil {
 		c := *v
 		return &c
 	}
 	return nil
-}
-
-func (t *txn) setVersion(key string, ch *vchange) {
-	if t.vers == nil {
-		t.vers = map[string]*vchange{}
-	}
-	if _, ok := t.vers[key]; !ok {
-		t.vOrder = append(t.vOrder, key)
-	}
-	t.vers[key] = ch
 }
 
 // Versions returns p's versions as of the transaction, newest first.
@@ -53,9 +30,9 @@ func (t *txn) Versions(p string) ([]rules.Version, error) {
 			out = append(out, *cur)
 		}
 	}
-	for k, ch := range t.vers {
-		if !ch.del && ch.v.Path == p && t.st.vkeys[k] == nil {
-			out = append(out, ch.v)
+	for k, v := range t.vers.m {
+		if v != nil && v.Path == p && t.st.vkeys[k] == nil {
+			out = append(out, *v)
 		}
 	}
 	slices.SortFunc(out, func(a, b rules.Version) int { return cmp.Compare(b.Rec.Revision, a.Rec.Revision) })
@@ -67,13 +44,13 @@ func (t *txn) Versions(p string) ([]rules.Version, error) {
 func (t *txn) HeldWithin(dir string) ([]rules.Version, error) {
 	var out []rules.Version
 	for k, v := range t.st.vkeys {
-		if _, changed := t.vers[k]; !changed && v.Held && depotpath.Within(v.Path, dir) {
+		if _, changed := t.vers.m[k]; !changed && v.Held && depotpath.Within(v.Path, dir) {
 			out = append(out, *v)
 		}
 	}
-	for _, ch := range t.vers {
-		if !ch.del && ch.v.Held && depotpath.Within(ch.v.Path, dir) {
-			out = append(out, ch.v)
+	for _, v := range t.vers.m {
+		if v != nil && v.Held && depotpath.Within(v.Path, dir) {
+			out = append(out, *v)
 		}
 	}
 	return out, nil
@@ -90,7 +67,7 @@ func (t *txn) SetVersion(v rules.Version) error {
 	if err := t.countVersion(old, &v); err != nil {
 		return err
 	}
-	t.setVersion(key, &vchange{v: v})
+	t.vers.set(key, &v)
 	return nil
 }
 
@@ -100,7 +77,7 @@ func (t *txn) DropVersion(v rules.Version) error {
 	if err := t.countVersion(t.version(key), nil); err != nil {
 		return err
 	}
-	t.setVersion(key, &vchange{v: v, del: true})
+	t.vers.set(key, nil)
 	return nil
 }
 
@@ -135,16 +112,16 @@ func (t *txn) countVersion(old, v *rules.Version) error {
 // Snapshots are the snapshots as of the transaction, by name. Every
 // write asks: with no snapshot anywhere it costs nothing.
 func (t *txn) Snapshots() ([]store.Snapshot, error) {
-	if len(t.st.snaps) == 0 && len(t.snaps) == 0 {
+	if len(t.st.snaps) == 0 && len(t.snaps.m) == 0 {
 		return nil, nil
 	}
 	var out []store.Snapshot
 	for name, s := range t.st.snaps {
-		if _, changed := t.snaps[name]; !changed {
+		if _, changed := t.snaps.m[name]; !changed {
 			out = append(out, s)
 		}
 	}
-	for _, s := range t.snaps {
+	for _, s := range t.snaps.m {
 		if s != nil {
 			out = append(out, *s)
 		}
@@ -155,10 +132,7 @@ func (t *txn) Snapshots() ([]store.Snapshot, error) {
 
 // SetSnapshot writes or deletes a snapshot.
 func (t *txn) SetSnapshot(name string, s *store.Snapshot) error {
-	if t.snaps == nil {
-		t.snaps = map[string]*store.Snapshot{}
-	}
-	t.snaps[name] = s
+	t.snaps.set(name, s)
 	return nil
 }
 
@@ -169,22 +143,22 @@ func (t *txn) Revision() uint64 { return t.st.entryRev }
 // batch; seq holds the sequence of each path's entry message, which a
 // new version's Until becomes.
 func (t *txn) versionMessages(add func(key string, v any), seq map[string]uint64) error {
-	for _, name := range slices.Sorted(maps.Keys(t.snaps)) {
-		if s := t.snaps[name]; s != nil {
+	for _, name := range slices.Sorted(maps.Keys(t.snaps.m)) {
+		if s := t.snaps.m[name]; s != nil {
 			add(snapKey(name), s)
 		} else if _, ok := t.st.snaps[name]; ok {
 			add(snapKey(name), nil)
 		}
 	}
-	for _, k := range t.vOrder {
-		ch := t.vers[k]
-		if ch.del {
+	for _, k := range t.vers.keys {
+		vp := t.vers.m[k]
+		if vp == nil {
 			if t.st.vkeys[k] != nil {
 				add(k, nil)
 			}
 			continue
 		}
-		v := ch.v
+		v := *vp
 		if v.Until == 0 {
 			if v.Until = seq[v.Path]; v.Until == 0 {
 				return fmt.Errorf("corrupt transaction: version %s@%d replaced by no change", v.Path, v.Rec.Revision)

@@ -6,11 +6,32 @@ import (
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/entryrec"
+	"github.com/depotfs/depotfs/store/internal/uploadrec"
 )
 
 // CheckParents fails with store.ErrConflict when an ancestor of p is a
 // file: nothing can be written at p. It writes nothing.
 func CheckParents(t Txn, p string) error { return parents(t, p, false) }
+
+// CheckChunk fails unless chunk c may join its upload u (nil: c starts
+// it): c repeats what the first chunk fixed and, until the upload
+// completed, the file could be written at its path: an upload that
+// never could fails at its first chunk.
+func CheckChunk(t Txn, u *uploadrec.Upload, c store.Chunk) error {
+	if u != nil {
+		if err := u.Matches(c); err != nil || u.Result != nil {
+			return err
+		}
+	}
+	if err := CheckParents(t, c.File.Path); err != nil {
+		return err
+	}
+	r, err := t.Get(c.File.Path)
+	if err != nil {
+		return err
+	}
+	return entryrec.CheckWrite(r, c.File.IfAbsent, c.File.IfRevision)
+}
 
 // parents is CheckParents; with create, it also creates the missing
 // ancestors of p as implicit directories.

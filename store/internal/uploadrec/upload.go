@@ -6,12 +6,18 @@
 package uploadrec
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
 )
+
+// ErrGone reports an upload deleted (expired, dropped or discarded)
+// while a chunk completed it; the upload's lock makes it an internal
+// error on bolt.
+var ErrGone = errors.New("upload vanished while completing")
 
 // Upload is a chunked upload in progress, or completed and kept to answer
 // retried chunks until it expires. The JSON names are both stores' stored

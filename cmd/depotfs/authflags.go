@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/depotfs/depotfs/internal/auth"
-	"github.com/depotfs/depotfs/internal/metrics"
 )
 
 // authConfig is how "depotfs serve" authenticates HTTP callers.
@@ -170,26 +169,19 @@ func (c *authConfig) setup(log *slog.Logger) (*httpAuth, error) {
 // logSink writes refused authentications to the log, so an operator
 // sees handshake failures that never reach an MCP call. serve puts it
 // behind auth.Bursts: one line per burst from an address, with the count.
-type logSink struct{ log *slog.Logger }
-
-var _ auth.EventSink = logSink{}
-
-func (s logSink) AuthFailure(ctx context.Context, f auth.Failure) {
-	s.log.LogAttrs(ctx, slog.LevelWarn, "authentication refused",
-		slog.String("stage", string(f.Stage)), slog.String("remote", f.Remote), slog.String("reason", f.Reason),
-		slog.String("method", string(f.Method)), slog.String("subject", f.Subject), slog.String("serial", f.Serial),
-		slog.String("token_id", f.TokenID), slog.Bool("resumed", f.Resumed), slog.Int("count", max(f.Count, 1)), slog.Any("err", f.Err))
+func logSink(log *slog.Logger) sinkFunc {
+	return func(ctx context.Context, f auth.Failure) {
+		log.LogAttrs(ctx, slog.LevelWarn, "authentication refused",
+			slog.String("stage", string(f.Stage)), slog.String("remote", f.Remote), slog.String("reason", f.Reason),
+			slog.String("method", string(f.Method)), slog.String("subject", f.Subject), slog.String("serial", f.Serial),
+			slog.String("token_id", f.TokenID), slog.Bool("resumed", f.Resumed), slog.Int("count", max(f.Count, 1)), slog.Any("err", f.Err))
+	}
 }
 
-// metricsSink counts every refused authentication, before they are
-// grouped into bursts for the audit log and the log.
-type metricsSink struct{ m *metrics.Metrics }
+// sinkFunc is a function as an auth.EventSink.
+type sinkFunc func(context.Context, auth.Failure)
 
-var _ auth.EventSink = metricsSink{}
-
-func (s metricsSink) AuthFailure(_ context.Context, f auth.Failure) {
-	s.m.AuthFailure(string(f.Stage))
-}
+func (s sinkFunc) AuthFailure(ctx context.Context, f auth.Failure) { s(ctx, f) }
 
 // sinks sends each failure to every sink in turn.
 type sinks []auth.EventSink

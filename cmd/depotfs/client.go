@@ -185,20 +185,33 @@ func callGuide(ctx context.Context, c *client.Client, tool string, args map[stri
 	if err != nil {
 		return fmt.Errorf("%s: reply: %w", tool, err)
 	}
-	var env struct {
-		mcpserver.Envelope
-		Data json.RawMessage `json:"data"`
-	}
+	var env envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
 		return fmt.Errorf("%s: reply: %w", tool, err)
 	}
-	if !env.Success {
-		if env.Error != nil {
-			return &refusal{typ: string(env.Error.Type), msg: env.Error.Message}
-		}
-		return fmt.Errorf("%s failed", tool)
+	d, err := env.result(fmt.Errorf("%s failed", tool))
+	if err != nil {
+		return err
 	}
-	return json.Unmarshal(env.Data, data)
+	return json.Unmarshal(d, data)
+}
+
+// envelope is a reply of the server: a tool's, or a PUT's.
+type envelope struct {
+	mcpserver.Envelope
+	Data json.RawMessage `json:"data"`
+}
+
+// result is the reply's data, or the server's refusal, or failed when it
+// failed without saying why.
+func (e *envelope) result(failed error) (json.RawMessage, error) {
+	switch {
+	case e.Success:
+		return e.Data, nil
+	case e.Error != nil:
+		return nil, &refusal{typ: string(e.Error.Type), msg: e.Error.Message}
+	}
+	return nil, failed
 }
 
 // serverClient is how the client commands (status, uploads) reach a

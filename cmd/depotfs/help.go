@@ -30,11 +30,6 @@ var examples = map[string]string{
 	"tools":   `  depotfs tools > docs/tools.md`,
 	"version": `  depotfs version`,
 	"flags":   `  depotfs flags > docs/configuration.md`,
-	"completion": `  source <(depotfs completion bash)
-  depotfs completion zsh > "${fpath[1]}/_depotfs"
-  depotfs completion fish > ~/.config/fish/completions/depotfs.fish`,
-	"help": `  depotfs help serve
-  depotfs help ca issue`,
 }
 
 // runHelp prints a command's usage, flags and examples on stdout:

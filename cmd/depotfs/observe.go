@@ -34,7 +34,7 @@ func (a meteredAudit) Append(r *audit.Record) error {
 	switch r.Event {
 	case audit.EventAuth:
 		// Refused handshakes and requests are counted one by one before
-		// they are grouped into bursts (metricsSink); the other records
+		// they are grouped into bursts (serve's sink); the other records
 		// (revoked credentials) are counted here.
 		if r.Stage != string(auth.StageHandshake) && r.Stage != string(auth.StageRequest) {
 			a.m.AuthFailure(r.Stage)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -18,7 +19,6 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 
 	"github.com/depotfs/depotfs/internal/beneath"
-	"github.com/depotfs/depotfs/mcpserver"
 )
 
 // Bounds of one tar stream of a tree. A larger tree is sent as several,
@@ -59,16 +59,7 @@ func sameOrigin(u, o *url.URL) bool {
 
 // port is u's port, or its scheme's default.
 func port(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "https":
-		return "443"
-	case "http":
-		return "80"
-	}
-	return ""
+	return cmp.Or(u.Port(), map[string]string{"https": "443", "http": "80"}[strings.ToLower(u.Scheme)])
 }
 
 // begin calls guide_begin_upload and returns the URL to PUT to, refusing
@@ -127,20 +118,11 @@ func (p *pusher) put(ctx context.Context, upload string, body io.Reader, size in
 // readReply reads and closes a PUT's reply and returns its data.
 func readReply(resp *http.Response) (json.RawMessage, error) {
 	defer resp.Body.Close()
-	var env struct {
-		mcpserver.Envelope
-		Data json.RawMessage `json:"data"`
-	}
+	var env envelope
 	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
 		return nil, fmt.Errorf("PUT: HTTP %d with an unreadable reply: %w", resp.StatusCode, err)
 	}
-	if !env.Success {
-		if env.Error != nil {
-			return nil, &refusal{typ: string(env.Error.Type), msg: env.Error.Message}
-		}
-		return nil, fmt.Errorf("PUT: HTTP %d", resp.StatusCode)
-	}
-	return env.Data, nil
+	return env.result(fmt.Errorf("PUT: HTTP %d", resp.StatusCode))
 }
 
 // closeSignal is a request body that says when the transport closed it,

@@ -368,14 +368,11 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	log.Info("enforcing", "allow", strings.Join(cfg.enforce.host.Allow(), ","), "deny", strings.Join(cfg.enforce.host.Deny(), ","),
 		"audit_log", cfg.enforce.auditLog, "rate_calls", cfg.enforce.rateCalls, "rate_bytes", cfg.enforce.rateBytes.String())
 
-	uploadTTL := cfg.uploadTTL
-	if uploadTTL == 0 {
-		uploadTTL = -1 // mcpserver: negative is never
-	}
 	opts := &mcpserver.Options{Version: version(), Tools: cfg.profiles, Policy: cfg.enforce.host, Audit: alog,
 		Rate: cfg.enforce.rate(), PublicURL: cfg.publicURL, HTTP: cfg.http.limits(),
 		Settings: mcpserver.Settings{Logger: log, ResourcePageSize: cfg.resourcePage, MaxResourceBytes: cfg.maxResource,
-			RateLocal: cfg.enforce.rateLocal, MaxFileBytes: int64(cfg.maxFileSize), UploadTTL: uploadTTL, UploadURLTTL: cfg.uploadURLTTL,
+			RateLocal: cfg.enforce.rateLocal, MaxFileBytes: int64(cfg.maxFileSize), UploadURLTTL: cfg.uploadURLTTL,
+			UploadTTL:                cmp.Or(cfg.uploadTTL, -1), // 0 keeps uploads: never (negative) to mcpserver
 			MaxRawUploadsPerIdentity: cfg.rawUploadsPer, MaxUploadBytesPerIdentity: int64(cfg.uploadBytesPer),
 			MaxSnapshotsPerIdentity: cfg.snapshotsPer, KeepVersions: cfg.keepVersions,
 			DiskFree: diskFree(cfg.db, cfg.enforce.auditLog), DiskReserve: int64(cfg.diskReserve), SpoolDir: spoolDir(cfg.db)}}
@@ -518,9 +515,9 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	// Each refusal is counted; the audit log and the log get one record
 	// per burst from an address, so a flood of bad credentials costs
 	// neither the disk nor the fsyncs every call's record needs.
-	bursts := auth.NewBursts(sinks{srv, logSink{log}}, 0)
+	bursts := auth.NewBursts(sinks{srv, logSink(log)}, 0)
 	defer bursts.Close()
-	sink := sinks{metricsSink{met}, bursts}
+	sink := sinks{sinkFunc(func(_ context.Context, f auth.Failure) { met.AuthFailure(string(f.Stage)) }), bursts}
 	handler, metricsHandler := observeHTTP(met, srv.Handler()), met.Handler()
 	if ha.authn != nil {
 		ha.authn.Sink = sink

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/depotfs/depotfs/internal/clip"
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/internal/grant"
+	"github.com/depotfs/depotfs/internal/identity"
 	"github.com/depotfs/depotfs/internal/policy"
 	"github.com/depotfs/depotfs/internal/ratelimit"
 	"github.com/depotfs/depotfs/mcpserver/internal/guide"
@@ -360,3 +362,25 @@ const instructions = `depotfs keeps files that you push and makes them readable 
 These guide tools reply with one JSON envelope: success, data, message, warnings, stats, and on failure error {type, message, instruction}. Follow the instruction of a failed call; a failed call changed nothing.
 
 Every file in the depot is also an MCP resource, depot:/// followed by its path (percent-encoded): resources/list pages through them, resources/read returns a file as text, or as base64 for binary files (up to a size limit; read larger files through the tools). Subscribe to a file's URI to be told when it is created, updated or removed.`
+
+// SetLocalGrants replaces Options.LocalGrants (nil: full grants) for HTTP
+// requests that arrive afterwards; depotfs serve calls it on SIGHUP. A
+// stdio session keeps the grants it started with. It is safe for
+// concurrent use.
+func (s *Server) SetLocalGrants(grants []grant.Grant) {
+	if grants == nil {
+		s.localGrants.Store(nil)
+		return
+	}
+	c := slices.Clone(grants)
+	s.localGrants.Store(&c)
+}
+
+// local applies the local grants to an identity not backed by a
+// credential.
+func (s *Server) local(id identity.Identity) identity.Identity {
+	if g := s.localGrants.Load(); g != nil {
+		id.Full, id.Grants = false, slices.Clone(*g)
+	}
+	return id
+}

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -165,13 +166,11 @@ func liftContent(r *http.Request) *http.Request {
 // baseURL is where r reached the server, for URLs on the same listener:
 // Options.PublicURL when set, else r's scheme and host.
 func (s *Server) baseURL(r *http.Request) string {
-	if s.opts.PublicURL != "" {
-		return s.opts.PublicURL
-	}
+	scheme := "http://"
 	if r.TLS != nil {
-		return "https://" + r.Host
+		scheme = "https://"
 	}
-	return "http://" + r.Host
+	return cmp.Or(s.opts.PublicURL, scheme+r.Host)
 }
 
 // isStream reports whether r opens a notification stream: a session's GET

@@ -98,14 +98,10 @@ type Condition struct {
 // a problem, as they cannot hold together.
 func DecodeCondition(o *args.Object) Condition {
 	var c Condition
-	if o.Has(argIfRevision) {
-		if n, ok := o.Int(argIfRevision, false, 1, args.MaxExactInteger); ok {
-			c.IfRevision = uint64(n)
-		}
+	if n, ok := o.Int(argIfRevision, false, 1, args.MaxExactInteger); ok {
+		c.IfRevision = uint64(n)
 	}
-	if o.Has(argIfAbsent) {
-		c.IfAbsent = o.Bool(argIfAbsent, false)
-	}
+	c.IfAbsent = o.Bool(argIfAbsent, false)
 	if c.IfAbsent && c.IfRevision != 0 {
 		o.Problems().Addf(o.Name(argIfAbsent), "cannot be combined with if_revision: a file with a revision is not absent")
 	}

@@ -2,9 +2,11 @@ package tool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/internal/grant"
@@ -297,4 +299,95 @@ func (e *RateError) Error() string {
 		return fmt.Sprintf("rate limit: more than %g calls per second (bursts of %d) from this identity; retry after %d s", e.limits.Calls, e.limits.CallBurst, e.Retry)
 	}
 	return fmt.Sprintf("rate limit: %d content bytes exceed this identity's %g bytes per second (bursts of %d); retry after %d s", e.n, e.limits.Bytes, e.limits.ByteBurst, e.Retry)
+}
+
+// ErrorDiskFull: the disk under the database or the audit log is too full
+// to take the write and keep its reserve; reads still work.
+const ErrorDiskFull ErrorType = "disk_full"
+
+// diskSlack is what any write needs beyond its content: the pages a
+// bbolt commit touches and its audit record.
+const diskSlack = 256 << 10
+
+// DiskFullError refuses a write that would leave less than the reserve
+// free: the reserve is kept so that the audit log and bbolt can still
+// commit (reads and refusals are audited too), and so that a write is
+// refused before it starts rather than failing half-way.
+type DiskFullError struct {
+	Free, Needed, Reserve int64
+}
+
+func (e *DiskFullError) Error() string {
+	return fmt.Sprintf("disk_full: the disk holding the depot has %d bytes free; this write needs %d bytes and %d are kept in reserve",
+		e.Free, e.Needed, e.Reserve)
+}
+
+// checkDisk refuses a write of n content bytes when the disk would keep
+// less than Env.DiskReserve free. An error reading the free space lets the
+// write through: the store then reports what happens.
+func (g *Store) checkDisk(n int) error {
+	env := g.rt.env
+	if env.DiskFree == nil || env.DiskReserve <= 0 {
+		return nil
+	}
+	free, err := env.DiskFree()
+	if err != nil {
+		return nil
+	}
+	needed := int64(n) + diskSlack
+	if free-needed < env.DiskReserve {
+		return &DiskFullError{Free: free, Needed: needed, Reserve: env.DiskReserve}
+	}
+	return nil
+}
+
+// ErrStopWalk, returned by a walk's visitor, ends the walk without error.
+var ErrStopWalk = errors.New("walk stopped")
+
+// Walk visits the entries below the directory dir in depth-first
+// pre-order, siblings in name order (the order of Store.ReadDir). When
+// recursive is set, it descends into each directory for which visit
+// reports true. Each directory is listed in its own read transaction: a
+// walk is not one snapshot, and entries changed meanwhile may be seen or
+// missed. Errors from the store are wrapped in StoreError.
+func (g *Store) Walk(ctx context.Context, dir string, recursive bool, visit func(e store.Entry) (descend bool, err error)) error {
+	err := g.walkDir(ctx, dir, recursive, visit)
+	if errors.Is(err, ErrStopWalk) {
+		return nil
+	}
+	return err
+}
+
+func (g *Store) walkDir(ctx context.Context, dir string, recursive bool, visit func(e store.Entry) (bool, error)) error {
+	entries, err := g.ReadDir(ctx, dir)
+	if err != nil {
+		return &StoreError{Op: "readdir", Path: dir, Err: err}
+	}
+	for _, e := range entries {
+		descend, err := visit(e)
+		if err != nil {
+			return err
+		}
+		if recursive && descend && e.IsDir() {
+			if err := g.walkDir(ctx, e.Path, true, visit); err != nil {
+				// A directory removed while the walk runs is skipped.
+				if errors.Is(err, store.ErrNotExist) {
+					continue
+				}
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// EntryTime is the modification time shown for e: its mtime, else its last
+// change, else its creation (the root has none of them: the epoch).
+func EntryTime(e store.Entry) time.Time {
+	for _, t := range []time.Time{e.MTime, e.Updated, e.Created} {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Unix(0, 0)
 }

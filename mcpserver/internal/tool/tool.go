@@ -24,18 +24,11 @@ import (
 // string, safe to share between goroutines.
 type Profile string
 
-// The tool profiles.
+// The tool profiles, documented where package mcpserver exports them.
 const (
-	// ProfileGuide: the guide_* tools that push content into the depot and
-	// report on it. Always served.
-	ProfileGuide Profile = "guide"
-	// ProfileProvider: the file-provider tools a scanner calls (read_file,
-	// read_file_binary, list_directory, file_exists, get_file_stats,
-	// calculate_file_hash, find_files), served read-only from the depot.
+	ProfileGuide    Profile = "guide"
 	ProfileProvider Profile = "provider"
-	// ProfileFS: the filesystem tools (list, read, write, mkdir, delete,
-	// copy, move, info, search) over the depot namespace.
-	ProfileFS Profile = "fs"
+	ProfileFS       Profile = "fs"
 )
 
 // PathArg is one argument of a tool that names depot paths, and what the

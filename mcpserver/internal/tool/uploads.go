@@ -2,13 +2,17 @@ package tool
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/internal/grant"
+	"github.com/depotfs/depotfs/internal/identity"
 	"github.com/depotfs/depotfs/store"
 )
 
@@ -104,4 +108,134 @@ func (g *Store) DropUploads(ctx context.Context, dir string, ids []string, idle 
 		dropped[i].ID, _ = g.shownID(u.ID)
 	}
 	return dropped, err
+}
+
+// Chunked uploads are named by the client (upload_id), so two identities
+// can choose the same id. The store keeps one namespace of ids; the tools
+// give each identity its own by storing an upload under the caller's
+// namespace (a hash of its key) followed by the client's id. An identity
+// therefore never meets another's upload: naming, listing or dropping an
+// id finds only its own, and another's id is as unknown to it as one
+// never used. A caller with full grants (the operator) also sees the
+// uploads of everyone else, by their ids in the store.
+
+// namespace is the prefix of the uploads of the calling identity in the
+// store.
+func (g *Store) namespace() string {
+	sum := sha256.Sum256([]byte(g.c.key))
+	return hex.EncodeToString(sum[:8]) + "."
+}
+
+// storeUploadID is the id in the store of the caller's upload id.
+func (g *Store) storeUploadID(id string) string { return g.namespace() + id }
+
+// shownID returns the id by which the caller knows the upload of id in
+// the store, and whether it sees that upload at all: its own by the id it
+// chose, everyone else's (by their ids in the store) only with full
+// grants.
+func (g *Store) shownID(id string) (string, bool) {
+	if own, ok := strings.CutPrefix(id, g.namespace()); ok {
+		return own, true
+	}
+	return id, g.c.perms.Full()
+}
+
+// shownUploads returns the uploads of ups the caller sees (see shownID),
+// by the ids it knows them by.
+func (g *Store) shownUploads(ups []store.UploadInfo) []store.UploadInfo {
+	out := make([]store.UploadInfo, 0, len(ups))
+	for _, u := range ups {
+		id, ok := g.shownID(u.ID)
+		if !ok {
+			continue
+		}
+		u.ID = id
+		out = append(out, u)
+	}
+	return out
+}
+
+// storeIDs maps the ids a caller names to ids in the store: its own
+// uploads first, then (for a caller with full grants) an id in the store.
+// An id that names nothing the caller sees maps to its own namespace,
+// where the store finds nothing.
+func (g *Store) storeIDs(ids []string, all []store.UploadInfo) []string {
+	if ids == nil {
+		return nil
+	}
+	exists := make(map[string]bool, len(all))
+	for _, u := range all {
+		exists[u.ID] = true
+	}
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = g.storeUploadID(id)
+		if !exists[out[i]] && g.c.perms.Full() && exists[id] {
+			out[i] = id
+		}
+	}
+	return out
+}
+
+// UploadBytesLimit is the most the chunked uploads in progress of the
+// identity who may hold: Env.MaxUploadBytesPerIdentity, or when that is 0
+// a quarter of the store's size limit maxStore (0: no limit), so that no
+// identity's abandoned uploads can take the room every other identity
+// writes into. Like the rate limits, it is for identities with a
+// credential: the local user (stdio, unauthenticated loopback HTTP) is
+// spared unless RateLocal.
+func (e *Env) UploadBytesLimit(who identity.Identity, maxStore int64) int64 {
+	if !who.Authenticated() && !e.RateLocal {
+		return 0
+	}
+	if e.MaxUploadBytesPerIdentity > 0 {
+		return e.MaxUploadBytesPerIdentity
+	}
+	return maxStore / 4
+}
+
+// checkUploadBytes refuses a chunk of n bytes that would take the
+// caller's uploads in progress over their limit.
+func (g *Store) checkUploadBytes(ctx context.Context, n int64) error {
+	held, limit, err := g.uploadBytes(ctx, false)
+	if err != nil || limit <= 0 {
+		return err
+	}
+	if held+n > limit {
+		return &Refusal{Type: ErrorLimit,
+			Message:     fmt.Sprintf("your chunked uploads in progress hold %d bytes; this chunk of %d bytes would take them over %d, the most one identity's uploads may hold (--max-upload-bytes-per-identity)", held, n, limit),
+			Instruction: "Finish the uploads you started (send their remaining chunks), or drop the ones you abandoned with guide_drop_uploads, then send this chunk again. Nothing was stored."}
+	}
+	return nil
+}
+
+// UploadBytes returns what the caller's chunked uploads in progress hold
+// and their limit (0: none); both 0 for a store without uploads to list.
+func (g *Store) UploadBytes(ctx context.Context) (held, limit int64, err error) {
+	return g.uploadBytes(ctx, true)
+}
+
+// uploadBytes is UploadBytes; without always, the uploads are not listed
+// when there is no limit.
+func (g *Store) uploadBytes(ctx context.Context, always bool) (held, limit int64, err error) {
+	a, ok := g.rt.st.(store.UploadAdmin)
+	if !ok {
+		return 0, 0, nil
+	}
+	st, err := g.rt.st.Stats(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	limit = g.rt.env.UploadBytesLimit(g.c.who, st.MaxStoreBytes)
+	if limit <= 0 && !always {
+		return 0, limit, nil
+	}
+	ups, err := a.ListUploads(ctx)
+	ns := g.namespace()
+	for _, u := range ups {
+		if !u.Complete && strings.HasPrefix(u.ID, ns) {
+			held += u.Bytes
+		}
+	}
+	return held, limit, err
 }

@@ -46,21 +46,6 @@ type Example struct {
 // ErrNoTools reports a call of Write without tools.
 var ErrNoTools = errors.New("markdown: no tools to document")
 
-// wireTool is the part of a tool's tools/list entry this package reads.
-type wireTool struct {
-	Name        string          `json:"name"`
-	Title       string          `json:"title"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
-	Annotations struct {
-		Title           string `json:"title"`
-		ReadOnlyHint    *bool  `json:"readOnlyHint"`
-		DestructiveHint *bool  `json:"destructiveHint"`
-		IdempotentHint  *bool  `json:"idempotentHint"`
-		OpenWorldHint   *bool  `json:"openWorldHint"`
-	} `json:"annotations"`
-}
-
 // Write renders tools, in the order given, as Markdown on w: an index
 // table, then one section per tool (a level-3 heading with the tool's name,
 // which GitHub turns into the anchor the index links to). The output
@@ -70,25 +55,13 @@ func Write(w io.Writer, tools []Tool) error {
 	if len(tools) == 0 {
 		return ErrNoTools
 	}
-	defs := make([]wireTool, len(tools))
-	for i, t := range tools {
-		raw, err := json.Marshal(t.Def)
-		if err != nil {
-			return fmt.Errorf("markdown: tool %s: %w", t.Def.Name, err)
-		}
-		if err := json.Unmarshal(raw, &defs[i]); err != nil {
-			return fmt.Errorf("markdown: tool %s: %w", t.Def.Name, err)
-		}
-	}
-
 	var b bytes.Buffer
 	b.WriteString("| tool | profile | what it does |\n|---|---|---|\n")
-	for i, t := range tools {
-		d := defs[i]
-		fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s |\n", d.Name, anchor(d.Name), cell(t.Profile), cell(firstSentence(d.Description)))
+	for _, t := range tools {
+		fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s |\n", t.Def.Name, anchor(t.Def.Name), cell(t.Profile), cell(firstSentence(t.Def.Description)))
 	}
-	for i, t := range tools {
-		if err := writeTool(&b, defs[i], t); err != nil {
+	for _, t := range tools {
+		if err := writeTool(&b, t); err != nil {
 			return err
 		}
 	}
@@ -97,7 +70,8 @@ func Write(w io.Writer, tools []Tool) error {
 }
 
 // writeTool renders one tool's section.
-func writeTool(b *bytes.Buffer, d wireTool, t Tool) error {
+func writeTool(b *bytes.Buffer, t Tool) error {
+	d := t.Def
 	fmt.Fprintf(b, "\n### `%s`\n\n", d.Name)
 	title := cmp.Or(d.Title, d.Annotations.Title)
 	if title != "" {
@@ -116,7 +90,14 @@ func writeTool(b *bytes.Buffer, d wireTool, t Tool) error {
 	}
 
 	b.WriteString("\n#### Arguments\n\n")
-	args, err := arguments(d.InputSchema)
+	input := d.RawInputSchema
+	if input == nil {
+		var err error
+		if input, err = json.Marshal(d.InputSchema); err != nil {
+			return fmt.Errorf("markdown: tool %s: input schema: %w", d.Name, err)
+		}
+	}
+	args, err := arguments(input)
 	if err != nil {
 		return fmt.Errorf("markdown: tool %s: input schema: %w", d.Name, err)
 	}

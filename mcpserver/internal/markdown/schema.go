@@ -102,28 +102,25 @@ func (w *walker) object(s *schema, prefix string, seen []string) error {
 	var required []string
 	_ = json.Unmarshal(s.kw["required"], &required)
 	for _, name := range ps.keys {
-		p, err := parseSchema(ps.kw[name])
+		p, ref, err := w.sub(ps.kw[name])
 		if err != nil {
 			return fmt.Errorf("%s%s: %w", prefix, name, err)
 		}
-		if err := w.property(prefix+name, p, slices.Contains(required, name), seen); err != nil {
+		if err := w.property(prefix+name, p, ref, slices.Contains(required, name), seen); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// property adds the row of one property and, for an object or an array of
-// objects, the rows of its fields.
-func (w *walker) property(name string, p *schema, required bool, seen []string) error {
-	p, ref, err := w.resolve(p)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
+// property adds the row of one property (p, resolved from the reference
+// ref) and, for an object or an array of objects, the rows of its fields.
+func (w *walker) property(name string, p *schema, ref string, required bool, seen []string) error {
 	row := arg{name: name, required: required, description: p.str("description")}
 	if d, ok := p.kw["default"]; ok {
 		row.def = compact(d)
 	}
+	var err error
 	row.typ, err = w.typeOf(p)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
@@ -134,11 +131,7 @@ func (w *walker) property(name string, p *schema, required bool, seen []string) 
 	fields, fieldPrefix := p, name+"."
 	itemRef := ""
 	if items, ok := p.kw["items"]; ok {
-		is, err := parseSchema(items)
-		if err != nil {
-			return fmt.Errorf("%s: items: %w", name, err)
-		}
-		if fields, itemRef, err = w.resolve(is); err != nil {
+		if fields, itemRef, err = w.sub(items); err != nil {
 			return fmt.Errorf("%s: items: %w", name, err)
 		}
 		fieldPrefix = name + "[]."
@@ -196,6 +189,16 @@ func (w *walker) resolve(s *schema) (*schema, string, error) {
 	return target, ref, nil
 }
 
+// sub parses the schema raw and follows its local $ref, if any (see
+// resolve).
+func (w *walker) sub(raw json.RawMessage) (*schema, string, error) {
+	s, err := parseSchema(raw)
+	if err != nil {
+		return nil, "", err
+	}
+	return w.resolve(s)
+}
+
 // typeOf describes the type of a schema in words.
 func (w *walker) typeOf(s *schema) (string, error) {
 	var types []string
@@ -213,11 +216,8 @@ func (w *walker) typeOf(s *schema) (string, error) {
 			continue
 		}
 		for _, alt := range alts {
-			as, err := parseSchema(alt)
+			as, _, err := w.sub(alt)
 			if err != nil {
-				return "", fmt.Errorf("%s: %w", key, err)
-			}
-			if as, _, err = w.resolve(as); err != nil {
 				return "", fmt.Errorf("%s: %w", key, err)
 			}
 			t, err := w.typeOf(as)
@@ -241,11 +241,8 @@ func (w *walker) typeOf(s *schema) (string, error) {
 		if !ok {
 			continue
 		}
-		is, err := parseSchema(items)
+		is, _, err := w.sub(items)
 		if err != nil {
-			return "", fmt.Errorf("items: %w", err)
-		}
-		if is, _, err = w.resolve(is); err != nil {
 			return "", fmt.Errorf("items: %w", err)
 		}
 		it, err := w.typeOf(is)

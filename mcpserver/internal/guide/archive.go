@@ -2,6 +2,7 @@ package guide
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -139,7 +140,7 @@ func (s *tools) spool(body io.Reader, size int64, up *rawUpload, room int64) (*o
 	if err != nil {
 		return nil, 0, fmt.Errorf("spooling the archive: %w", err)
 	}
-	counted := &countingReader{r: body, h: newHash()}
+	counted := &countingReader{r: body, h: sha256.New()}
 	src := io.Reader(counted)
 	if limit >= 0 {
 		src = io.LimitReader(counted, limit+1)
@@ -240,7 +241,7 @@ func (s *tools) store(ctx context.Context, c *tool.Call, up *rawUpload, f *os.Fi
 			}
 			path, err := entryPath(dest, e.Name)
 			if err != nil {
-				failed = memberError(e.Name, err)
+				failed = &memberErr{name: e.Name, err: err}
 				return store.PutRequest{}, nil, failed
 			}
 			req := store.PutRequest{
@@ -297,7 +298,7 @@ func memberPath(dest string, e archive.Entry, seen map[string]string) (string, e
 		}
 	}
 	if err != nil {
-		return "", memberError(e.Name, err)
+		return "", &memberErr{name: e.Name, err: err}
 	}
 	if e.Dir {
 		seen[p] = dirMark + e.Name
@@ -316,9 +317,6 @@ func isDot(name string) bool {
 	n := strings.Trim(strings.ReplaceAll(name, "\\", "/"), "/")
 	return n == "." || n == ""
 }
-
-// memberError is err about the archive member name.
-func memberError(name string, err error) error { return &memberErr{name: name, err: err} }
 
 // memberErr is an error about one archive member. Its text is clipped
 // whole: a client chooses the name, and err may quote it too.

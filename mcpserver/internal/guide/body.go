@@ -1,15 +1,11 @@
 package guide
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"hash"
 	"io"
 )
-
-// newHash returns the hash of uploaded content.
-func newHash() hash.Hash { return sha256.New() }
 
 // countingReader counts and hashes what is read through it, and keeps the
 // first error of the reader below (a body cut short, a stalled client).

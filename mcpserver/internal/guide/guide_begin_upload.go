@@ -1,8 +1,10 @@
 package guide
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -276,7 +278,7 @@ func (u *Uploads) put(r *http.Request, c *tool.Call, token string) (tool.Reply, 
 	}
 	req := s.request(c, a, toolBeginUpload, a.sha256, nil)
 	req.Encoding = "raw"
-	body := &countingReader{r: r.Body, h: newHash()}
+	body := &countingReader{r: r.Body, h: sha256.New()}
 	res, err := c.Store().PutStream(r.Context(), req, body, size)
 	switch {
 	case err == nil:
@@ -299,28 +301,26 @@ func (u *Uploads) put(r *http.Request, c *tool.Call, token string) (tool.Reply, 
 	return s.stored(ctx, c, res, a.filename, res.Entry.Size), nil
 }
 
+// putStatus is the HTTP status of a refused PUT by the type of its
+// envelope's error; any other type is 500.
+var putStatus = map[tool.ErrorType]int{
+	tool.ErrorValidation:  http.StatusBadRequest,
+	tool.ErrorConflict:    http.StatusBadRequest,
+	tool.ErrorSecurity:    http.StatusForbidden,
+	tool.ErrorNotFound:    http.StatusNotFound,
+	tool.ErrorLimit:       http.StatusRequestEntityTooLarge,
+	tool.ErrorRateLimited: http.StatusTooManyRequests,
+}
+
 // statusOf is the HTTP status of a refused PUT, from its envelope's error.
 func statusOf(res *mcp.CallToolResult) int {
 	raw, _ := res.StructuredContent.(json.RawMessage)
 	var env tool.Envelope
-	if json.Unmarshal(raw, &env) != nil || env.Error == nil {
+	switch {
+	case json.Unmarshal(raw, &env) != nil || env.Error == nil:
 		return http.StatusInternalServerError
+	case env.Error.Type == tool.ErrorSystem && env.Error.RetryAfter > 0:
+		return http.StatusServiceUnavailable
 	}
-	switch env.Error.Type {
-	case tool.ErrorValidation, tool.ErrorConflict:
-		return http.StatusBadRequest
-	case tool.ErrorSecurity:
-		return http.StatusForbidden
-	case tool.ErrorNotFound:
-		return http.StatusNotFound
-	case tool.ErrorLimit:
-		return http.StatusRequestEntityTooLarge
-	case tool.ErrorRateLimited:
-		return http.StatusTooManyRequests
-	case tool.ErrorSystem:
-		if env.Error.RetryAfter > 0 {
-			return http.StatusServiceUnavailable
-		}
-	}
-	return http.StatusInternalServerError
+	return cmp.Or(putStatus[env.Error.Type], http.StatusInternalServerError)
 }

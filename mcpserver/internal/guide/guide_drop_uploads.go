@@ -42,7 +42,7 @@ func (s *tools) dropUploads(ctx context.Context, c *tool.Call, raw json.RawMessa
 	var ids []string
 	idle := time.Duration(-1)
 	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
-		dir = uploadsDir(o)
+		dir, _ = o.DepotPath("path", false) // "": every upload the caller may see
 		if elems, ok := o.Array("upload_ids", false); ok {
 			if len(elems) == 0 || len(elems) > maxDropIDs {
 				o.Problems().Addf("upload_ids", "give 1 to %d upload ids, got %d", maxDropIDs, len(elems))

@@ -45,15 +45,6 @@ func uploadInfo(u store.UploadInfo, now time.Time) UploadInfo {
 		IdleSeconds: max(0, int64(now.Sub(u.Last)/time.Second)), Complete: u.Complete}
 }
 
-// uploadsDir reads the optional path argument of the uploads tools; ""
-// when it is not given (every upload the caller may see).
-func uploadsDir(o *args.Object) string {
-	if p, ok := o.DepotPath("path", false); ok {
-		return p
-	}
-	return ""
-}
-
 // shownDir is how a reply names dir.
 func shownDir(dir string) string {
 	if dir == "" {
@@ -66,7 +57,7 @@ func shownDir(dir string) string {
 func (s *tools) listUploads(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
 	dir := ""
 	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
-		dir = uploadsDir(o)
+		dir, _ = o.DepotPath("path", false) // "": every upload the caller may see
 	})
 	if err != nil {
 		return tool.Reply{}, err

@@ -3,6 +3,7 @@ package args
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -11,62 +12,59 @@ import (
 	"golang.org/x/text/encoding/unicode"
 )
 
-// textEncoding decodes bytes into text. strict decoders fail on bytes the
-// encoding cannot hold, as Python's codecs do; the x/text ones replace
+// textEncodings are the encodings DecodeText knows, each under its
+// canonical name (first) and the other spellings Python accepts. The
+// decoders of valid UTF-8, ASCII and Latin-1 are strict: they fail on bytes
+// the encoding cannot hold, as Python's codecs do; the x/text ones replace
 // such bytes with U+FFFD instead.
-type textEncoding struct {
+var textEncodings = []struct {
+	names  []string
 	decode func([]byte) (string, error)
+}{
+	{[]string{"utf-8", "utf8", "u8", "utf"}, decodeUTF8},
+	{[]string{"utf-8-sig", "utf8-sig"}, func(b []byte) (string, error) { return decodeUTF8(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))) }},
+	{[]string{"ascii", "us-ascii", "646"}, decodeASCII},
+	{[]string{"latin-1", "latin1", "iso-8859-1", "iso8859-1", "l1", "8859"}, decodeLatin1},
+	{[]string{"utf-16", "utf16"}, xtext(unicode.UTF16(unicode.LittleEndian, unicode.UseBOM))},
+	{[]string{"utf-16-le", "utf-16le"}, xtext(unicode.UTF16(unicode.LittleEndian, unicode.IgnoreBOM))},
+	{[]string{"utf-16-be", "utf-16be"}, xtext(unicode.UTF16(unicode.BigEndian, unicode.IgnoreBOM))},
+	{[]string{"cp1252", "windows-1252"}, xtext(charmap.Windows1252)},
+	{[]string{"iso-8859-15", "latin-9", "latin9"}, xtext(charmap.ISO8859_15)},
+	{[]string{"cp1251", "windows-1251"}, xtext(charmap.Windows1251)},
+	{[]string{"cp437"}, xtext(charmap.CodePage437)},
+	{[]string{"mac-roman", "macroman"}, xtext(charmap.Macintosh)},
+	{[]string{"koi8-r", "koi8r"}, xtext(charmap.KOI8R)},
 }
 
 // LookupEncoding returns the decoder for an encoding name, spelled as
 // Python accepts it (case and "_" versus "-" do not matter).
-func LookupEncoding(name string) (textEncoding, bool) {
+func LookupEncoding(name string) (func([]byte) (string, error), bool) {
 	n := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(name)), "_", "-")
-	switch n {
-	case "utf-8", "utf8", "u8", "utf":
-		return textEncoding{decodeUTF8}, true
-	case "utf-8-sig", "utf8-sig":
-		return textEncoding{func(b []byte) (string, error) { return decodeUTF8(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))) }}, true
-	case "ascii", "us-ascii", "646":
-		return textEncoding{decodeASCII}, true
-	case "latin-1", "latin1", "iso-8859-1", "iso8859-1", "l1", "8859":
-		return textEncoding{decodeLatin1}, true
-	case "utf-16", "utf16":
-		return textEncoding{xtext(unicode.UTF16(unicode.LittleEndian, unicode.UseBOM))}, true
-	case "utf-16-le", "utf-16le":
-		return textEncoding{xtext(unicode.UTF16(unicode.LittleEndian, unicode.IgnoreBOM))}, true
-	case "utf-16-be", "utf-16be":
-		return textEncoding{xtext(unicode.UTF16(unicode.BigEndian, unicode.IgnoreBOM))}, true
-	case "cp1252", "windows-1252":
-		return textEncoding{xtext(charmap.Windows1252)}, true
-	case "iso-8859-15", "latin-9", "latin9":
-		return textEncoding{xtext(charmap.ISO8859_15)}, true
-	case "cp1251", "windows-1251":
-		return textEncoding{xtext(charmap.Windows1251)}, true
-	case "cp437":
-		return textEncoding{xtext(charmap.CodePage437)}, true
-	case "mac-roman", "macroman":
-		return textEncoding{xtext(charmap.Macintosh)}, true
-	case "koi8-r", "koi8r":
-		return textEncoding{xtext(charmap.KOI8R)}, true
+	for _, e := range textEncodings {
+		if slices.Contains(e.names, n) {
+			return e.decode, true
+		}
 	}
-	return textEncoding{}, false
+	return nil, false
 }
 
 // EncodingNames lists the canonical encoding names, for messages.
 func EncodingNames() []string {
-	return []string{"utf-8", "utf-8-sig", "ascii", "latin-1", "utf-16", "utf-16-le", "utf-16-be",
-		"cp1252", "iso-8859-15", "cp1251", "cp437", "mac-roman", "koi8-r"}
+	names := make([]string, len(textEncodings))
+	for i, e := range textEncodings {
+		names[i] = e.names[0]
+	}
+	return names
 }
 
 // DecodeText decodes data in the named encoding (already checked by
 // lookupEncoding).
 func DecodeText(data []byte, name string) (string, error) {
-	enc, ok := LookupEncoding(name)
+	decode, ok := LookupEncoding(name)
 	if !ok {
 		return "", fmt.Errorf("unknown encoding %q", name)
 	}
-	return enc.decode(data)
+	return decode(data)
 }
 
 // decodeUTF8 accepts valid UTF-8 only and reports where it is not.

@@ -43,9 +43,9 @@ func (s *tools) providerFileHash(ctx context.Context, c *tool.Call, raw json.Raw
 		}
 		switch {
 		case e.IsDir():
-			return tool.Reply{}, providerNotFile(p)
+			return tool.Reply{}, providerStoreError(store.ErrIsDir, "File", p)
 		case !e.Present:
-			return tool.Reply{}, providerNotPresent(p)
+			return tool.Reply{}, providerStoreError(store.ErrNotPresent, "File", p)
 		}
 		c.Size, c.SHA256 = e.Size, e.SHA256
 		return tool.Reply{Data: e.SHA256}, nil

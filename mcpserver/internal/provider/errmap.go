@@ -66,26 +66,29 @@ func providerFailure(err error) (typ, msg string) {
 }
 
 // storeTypes is the contract's error type for every error value of package
-// store. The contract has four types: what is not a missing file or a size
-// limit is a FileProviderError. TestStoreErrorsMapped
+// store, and for those a tool words about a path, the message: %[1]s is
+// the kind of entry wanted ("File", "Directory", "Path"), %[2]s the path as
+// the caller named it. The contract has four types: what is not a missing
+// file or a size limit is a FileProviderError. TestStoreErrorsMapped
 // (mcpserver/internal/errmaps) fails when a store error is missing.
 var storeTypes = []struct {
 	err error
 	typ string
+	msg string
 }{
-	{store.ErrNotExist, providerNotFound},
-	{store.ErrLimit, providerTooLarge},
-	{store.ErrNotPresent, providerFailed},
-	{store.ErrIsDir, providerFailed},
-	{store.ErrNotDir, providerFailed},
-	{store.ErrConflict, providerFailed},
-	{store.ErrNotEmpty, providerFailed},
-	{store.ErrExist, providerFailed},
-	{store.ErrRevision, providerFailed},
-	{store.ErrHashMismatch, providerFailed},
-	{store.ErrUpload, providerFailed},
-	{store.ErrClosed, providerFailed},
-	{store.ErrUnavailable, providerFailed},
+	{store.ErrNotExist, providerNotFound, "%s not found: %s"},
+	{store.ErrLimit, providerTooLarge, ""},
+	{store.ErrNotPresent, providerFailed, "File content has not arrived yet: %[2]s was listed but its content was never pushed"},
+	{store.ErrIsDir, providerFailed, "Path is not a file: %[2]s"},
+	{store.ErrNotDir, providerFailed, "Path is not a directory: %[2]s"},
+	{store.ErrConflict, providerFailed, ""},
+	{store.ErrNotEmpty, providerFailed, ""},
+	{store.ErrExist, providerFailed, ""},
+	{store.ErrRevision, providerFailed, ""},
+	{store.ErrHashMismatch, providerFailed, ""},
+	{store.ErrUpload, providerFailed, ""},
+	{store.ErrClosed, providerFailed, ""},
+	{store.ErrUnavailable, providerFailed, ""},
 }
 
 // StoreErrorType returns the contract's error_type for err, one of the
@@ -100,24 +103,8 @@ func StoreErrorType(err error) (string, bool) {
 	return providerFailed, false
 }
 
-// Errors of the provider profile, in the contract's words.
-
-func providerNotFoundError(kind string, p providerPath) error {
-	return &providerError{providerNotFound, fmt.Sprintf("%s not found: %s", kind, p.show(p.depot)), store.ErrNotExist}
-}
-
-func providerNotFile(p providerPath) error {
-	return &providerError{providerFailed, "Path is not a file: " + p.show(p.depot), store.ErrIsDir}
-}
-
-func providerNotDir(p providerPath) error {
-	return &providerError{providerFailed, "Path is not a directory: " + p.show(p.depot), store.ErrNotDir}
-}
-
-func providerNotPresent(p providerPath) error {
-	return &providerError{providerFailed, "File content has not arrived yet: " + p.show(p.depot) + " was listed but its content was never pushed", store.ErrNotPresent}
-}
-
+// providerSizeError refuses a file of size bytes over limit, the caller's
+// max_size (whose "") or the server's (whose "the server's ").
 func providerSizeError(size, limit int64, whose string) error {
 	return &providerError{providerTooLarge, fmt.Sprintf("File size %d exceeds %slimit %d", size, whose, limit), args.ErrLimit}
 }
@@ -125,15 +112,10 @@ func providerSizeError(size, limit int64, whose string) error {
 // providerStoreError turns an error of the store about p into the
 // contract's terms; kind is "File", "Directory" or "Path".
 func providerStoreError(err error, kind string, p providerPath) error {
-	switch {
-	case errors.Is(err, store.ErrNotExist):
-		return providerNotFoundError(kind, p)
-	case errors.Is(err, store.ErrIsDir):
-		return providerNotFile(p)
-	case errors.Is(err, store.ErrNotDir):
-		return providerNotDir(p)
-	case errors.Is(err, store.ErrNotPresent):
-		return providerNotPresent(p)
+	for _, m := range storeTypes {
+		if m.msg != "" && errors.Is(err, m.err) {
+			return &providerError{m.typ, fmt.Sprintf(m.msg, kind, p.show(p.depot)), m.err}
+		}
 	}
 	if _, ok := errors.AsType[*tool.StoreError](err); ok {
 		return err

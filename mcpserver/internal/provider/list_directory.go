@@ -43,7 +43,7 @@ func (s *tools) providerWalk(ctx context.Context, c *tool.Call, dir providerPath
 		return tool.Reply{}, providerStoreError(err, "Directory", dir)
 	}
 	if !e.IsDir() {
-		return tool.Reply{}, providerNotDir(dir)
+		return tool.Reply{}, providerStoreError(store.ErrNotDir, "Directory", dir)
 	}
 	limit := s.listLimit(maxFiles)
 	paths := []string{}

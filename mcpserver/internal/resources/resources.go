@@ -172,13 +172,17 @@ func (s *Resources) maySubscribe(ctx context.Context, uri string) error {
 // subscribe records a resources/subscribe of the session in ctx, which
 // lasts until resources/unsubscribe or the end of the session.
 func (s *Resources) subscribe(ctx context.Context, uri string) {
-	session := server.ClientSessionFromContext(ctx)
-	if session == nil {
-		return
+	if session := server.ClientSessionFromContext(ctx); session != nil {
+		s.record(session, session, uri)
 	}
+}
+
+// record records that owner, notified through session, subscribed to uri;
+// a failure is logged.
+func (s *Resources) record(owner any, session server.ClientSession, uri string) {
 	p, err := subscriptionPath(uri)
 	if err == nil {
-		err = s.subs.add(session, session, uri, p)
+		err = s.subs.add(owner, session, uri, p)
 	}
 	if err != nil {
 		s.log.Warn("mcp resource subscription not recorded", "uri", uri, "err", err)
@@ -199,13 +203,7 @@ func (s *Resources) listen(ctx context.Context, id any, req *mcp.SubscriptionsLi
 	owner := listenKey(session, id)
 	context.AfterFunc(ctx, func() { s.subs.drop(owner) })
 	for _, uri := range req.Params.Notifications.ResourceSubscriptions {
-		p, err := subscriptionPath(uri)
-		if err == nil {
-			err = s.subs.add(owner, session, uri, p)
-		}
-		if err != nil {
-			s.log.Warn("mcp resource subscription not recorded", "uri", uri, "err", err)
-		}
+		s.record(owner, session, uri)
 	}
 }
 

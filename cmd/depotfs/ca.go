@@ -10,7 +10,6 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/depotfs/depotfs/internal/auth"
@@ -138,8 +137,8 @@ func grantsOrNone(s string) string {
 func runCAServerCert(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ca server-cert", flag.ContinueOnError)
 	dir := caDirFlag(fs)
-	var hosts stringsFlag
-	fs.Var(&hosts, "host", "a DNS `name` or IP address agents use to reach the server (repeatable, required)")
+	var hosts []string
+	fs.Func("host", "a DNS `name` or IP address agents use to reach the server (repeatable, required)", appendTo(&hosts))
 	nDays := fs.Int("days", 90, "`days` the certificate stays valid")
 	out := fs.String("out", ".", "`directory` for server.crt and server.key")
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -154,7 +153,7 @@ func runCAServerCert(_ context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "issued a server certificate for %v, valid until %s\n", []string(hosts), is.Cert.NotAfter.UTC().Format(time.RFC3339))
+	fmt.Fprintf(stdout, "issued a server certificate for %v, valid until %s\n", hosts, is.Cert.NotAfter.UTC().Format(time.RFC3339))
 	fmt.Fprintf(stdout, "  --tls-cert %s --tls-key %s\n", certPath, keyPath)
 	return nil
 }
@@ -261,12 +260,7 @@ func writeNew(path string, data []byte, mode fs.FileMode) error {
 	return f.Close()
 }
 
-// stringsFlag is a repeatable string flag.
-type stringsFlag []string
-
-func (s *stringsFlag) String() string { return strings.Join(*s, ",") }
-
-func (s *stringsFlag) Set(v string) error {
-	*s = append(*s, v)
-	return nil
+// appendTo is the Func of a repeatable flag whose values go to *list.
+func appendTo(list *[]string) func(string) error {
+	return func(v string) error { *list = append(*list, v); return nil }
 }

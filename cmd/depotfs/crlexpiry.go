@@ -44,14 +44,5 @@ func watchCRLExpiry(ctx context.Context, next func() time.Time, path string, log
 		}
 	}
 	check()
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			check()
-		}
-	}
+	every(ctx, time.Hour, check)
 }

@@ -15,7 +15,7 @@ import (
 // enforceConfig is the server's own policy, its audit log and its rate
 // limits, as "depotfs serve" is told them.
 type enforceConfig struct {
-	allow, deny    stringsFlag
+	allow, deny    []string
 	auditLog       string
 	auditMaxSize   byteSize
 	auditRetain    byteSize
@@ -30,8 +30,8 @@ type enforceConfig struct {
 }
 
 func (c *enforceConfig) flags(fs *flag.FlagSet) {
-	fs.Var(&c.allow, "allow", "depot path `prefix` calls may touch at all (repeatable; default /): every caller's grants are bounded by it")
-	fs.Var(&c.deny, "deny", "depot path `prefix` no call may touch, whatever its grants say (repeatable)")
+	fs.Func("allow", "depot path `prefix` calls may touch at all (repeatable; default /): every caller's grants are bounded by it", appendTo(&c.allow))
+	fs.Func("deny", "depot path `prefix` no call may touch, whatever its grants say (repeatable)", appendTo(&c.deny))
 	fs.StringVar(&c.auditLog, "audit-log", "", "tamper-evident audit log `file` (one JSON line per call and refused authentication); default audit.log beside --db")
 	c.auditMaxSize = audit.DefaultMaxSize
 	fs.Var(&c.auditMaxSize, "audit-max-size", "rotate the audit log when it would grow beyond this `size` (bytes, or with KiB, MiB, GiB)")

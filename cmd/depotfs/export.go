@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"time"
 
@@ -49,8 +48,7 @@ Flags:
 	if *to == "" {
 		return usageError{errors.New("--to FILE is required")}
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	st, closeStore, err := cfg.open(ctx, log)
+	st, closeStore, err := cfg.open(ctx, stderr)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -126,9 +127,11 @@ func (c *directConfig) flags(fs *flag.FlagSet) {
 	c.store.flags(fs)
 }
 
-// open opens the store. A NATS depot is opened as a tool, not a host: it
-// records and checks no shared settings, and enforces no size limit.
-func (c *directConfig) open(ctx context.Context, log *slog.Logger) (store.Store, func() error, error) {
+// open opens the store, logging warnings to stderr. A NATS depot is opened
+// as a tool, not a host: it records and checks no shared settings, and
+// enforces no size limit.
+func (c *directConfig) open(ctx context.Context, stderr io.Writer) (store.Store, func() error, error) {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if err := c.store.validate(); err != nil {
 		return nil, nil, usageError{err}
 	}

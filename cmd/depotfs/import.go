@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -103,8 +102,7 @@ Flags:
 
 // importDirect imports the export in f into the store cfg names.
 func importDirect(ctx context.Context, cfg *directConfig, f io.Reader, stderr io.Writer) (importStats, error) {
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	st, closeStore, err := cfg.open(ctx, log)
+	st, closeStore, err := cfg.open(ctx, stderr)
 	if err != nil {
 		return importStats{}, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"math"
 	"os"
@@ -43,23 +44,29 @@ func limitMemory(limit int64, log *slog.Logger) (stop func()) {
 		debug.SetMemoryLimit(max(limit, n+n/2))
 	}
 	set()
-	done, stopped := make(chan struct{}), make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		t := time.NewTicker(memoryLimitEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				set()
-			case <-done:
-				return
-			}
-		}
+		every(ctx, memoryLimitEvery, set)
 	}()
 	return func() {
-		close(done)
+		cancel()
 		<-stopped
 		debug.SetMemoryLimit(math.MaxInt64)
+	}
+}
+
+// every runs f every d until ctx is done.
+func every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f()
+		}
 	}
 }

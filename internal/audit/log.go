@@ -220,7 +220,7 @@ func (l *Log) load() (tailRange, error) {
 func (l *Log) verifyRotated(c *chain, lf logFile) (seal, error) {
 	s := seal{First: lf.First, Prev: c.prev}
 	n := 0
-	err := eachLineOf(lf, func(_ logFile, ln line) error {
+	err := eachLineOf(lf, func(ln line) error {
 		if !ln.complete {
 			c.add(Problem{File: ln.file, Line: ln.num, What: "incomplete record at the end of a rotated file"})
 			return nil
@@ -245,7 +245,7 @@ func (l *Log) verifyRotated(c *chain, lf logFile) (seal, error) {
 // loadCurrent reads the current file through the chain, cutting off an
 // incomplete last line (never acknowledged: it was not synced whole).
 func (l *Log) loadCurrent(c *chain, lf logFile) error {
-	err := eachLineOf(lf, func(_ logFile, ln line) error {
+	err := eachLineOf(lf, func(ln line) error {
 		if !ln.complete {
 			l.log.Warn("audit log: cutting off an incomplete last line left by a crash", "file", lf.Path, "bytes", len(ln.text))
 			if err := os.Truncate(lf.Path, l.size); err != nil {

@@ -21,22 +21,9 @@ type line struct {
 	complete bool   // ended with a newline
 }
 
-// eachLine calls fn for every line of every file of the log at path, in
-// chain order. It stops at fn's first error and returns it.
-func eachLine(path string, fn func(logFile, line) error) error {
-	fl, err := files(path)
-	if err != nil {
-		return err
-	}
-	for _, lf := range fl {
-		if err := eachLineOf(lf, fn); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func eachLineOf(lf logFile, fn func(logFile, line) error) error {
+// eachLineOf calls fn for every line of the log file lf. It stops at fn's
+// first error and returns it.
+func eachLineOf(lf logFile, fn func(line) error) error {
 	f, err := os.Open(lf.Path)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
@@ -50,7 +37,7 @@ func eachLineOf(lf logFile, fn func(logFile, line) error) error {
 			if complete {
 				b = b[:len(b)-1]
 			}
-			if ferr := fn(lf, line{file: lf.Path, num: n, text: b, complete: complete}); ferr != nil {
+			if ferr := fn(line{file: lf.Path, num: n, text: b, complete: complete}); ferr != nil {
 				return ferr
 			}
 		}
@@ -67,16 +54,20 @@ func eachLineOf(lf logFile, fn func(logFile, line) error) error {
 // across rotated files. It does not check the chain (Verify does); a line
 // that is not a record is an error wrapping ErrRecord that names it.
 func Scan(path string, fn func(Record) error) error {
-	return eachLine(path, func(_ logFile, l line) error {
-		if !l.complete {
-			return nil // a record being written, or left by a crash
-		}
-		r, _, err := decode(l.text, nil)
-		if err != nil {
-			return fmt.Errorf("%s line %d: %w", l.file, l.num, err)
-		}
-		return fn(r)
-	})
+	fl, err := files(path)
+	for i := 0; err == nil && i < len(fl); i++ {
+		err = eachLineOf(fl[i], func(l line) error {
+			if !l.complete {
+				return nil // a record being written, or left by a crash
+			}
+			r, _, err := decode(l.text, nil)
+			if err != nil {
+				return fmt.Errorf("%s line %d: %w", l.file, l.num, err)
+			}
+			return fn(r)
+		})
+	}
+	return err
 }
 
 // Filter selects records for a query. Zero fields match everything.

@@ -98,14 +98,13 @@ func Verify(path string) (Report, error) {
 		}
 		rep.Files++
 		firstInFile := true
-		err := eachLineOf(lf, func(_ logFile, l line) error {
+		err := eachLineOf(lf, func(l line) error {
 			if torn != nil {
 				c.add(Problem{File: torn.file, Line: torn.num, What: "incomplete record in the middle of the log"})
 				torn = nil
 			}
 			if !l.complete {
-				lc := l
-				torn = &lc
+				torn = &l
 				return nil
 			}
 			r, ok := c.next(l)

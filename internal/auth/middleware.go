@@ -84,8 +84,7 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 }
 
 func (a *Authenticator) refuse(w http.ResponseWriter, r *http.Request, err error) {
-	f := Failure{Stage: StageRequest, Remote: r.RemoteAddr, Reason: Reason(err), Err: err}
-	f.Time = time.Now()
+	f := Failure{Time: time.Now(), Stage: StageRequest, Remote: r.RemoteAddr, Reason: Reason(err), Err: err}
 	if a.Now != nil {
 		f.Time = a.Now()
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/atomicfile"
 	"github.com/depotfs/depotfs/internal/grant"
+	"github.com/depotfs/depotfs/internal/identity"
 )
 
 // TokenFileVersion is the version of the tokens file format.
@@ -163,8 +164,8 @@ func parseTokenFile(data []byte) (*TokenFile, map[string]token, error) {
 	return &f, byID, nil
 }
 
-// checkRecord checks a record of the tokens file and returns it with its
-// subject and grants parsed.
+// checkRecord checks a record of the tokens file and returns it with the
+// identity it authenticates.
 func checkRecord(r TokenRecord) (token, error) {
 	if len(r.ID) != tokenIDLen || !isHex(r.ID) {
 		return token{}, fmt.Errorf("id %q: want %d hex digits", r.ID, tokenIDLen)
@@ -182,7 +183,8 @@ func checkRecord(r TokenRecord) (token, error) {
 	if r.Identity != u.String() && r.Identity != old.String() {
 		return token{}, fmt.Errorf("id %s: identity %q, want %q", r.ID, r.Identity, u)
 	}
-	tok := token{TokenRecord: r, subject: u.String(), grants: make([]grant.Grant, 0, len(r.Grants))}
+	tok := token{TokenRecord: r, id: identity.Identity{Transport: "http", Subject: u.String(), Method: identity.MethodToken,
+		Display: r.Name, TokenID: r.ID, Grants: make([]grant.Grant, 0, len(r.Grants))}}
 	for _, s := range r.Grants {
 		g, err := grant.Parse(s)
 		if err == nil {
@@ -191,7 +193,7 @@ func checkRecord(r TokenRecord) (token, error) {
 		if err != nil {
 			return token{}, fmt.Errorf("id %s: %w", r.ID, err)
 		}
-		tok.grants = append(tok.grants, g)
+		tok.id.Grants = append(tok.id.Grants, g)
 	}
 	return tok, nil
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/depotfs/depotfs/internal/grant"
 	"github.com/depotfs/depotfs/internal/identity"
 )
 
@@ -18,11 +17,10 @@ type Tokens struct {
 	w *watched[map[string]token]
 }
 
-// token is a record with its subject and grants parsed.
+// token is a record with the identity it authenticates.
 type token struct {
 	TokenRecord
-	subject string
-	grants  []grant.Grant
+	id identity.Identity
 }
 
 // OpenTokens reads the tokens file at path and fails if it is unusable.
@@ -80,14 +78,7 @@ func (t *Tokens) Authenticate(tok string) (identity.Identity, error) {
 	if !rec.Expires.IsZero() && !now.Before(rec.Expires) {
 		return identity.Identity{}, fmt.Errorf("%w: id %s, expired %s", ErrTokenExpired, id, rec.Expires.Format(time.RFC3339))
 	}
-	return identity.Identity{
-		Transport: "http",
-		Subject:   rec.subject,
-		Method:    identity.MethodToken,
-		Display:   rec.Name,
-		TokenID:   rec.ID,
-		Grants:    rec.grants,
-	}, nil
+	return rec.id, nil
 }
 
 // tokenID returns the id inside a token of depotfs's form.

@@ -72,10 +72,7 @@ func New(l Limits) *Limiter {
 	if l.MaxKeys <= 0 {
 		l.MaxKeys = DefaultMaxKeys
 	}
-	ids, err := simplelru.NewLRU[string, *buckets](l.MaxKeys, nil)
-	if err != nil {
-		panic(err) // MaxKeys is positive
-	}
+	ids, _ := simplelru.NewLRU[string, *buckets](l.MaxKeys, nil) // fails only for a size below 1
 	return &Limiter{limits: l, ids: ids}
 }
 
@@ -167,6 +164,5 @@ func RetryAfter(d time.Duration) int {
 	if d >= time.Duration(math.MaxInt64) {
 		return math.MaxInt32
 	}
-	s := int(math.Ceil(d.Seconds()))
-	return max(s, 1)
+	return max(int(math.Ceil(d.Seconds())), 1)
 }

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // States a service sends, as defined by sd_notify(3).
@@ -136,4 +138,14 @@ func (n *Notifier) RunWatchdog(ctx context.Context, interval time.Duration, heal
 			onFail(err)
 		}
 	}
+}
+
+// monotonicUsec reads CLOCK_MONOTONIC in microseconds, the clock systemd
+// compares RELOADING=1 against.
+func monotonicUsec() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano() / 1e3
 }

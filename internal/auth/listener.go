@@ -80,8 +80,7 @@ func NewListener(inner net.Listener, cfg *tls.Config, opts *ListenerOptions) *Li
 	o.Logger = cmp.Or(o.Logger, slog.Default())
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Listener{inner: inner, cfg: cfg, opts: o, conns: make(chan *tls.Conn), ctx: ctx, cancel: cancel}
-	l.wg.Add(1)
-	go l.loop()
+	l.wg.Go(l.loop)
 	return l
 }
 
@@ -111,7 +110,6 @@ func (l *Listener) Close() error {
 func (l *Listener) Addr() net.Addr { return l.inner.Addr() }
 
 func (l *Listener) loop() {
-	defer l.wg.Done()
 	defer l.cancel()
 	sem := make(chan struct{}, l.opts.MaxHandshakes)
 	var backoff time.Duration

@@ -43,21 +43,16 @@ type Checker struct {
 
 	mu      sync.Mutex
 	running map[string]*flight // the run of each check in progress
-	last    map[string]result  // the last result of each check with a MaxAge
+	last    map[string]*flight // the last run of each check with a MaxAge
 }
 
-// flight is one run of a check in progress; done is closed when it
-// returns, with err set.
+// flight is one run of a check; done is closed when it returns, with err
+// and at (the time it returned) set.
 type flight struct {
 	done      chan struct{}
 	err       error
+	at        time.Time
 	abandoned bool // a caller ran out of time waiting for it; guarded by Checker.mu
-}
-
-// result is a check's last result and when its run returned.
-type result struct {
-	err error
-	at  time.Time
 }
 
 // New returns a Checker of checks; timeout 0 means DefaultTimeout.
@@ -65,7 +60,7 @@ func New(timeout time.Duration, checks ...Check) *Checker {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &Checker{checks: checks, timeout: timeout, running: map[string]*flight{}, last: map[string]result{}}
+	return &Checker{checks: checks, timeout: timeout, running: map[string]*flight{}, last: map[string]*flight{}}
 }
 
 // ErrNotAnswering is the reason of a check that ran out of time.
@@ -105,10 +100,10 @@ func (c *Checker) run(ctx context.Context, ch Check) error {
 			err := ch.Run(rctx)
 			c.mu.Lock()
 			delete(c.running, ch.Name)
+			f.err, f.at = err, time.Now()
 			if ch.MaxAge > 0 {
-				c.last[ch.Name] = result{err: err, at: time.Now()}
+				c.last[ch.Name] = f
 			}
-			f.err = err
 			c.mu.Unlock()
 			close(f.done)
 		}()

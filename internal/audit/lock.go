@@ -27,10 +27,9 @@ func lock(path string) (*os.File, error) {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			holder := "another process"
-			if b, rerr := os.ReadFile(lockPath(path)); rerr == nil {
-				if pid, perr := strconv.Atoi(string(bytes.TrimSpace(b))); perr == nil {
-					holder = "pid " + strconv.Itoa(pid)
-				}
+			b, _ := os.ReadFile(lockPath(path)) // unreadable: no pid, "another process"
+			if pid, perr := strconv.Atoi(string(bytes.TrimSpace(b))); perr == nil {
+				holder = "pid " + strconv.Itoa(pid)
 			}
 			return nil, fmt.Errorf("%w: %s is held by %s (another depotfs serve writing the same log)", ErrLocked, path, holder)
 		}

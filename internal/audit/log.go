@@ -109,14 +109,13 @@ func Open(path string, opts *Options) (*Log, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("audit log directory: %w", err)
 	}
-	lk, err := lock(path)
-	if err != nil {
+	var err error
+	if l.lock, err = lock(path); err != nil {
 		return nil, err
 	}
-	l.lock = lk
 	tail, err := l.load()
 	if err != nil {
-		lk.Close()
+		l.lock.Close()
 		return nil, err
 	}
 	if tail.from != 0 {
@@ -394,7 +393,7 @@ func (l *Log) rotate(n int64) error {
 	if l.size == 0 || l.size+n <= l.opts.MaxSize {
 		return nil // another Append rotated already
 	}
-	if err := l.syncFile(); err != nil {
+	if err := l.syncFile(l.f); err != nil {
 		return l.fail(err)
 	}
 	if l.synced < l.seq {
@@ -433,12 +432,12 @@ func (l *Log) rotate(n int64) error {
 	return nil
 }
 
-// syncFile makes the current file durable. mu or syncMu is held.
-func (l *Log) syncFile() error {
+// syncFile makes f durable, unless NoSync is set.
+func (l *Log) syncFile(f file) error {
 	if l.opts.NoSync {
 		return nil
 	}
-	if err := l.f.Sync(); err != nil {
+	if err := f.Sync(); err != nil {
 		return fmt.Errorf("audit log: sync: %w", err)
 	}
 	return nil
@@ -458,10 +457,8 @@ func (l *Log) sync(seq uint64) error {
 	l.mu.Lock()
 	f, target, head := l.f, l.seq, l.head
 	l.mu.Unlock()
-	if !l.opts.NoSync {
-		if err := f.Sync(); err != nil {
-			return l.failLocked(fmt.Errorf("audit log: sync: %w", err))
-		}
+	if err := l.syncFile(f); err != nil {
+		return l.failLocked(err)
 	}
 	if err := l.cp.write(target, head); err != nil {
 		return l.failLocked(err)
@@ -508,7 +505,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
-	return errors.Join(l.syncFile(), l.f.Close(), l.cp.f.Close(), l.lock.Close())
+	return errors.Join(l.syncFile(l.f), l.f.Close(), l.cp.f.Close(), l.lock.Close())
 }
 
 // brokenFile stands in for a current file that could not be reopened after

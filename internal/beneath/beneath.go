@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -154,10 +155,7 @@ func walk(d *os.File, prefix string, fn WalkFunc) error {
 	slices.Sort(names)
 	fd := int(d.Fd())
 	for _, name := range names {
-		rel := name
-		if prefix != "" {
-			rel = prefix + "/" + name
-		}
+		rel := path.Join(prefix, name) // name is neither "." nor ".."
 		var ust unix.Stat_t
 		if err := unix.Fstatat(fd, name, &ust, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return &fs.PathError{Op: "lstat", Path: rel, Err: err}

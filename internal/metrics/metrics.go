@@ -82,11 +82,8 @@ func New(o Options) *Metrics {
 	m := &Metrics{
 		reg:   prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts(opts("mcp", "calls_total", "MCP tool calls and resource reads, by tool and outcome (ok, or the envelope's error type).")), []string{"tool", "outcome"}),
-		callSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Subsystem: "mcp", Name: "call_duration_seconds",
-			Help:    "Time from a call's arrival to its reply, by tool.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
-		}, []string{"tool"}),
+		callSeconds: histogram("mcp", "call_duration_seconds", "Time from a call's arrival to its reply, by tool.", "tool",
+			.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60),
 		refused:         prometheus.NewCounterVec(prometheus.CounterOpts(opts("mcp", "calls_refused_total", "Calls refused before their body ran: denied by grants or policy, or rate limited.")), []string{"tool", "reason"}),
 		bytesIn:         prometheus.NewCounter(prometheus.CounterOpts(opts("mcp", "content_bytes_in_total", "Content bytes that calls committed to the store."))),
 		authFailures:    prometheus.NewCounterVec(prometheus.CounterOpts(opts("auth", "failures_total", "Refused authentications, by stage (handshake or request).")), []string{"stage"}),
@@ -94,11 +91,8 @@ func New(o Options) *Metrics {
 		sessionsEnded:   prometheus.NewCounter(prometheus.CounterOpts(opts("mcp", "sessions_deleted_total", "MCP sessions their client ended with DELETE."))),
 		streams:         prometheus.NewGaugeVec(prometheus.GaugeOpts(opts("mcp", "streams_open", "Notification streams open now: a session's GET stream, or a subscriptions/listen request.")), []string{"kind"}),
 		fuseOps:         prometheus.NewCounterVec(prometheus.CounterOpts(opts("fuse", "operations_total", "FUSE requests served by the mount, by operation.")), []string{"op"}),
-		fuseSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Subsystem: "fuse", Name: "operation_duration_seconds",
-			Help:    "Time depotfs took to answer a FUSE request, by operation (a read of a placeholder includes its wait for the content).",
-			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .05, .25, 1, 5, 30},
-		}, []string{"op"}),
+		fuseSeconds: histogram("fuse", "operation_duration_seconds", "Time depotfs took to answer a FUSE request, by operation (a read of a placeholder includes its wait for the content).", "op",
+			.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .05, .25, 1, 5, 30),
 	}
 	m.reg.MustRegister(m.calls, m.callSeconds, m.refused, m.bytesIn, m.authFailures,
 		m.sessionsStarted, m.sessionsEnded, m.streams, m.fuseOps, m.fuseSeconds,
@@ -124,6 +118,11 @@ func New(o Options) *Metrics {
 // opts names a metric of depotfs in subsystem sub.
 func opts(sub, name, help string) prometheus.Opts {
 	return prometheus.Opts{Namespace: namespace, Subsystem: sub, Name: name, Help: help}
+}
+
+// histogram is a histogram of depotfs in subsystem sub, by label.
+func histogram(sub, name, help, label string, buckets ...float64) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Subsystem: sub, Name: name, Help: help, Buckets: buckets}, []string{label})
 }
 
 // Handler serves the registry in the Prometheus text format (or

@@ -346,12 +346,9 @@ func bound(r *Record) {
 		r.MorePaths += len(r.Paths) - MaxPaths
 		r.Paths = r.Paths[:MaxPaths]
 	}
-	cloned := false
-	for i, p := range r.Paths {
-		if len(p) > maxPath {
-			if !cloned {
-				r.Paths, cloned = slices.Clone(r.Paths), true // the caller's slice stays as it was
-			}
+	if slices.ContainsFunc(r.Paths, func(p string) bool { return len(p) > maxPath }) {
+		r.Paths = slices.Clone(r.Paths) // the caller's slice stays as it was
+		for i, p := range r.Paths {
 			r.Paths[i] = clip.N(p, maxPath)
 		}
 	}

@@ -13,18 +13,18 @@ func desc(sub, name, help string, labels ...string) *prometheus.Desc {
 
 // stat is one figure of S a collector exports at each scrape.
 type stat[S any] struct {
-	desc  *prometheus.Desc
-	kind  prometheus.ValueType
-	value func(S) float64
-	label string // the value of the desc's one label, if it has one
+	desc   *prometheus.Desc
+	kind   prometheus.ValueType
+	value  func(S) float64
+	labels []string // the values of the desc's labels
 }
 
-func gauge[S any, N int | int64 | uint64](d *prometheus.Desc, v func(S) N, label ...string) stat[S] {
-	return stat[S]{d, prometheus.GaugeValue, func(s S) float64 { return float64(v(s)) }, append(label, "")[0]}
+func gauge[S any, N int | int64 | uint64](d *prometheus.Desc, v func(S) N, labels ...string) stat[S] {
+	return stat[S]{d, prometheus.GaugeValue, func(s S) float64 { return float64(v(s)) }, labels}
 }
 
-func counter[S any, N int | int64 | uint64](d *prometheus.Desc, v func(S) N, label ...string) stat[S] {
-	return stat[S]{d, prometheus.CounterValue, func(s S) float64 { return float64(v(s)) }, append(label, "")[0]}
+func counter[S any, N int | int64 | uint64](d *prometheus.Desc, v func(S) N, labels ...string) stat[S] {
+	return stat[S]{d, prometheus.CounterValue, func(s S) float64 { return float64(v(s)) }, labels}
 }
 
 // scraped exports stats of the S that read returns at each scrape; read
@@ -56,11 +56,7 @@ func (c scraped[S]) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, s := range c.stats {
-		var labels []string
-		if s.label != "" {
-			labels = []string{s.label}
-		}
-		ch <- prometheus.MustNewConstMetric(s.desc, s.kind, s.value(v), labels...)
+		ch <- prometheus.MustNewConstMetric(s.desc, s.kind, s.value(v), s.labels...)
 	}
 }
 

@@ -1,15 +1,12 @@
 package fstools
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
-	"log/slog"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/mcpserver/internal/args"
-	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 	"github.com/depotfs/depotfs/store"
 )
 
@@ -54,40 +51,6 @@ func decodeTransfer(raw json.RawMessage, isCopy bool) (fsTransferArgs, error) {
 		o.Finish()
 	}
 	return a, probs.Err()
-}
-
-// fsCopy is copy: a file, or with recursive (the default) a directory
-// tree, in one atomic change. The copies share the source's content: the
-// depot writes no file bytes, whatever their size.
-func (s *tools) fsCopy(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	a, err := decodeTransfer(raw, true)
-	c.Path = a.from
-	if err != nil {
-		return tool.Reply{}, err
-	}
-	c.Attrs = append(c.Attrs, slog.String("destination", a.to))
-	if !a.recursive {
-		e, err := c.Store().Stat(ctx, a.from)
-		if err != nil {
-			return tool.Reply{}, fsStoreError(err, a.from)
-		}
-		if e.IsDir() {
-			return tool.Reply{}, &fsError{code: fsInvalid, msg: "The source is a directory; set recursive to copy it with everything in it: " + relPath(a.from), path: a.from, err: args.ErrInvalid}
-		}
-	}
-	ctx, cancel := s.opts.CommitContext(ctx)
-	defer cancel()
-	res, err := c.Store().Copy(ctx, store.CopyRequest{From: a.from, To: a.to, IfAbsent: !a.overwrite, Writer: c.Who().String()})
-	if err != nil {
-		return tool.Reply{}, s.transferError(err, a)
-	}
-	c.Status = res.Status.String()
-	c.Attrs = append(c.Attrs, slog.Int64("bytes", res.Bytes), slog.Int("entries", res.Entries))
-	return tool.Reply{Data: fsCopyReply{
-		Success: true, Source: relPath(a.from), Destination: relPath(a.to),
-		BytesCopied: &res.Bytes, Entries: res.Entries, MountPath: s.opts.MountPath(a.to),
-		Warnings: s.fsCommitted(ctx, c),
-	}}, nil
 }
 
 // transferError words a refused copy or move: the store names the path

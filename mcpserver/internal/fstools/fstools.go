@@ -50,8 +50,8 @@ func Tools(env *tool.Env) []tool.Tool {
 		write,
 		s.fsTool("mkdir", "Create a depot directory", tool.Hints{Idempotent: true}, s.fsMkdir, w("path")),
 		s.fsTool("delete", "Delete a depot file or directory", tool.Hints{Destructive: true, Idempotent: true}, s.fsDelete, w("path")),
-		s.fsTool("copy", "Copy a depot file or directory", tool.Hints{Destructive: true, Idempotent: true}, s.fsCopy, r("source"), w("destination")),
-		s.fsTool("move", "Move or rename a depot file or directory", tool.Hints{Destructive: true, Idempotent: true}, s.fsMove, rw("source"), w("destination")),
+		s.fsTool("copy", "Copy a depot file or directory", tool.Hints{Destructive: true, Idempotent: true}, s.fsTransfer(true), r("source"), w("destination")),
+		s.fsTool("move", "Move or rename a depot file or directory", tool.Hints{Destructive: true, Idempotent: true}, s.fsTransfer(false), rw("source"), w("destination")),
 		s.fsTool("info", "Describe a depot path", readOnly, s.fsInfo, r("path")),
 		s.fsTool("search", "Search depot files for text", readOnly, s.fsSearch, r("root_path")),
 	)

@@ -134,23 +134,17 @@ func (o *Object) Content(field, encoding string, max int64) ([]byte, bool) {
 		o.probs.Add(o.Name(field), LimitError("content of about %d bytes exceeds the limit of %d bytes per call", len(raw), max))
 		return nil, false
 	}
+	data, plain := []byte(nil), false
 	if encoding == EncodingBase64 {
-		if data, ok := plainBase64(raw); ok {
-			if int64(len(data)) > max {
-				o.probs.Add(o.Name(field), LimitError("content of %d bytes exceeds the limit of %d bytes per call", len(data), max))
-				return nil, false
-			}
-			return data, true
+		data, plain = plainBase64(raw)
+	}
+	if !plain {
+		s, err := DecodeString(raw)
+		if err == nil && encoding == EncodingBase64 {
+			data, err = decodeBase64(s)
+		} else {
+			data = []byte(s)
 		}
-	}
-	s, err := DecodeString(raw)
-	if err != nil {
-		o.probs.Add(o.Name(field), err)
-		return nil, false
-	}
-	data := []byte(s)
-	if encoding == EncodingBase64 {
-		data, err = decodeBase64(s)
 		if err != nil {
 			o.probs.Add(o.Name(field), err)
 			return nil, false

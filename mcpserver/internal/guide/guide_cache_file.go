@@ -55,8 +55,8 @@ func (s *tools) putFile(ctx context.Context, c *tool.Call, a *fileArgs, source s
 }
 
 // stored is the reply of a completed whole-file write of received bytes,
-// sent once the mount shows it: guide_cache_file's, guide_read_file's and
-// a raw upload's.
+// sent once the mount shows it: guide_cache_file's, guide_read_file's (of
+// a whole file, or of the chunk that completes one) and a raw upload's.
 func (s *tools) stored(ctx context.Context, c *tool.Call, res store.PutResult, filename string, received int64) tool.Reply {
 	c.Status = res.Status.String()
 	warnings := append(s.opts.MountWarnings(), s.opts.WaitApplied(ctx, c, res.Entry.Revision)...)

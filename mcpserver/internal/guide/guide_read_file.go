@@ -129,7 +129,6 @@ func (s *tools) putChunk(ctx context.Context, c *tool.Call, a *fileArgs, ch chun
 	}
 	c.SHA256 = p.ChunkSHA256
 	progress := &uploadData{UploadID: ch.uploadID, Received: p.Received, Count: p.Count, Bytes: p.Bytes, Complete: p.Complete}
-	stats := map[string]any{"bytes_received": len(a.data), "chunks_received": p.Received, "chunk_count": p.Count}
 	if !p.Complete {
 		c.Status = "partial"
 		return tool.Reply{
@@ -140,21 +139,12 @@ func (s *tools) putChunk(ctx context.Context, c *tool.Call, a *fileArgs, ch chun
 			Message: fmt.Sprintf("Chunk %d of upload %s stored: %d of %d chunks received (%d bytes). Send the remaining chunks; %s appears when the last one arrives.",
 				ch.index, ch.uploadID, p.Received, p.Count, p.Bytes, a.path),
 			Warnings: s.opts.MountWarnings(),
-			Stats:    stats,
+			Stats:    map[string]any{"bytes_received": len(a.data), "chunks_received": p.Received, "chunk_count": p.Count},
 		}, nil
 	}
-	c.Status = p.Result.Status.String()
-	warnings := append(s.opts.MountWarnings(), s.opts.WaitApplied(ctx, c, p.Result.Entry.Revision)...)
-	warnings = append(warnings, evictionWarnings(p.Result.Evicted)...)
-	data := s.fileData(p.Result, a.filename)
-	data.Upload = progress
-	for k, v := range s.writeStats(ctx, c, p.Result) {
-		stats[k] = v
-	}
-	return tool.Reply{
-		Data:     data,
-		Message:  fmt.Sprintf("Upload %s complete: all %d chunks received. %s", ch.uploadID, p.Count, s.storedMessage(data)),
-		Warnings: warnings,
-		Stats:    stats,
-	}, nil
+	r := s.stored(ctx, c, p.Result, a.filename, int64(len(a.data)))
+	r.Data.(*fileData).Upload = progress
+	r.Message = fmt.Sprintf("Upload %s complete: all %d chunks received. %s", ch.uploadID, p.Count, r.Message)
+	r.Stats["chunks_received"], r.Stats["chunk_count"] = p.Received, p.Count
+	return r, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"time"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/mcpserver/internal/args"
@@ -62,9 +61,12 @@ func (s *tools) fsInfo(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 	}
 	name := depotpath.Base(p)
 	modified := fsTime(tool.EntryTime(e))
-	created := modified
+	created, accessed := modified, tool.EntryTime(e)
 	if !e.Created.IsZero() {
 		created = fsTime(e.Created)
+	}
+	if !e.Updated.IsZero() {
+		accessed = e.Updated
 	}
 	out := fsInfoReply{
 		Exists:   true,
@@ -73,8 +75,9 @@ func (s *tools) fsInfo(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 		Path:     relPath(p),
 		Created:  created,
 		Modified: modified,
-		// The depot does not record reads: accessed is the last change.
-		Accessed: fsTime(fsChanged(e)),
+		// The depot does not record reads: accessed is the last change
+		// (its update, else its mtime).
+		Accessed: fsTime(accessed),
 		Permissions: &fsPermissions{
 			Readable:   e.IsDir() || e.Present,
 			Writable:   true,
@@ -90,12 +93,4 @@ func (s *tools) fsInfo(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 		out.Size = e.Size
 	}
 	return tool.Reply{Data: out}, nil
-}
-
-// fsChanged is the last change of e: its update time, else its mtime.
-func fsChanged(e store.Entry) time.Time {
-	if !e.Updated.IsZero() {
-		return e.Updated
-	}
-	return tool.EntryTime(e)
 }

@@ -105,14 +105,11 @@ func code(s string) string {
 	return delim + s + delim
 }
 
-// cellCode renders s as a code span in a table cell.
-func cellCode(s string) string { return pipes(code(s)) }
-
 // codeCell renders s as a code span in a table cell, or nothing when s is
 // empty.
 func codeCell(s string) string {
 	if s == "" {
 		return ""
 	}
-	return cellCode(s)
+	return pipes(code(s))
 }

@@ -111,7 +111,7 @@ func writeTool(b *bytes.Buffer, t Tool) error {
 				req = "required"
 			}
 			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n",
-				cellCode(a.name), cell(a.typ), req, codeCell(a.def), pipes(a.constraints), cell(a.description))
+				codeCell(a.name), cell(a.typ), req, codeCell(a.def), pipes(a.constraints), cell(a.description))
 		}
 	}
 

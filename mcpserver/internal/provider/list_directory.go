@@ -23,7 +23,7 @@ func (s *tools) providerListDirectory(ctx context.Context, c *tool.Call, raw jso
 		dir = s.providerPathArg(o, "directory_path")
 		pattern = o.Glob("pattern")
 		recursive = o.Bool("recursive", false)
-		maxFiles = providerSize(o, "max_files")
+		maxFiles = o.Count("max_files", 0, 0, args.MaxExactInteger)
 	})
 	c.Path = dir.depot
 	if err != nil {

@@ -148,13 +148,6 @@ func (s *tools) providerPathArg(o *args.Object, field string) providerPath {
 	return providerPath{depot: "/" + strings.TrimLeft(strings.TrimPrefix(p, mount), "/"), mount: s.opts.MountPoint}
 }
 
-// providerSize reads max_size or max_files: an integer, or a string of
-// digits as some clients send; 0 or absent means no limit but the
-// server's.
-func providerSize(o *args.Object, field string) int64 {
-	return o.Count(field, 0, 0, args.MaxExactInteger)
-}
-
 // isoTime formats t as Python's datetime.isoformat does for an aware UTC
 // time ("2024-04-10T15:30:00+00:00", microseconds only when not zero), which
 // every ISO 8601 parser, Python's fromisoformat included, reads.

@@ -34,7 +34,7 @@ func (s *tools) decodeReadArgs(raw json.RawMessage, text bool) (readArgs, error)
 				}
 			}
 		}
-		a.maxSize = providerSize(o, "max_size")
+		a.maxSize = o.Count("max_size", 0, 0, args.MaxExactInteger)
 	})
 	return a, err
 }

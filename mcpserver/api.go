@@ -20,10 +20,8 @@ type (
 	IdentityStats = tool.IdentityStats
 	// Auditor keeps the audit log; *audit.Log implements it.
 	Auditor = tool.Auditor
-	// ListUploadsData and DropUploadsData are the reply data of
-	// guide_list_uploads and guide_drop_uploads, which "depotfs uploads"
-	// decodes; UploadInfo is one upload in them, KeptUpload one named
-	// upload that was not dropped.
+	// ListUploadsData is the reply data of guide_list_uploads, which
+	// "depotfs uploads" decodes.
 	ListUploadsData = guide.ListUploadsData
 	// DropUploadsData is the reply data of guide_drop_uploads.
 	DropUploadsData = guide.DropUploadsData
@@ -32,13 +30,12 @@ type (
 	// KeptUpload is an upload guide_drop_uploads was asked to drop and kept.
 	KeptUpload = guide.KeptUpload
 	// SnapshotData is the reply data of guide_snapshot, which "depotfs
-	// snapshot" decodes; SnapshotInfo is one snapshot in it.
+	// snapshot" decodes.
 	SnapshotData = guide.SnapshotData
 	// SnapshotInfo is one snapshot in SnapshotData.
 	SnapshotInfo = guide.SnapshotInfo
 	// CacheStats is the reply data of guide_cache_stats, which clients
-	// such as "depotfs status" decode; StoreStats, FetchStats and Limits
-	// are its parts.
+	// such as "depotfs status" decode.
 	CacheStats = guide.CacheStats
 	// StoreStats are the store's counts in CacheStats.
 	StoreStats = guide.StoreStats

@@ -83,11 +83,12 @@ func (d *drain) stop() {
 	}
 }
 
-// pending returns how many requests are in flight.
-func (d *drain) pending() int {
+// state returns how many requests are in flight, and whether stop was
+// called.
+func (d *drain) state() (inFlight int, stopped bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.inFlight
+	return d.inFlight, d.stopping
 }
 
 // wait returns nil once stop was called and every request admitted before
@@ -97,7 +98,8 @@ func (d *drain) wait(ctx context.Context) error {
 	case <-d.idle:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("%d request(s) still in flight: %w", d.pending(), ctx.Err())
+		n, _ := d.state()
+		return fmt.Errorf("%d request(s) still in flight: %w", n, ctx.Err())
 	}
 }
 
@@ -143,11 +145,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // InFlight returns how many HTTP requests admitted through Admit are in
 // flight.
-func (s *Server) InFlight() int { return s.drain.pending() }
-
-// stopped reports whether stop was called.
-func (d *drain) stopped() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.stopping
+func (s *Server) InFlight() int {
+	n, _ := s.drain.state()
+	return n
 }

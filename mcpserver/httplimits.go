@@ -363,10 +363,9 @@ func (s *Server) refuseTooLarge(w http.ResponseWriter, r *http.Request, size, li
 		map[string]any{"limit": limit})
 	s.refusals.note(tool.HostOf(r.RemoteAddr), func(n int) {
 		who, _ := identity.FromContext(r.Context())
-		rec := &audit.Record{Event: audit.EventAuth, Stage: "request", Transport: "http", Remote: r.RemoteAddr,
+		s.auditEdge(&audit.Record{Event: audit.EventAuth, Stage: "request", Transport: "http", Remote: r.RemoteAddr,
 			Identity: who.String(), Decision: audit.Deny,
-			Reason: fmt.Sprintf("%s (%d refusal(s) from this address in this burst)", msg, n)}
-		s.auditEdge(rec, "a refused request")
+			Reason: fmt.Sprintf("%s (%d refusal(s) from this address in this burst)", msg, n)}, "a refused request")
 		s.log.Warn("http request refused: body over the limit", "remote", r.RemoteAddr, "size", size, "limit", limit, "refusals", n)
 	})
 }

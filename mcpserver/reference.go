@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 
 	"github.com/depotfs/depotfs/mcpserver/internal/markdown"
@@ -51,10 +52,7 @@ func allTools() map[string]tool.Tool {
 // have. Any other name is one a client made up. It is safe for concurrent
 // use.
 func CallNames() []string {
-	names := []string{resources.ReadName}
-	for name := range allTools() {
-		names = append(names, name)
-	}
+	names := append(slices.Collect(maps.Keys(allTools())), resources.ReadName)
 	slices.Sort(names)
 	return names
 }
@@ -95,12 +93,11 @@ func WriteToolDocs(w io.Writer, opts *Options) error {
 	s := newServer(nil, opts)
 	defer s.close()
 	registered := s.mcp.ListTools()
-	list := s.list
-	if len(list) != len(registered) {
-		return fmt.Errorf("mcpserver: %d tools registered, %d declared", len(registered), len(list))
+	if len(s.list) != len(registered) {
+		return fmt.Errorf("mcpserver: %d tools registered, %d declared", len(registered), len(s.list))
 	}
-	tools := make([]markdown.Tool, 0, len(list))
-	for _, t := range list {
+	tools := make([]markdown.Tool, 0, len(s.list))
+	for _, t := range s.list {
 		reg, ok := registered[t.Spec.Name]
 		if !ok {
 			return fmt.Errorf("mcpserver: tool %s is declared but not registered", t.Spec.Name)

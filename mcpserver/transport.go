@@ -245,7 +245,7 @@ func (s *Server) ServeStdioDrain(ctx context.Context, in io.Reader, out io.Write
 	mctx = rpcerr.NewContext(identity.NewContext(mctx, s.local(identity.Stdio())), fixes)
 	err := ss.Listen(mctx, gate.pr, fixes.Writer(o))
 	gate.pr.CloseWithError(errStdioStopped) // a line handed over from now on is refused
-	if s.drain.stopped() && drain != nil {
+	if _, stopped := s.drain.state(); stopped && drain != nil {
 		drain()
 	}
 	if err == nil {

@@ -124,7 +124,10 @@ func (l *List) snapshot() fetch.Snapshot {
 // with an ID greater than after as new.
 func (l *List) data(mayWrite func(string) bool, snap fetch.Snapshot, after uint64) *Data {
 	now := time.Now()
-	d := &Data{Requests: []Request{}, Cursor: l.cursor(snap.LastID)}
+	// The cursor carries this run's epoch, so one kept across a restart
+	// of depotfs (whose IDs start again at 1) is recognized as foreign
+	// instead of hiding the new run's requests.
+	d := &Data{Requests: []Request{}, Cursor: l.epoch + "-" + strconv.FormatUint(snap.LastID, 10)}
 	if l.requests != nil {
 		d.FetchTimeoutSeconds = l.requests.Timeout().Seconds()
 	}
@@ -149,13 +152,6 @@ func (l *List) data(mayWrite func(string) bool, snap fetch.Snapshot, after uint6
 	}
 	d.Count = len(d.Requests)
 	return d
-}
-
-// cursor encodes the newest request ID with this server's epoch, so a
-// cursor kept across a restart of depotfs (whose IDs start again at 1) is
-// recognized as foreign instead of hiding the new run's requests.
-func (l *List) cursor(lastID uint64) string {
-	return l.epoch + "-" + strconv.FormatUint(lastID, 10)
 }
 
 // errCursor is the problem of a cursor that is not one this list returned.

@@ -114,8 +114,8 @@ func (s *Runtime) callRecord(c *Call, f *Failure, err error, refused bool, now t
 		Auth: string(c.who.Method), Serial: c.who.Serial, TokenID: c.who.TokenID,
 		Tool: c.def.name, Decision: audit.Allow, Status: c.Status,
 		DurationMS: math.Round(float64(now.Sub(c.start).Microseconds())) / 1000,
+		Paths:      c.paths, Cancelled: c.Cancelled(),
 	}
-	r.Paths = c.paths
 	if len(r.Paths) > audit.MaxPaths {
 		r.Paths, r.MorePaths = r.Paths[:audit.MaxPaths], len(r.Paths)-audit.MaxPaths
 	}
@@ -125,7 +125,6 @@ func (s *Runtime) callRecord(c *Call, f *Failure, err error, refused bool, now t
 	if f != nil {
 		r.Error = string(f.Type)
 	}
-	r.Cancelled = c.Cancelled()
 	denied, isDenied := errors.AsType[*policy.Denied](err)
 	switch {
 	case isDenied:

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -46,20 +47,12 @@ func ConditionSchema(spec mcp.Tool, within ...string) mcp.Tool {
 		}
 		lo, hi = lo+s, lo+e
 	}
-	add, err := json.Marshal(conditionProperties)
-	if err != nil {
-		panic(fmt.Sprintf("mcpserver: condition schema: %v", err))
+	add, _ := json.Marshal(conditionProperties) // numbers, strings and booleans: it cannot fail
+	add[0] = ','                                // the members follow those already there, if any
+	if len(bytes.TrimSpace(raw[lo+1:hi-1])) == 0 {
+		add = add[1:]
 	}
-	inner := add[1 : len(add)-1]
-	props := bytes.TrimSpace(raw[lo+1 : hi-1])
-	var out []byte
-	out = append(out, raw[:hi-1]...)
-	if len(props) > 0 {
-		out = append(out, ',')
-	}
-	out = append(out, inner...)
-	out = append(out, raw[hi-1:]...)
-	spec.RawInputSchema = out
+	spec.RawInputSchema = slices.Concat(raw[:hi-1], add[:len(add)-1], raw[hi-1:])
 	return spec
 }
 

@@ -115,7 +115,7 @@ Flags:
 	res := backupResult{File: cfg.to, Online: cfg.db == ""}
 	bar := !cfg.json && isTerminal(stderr)
 	var prog *progress
-	count := &countWriter{w: &writeBehind{f: f}, add: func(n int64) {
+	count := &writeBehind{f: f, add: func(n int64) {
 		if prog != nil {
 			prog.bytes.Add(n)
 		}
@@ -146,27 +146,13 @@ Flags:
 		return fmt.Errorf("backup: %w", err)
 	}
 	ok = true
-	res.Bytes, res.Seconds = count.n, time.Since(start).Seconds()
+	res.Bytes, res.Seconds = count.off, time.Since(start).Seconds()
 	if cfg.json {
 		return json.NewEncoder(stdout).Encode(res)
 	}
 	fmt.Fprintf(stdout, "backed up revision %d to %s: %s in %v (%s/s)\n", res.Revision, res.File, humanSize(res.Bytes),
 		time.Since(start).Round(time.Millisecond), humanSize(int64(float64(res.Bytes)/max(res.Seconds, 1e-3))))
 	return nil
-}
-
-// countWriter counts the bytes written through it and reports each write.
-type countWriter struct {
-	w   io.Writer
-	n   int64
-	add func(int64)
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	c.add(int64(n))
-	return n, err
 }
 
 // writeBackup writes the backup container of copy c and of the audit log
@@ -256,12 +242,14 @@ const writeBehindStep = 16 << 20
 
 type writeBehind struct {
 	f         *os.File
-	off, done int64 // bytes written; bytes whose writing was started
+	off, done int64       // bytes written; bytes whose writing was started
+	add       func(int64) // told the bytes of each write
 }
 
 func (w *writeBehind) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
 	w.off += int64(n)
+	w.add(int64(n))
 	if w.off-w.done >= writeBehindStep {
 		// Advice only: where the file system cannot, the final fsync
 		// writes everything as before.

@@ -89,6 +89,18 @@ func takesFile(f *flag.Flag) bool {
 	return strings.HasSuffix(f.Name, "-file") || f.Name == "db" || f.Name == "mount" || f.Name == "dir" || f.Name == "out"
 }
 
+// valueArg is what a completion script says of f's value: file for a
+// path, other for another value, nothing for a boolean.
+func valueArg(f *flag.Flag, file, other string) string {
+	switch {
+	case takesFile(f):
+		return file
+	case isBoolFlag(f):
+		return ""
+	}
+	return other
+}
+
 func flagWords(c completionCmd) string {
 	w := make([]string, len(c.flags))
 	for i, f := range c.flags {
@@ -196,13 +208,7 @@ _depotfs() {
 		}
 		fmt.Fprintf(w, "    %q) _arguments -s", c.name)
 		for _, f := range c.flags {
-			action := ""
-			if takesFile(f) {
-				action = ":file:_files"
-			} else if !isBoolFlag(f) {
-				action = ": :"
-			}
-			fmt.Fprintf(w, " %s", zshQuote("--"+f.Name+"["+zshEscape(firstLine(f.Usage))+"]"+action))
+			fmt.Fprintf(w, " %s", zshQuote("--"+f.Name+"["+zshEscape(firstLine(f.Usage))+"]"+valueArg(f, ":file:_files", ": :")))
 		}
 		fmt.Fprint(w, " ;;\n")
 	}
@@ -235,13 +241,7 @@ func writeFish(w io.Writer, tree []completionCmd) {
 			fmt.Fprintf(w, "complete -c depotfs -n %s -a %s\n", fishQuote(cond), s)
 		}
 		for _, f := range c.flags {
-			req := ""
-			if takesFile(f) {
-				req = " -r -F"
-			} else if !isBoolFlag(f) {
-				req = " -r"
-			}
-			fmt.Fprintf(w, "complete -c depotfs -n %s -l %s%s -d %s\n", fishQuote(cond), f.Name, req, fishQuote(firstLine(f.Usage)))
+			fmt.Fprintf(w, "complete -c depotfs -n %s -l %s%s -d %s\n", fishQuote(cond), f.Name, valueArg(f, " -r -F", " -r"), fishQuote(firstLine(f.Usage)))
 		}
 	}
 }

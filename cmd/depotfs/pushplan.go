@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -128,21 +129,10 @@ func planItem(p, to string, stderr io.Writer) (*pushItem, error) {
 
 // typeName names the type of a file mode for a message.
 func typeName(m fs.FileMode) string {
-	switch m.Type() {
-	case fs.ModeSymlink:
-		return "a symbolic link"
-	case fs.ModeNamedPipe:
-		return "a FIFO"
-	case fs.ModeSocket:
-		return "a socket"
-	case fs.ModeDevice, fs.ModeDevice | fs.ModeCharDevice:
-		return "a device"
-	case fs.ModeDir:
-		return "a directory"
-	case 0:
-		return "a regular file"
-	}
-	return m.Type().String()
+	return cmp.Or(map[fs.FileMode]string{
+		fs.ModeSymlink: "a symbolic link", fs.ModeNamedPipe: "a FIFO", fs.ModeSocket: "a socket", fs.ModeDir: "a directory",
+		fs.ModeDevice: "a device", fs.ModeDevice | fs.ModeCharDevice: "a device", 0: "a regular file",
+	}[m.Type()], m.Type().String())
 }
 
 // errChanged reports a file that changed between planning and sending, or

@@ -41,15 +41,9 @@ type serveConfig struct {
 	listenSet      bool // --listen given explicitly (flag or environment)
 	stdio          bool
 	noMount        bool
-	nonEmpty       bool
 	insecure       bool
 	uid, gid       int
 	umask          string
-	allowOther     bool
-	exec           bool
-	noXattrs       bool
-	passthrough    bool
-	blobCacheDir   string
 	blobCacheSize  byteSize
 	memoryLimit    byteSize
 	uploadTimeout  time.Duration
@@ -58,23 +52,18 @@ type serveConfig struct {
 	maxStoreSize   byteSize
 	maxFileSize    byteSize
 	diskReserve    byteSize
-	uploadURLTTL   time.Duration
 	publicURL      string
-	rawUploadsPer  int      // --max-raw-uploads-per-identity
 	uploadBytesPer byteSize // --max-upload-bytes-per-identity
-	snapshotsPer   int      // --max-snapshots-per-identity
-	keepVersions   int      // --keep-versions
 	fileSizeSet    bool     // --max-file-size was given (flag or environment)
 	shutdown       time.Duration
 	logLevel       slog.Level
-	debugFUSE      bool
 	tools          string // --tools as given
-	resourcePage   int
-	maxResource    int64
 	envFile        string
 	explicit       map[string]bool     // flags the command line or environment set, which --env-file does not override
 	envStarted     map[string]string   // --env-file's settings at start
 	profiles       []mcpserver.Profile // --tools parsed by validate
+	settings       mcpserver.Settings  // the flags that set one as they are
+	mountOpts      vfs.Options         // the flags that set one as they are
 	auth           authConfig
 	http           httpConfig
 	enforce        enforceConfig
@@ -88,27 +77,27 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.metricsListen, "metrics-listen", "", "`address` that serves only /metrics and /healthz, without authentication: loopback unless --insecure; empty: none")
 	fs.BoolVar(&c.stdio, "stdio", false, "serve MCP on stdin/stdout instead of HTTP (for a client that launches depotfs); logs go to stderr")
 	fs.BoolVar(&c.noMount, "no-mount", false, "run the MCP server and the store without the FUSE mount")
-	fs.BoolVar(&c.nonEmpty, "allow-non-empty-mount", false, "mount over a --mount directory that has entries, hiding them while mounted (refused otherwise)")
+	fs.BoolVar(&c.mountOpts.AllowNonEmpty, "allow-non-empty-mount", false, "mount over a --mount directory that has entries, hiding them while mounted (refused otherwise)")
 	fs.BoolVar(&c.insecure, "insecure", false, "allow --listen on a non-loopback address without authentication (or with bearer tokens in clear text)")
 	fs.IntVar(&c.uid, "uid", os.Getuid(), "owner `uid` shown for every file in the mount")
 	fs.IntVar(&c.gid, "gid", os.Getgid(), "owner `gid` shown for every file in the mount")
 	fs.StringVar(&c.umask, "umask", "022", "octal `mask` cleared from the modes shown in the mount (files 0444, directories 0555 before the mask)")
-	fs.BoolVar(&c.allowOther, "allow-other", true, "let users other than depotfs's own read the mount (allow_other; the kernel still enforces the modes shown)")
-	fs.BoolVar(&c.exec, "exec", false, "allow executing files from the mount (mounted noexec otherwise)")
-	fs.BoolVar(&c.noXattrs, "no-xattrs", false, "do not serve the user.depotfs.* provenance extended attributes")
-	fs.BoolVar(&c.passthrough, "passthrough", true, "serve files of 256 KiB or more through FUSE passthrough from a blob cache, at local-disk speed (needs root and Linux 6.9 or later; off by itself otherwise)")
-	fs.StringVar(&c.blobCacheDir, "blob-cache-dir", "", "`dir`ectory of the passthrough blob cache (blobs unchanged since the last run are kept, the rest deleted at start); empty: \"blobs\" beside the database")
+	fs.BoolVar(&c.mountOpts.AllowOther, "allow-other", true, "let users other than depotfs's own read the mount (allow_other; the kernel still enforces the modes shown)")
+	fs.BoolVar(&c.mountOpts.Exec, "exec", false, "allow executing files from the mount (mounted noexec otherwise)")
+	fs.BoolVar(&c.mountOpts.NoXattrs, "no-xattrs", false, "do not serve the user.depotfs.* provenance extended attributes")
+	fs.BoolVar(&c.mountOpts.Passthrough, "passthrough", true, "serve files of 256 KiB or more through FUSE passthrough from a blob cache, at local-disk speed (needs root and Linux 6.9 or later; off by itself otherwise)")
+	fs.StringVar(&c.mountOpts.BlobCacheDir, "blob-cache-dir", "", "`dir`ectory of the passthrough blob cache (blobs unchanged since the last run are kept, the rest deleted at start); empty: \"blobs\" beside the database")
 	c.blobCacheSize = defaultBlobCacheSize
 	fs.Var(&c.blobCacheSize, "blob-cache-size", "`size` limit on the passthrough blob cache, e.g. 1GiB; least recently used blobs are deleted first; 0 turns passthrough off")
 	c.memoryLimit = defaultMemoryLimit
 	fs.Var(&c.memoryLimit, "memory-limit", "soft `size` limit on depotfs's own memory (the Go heap; database pages mapped from the file are not counted): the garbage collector runs more often to stay under it, and once the live heap needs more, whenever the heap has grown by half; 0: the Go runtime's defaults; GOMEMLIMIT in the environment wins")
 	fs.DurationVar(&c.uploadTimeout, "upload-timeout", time.Hour, "delete a chunked upload, and free the room its chunks take under --max-store-size, after this long without a new chunk")
-	fs.DurationVar(&c.uploadURLTTL, "upload-url-ttl", mcpserver.DefaultUploadURLTTL, "how long an upload_url of guide_begin_upload (a raw HTTP PUT of a large file) works")
+	fs.DurationVar(&c.settings.UploadURLTTL, "upload-url-ttl", mcpserver.DefaultUploadURLTTL, "how long an upload_url of guide_begin_upload (a raw HTTP PUT of a large file) works")
 	fs.StringVar(&c.publicURL, "public-url", "", "`URL` clients reach --listen at (scheme, host, port and any path prefix), e.g. https://depot.example.org behind a proxy that terminates TLS; guide_begin_upload builds its upload_url on it; empty: on each request's scheme and Host")
-	fs.IntVar(&c.rawUploadsPer, "max-raw-uploads-per-identity", mcpserver.DefaultMaxRawUploadsPerIdentity, "raw uploads (guide_begin_upload) one identity may have begun and not sent; its next one is refused, other identities' are not")
+	fs.IntVar(&c.settings.MaxRawUploadsPerIdentity, "max-raw-uploads-per-identity", mcpserver.DefaultMaxRawUploadsPerIdentity, "raw uploads (guide_begin_upload) one identity may have begun and not sent; its next one is refused, other identities' are not")
 	fs.Var(&c.uploadBytesPer, "max-upload-bytes-per-identity", "`size` one authenticated identity's chunked uploads in progress may hold (the local user's too with --rate-local); a chunk beyond is refused, other identities' are not; 0: a quarter of --max-store-size")
-	fs.IntVar(&c.snapshotsPer, "max-snapshots-per-identity", mcpserver.DefaultMaxSnapshotsPerIdentity, "snapshots (guide_snapshot) one identity may hold at once; its next one is refused until it deletes one, other identities' are not (their content is never evicted, so one identity must not hold the store forever)")
-	fs.IntVar(&c.keepVersions, "keep-versions", store.DefaultKeepVersions, "replaced versions of each file kept besides the live one, for guide_file_history and guide_restore; they count against --max-store-size and are dropped first, oldest first, when room is needed; 0: keep none (snapshots still keep theirs)")
+	fs.IntVar(&c.settings.MaxSnapshotsPerIdentity, "max-snapshots-per-identity", mcpserver.DefaultMaxSnapshotsPerIdentity, "snapshots (guide_snapshot) one identity may hold at once; its next one is refused until it deletes one, other identities' are not (their content is never evicted, so one identity must not hold the store forever)")
+	fs.IntVar(&c.settings.KeepVersions, "keep-versions", store.DefaultKeepVersions, "replaced versions of each file kept besides the live one, for guide_file_history and guide_restore; they count against --max-store-size and are dropped first, oldest first, when room is needed; 0: keep none (snapshots still keep theirs)")
 	fs.DurationVar(&c.uploadTTL, "upload-ttl", 24*time.Hour, "remove a filename-only upload (under /uploads) after this long, unless the call gave ttl_seconds or pin; 0: keep uploads")
 	fs.DurationVar(&c.fetchTimeout, "fetch-timeout", fetch.DefaultTimeout, "how long a program opening a file whose content is not stored waits for an agent to send it, before it gets an I/O error")
 	c.maxStoreSize, c.maxFileSize = defaultMaxStoreSize, defaultMaxFileSize
@@ -118,9 +107,9 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.Var(&c.maxFileSize, "max-file-size", "`size` limit on one file, e.g. 100MiB; larger files are refused; 0: no limit; when not given, the default follows --max-store-size if that is smaller")
 	fs.DurationVar(&c.shutdown, "shutdown-timeout", 30*time.Second, "how long a signal waits, in all, for in-flight calls and files open in the mount before stopping anyway")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
-	fs.BoolVar(&c.debugFUSE, "debug-fuse", false, "log every FUSE request (very verbose)")
-	fs.IntVar(&c.resourcePage, "resource-page-size", mcpserver.DefaultResourcePageSize, "`count` of files per page of the MCP resources/list")
-	fs.Int64Var(&c.maxResource, "max-resource-bytes", mcpserver.DefaultMaxResourceBytes, "largest file, in `bytes`, an MCP resources/read returns; larger files are read with tools or through the mount")
+	fs.BoolVar(&c.mountOpts.Debug, "debug-fuse", false, "log every FUSE request (very verbose)")
+	fs.IntVar(&c.settings.ResourcePageSize, "resource-page-size", mcpserver.DefaultResourcePageSize, "`count` of files per page of the MCP resources/list")
+	fs.Int64Var(&c.settings.MaxResourceBytes, "max-resource-bytes", mcpserver.DefaultMaxResourceBytes, "largest file, in `bytes`, an MCP resources/read returns; larger files are read with tools or through the mount")
 	fs.StringVar(&c.tools, "tools", "guide,provider", "comma-separated tool `profiles` to serve: guide (the push tools, always on), provider (read-only file-provider tools for scanners), fs (filesystem tools: list, read, write, mkdir, delete, copy, move, info, search)")
 	fs.StringVar(&c.envFile, "env-file", "", "read DEPOTFS_<FLAG>=value settings from this `file` (systemd EnvironmentFile syntax); the command line and the environment win over it; SIGHUP re-reads its log level and grants")
 	c.auth.flags(fs)
@@ -136,15 +125,6 @@ const (
 	// defaultBlobCacheSize bounds the passthrough copies of stored files.
 	defaultBlobCacheSize byteSize = 1 << 30
 )
-
-// blobCacheDirOrDefault is --blob-cache-dir, or "blobs" beside the
-// database.
-func (c *serveConfig) blobCacheDirOrDefault() string {
-	if c.blobCacheDir != "" {
-		return c.blobCacheDir
-	}
-	return filepath.Join(filepath.Dir(c.db), "blobs")
-}
 
 // defaultDataDir is where the database lives unless --db says otherwise:
 // /var/lib/depotfs for root, the XDG state directory for anyone else.
@@ -250,15 +230,15 @@ func (c *serveConfig) validate() error {
 		c.http.validate(),
 		failIf(c.uid < 0 || c.gid < 0, "--uid and --gid must not be negative"),
 		umaskErr,
-		failIf(c.resourcePage <= 0 || c.maxResource <= 0, "--resource-page-size and --max-resource-bytes must be positive"),
+		failIf(c.settings.ResourcePageSize <= 0 || c.settings.MaxResourceBytes <= 0, "--resource-page-size and --max-resource-bytes must be positive"),
 		c.store.validate(),
 		failIf(toolsErr != nil, "--tools %q: %w", c.tools, toolsErr),
 		failIf(c.fetchTimeout <= 0, "--fetch-timeout %v: want a positive duration such as 30s", c.fetchTimeout),
-		failIf(c.uploadURLTTL <= 0, "--upload-url-ttl %v: want a positive duration such as 15m", c.uploadURLTTL),
+		failIf(c.settings.UploadURLTTL <= 0, "--upload-url-ttl %v: want a positive duration such as 15m", c.settings.UploadURLTTL),
 		checkPublicURL(c.publicURL),
-		failIf(c.rawUploadsPer < 1, "--max-raw-uploads-per-identity %d: want at least 1", c.rawUploadsPer),
-		failIf(c.snapshotsPer < 1, "--max-snapshots-per-identity %d: want at least 1", c.snapshotsPer),
-		failIf(c.keepVersions < 0, "--keep-versions %d: want 0 (keep none) or more", c.keepVersions),
+		failIf(c.settings.MaxRawUploadsPerIdentity < 1, "--max-raw-uploads-per-identity %d: want at least 1", c.settings.MaxRawUploadsPerIdentity),
+		failIf(c.settings.MaxSnapshotsPerIdentity < 1, "--max-snapshots-per-identity %d: want at least 1", c.settings.MaxSnapshotsPerIdentity),
+		failIf(c.settings.KeepVersions < 0, "--keep-versions %d: want 0 (keep none) or more", c.settings.KeepVersions),
 		failIf(c.uploadTTL < 0, "--upload-ttl %v: want a positive duration, or 0 to keep uploads", c.uploadTTL),
 		failIf(c.maxStoreSize > 0 && c.maxFileSize > c.maxStoreSize,
 			"--max-file-size %v is larger than --max-store-size %v: such a file could never be stored", &c.maxFileSize, &c.maxStoreSize),
@@ -370,12 +350,11 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 
 	opts := &mcpserver.Options{Version: version(), Tools: cfg.profiles, Policy: cfg.enforce.host, Audit: alog,
 		Rate: cfg.enforce.rate(), PublicURL: cfg.publicURL, HTTP: cfg.http.limits(),
-		Settings: mcpserver.Settings{Logger: log, ResourcePageSize: cfg.resourcePage, MaxResourceBytes: cfg.maxResource,
-			RateLocal: cfg.enforce.rateLocal, MaxFileBytes: int64(cfg.maxFileSize), UploadURLTTL: cfg.uploadURLTTL,
-			UploadTTL:                cmp.Or(cfg.uploadTTL, -1), // 0 keeps uploads: never (negative) to mcpserver
-			MaxRawUploadsPerIdentity: cfg.rawUploadsPer, MaxUploadBytesPerIdentity: int64(cfg.uploadBytesPer),
-			MaxSnapshotsPerIdentity: cfg.snapshotsPer, KeepVersions: cfg.keepVersions,
-			DiskFree: diskFree(cfg.db, cfg.enforce.auditLog), DiskReserve: int64(cfg.diskReserve), SpoolDir: spoolDir(cfg.db)}}
+		Settings: cfg.settings}
+	s := &opts.Settings
+	s.Logger, s.RateLocal, s.MaxFileBytes, s.MaxUploadBytesPerIdentity = log, cfg.enforce.rateLocal, int64(cfg.maxFileSize), int64(cfg.uploadBytesPer)
+	s.UploadTTL = cmp.Or(cfg.uploadTTL, -1) // 0 keeps uploads: never (negative) to mcpserver
+	s.DiskFree, s.DiskReserve, s.SpoolDir = diskFree(cfg.db, cfg.enforce.auditLog), int64(cfg.diskReserve), spoolDir(cfg.db)
 	if err := prepareSpool(opts.SpoolDir); err != nil {
 		return err
 	}
@@ -415,13 +394,13 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	var drainMount func()
 	if !cfg.noMount {
 		umask, _ := parseUmask(cfg.umask)
-		m, err := vfs.Mount(ctx, cfg.mount, st, &vfs.Options{
-			UID: uint32(cfg.uid), GID: uint32(cfg.gid), Umask: umask,
-			AllowOther: cfg.allowOther, Exec: cfg.exec, NoXattrs: cfg.noXattrs, AllowNonEmpty: cfg.nonEmpty,
-			Shared: exchange != nil, // only a depot several hosts share has an exchange
-			Logger: log, Debug: cfg.debugFUSE, Fetcher: broker, Observer: met,
-			Passthrough: cfg.passthrough && cfg.blobCacheSize > 0, BlobCacheDir: cfg.blobCacheDirOrDefault(), BlobCacheBytes: int64(cfg.blobCacheSize),
-		})
+		mo := cfg.mountOpts
+		mo.UID, mo.GID, mo.Umask, mo.Logger, mo.Fetcher, mo.Observer = uint32(cfg.uid), uint32(cfg.gid), umask, log, broker, met
+		mo.Shared = exchange != nil // only a depot several hosts share has an exchange
+		mo.Passthrough = mo.Passthrough && cfg.blobCacheSize > 0
+		mo.BlobCacheDir = cmp.Or(mo.BlobCacheDir, filepath.Join(filepath.Dir(cfg.db), "blobs"))
+		mo.BlobCacheBytes = int64(cfg.blobCacheSize)
+		m, err := vfs.Mount(ctx, cfg.mount, st, &mo)
 		if err != nil {
 			broker.Close()
 			return fmt.Errorf("mount %s: %w", cfg.mount, err)

@@ -104,7 +104,7 @@ func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot
 	}
 	if cfg.store.url == "bolt" {
 		b, err := bolt.Open(cfg.db, &bolt.Options{
-			UploadTimeout: cfg.uploadTimeout, Logger: log, KeepVersions: cfg.keepVersions,
+			UploadTimeout: cfg.uploadTimeout, Logger: log, KeepVersions: cfg.settings.KeepVersions,
 			MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize),
 		})
 		if err != nil {
@@ -139,7 +139,7 @@ func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot
 	s, nc, err := waitForDepot(ctx, c, opts, &natsstore.Options{
 		Prefix: c.prefix, UploadTimeout: cfg.uploadTimeout, Logger: log, MaxBatch: c.maxBatch,
 		Settings: sharedSettings(cfg), ResetSettings: c.resetSettings,
-		MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize), KeepVersions: cfg.keepVersions,
+		MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize), KeepVersions: cfg.settings.KeepVersions,
 	}, log)
 	if err != nil {
 		return nil, nil, nil, err
@@ -225,7 +225,7 @@ func sharedSettings(cfg serveConfig) map[string]string {
 		"--max-file-size":  cfg.maxFileSize.String(),
 		"--upload-timeout": cfg.uploadTimeout.String(),
 		"--upload-ttl":     cfg.uploadTTL.String(),
-		"--keep-versions":  strconv.Itoa(cfg.keepVersions),
+		"--keep-versions":  strconv.Itoa(cfg.settings.KeepVersions),
 	}
 }
 

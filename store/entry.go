@@ -14,12 +14,14 @@ const (
 	KindDir
 )
 
-func (k Kind) String() string {
-	switch k {
-	case KindFile:
-		return "file"
-	case KindDir:
-		return "directory"
+func (k Kind) String() string { return name(kindNames[:], int(k)) }
+
+var kindNames = [...]string{KindFile: "file", KindDir: "directory"}
+
+// name is names[i], "unknown" past the table or at an empty slot.
+func name(names []string, i int) string {
+	if i < len(names) && names[i] != "" {
+		return names[i]
 	}
 	return "unknown"
 }

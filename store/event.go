@@ -20,21 +20,9 @@ const (
 	EventResync
 )
 
-func (k EventKind) String() string {
-	switch k {
-	case EventCreated:
-		return "created"
-	case EventUpdated:
-		return "updated"
-	case EventRemoved:
-		return "removed"
-	case EventEvicted:
-		return "evicted"
-	case EventResync:
-		return "resync"
-	}
-	return "unknown"
-}
+func (k EventKind) String() string { return name(eventNames[:], int(k)) }
+
+var eventNames = [...]string{EventCreated: "created", EventUpdated: "updated", EventRemoved: "removed", EventEvicted: "evicted", EventResync: "resync"}
 
 // Event is one change to the namespace.
 type Event struct {

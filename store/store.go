@@ -149,17 +149,9 @@ const (
 	StatusUnchanged
 )
 
-func (s PutStatus) String() string {
-	switch s {
-	case StatusCreated:
-		return "created"
-	case StatusUpdated:
-		return "updated"
-	case StatusUnchanged:
-		return "unchanged"
-	}
-	return "unknown"
-}
+func (s PutStatus) String() string { return name(statusNames[:], int(s)) }
+
+var statusNames = [...]string{StatusCreated: "created", StatusUpdated: "updated", StatusUnchanged: "unchanged"}
 
 // PutResult reports a completed write.
 type PutResult struct {

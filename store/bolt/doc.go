@@ -70,8 +70,9 @@
 // a few seconds earlier. Hits and misses are counted the same way.
 //
 // Uploads in progress hold their chunks outside the stored content: they
-// do not count against MaxStoreBytes and never cause eviction, but are
-// bounded on their own (see Store.PutChunk). While an upload completes,
+// do not count in Stats.StoredBytes but count against MaxStoreBytes, and
+// a chunk that would cross it evicts as a write does (see
+// Store.PutChunk). While an upload completes,
 // its content briefly exists twice (chunks and blob), and content evicted
 // while a Content reads it stays on disk until that Content is closed.
 //

@@ -101,7 +101,6 @@ func (s *Store) DropUploads(ctx context.Context, ids []string, idle time.Duratio
 
 // janitor expires idle uploads until the store is closed.
 func (s *Store) janitor() {
-	defer s.wg.Done()
 	every := min(max(s.opts.UploadTimeout/4, time.Second), time.Minute)
 	t := time.NewTicker(every)
 	defer t.Stop()

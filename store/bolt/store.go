@@ -191,9 +191,8 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	s.hub.Init(o.History, rev)
 
-	s.wg.Add(2)
-	go s.janitor()
-	go s.sweeper()
+	s.wg.Go(s.janitor)
+	s.wg.Go(s.sweeper)
 	return s, nil
 }
 

@@ -90,7 +90,6 @@ func (s *Store) expiryDue() (bool, error) {
 // the uses reads left in memory every Options.FlushInterval when no write
 // did it meanwhile, until the store is closed.
 func (s *Store) sweeper() {
-	defer s.wg.Done()
 	t := time.NewTicker(s.opts.SweepInterval)
 	defer t.Stop()
 	lastFlush := time.Now()

@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"github.com/depotfs/depotfs/store"
-	"github.com/depotfs/depotfs/store/internal/check"
-	"github.com/depotfs/depotfs/store/internal/watchhub"
 )
 
 // Watch yields the committed changes within prefix with a revision above
@@ -16,22 +14,20 @@ import (
 // receives one store.EventResync with Path prefix and the current revision,
 // and continues after it. It is safe for concurrent use.
 func (s *Store) Watch(ctx context.Context, prefix string, sinceRev uint64) (<-chan store.Event, error) {
-	if err := check.Path("watch", prefix); err != nil {
-		return nil, err
-	}
+	return s.hub.Watch(ctx, s.done, prefix, sinceRev, s.start)
+}
+
+// start runs fn on a goroutine Close waits for, unless ctx is done or the
+// store closed.
+func (s *Store) start(ctx context.Context, fn func()) error {
 	if err := s.check(ctx); err != nil {
-		return nil, pathErr("watch", prefix, err)
+		return err
 	}
-	out := make(chan store.Event, watchhub.Buffer)
 	s.goMu.Lock()
 	defer s.goMu.Unlock()
 	if s.closed.Load() {
-		return nil, pathErr("watch", prefix, store.ErrClosed)
+		return store.ErrClosed
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.hub.Serve(ctx, s.done, out, prefix, sinceRev)
-	}()
-	return out, nil
+	s.wg.Go(fn)
+	return nil
 }

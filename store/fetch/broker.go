@@ -159,9 +159,8 @@ func New(st store.Store, opts *Options) *Broker {
 	if b.ex != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		b.stopEx = cancel
-		b.wg.Add(2)
-		go b.publisher(ctx)
-		go b.follow(ctx)
+		b.wg.Go(func() { b.publisher(ctx) })
+		b.wg.Go(func() { b.follow(ctx) })
 	}
 	return b
 }
@@ -336,8 +335,7 @@ func (b *Broker) publishLocked(e store.Entry, rev uint64, wait bool) *request {
 	b.reqs[e.Path] = r
 	b.stats.Requested++
 	b.changedLocked()
-	b.wg.Add(1)
-	go b.watch(ctx, r, rev)
+	b.wg.Go(func() { b.watch(ctx, r, rev) })
 	return r
 }
 
@@ -451,7 +449,6 @@ func (b *Broker) resolve(r *request, fetched bool, err error) {
 // resolves r when the content arrives or the entry goes away. It returns
 // when r is resolved or withdrawn (which cancels ctx) or the store closes.
 func (b *Broker) watch(ctx context.Context, r *request, rev uint64) {
-	defer b.wg.Done()
 	events, err := b.st.Watch(ctx, r.Path, rev)
 	if err != nil {
 		b.resolve(r, false, fmt.Errorf("watch: %w", err))

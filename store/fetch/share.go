@@ -11,7 +11,6 @@ import (
 // and it refreshes everything every RefreshInterval. One goroutine does
 // it, so the Exchange sees the changes in order.
 func (b *Broker) publisher(ctx context.Context) {
-	defer b.wg.Done()
 	published := map[string]Request{}
 	tick := time.NewTicker(RefreshInterval)
 	defer tick.Stop()
@@ -69,7 +68,6 @@ func (b *Broker) withdrawAll(published map[string]Request) {
 
 // follow merges the other hosts' requests into the broker's pending set.
 func (b *Broker) follow(ctx context.Context) {
-	defer b.wg.Done()
 	err := b.ex.Watch(ctx, func(others []Request) {
 		merged := map[string]Request{}
 		for _, o := range others {

@@ -57,16 +57,11 @@ func (s *Store) sync(ctx context.Context) error {
 	r := c.next
 	if !c.running {
 		c.running, c.next = true, nil
-		s.goMu.Lock()
-		if s.closed.Load() {
-			s.goMu.Unlock()
+		if s.start(context.WithoutCancel(ctx), func() { s.rounds(r) }) != nil {
 			c.running = false
 			c.mu.Unlock()
 			return nil
 		}
-		s.wg.Add(1)
-		s.goMu.Unlock()
-		go s.rounds(r)
 	}
 	c.mu.Unlock()
 	select {
@@ -85,7 +80,6 @@ func (s *Store) sync(ctx context.Context) error {
 // rounds sends r, then the rounds callers queued meanwhile, one at a
 // time, until none is waiting.
 func (s *Store) rounds(r *round) {
-	defer s.wg.Done()
 	c := &s.catchUp
 	for r != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)

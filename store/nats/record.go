@@ -147,6 +147,15 @@ type counters struct {
 	SweptChunks  int64 `json:"swc,omitzero"` // leaked chunks deleted (SweepChunks)
 }
 
+// decodeUnless decodes the record v at key, unless del (a deletion):
+// nil then.
+func decodeUnless[T any](del bool, key string, v []byte) (*T, error) {
+	if del {
+		return nil, nil
+	}
+	return decode[T](key, v)
+}
+
 func decode[T any](key string, v []byte) (*T, error) {
 	var x T
 	if err := json.Unmarshal(v, &x); err != nil {

@@ -205,9 +205,8 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 		s.stop()
 		return nil, fmt.Errorf("nats: open %s: %w", o.Prefix, err)
 	}
-	s.wg.Add(2)
-	go s.sweeper()
-	go s.watchdog()
+	s.wg.Go(s.sweeper)
+	s.wg.Go(s.watchdog)
 	return s, nil
 }
 
@@ -311,7 +310,6 @@ const watchdogTick = 250 * time.Millisecond
 // the ordered consumer recovers from a lost server by itself, but not
 // always before a writer waiting for its own change gives up.
 func (s *Store) watchdog() {
-	defer s.wg.Done()
 	t := time.NewTicker(watchdogTick)
 	defer t.Stop()
 	var stuckAt uint64

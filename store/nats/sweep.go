@@ -146,7 +146,6 @@ func (s *Store) expiryDue() bool {
 // sweeper runs expiry, upload expiry, chunk collection and the sweep of
 // leaked chunks until Close.
 func (s *Store) sweeper() {
-	defer s.wg.Done()
 	t := time.NewTicker(s.opts.SweepInterval)
 	defer t.Stop()
 	ctx, cancel := context.WithCancel(context.Background())

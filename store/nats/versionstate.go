@@ -62,11 +62,8 @@ func (st *state) applyVersion(key string, data []byte, del bool) error {
 			removeFrom(st.vrefs, sum, key)
 		}
 	}
-	if del {
-		return nil
-	}
-	vr, err := decode[versionRecord](key, data)
-	if err != nil {
+	vr, err := decodeUnless[versionRecord](del, key, data)
+	if vr == nil {
 		return err
 	}
 	vr.Record.Revision = vr.Rev
@@ -87,11 +84,8 @@ func (st *state) applyVersion(key string, data []byte, del bool) error {
 func (st *state) applySnapshot(key string, data []byte, del bool) error {
 	delete(st.snaps, st.snapNames[key])
 	delete(st.snapNames, key)
-	if del {
-		return nil
-	}
-	s, err := decode[store.Snapshot](key, data)
-	if err != nil {
+	s, err := decodeUnless[store.Snapshot](del, key, data)
+	if s == nil {
 		return err
 	}
 	st.snaps[s.Name], st.snapNames[key] = *s, s.Name

@@ -241,17 +241,13 @@ func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted
 		return &store.Event{Kind: kind, Path: r.Path, Revision: seq, Entry: r.entry()}, "", nil
 	case 'b':
 		sum := key[2:]
-		if del {
-			st.setBlob(sum, nil)
-			return nil, "", nil
-		}
-		b, err := decode[blobRecord](key, data)
+		b, err := decodeUnless[blobRecord](del, key, data)
 		if err != nil {
 			return nil, "", err
 		}
 		old := st.blobs[sum]
 		st.setBlob(sum, b)
-		if old == nil || b.Refs > old.Refs {
+		if b != nil && (old == nil || b.Refs > old.Refs) {
 			return nil, sum, nil
 		}
 		return nil, "", nil
@@ -262,29 +258,24 @@ func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted
 			st.cache.add(inlineCacheKey(key[2:]), append([]byte(nil), data...))
 		}
 	case 'g':
-		if del {
-			delete(st.gcs, key)
-			return nil, "", nil
-		}
-		g, err := decode[gcRecord](key, data)
+		g, err := decodeUnless[gcRecord](del, key, data)
 		if err != nil {
 			return nil, "", err
 		}
 		st.gcs[key] = g
+		if g == nil {
+			delete(st.gcs, key)
+		}
 	case 'v':
 		return nil, "", st.applyVersion(key, data, del)
 	case 's':
 		return nil, "", st.applySnapshot(key, data, del)
 	case 'u':
-		if del {
-			st.setUpload(key, nil)
-			return nil, "", nil
+		u, err := decodeUnless[uploadRecord](del, key, data)
+		if err == nil {
+			st.setUpload(key, u)
 		}
-		u, err := decode[uploadRecord](key, data)
-		if err != nil {
-			return nil, "", err
-		}
-		st.setUpload(key, u)
+		return nil, "", err
 	case 'm':
 		if key == keyRoot && !del {
 			r, err := decode[rootRecord](key, data)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
 )
 
 // Buffer is the capacity a store gives a Watch channel.
@@ -112,6 +113,21 @@ func (h *Hub) read(next uint64) (evs []store.Event, resync bool, cur uint64, wak
 		evs = append(evs, h.at(i))
 	}
 	return evs, false, cur, wake
+}
+
+// Watch is store.Store.Watch over h: a watcher of prefix from sinceRev,
+// served (Serve, until ctx ends or done is closed) on a goroutine the
+// store starts with start, which fails once ctx is done or the store
+// closed.
+func (h *Hub) Watch(ctx context.Context, done <-chan struct{}, prefix string, sinceRev uint64, start func(context.Context, func()) error) (<-chan store.Event, error) {
+	if err := check.Path("watch", prefix); err != nil {
+		return nil, err
+	}
+	out := make(chan store.Event, Buffer)
+	if err := start(ctx, func() { h.Serve(ctx, done, out, prefix, sinceRev) }); err != nil {
+		return nil, check.PathError("watch", prefix, err)
+	}
+	return out, nil
 }
 
 // Serve sends out the events within prefix with a revision above since,

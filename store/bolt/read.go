@@ -1,9 +1,9 @@
 package bolt
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
@@ -14,26 +14,16 @@ import (
 
 // Stat returns the entry at path. It is safe for concurrent use.
 func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
-	return s.stat(ctx, path, func(tx *bbolt.Tx) (*record, error) { return getEntry(tx.Bucket(bucketTree), path) })
+	return s.StatAt(ctx, path, math.MaxUint64)
 }
 
-// stat is Stat of the record get reads.
-func (s *Store) stat(ctx context.Context, path string, get func(tx *bbolt.Tx) (*record, error)) (store.Entry, error) {
-	var e store.Entry
-	err := s.view(ctx, "stat", path, func(tx *bbolt.Tx) error {
-		var err error
-		e, err = entryOf(tx, path, get)
-		return err
-	})
-	return e, err
-}
-
-// entryOf is the entry of the record get reads for p, the root's own.
-func entryOf(tx *bbolt.Tx, p string, get func(tx *bbolt.Tx) (*record, error)) (store.Entry, error) {
+// entryAt is the entry at p as of revision rev (see recordAt), the root's
+// own for the root.
+func entryAt(tx *bbolt.Tx, p string, rev uint64) (store.Entry, error) {
 	if p == depotpath.Root {
 		return statRoot(tx.Bucket(bucketMeta))
 	}
-	r, err := get(tx)
+	r, err := recordAt(tx, p, rev)
 	if err != nil {
 		return store.Entry{}, err
 	}
@@ -57,36 +47,7 @@ func (s *Store) view(ctx context.Context, op, path string, fn func(tx *bbolt.Tx)
 // ReadDir returns the children of dir sorted by name (byte order). It is
 // safe for concurrent use; the listing is one consistent snapshot.
 func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) {
-	var out []store.Entry
-	err := s.view(ctx, "readdir", dir, func(tx *bbolt.Tx) error {
-		tree := tx.Bucket(bucketTree)
-		e, err := entryOf(tx, dir, func(tx *bbolt.Tx) (*record, error) { return getEntry(tree, dir) })
-		if err != nil {
-			return err
-		}
-		if !e.IsDir() {
-			return store.ErrNotDir
-		}
-		prefix := dirPrefix(dir)
-		c := tree.Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			if len(out)%1024 == 1023 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			var r record
-			if err := decodeInto(&r, v); err != nil {
-				return err
-			}
-			out = append(out, r.Entry(keyPath(k)))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return s.ReadDirAt(ctx, dir, math.MaxUint64)
 }
 
 // Open returns the content of the file at path as it is now. The Content
@@ -98,19 +59,20 @@ func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) 
 // in memory and persisted later (see Options.FlushInterval), so Open never
 // writes.
 func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
-	return s.open(ctx, "open", path, func(tx *bbolt.Tx) (*record, error) { return getEntry(tx.Bucket(bucketTree), path) })
+	return s.OpenAt(ctx, path, math.MaxUint64)
 }
 
-// open is Open of the record get reads.
-func (s *Store) open(ctx context.Context, op, path string, get func(tx *bbolt.Tx) (*record, error)) (store.Content, error) {
-	if err := check.Path(op, path); err != nil {
+// OpenAt is Open of the file as it was at revision rev. It is safe for
+// concurrent use.
+func (s *Store) OpenAt(ctx context.Context, path string, rev uint64) (store.Content, error) {
+	if err := check.Path("open", path); err != nil {
 		return nil, err
 	}
 	if err := s.check(ctx); err != nil {
-		return nil, pathErr(op, path, err)
+		return nil, pathErr("open", path, err)
 	}
 	if path == depotpath.Root {
-		return nil, pathErr(op, path, store.ErrIsDir)
+		return nil, pathErr("open", path, store.ErrIsDir)
 	}
 	var (
 		src             = blobChunks{s: s}
@@ -123,7 +85,7 @@ func (s *Store) open(ctx context.Context, op, path string, get func(tx *bbolt.Tx
 	s.gc.mu.Lock()
 	defer s.gc.mu.Unlock()
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		r, err := get(tx)
+		r, err := recordAt(tx, path, rev)
 		if err != nil {
 			return err
 		}
@@ -154,7 +116,7 @@ func (s *Store) open(ctx context.Context, op, path string, get func(tx *bbolt.Tx
 		if missed {
 			s.uses.miss()
 		}
-		return nil, pathErr(op, path, err)
+		return nil, pathErr("open", path, err)
 	}
 	s.pinLocked(src.h)
 	s.uses.hit(src.h)

@@ -16,11 +16,11 @@ import (
 // is none: a walk at a revision reads one record per path, as a live
 // walk does.
 func recordAt(tx *bbolt.Tx, p string, rev uint64) (*record, error) {
+	if rev == math.MaxUint64 {
+		return getEntry(tx.Bucket(bucketTree), p) // the live tree: no version is visible
+	}
 	key := versionKey(p, rev+1)
 	prefix := key[:len(key)-8]
-	if rev == math.MaxUint64 {
-		key = append(prefix[:len(prefix)-1:len(prefix)-1], 1) // past every version of p
-	}
 	c := tx.Bucket(bucketVersions).Cursor()
 	k, _ := c.Seek(key)
 	var v []byte
@@ -43,7 +43,13 @@ func recordAt(tx *bbolt.Tx, p string, rev uint64) (*record, error) {
 // StatAt is Stat of the tree as of revision rev (see store.Versions). It
 // is safe for concurrent use.
 func (s *Store) StatAt(ctx context.Context, path string, rev uint64) (store.Entry, error) {
-	return s.stat(ctx, path, func(tx *bbolt.Tx) (*record, error) { return recordAt(tx, path, rev) })
+	var e store.Entry
+	err := s.view(ctx, "stat", path, func(tx *bbolt.Tx) error {
+		var err error
+		e, err = entryAt(tx, path, rev)
+		return err
+	})
+	return e, err
 }
 
 // ReadDirAt is ReadDir of the tree as of revision rev: the live children
@@ -52,21 +58,21 @@ func (s *Store) StatAt(ctx context.Context, path string, rev uint64) (store.Entr
 func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.Entry, error) {
 	var out []store.Entry
 	err := s.view(ctx, "readdir", dir, func(tx *bbolt.Tx) error {
-		e, err := entryOf(tx, dir, func(tx *bbolt.Tx) (*record, error) { return recordAt(tx, dir, rev) })
+		e, err := entryAt(tx, dir, rev)
 		if err != nil {
 			return err
 		}
 		if !e.IsDir() {
 			return store.ErrNotDir
 		}
-		// The versions visible at rev first, then the live entries
-		// merged in name order: a name with a visible version has no
-		// live entry that old, which is skipped undecoded.
+		// The versions visible at rev first (none in the live tree), then
+		// the live entries merged in name order: a name with a visible
+		// version has no live entry that old, which is skipped undecoded.
 		prefix := dirPrefix(dir)
 		var vis []store.Entry
 		var names [][]byte // valid while tx is
 		c := tx.Bucket(bucketVersions).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		for k, v := c.Seek(prefix); rev != math.MaxUint64 && k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			if u64(k[len(k)-8:]) > rev || versionUntil(v) <= rev {
 				continue
 			}
@@ -92,6 +98,11 @@ func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.
 				j++
 				continue
 			}
+			if len(out)%1024 == 1023 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
 			var r record
 			if err := decodeInto(&r, v); err != nil {
 				return err
@@ -107,12 +118,6 @@ func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.
 		return nil, err
 	}
 	return out, nil
-}
-
-// OpenAt is Open of the file as it was at revision rev. It is safe for
-// concurrent use.
-func (s *Store) OpenAt(ctx context.Context, path string, rev uint64) (store.Content, error) {
-	return s.open(ctx, "open", path, func(tx *bbolt.Tx) (*record, error) { return recordAt(tx, path, rev) })
 }
 
 // History returns path's live entry and retained versions, newest first

@@ -15,12 +15,10 @@ import (
 	"github.com/depotfs/depotfs/internal/audit"
 )
 
-func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runGroup("audit", "The tamper-evident audit log of depotfs serve: one JSON line per tool call and refused authentication.", []subcommand{
-		{"verify", "check the audit log's hash chain and checkpoint; name every record edited, deleted, reordered or cut off", runAuditVerify},
-		{"query", "print audit records by identity, tool, path prefix, decision and time, as a table or JSON lines", runAuditQuery},
-	}, ctx, args, stdout, stderr)
-}
+var runAudit = group("audit", "The tamper-evident audit log of depotfs serve: one JSON line per tool call and refused authentication.", []subcommand{
+	{"verify", "check the audit log's hash chain and checkpoint; name every record edited, deleted, reordered or cut off", runAuditVerify},
+	{"query", "print audit records by identity, tool, path prefix, decision and time, as a table or JSON lines", runAuditQuery},
+})
 
 // auditLogFlags adds --audit-log and --db, from which the log's default
 // location follows as in serve, and returns a function giving the log.

@@ -30,7 +30,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if _, rec := stderr.(*flagRecorder); !rec && (len(args) == 0 || strings.HasPrefix(args[0], "-") && args[0] != "-h" && args[0] != "--help") {
 		return runBackupCreate(ctx, args, stdout, stderr)
 	}
-	return runGroup("backup", "Backups of a depot: the database as of one revision, with the audit log, its checkpoint and its key, in one file.", subs, ctx, args, stdout, stderr)
+	return group("backup", "Backups of a depot: the database as of one revision, with the audit log, its checkpoint and its key, in one file.", subs)(ctx, args, stdout, stderr)
 }
 
 // backupConfig is what "depotfs backup create" is told.

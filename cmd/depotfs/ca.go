@@ -22,43 +22,44 @@ type subcommand struct {
 	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
-// runGroup dispatches to one of subs, or prints the group's usage.
-func runGroup(group, summary string, subs []subcommand, ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if r, ok := stderr.(*flagRecorder); ok {
-		return r.recordGroup(ctx, group, subs)
-	}
-	usage := func(w io.Writer) {
-		fmt.Fprintf(w, "Usage: depotfs %s <command> [flags]\n\n%s\n\nCommands:\n", group, summary)
+// group is the run of a command group: it dispatches to one of subs, or
+// prints the group's usage, summary its description.
+func group(name, summary string, subs []subcommand) func(context.Context, []string, io.Writer, io.Writer) error {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if r, ok := stderr.(*flagRecorder); ok {
+			return r.recordGroup(ctx, name, subs)
+		}
+		usage := func(w io.Writer) {
+			fmt.Fprintf(w, "Usage: depotfs %s <command> [flags]\n\n%s\n\nCommands:\n", name, summary)
+			for _, s := range subs {
+				fmt.Fprintf(w, "  %-12s %s\n", s.name, s.summary)
+			}
+			fmt.Fprintf(w, "\nRun 'depotfs %s <command> -h' for its flags.\n", name)
+		}
+		if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+			usage(stdout)
+			if len(args) == 0 {
+				return usageError{fmt.Errorf("%s needs a command", name)}
+			}
+			return nil
+		}
 		for _, s := range subs {
-			fmt.Fprintf(w, "  %-12s %s\n", s.name, s.summary)
+			if s.name == args[0] {
+				return s.run(ctx, args[1:], stdout, stderr)
+			}
 		}
-		fmt.Fprintf(w, "\nRun 'depotfs %s <command> -h' for its flags.\n", group)
+		usage(stderr)
+		return usageError{fmt.Errorf("unknown command %q", args[0])}
 	}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(stdout)
-		if len(args) == 0 {
-			return usageError{fmt.Errorf("%s needs a command", group)}
-		}
-		return nil
-	}
-	for _, s := range subs {
-		if s.name == args[0] {
-			return s.run(ctx, args[1:], stdout, stderr)
-		}
-	}
-	usage(stderr)
-	return usageError{fmt.Errorf("unknown command %q", args[0])}
 }
 
-func runCA(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runGroup("ca", "A small certificate authority for agents that connect with client certificates (mTLS).", []subcommand{
-		{"init", "create a CA (key and certificate) and an empty CRL in a directory", runCAInit},
-		{"issue", "issue a key and certificate for an agent, with its grants", runCAIssue},
-		{"server-cert", "issue a key and certificate for serve --tls-cert/--tls-key", runCAServerCert},
-		{"revoke", "revoke a certificate by serial or file and rewrite the CRL", runCARevoke},
-		{"crl", "sign a fresh CRL (run it regularly: a stale CRL refuses every agent)", runCACRL},
-	}, ctx, args, stdout, stderr)
-}
+var runCA = group("ca", "A small certificate authority for agents that connect with client certificates (mTLS).", []subcommand{
+	{"init", "create a CA (key and certificate) and an empty CRL in a directory", runCAInit},
+	{"issue", "issue a key and certificate for an agent, with its grants", runCAIssue},
+	{"server-cert", "issue a key and certificate for serve --tls-cert/--tls-key", runCAServerCert},
+	{"revoke", "revoke a certificate by serial or file and rewrite the CRL", runCARevoke},
+	{"crl", "sign a fresh CRL (run it regularly: a stale CRL refuses every agent)", runCACRL},
+})
 
 // defaultCADir is where "depotfs ca" keeps its CA unless --dir says
 // otherwise: beside the default database.

@@ -9,13 +9,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // flagRecorder is the stderr that "depotfs flags" hands each command it
 // runs with -h: parseFlags gives it the command's flag set instead of
-// parsing, and runGroup runs each subcommand for it. Every command that
+// parsing, and a group runs each subcommand for it. Every command that
 // parses its flags with parseFlags is documented, with no list to keep.
 type flagRecorder struct {
 	sets      []*flag.FlagSet
@@ -36,7 +37,7 @@ func (r *flagRecorder) record(ctx context.Context, name string, run func(context
 	return r.sets, nil
 }
 
-// recordGroup records each subcommand of group: runGroup's part of the
+// recordGroup records each subcommand of group: the group's part of the
 // recording.
 func (r *flagRecorder) recordGroup(ctx context.Context, group string, subs []subcommand) error {
 	var sets []*flag.FlagSet
@@ -106,30 +107,31 @@ The defaults shown are root's. For any other user, depotfs keeps its data in
 `+"`~/depot`"+`) instead of `+"`/mnt/depot`"+`.
 
 `)
-	rec := &flagRecorder{summaries: map[string]string{}}
+	tree, err := commandTree(ctx)
+	if err != nil {
+		return err
+	}
 	var noFlags []string
-	for _, c := range commands() {
-		sets, err := rec.record(ctx, c.name, c.run)
-		if err != nil {
-			return err
+	for i, c := range tree {
+		if strings.Contains(c.name, " ") {
+			continue
 		}
-		flagged := false
-		for _, fs := range sets {
-			flagged = flagged || hasFlags(fs)
-		}
-		if !flagged {
+		cmds := tree[i : i+1+len(c.subs)] // c and its subcommands
+		if !slices.ContainsFunc(cmds, func(c treeCmd) bool { return len(c.flags) > 0 }) {
 			noFlags = append(noFlags, "`depotfs "+c.name+"`")
 			continue
 		}
 		fmt.Fprintf(w, "## `depotfs %s`\n\n%s.\n\n", c.name, upperFirst(c.summary))
-		for _, fs := range sets {
-			if fs.Name() != c.name {
-				fmt.Fprintf(w, "### `depotfs %s`\n\n", fs.Name())
-				if s := rec.summaries[fs.Name()]; s != "" {
-					fmt.Fprintf(w, "%s.\n\n", upperFirst(s))
+		for _, s := range cmds {
+			if s.name != c.name {
+				fmt.Fprintf(w, "### `depotfs %s`\n\n", s.name)
+				if s.summary != "" {
+					fmt.Fprintf(w, "%s.\n\n", upperFirst(s.summary))
 				}
+			} else if len(s.flags) == 0 {
+				continue // a group: only its subcommands parse flags
 			}
-			writeFlagTable(w, fs)
+			writeFlagTable(w, s.flags)
 		}
 	}
 	if len(noFlags) > 0 {
@@ -138,27 +140,21 @@ The defaults shown are root's. For any other user, depotfs keeps its data in
 	return nil
 }
 
-func hasFlags(fs *flag.FlagSet) bool {
-	n := 0
-	fs.VisitAll(func(*flag.Flag) { n++ })
-	return n > 0
-}
-
-// writeFlagTable writes one row per flag of fs, in name order.
-func writeFlagTable(w io.Writer, fs *flag.FlagSet) {
-	if !hasFlags(fs) {
+// writeFlagTable writes one row per flag, in name order.
+func writeFlagTable(w io.Writer, flags []*flag.Flag) {
+	if len(flags) == 0 {
 		fmt.Fprint(w, "No flags.\n\n")
 		return
 	}
 	fmt.Fprint(w, "| flag | environment | default | meaning |\n|---|---|---|---|\n")
-	fs.VisitAll(func(f *flag.Flag) {
+	for _, f := range flags {
 		arg, usage := flag.UnquoteUsage(f)
 		name := "--" + f.Name
 		if arg != "" {
 			name += " " + arg
 		}
 		fmt.Fprintf(w, "| `%s` | `%s` | %s | %s |\n", name, envName(f.Name), docDefault(f), cell(usage))
-	})
+	}
 	fmt.Fprintln(w)
 }
 

@@ -11,18 +11,11 @@ import (
 	"github.com/depotfs/depotfs/mcpserver"
 )
 
-func snapshotCommands() []subcommand {
-	return []subcommand{
-		{"create", "hold the tree below --path as it is now, under a name", runSnapshotCreate},
-		{"list", "list the snapshots you may read", runSnapshotList},
-		{"delete", "delete a snapshot, freeing what only it held", runSnapshotDelete},
-	}
-}
-
-func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runGroup("snapshot", "The snapshots of a running depotfs serve (guide_snapshot): a snapshot holds the tree below\na path as it was, readable at MOUNT/.snapshots/NAME, until deleted. The commands talk to the\nserver over MCP, as 'depotfs status' does; see docs/snapshots.md.",
-		snapshotCommands(), ctx, args, stdout, stderr)
-}
+var runSnapshot = group("snapshot", "The snapshots of a running depotfs serve (guide_snapshot): a snapshot holds the tree below\na path as it was, readable at MOUNT/.snapshots/NAME, until deleted. The commands talk to the\nserver over MCP, as 'depotfs status' does; see docs/snapshots.md.", []subcommand{
+	{"create", "hold the tree below --path as it is now, under a name", runSnapshotCreate},
+	{"list", "list the snapshots you may read", runSnapshotList},
+	{"delete", "delete a snapshot, freeing what only it held", runSnapshotDelete},
+})
 
 // snapshotCommand parses one snapshot command's flags and its NAME
 // arguments (want of them: 0 or 1).

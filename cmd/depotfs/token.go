@@ -15,13 +15,11 @@ import (
 	"github.com/depotfs/depotfs/internal/auth"
 )
 
-func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runGroup("token", "Bearer tokens for MCP clients that cannot present a client certificate.", []subcommand{
-		{"issue", "issue a bearer token for an agent and print it once", runTokenIssue},
-		{"list", "list the issued tokens (ids, names, grants, expiry; never the tokens)", runTokenList},
-		{"revoke", "revoke a token by id", runTokenRevoke},
-	}, ctx, args, stdout, stderr)
-}
+var runToken = group("token", "Bearer tokens for MCP clients that cannot present a client certificate.", []subcommand{
+	{"issue", "issue a bearer token for an agent and print it once", runTokenIssue},
+	{"list", "list the issued tokens (ids, names, grants, expiry; never the tokens)", runTokenList},
+	{"revoke", "revoke a token by id", runTokenRevoke},
+})
 
 // defaultTokensFile is the tokens file beside the database db.
 func defaultTokensFile(db string) string { return filepath.Join(filepath.Dir(db), "tokens.json") }

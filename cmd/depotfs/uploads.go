@@ -11,12 +11,10 @@ import (
 	"github.com/depotfs/depotfs/mcpserver"
 )
 
-func runUploads(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return runGroup("uploads", "The chunked uploads of a running depotfs serve: an abandoned upload holds room against\n--max-store-size until --upload-timeout; drop it to free the room now. Both commands talk\nto the server over MCP, as 'depotfs status' does (the database allows one process).", []subcommand{
-		{"list", "list the chunked uploads a running server holds (in progress, or kept for retries)", runUploadsList},
-		{"drop", "drop uploads by id, or all idle for --idle, freeing the room they hold", runUploadsDrop},
-	}, ctx, args, stdout, stderr)
-}
+var runUploads = group("uploads", "The chunked uploads of a running depotfs serve: an abandoned upload holds room against\n--max-store-size until --upload-timeout; drop it to free the room now. Both commands talk\nto the server over MCP, as 'depotfs status' does (the database allows one process).", []subcommand{
+	{"list", "list the chunked uploads a running server holds (in progress, or kept for retries)", runUploadsList},
+	{"drop", "drop uploads by id, or all idle for --idle, freeing the room they hold", runUploadsDrop},
+})
 
 // printUploads writes uploads as a table for people.
 func printUploads(w io.Writer, ups []mcpserver.UploadInfo) error {

@@ -34,9 +34,8 @@ type fsTransferArgs struct {
 }
 
 func decodeTransfer(raw json.RawMessage, isCopy bool) (fsTransferArgs, error) {
-	var probs args.Problems
 	a := fsTransferArgs{recursive: true}
-	if o := args.Decode(raw, "arguments", "", &probs); o != nil {
+	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		a.from = fsPathArg(o, "source")
 		a.to = fsPathArg(o, "destination")
 		a.overwrite = o.Bool("overwrite", false)
@@ -48,9 +47,8 @@ func decodeTransfer(raw json.RawMessage, isCopy bool) (fsTransferArgs, error) {
 		} else if a.from != "" && a.to != "" && depotpath.Within(a.to, a.from) {
 			o.Problems().Addf("destination", "%s lies inside the source %s (or is the source)", relPath(a.to), relPath(a.from))
 		}
-		o.Finish()
-	}
-	return a, probs.Err()
+	})
+	return a, err
 }
 
 // transferError words a refused copy or move: the store names the path

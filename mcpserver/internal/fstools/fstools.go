@@ -10,6 +10,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -97,9 +98,7 @@ func (fsShape) Failure(c *tool.Call, err error) *mcp.CallToolResult {
 	if path != "" {
 		details["path"] = path
 	}
-	for k, v := range extra {
-		details[k] = v
-	}
+	maps.Copy(details, extra)
 	type failure struct {
 		Code    string         `json:"code"`
 		Message string         `json:"message"`

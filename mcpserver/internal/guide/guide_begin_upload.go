@@ -97,12 +97,10 @@ func (s *tools) beginUpload(ctx context.Context, c *tool.Call, raw json.RawMessa
 	if err := c.Args().Err(); err != nil {
 		return tool.Reply{}, err
 	}
-	if up.file.filename != "" {
-		if err := up.file.place(s.opts.Uploads, up.file.sha256); err != nil {
-			return tool.Reply{}, err
-		}
-		c.Path = up.file.path
+	if err := up.file.place(s.opts.Uploads, up.file.sha256); err != nil {
+		return tool.Reply{}, err
 	}
+	c.Path = up.file.path
 	if up.size >= 0 && up.format == formatFile {
 		if err := checkFileSize(up.file.path, up.size, s.opts.MaxFileBytes); err != nil {
 			return tool.Reply{}, err

@@ -82,9 +82,7 @@ type Limits struct {
 
 // cacheStats reports the store's statistics, the broker's and the limits.
 func (s *tools) cacheStats(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
-	})
-	if err != nil {
+	if err := args.Parse(raw, new(args.Problems), func(*args.Object) {}); err != nil { // it takes none
 		return tool.Reply{}, err
 	}
 	st, err := c.Store().Stats(ctx)

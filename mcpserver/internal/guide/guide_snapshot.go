@@ -54,47 +54,45 @@ func checkSnapshotName(name string) error {
 	return nil
 }
 
-func (s *tools) decodeSnapshot(c *tool.Call, raw json.RawMessage) snapshotArgs {
+// decodeSnapshot reads guide_snapshot's arguments.
+func (s *tools) decodeSnapshot(c *tool.Call, raw json.RawMessage) (snapshotArgs, error) {
 	var a snapshotArgs
-	o := c.Decode(raw)
-	if o == nil {
-		return a
-	}
-	probs := o.Problems()
-	if !o.Has("action") {
-		probs.Addf("action", "required: create, list or delete")
-	}
-	a.action = o.Choice("action", "", false, "create", "list", "delete")
-	if n, ok := o.Str("name", false); ok {
-		if err := checkSnapshotName(n); err != nil {
-			probs.Addf("name", "%v", err)
+	err := args.Parse(raw, c.Args(), func(o *args.Object) {
+		probs := o.Problems()
+		if !o.Has("action") {
+			probs.Addf("action", "required: create, list or delete")
 		}
-		a.name = n
-	} else if !o.Has("name") && (a.action == "create" || a.action == "delete") {
-		probs.Addf("name", "required to %s a snapshot", a.action)
-	}
-	a.path, _ = o.DepotPath("path", false)
-	if o.Has("ttl_seconds") {
-		if n, ok := o.Int("ttl_seconds", false, 1, maxTTLSeconds); ok {
-			a.ttl = time.Duration(n) * time.Second
+		a.action = o.Choice("action", "", false, "create", "list", "delete")
+		if n, ok := o.Str("name", false); ok {
+			if err := checkSnapshotName(n); err != nil {
+				probs.Addf("name", "%v", err)
+			}
+			a.name = n
+		} else if !o.Has("name") && (a.action == "create" || a.action == "delete") {
+			probs.Addf("name", "required to %s a snapshot", a.action)
 		}
-	}
-	if a.action != "create" {
-		for _, f := range []string{"path", "ttl_seconds"} {
-			if o.Has(f) {
-				probs.Addf(f, "taken only by action create")
+		a.path, _ = o.DepotPath("path", false)
+		if o.Has("ttl_seconds") {
+			if n, ok := o.Int("ttl_seconds", false, 1, maxTTLSeconds); ok {
+				a.ttl = time.Duration(n) * time.Second
 			}
 		}
-	}
-	o.Finish()
-	return a
+		if a.action != "create" {
+			for _, f := range []string{"path", "ttl_seconds"} {
+				if o.Has(f) {
+					probs.Addf(f, "taken only by action create")
+				}
+			}
+		}
+	})
+	return a, err
 }
 
 // snapshot creates, lists or deletes snapshots.
 func (s *tools) snapshot(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	a := s.decodeSnapshot(c, raw)
+	a, err := s.decodeSnapshot(c, raw)
 	c.Path = a.path
-	if err := c.Args().Err(); err != nil {
+	if err != nil {
 		return tool.Reply{}, err
 	}
 	if a.name != "" {

@@ -139,20 +139,17 @@ func (w *walker) property(name string, p *schema, ref string, required bool, see
 			row.constraints = "items: " + c
 		}
 	}
+	next := seen
 	for _, r := range []string{ref, itemRef} {
 		if r != "" && slices.Contains(seen, r) {
 			row.description = strings.TrimSpace(row.description + " Same shape as its parent.")
 			w.rows = append(w.rows, row)
 			return nil
-		}
-	}
-	w.rows = append(w.rows, row)
-	next := seen
-	for _, r := range []string{ref, itemRef} {
-		if r != "" {
+		} else if r != "" {
 			next = append(slices.Clone(next), r)
 		}
 	}
+	w.rows = append(w.rows, row)
 	return w.object(fields, fieldPrefix, next)
 }
 

@@ -83,13 +83,8 @@ func (s *tools) dropUploads(ctx context.Context, c *tool.Call, raw json.RawMessa
 		return tool.Reply{}, &tool.StoreError{Op: "drop uploads", Path: shownDir(dir), Err: err}
 	}
 	now := s.opts.Now()
-	d := DropUploadsData{Dropped: make([]UploadInfo, 0, len(dropped)), Kept: []KeptUpload{}}
-	for _, u := range dropped {
-		d.Dropped = append(d.Dropped, uploadInfo(u, now))
-		if !u.Complete {
-			d.Freed += u.Bytes
-		}
-	}
+	d := DropUploadsData{Kept: []KeptUpload{}}
+	d.Dropped, d.Freed = uploadInfos(dropped, now)
 	for _, id := range ids {
 		if slices.ContainsFunc(dropped, func(u store.UploadInfo) bool { return u.ID == id }) {
 			continue

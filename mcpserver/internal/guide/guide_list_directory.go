@@ -83,11 +83,9 @@ func (s *tools) listDirectory(ctx context.Context, c *tool.Call, raw json.RawMes
 	ctx, cancel := s.opts.CommitContext(ctx)
 	defer cancel()
 	var res store.DeclareResult
-	var rev uint64
+	var err error
 	if len(l.decls) > 0 {
-		var err error
-		res, err = c.Store().Declare(ctx, store.DeclareRequest{Entries: l.decls, Writer: c.Who().String(), Source: toolListDirectory})
-		if err != nil {
+		if res, err = c.Store().Declare(ctx, store.DeclareRequest{Entries: l.decls, Writer: c.Who().String(), Source: toolListDirectory}); err != nil {
 			return tool.Reply{}, &tool.StoreError{Op: "declare", Path: l.dir, Err: err}
 		}
 	}

@@ -39,10 +39,19 @@ type ListUploadsData struct {
 	Bytes int64 `json:"bytes"`
 }
 
-func uploadInfo(u store.UploadInfo, now time.Time) UploadInfo {
-	return UploadInfo{UploadID: u.ID, Path: u.Path, ReceivedChunks: u.Received, ChunkCount: u.Count,
-		ReceivedBytes: u.Bytes, TotalSize: u.Total, Started: u.Started.UTC(), LastChunk: u.Last.UTC(),
-		IdleSeconds: max(0, int64(now.Sub(u.Last)/time.Second)), Complete: u.Complete}
+// uploadInfos describes ups as of now, and sums what those in progress
+// hold.
+func uploadInfos(ups []store.UploadInfo, now time.Time) (out []UploadInfo, held int64) {
+	out = make([]UploadInfo, len(ups))
+	for i, u := range ups {
+		out[i] = UploadInfo{UploadID: u.ID, Path: u.Path, ReceivedChunks: u.Received, ChunkCount: u.Count,
+			ReceivedBytes: u.Bytes, TotalSize: u.Total, Started: u.Started.UTC(), LastChunk: u.Last.UTC(),
+			IdleSeconds: max(0, int64(now.Sub(u.Last)/time.Second)), Complete: u.Complete}
+		if !u.Complete {
+			held += u.Bytes
+		}
+	}
+	return out, held
 }
 
 // shownDir is how a reply names dir.
@@ -66,14 +75,8 @@ func (s *tools) listUploads(ctx context.Context, c *tool.Call, raw json.RawMessa
 	if err != nil {
 		return tool.Reply{}, &tool.StoreError{Op: "list uploads", Path: shownDir(dir), Err: err}
 	}
-	now := s.opts.Now()
-	d := ListUploadsData{Path: shownDir(dir), Uploads: make([]UploadInfo, 0, len(ups))}
-	for _, u := range ups {
-		d.Uploads = append(d.Uploads, uploadInfo(u, now))
-		if !u.Complete {
-			d.Bytes += u.Bytes
-		}
-	}
+	d := ListUploadsData{Path: shownDir(dir)}
+	d.Uploads, d.Bytes = uploadInfos(ups, s.opts.Now())
 	c.Status = fmt.Sprintf("%d uploads", len(ups))
 	return tool.Reply{Data: d, Message: fmt.Sprintf("%d chunked upload(s) under %s; those in progress hold %d bytes.", len(ups), shownDir(dir), d.Bytes)}, nil
 }

@@ -11,6 +11,7 @@ package guide
 import (
 	"embed"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/depotfs/depotfs/mcpserver/internal/pending"
@@ -78,11 +79,7 @@ func Tools(env *tool.Env, p *pending.List, u *Uploads) []tool.Tool {
 		s.guideTool(toolFileHistory, "List a file's kept versions", readOnly, s.fileHistory, r("path")),
 		s.guideTool(toolRestore, "Make an earlier version of a file current again", writes, s.restore, tool.ReadWrite("path")),
 	)
-	for _, t := range ts {
-		if t.Spec.Name == toolBeginUpload {
-			u.begin = t
-		}
-	}
+	u.begin = ts[slices.IndexFunc(ts, func(t tool.Tool) bool { return t.Spec.Name == toolBeginUpload })]
 	return ts
 }
 

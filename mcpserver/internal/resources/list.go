@@ -63,17 +63,16 @@ func (s *Resources) listResources(ctx context.Context, _ any, req *mcp.ListResou
 	for _, e := range files {
 		page = append(page, s.resource(ctx, e))
 	}
-	if !more {
+	res.NextCursor = ""
+	if more {
+		res.NextCursor = encodeCursor(files[len(files)-1].Path)
+	} else {
 		// The last page also carries the resources registered with
 		// mcp-go (the pending-requests list), which the depot's files
 		// would otherwise replace.
 		page = append(page, res.Resources...)
 	}
 	res.Resources = page
-	res.NextCursor = ""
-	if more {
-		res.NextCursor = encodeCursor(files[len(files)-1].Path)
-	}
 }
 
 // resource describes one depot file for resources/list.

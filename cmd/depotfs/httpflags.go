@@ -12,37 +12,33 @@ import (
 // connections per address, bytes in flight and sessions.
 type httpConfig struct {
 	readHeaderTimeout time.Duration
-	bodyIdleTimeout   time.Duration
 	bodyMinRate       byteSize
 	idleTimeout       time.Duration
 	maxConnsPerAddr   int
 	maxInflight       byteSize
-	inflightWait      time.Duration
-	sessionIdle       time.Duration
-	maxSessions       int
-	maxSessionsPerID  int
+	lim               mcpserver.HTTPLimits // the flags that set one as they are
 }
 
 func (c *httpConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.readHeaderTimeout, "http-read-header-timeout", 10*time.Second, "close an HTTP connection whose request headers take longer than this")
-	fs.DurationVar(&c.bodyIdleTimeout, "http-body-idle-timeout", mcpserver.DefaultBodyIdleTimeout, "close an HTTP connection whose request body stops arriving for this long")
+	fs.DurationVar(&c.lim.BodyIdleTimeout, "http-body-idle-timeout", mcpserver.DefaultBodyIdleTimeout, "close an HTTP connection whose request body stops arriving for this long")
 	c.bodyMinRate = mcpserver.DefaultBodyMinRate
 	fs.Var(&c.bodyMinRate, "http-body-min-rate", "`size` per second a request body must arrive at on average once --http-body-idle-timeout has passed since it began; a slower one is closed (0: no minimum)")
 	fs.DurationVar(&c.idleTimeout, "http-idle-timeout", time.Minute, "close a kept-alive HTTP connection idle between requests for this long")
 	fs.IntVar(&c.maxConnsPerAddr, "max-conns-per-addr", 64, "open HTTP connections allowed from one IP address; more are closed at once (0: no limit)")
 	c.maxInflight = mcpserver.DefaultMaxInflightBytes
 	fs.Var(&c.maxInflight, "max-inflight-bytes", "memory `size` allowed for request bodies being decoded at once (each charged 6× its size); further requests wait for room before their bodies are read")
-	fs.DurationVar(&c.inflightWait, "inflight-wait", mcpserver.DefaultInflightWait, "how long a request waits for room under --max-inflight-bytes before it is answered 503 (retryable)")
-	fs.DurationVar(&c.sessionIdle, "session-idle-timeout", mcpserver.DefaultSessionIdleTimeout, "drop an MCP session unused for this long; its id is then answered 404 and the client starts a new one")
-	fs.IntVar(&c.maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "live MCP sessions allowed in all; a new one beyond is answered 503")
-	fs.IntVar(&c.maxSessionsPerID, "max-sessions-per-identity", mcpserver.DefaultMaxSessionsPerIdentity, "live MCP sessions allowed to one identity (an unauthenticated client: its host); its new one beyond is answered 503, other identities' are not")
+	fs.DurationVar(&c.lim.InflightWait, "inflight-wait", mcpserver.DefaultInflightWait, "how long a request waits for room under --max-inflight-bytes before it is answered 503 (retryable)")
+	fs.DurationVar(&c.lim.SessionIdleTimeout, "session-idle-timeout", mcpserver.DefaultSessionIdleTimeout, "drop an MCP session unused for this long; its id is then answered 404 and the client starts a new one")
+	fs.IntVar(&c.lim.MaxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "live MCP sessions allowed in all; a new one beyond is answered 503")
+	fs.IntVar(&c.lim.MaxSessionsPerIdentity, "max-sessions-per-identity", mcpserver.DefaultMaxSessionsPerIdentity, "live MCP sessions allowed to one identity (an unauthenticated client: its host); its new one beyond is answered 503, other identities' are not")
 }
 
 func (c *httpConfig) validate() error {
 	return cmp.Or(
-		failIf(min(c.readHeaderTimeout, c.bodyIdleTimeout, c.idleTimeout, c.inflightWait, c.sessionIdle) <= 0,
+		failIf(min(c.readHeaderTimeout, c.lim.BodyIdleTimeout, c.idleTimeout, c.lim.InflightWait, c.lim.SessionIdleTimeout) <= 0,
 			"--http-*-timeout, --inflight-wait and --session-idle-timeout must be positive durations"),
-		failIf(c.maxConnsPerAddr < 0 || c.maxSessions < 1 || c.maxSessionsPerID < 1 || c.maxInflight < 1<<20,
+		failIf(c.maxConnsPerAddr < 0 || c.lim.MaxSessions < 1 || c.lim.MaxSessionsPerIdentity < 1 || c.maxInflight < 1<<20,
 			"--max-conns-per-addr must not be negative, --max-sessions and --max-sessions-per-identity at least 1, --max-inflight-bytes at least 1MiB"),
 	)
 }
@@ -50,8 +46,7 @@ func (c *httpConfig) validate() error {
 // limits returns the mcpserver side of the configuration. A zero field
 // there means the default, so --http-body-min-rate 0 (no minimum) is -1.
 func (c *httpConfig) limits() mcpserver.HTTPLimits {
-	return mcpserver.HTTPLimits{
-		BodyIdleTimeout: c.bodyIdleTimeout, BodyMinRate: cmp.Or(int64(c.bodyMinRate), -1), MaxInflightBytes: int64(c.maxInflight), InflightWait: c.inflightWait,
-		SessionIdleTimeout: c.sessionIdle, MaxSessions: c.maxSessions, MaxSessionsPerIdentity: c.maxSessionsPerID,
-	}
+	l := c.lim
+	l.BodyMinRate, l.MaxInflightBytes = cmp.Or(int64(c.bodyMinRate), -1), int64(c.maxInflight)
+	return l
 }

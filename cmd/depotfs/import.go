@@ -155,7 +155,7 @@ func importFrom(ctx context.Context, st store.Store, r io.Reader) (importStats, 
 	if _, err := member(exportManifestName); err != nil {
 		return stats, err
 	}
-	var entries []manifestEntry
+	var entries, files []manifestEntry // files: those whose bytes follow, in order
 	dec := json.NewDecoder(tr)
 	for dec.More() {
 		var e manifestEntry
@@ -169,6 +169,9 @@ func importFrom(ctx context.Context, st store.Store, r io.Reader) (importStats, 
 			return stats, fmt.Errorf("manifest line %d: %w", len(entries)+1, err)
 		}
 		entries = append(entries, e)
+		if e.Type == "file" && !e.Placeholder {
+			files = append(files, e)
+		}
 	}
 	if len(entries) != h.Entries {
 		return stats, fmt.Errorf("the manifest has %d entries, the header says %d", len(entries), h.Entries)
@@ -177,28 +180,18 @@ func importFrom(ctx context.Context, st store.Store, r io.Reader) (importStats, 
 	if !ok {
 		return stats, errors.New("this store cannot take streamed files")
 	}
-	// Files, in manifest order, as their bytes follow.
-	i := 0
-	nextFile := func() (manifestEntry, bool) {
-		for ; i < len(entries); i++ {
-			if e := entries[i]; e.Type == "file" && !e.Placeholder {
-				i++
-				return e, true
-			}
-		}
-		return manifestEntry{}, false
-	}
 	for {
 		n, size := 0, int64(0)
 		var pending *manifestEntry
 		more := true
 		_, err := sw.PutStreams(ctx, func() (store.PutRequest, io.Reader, error) {
 			for n < importBatchFiles && size < importBatchBytes {
-				e, ok := nextFile()
-				if !ok {
+				if len(files) == 0 {
 					more = false
 					return store.PutRequest{}, nil, io.EOF
 				}
+				e := files[0]
+				files = files[1:]
 				th, err := member(exportFilesDir + e.Path)
 				if err != nil {
 					return store.PutRequest{}, nil, err

@@ -149,13 +149,11 @@ func (c *closeSignal) Close() error {
 // pushOne sends one PATH.
 func (p *pusher) pushOne(ctx context.Context, item *pushItem) pushed {
 	r := pushed{Local: item.local, Path: item.dest}
-	var err error
+	push := p.pushFile
 	if item.st.Mode.IsDir() {
-		err = p.pushTree(ctx, item, &r)
-	} else {
-		err = p.pushFile(ctx, item, &r)
+		push = p.pushTree
 	}
-	if err != nil {
+	if err := push(ctx, item, &r); err != nil {
 		r.Error = err.Error()
 	}
 	return r

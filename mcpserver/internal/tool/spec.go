@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -54,13 +55,9 @@ type Docs struct {
 // maps further $defs names to documents; extra are pairs of further
 // placeholders and their values, beside the limits every profile may use.
 func NewDocs(fsys fs.FS, dir, slot string, shared map[string]string, env *Env, extra ...string) *Docs {
-	mount := env.MountPoint
-	if mount == "" {
-		mount = "/mnt/depot"
-	}
 	fill := map[string]string{
 		"{{uploads}}":     env.Uploads,
-		"{{mount}}":       mount,
+		"{{mount}}":       cmp.Or(env.MountPoint, "/mnt/depot"),
 		"{{max_content}}": strconv.FormatInt(env.MaxContentBytes, 10),
 		"{{max_chunks}}":  strconv.Itoa(env.MaxChunks),
 		"{{max_entries}}": strconv.Itoa(env.MaxListEntries),

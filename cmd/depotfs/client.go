@@ -233,25 +233,29 @@ func (u *serverClient) flags(fs *flag.FlagSet, jsonUsage string) {
 	u.creds.flags(fs)
 }
 
-// call runs one guide tool on the server and decodes its data into data.
-func (u *serverClient) call(ctx context.Context, tool string, args map[string]any, data any) error {
+// call runs one guide tool on the server and decodes its data into data;
+// with --json it prints data to stdout, and says it did.
+func (u *serverClient) call(ctx context.Context, stdout io.Writer, tool string, args map[string]any, data any) (printed bool, err error) {
 	if u.timeout <= 0 {
-		return usageError{fmt.Errorf("--timeout %v: want a positive duration", u.timeout)}
+		return false, usageError{fmt.Errorf("--timeout %v: want a positive duration", u.timeout)}
 	}
 	if err := u.creds.load(); err != nil {
-		return err
+		return false, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
 	c, err := connect(ctx, u.url, &u.creds, u.name, nil)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer c.Close()
 	if err := callGuide(ctx, c, tool, args, data); err != nil {
-		return fmt.Errorf("%s: %w", u.url, err)
+		return false, fmt.Errorf("%s: %w", u.url, err)
 	}
-	return nil
+	if u.json {
+		return true, printJSON(stdout, data)
+	}
+	return false, nil
 }
 
 func printJSON(w io.Writer, v any) error {

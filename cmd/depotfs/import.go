@@ -26,10 +26,6 @@ const (
 	importBatchBytes = 256 << 20
 )
 
-// importStats counts what an import did; a server answers an import
-// with them.
-type importStats = mcpserver.ImportResult
-
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg directConfig
 	var creds clientCreds
@@ -83,7 +79,7 @@ Flags:
 	}
 	defer f.Close()
 	start := time.Now()
-	var stats importStats
+	var stats mcpserver.ImportResult
 	if *serverURL != "" {
 		stats, err = sendImport(ctx, &creds, *serverURL, f)
 	} else {
@@ -101,10 +97,10 @@ Flags:
 }
 
 // importDirect imports the export in f into the store cfg names.
-func importDirect(ctx context.Context, cfg *directConfig, f io.Reader, stderr io.Writer) (importStats, error) {
+func importDirect(ctx context.Context, cfg *directConfig, f io.Reader, stderr io.Writer) (mcpserver.ImportResult, error) {
 	st, closeStore, err := cfg.open(ctx, stderr)
 	if err != nil {
-		return importStats{}, err
+		return mcpserver.ImportResult{}, err
 	}
 	defer closeStore()
 	stats, err := importFrom(ctx, st, f)
@@ -116,8 +112,8 @@ func importDirect(ctx context.Context, cfg *directConfig, f io.Reader, stderr io
 
 // sendImport streams the export in f to the server at mcpURL, which
 // imports it into its own store, and returns what it did.
-func sendImport(ctx context.Context, creds *clientCreds, mcpURL string, f io.Reader) (importStats, error) {
-	var stats importStats
+func sendImport(ctx context.Context, creds *clientCreds, mcpURL string, f io.Reader) (mcpserver.ImportResult, error) {
+	var stats mcpserver.ImportResult
 	resp, u, err := creds.request(ctx, http.MethodPut, mcpURL, mcpserver.ImportPath, f)
 	if err != nil {
 		return stats, err
@@ -130,8 +126,8 @@ func sendImport(ctx context.Context, creds *clientCreds, mcpURL string, f io.Rea
 }
 
 // importFrom reads an export from r into st.
-func importFrom(ctx context.Context, st store.Store, r io.Reader) (importStats, error) {
-	var stats importStats
+func importFrom(ctx context.Context, st store.Store, r io.Reader) (mcpserver.ImportResult, error) {
+	var stats mcpserver.ImportResult
 	tr := tar.NewReader(bufio.NewReaderSize(r, 1<<20))
 	member := func(want string) (*tar.Header, error) {
 		h, err := tr.Next()

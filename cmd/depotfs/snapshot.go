@@ -95,11 +95,8 @@ Flags:
 // of its reply.
 func (u *serverClient) printSnapshots(ctx context.Context, stdout io.Writer, args map[string]any) error {
 	var d mcpserver.SnapshotData
-	if err := u.call(ctx, "guide_snapshot", args, &d); err != nil {
+	if printed, err := u.call(ctx, stdout, "guide_snapshot", args, &d); printed || err != nil {
 		return err
-	}
-	if u.json {
-		return printJSON(stdout, d)
 	}
 	if len(d.Snapshots) == 0 {
 		fmt.Fprintln(stdout, "no snapshots")

@@ -38,11 +38,8 @@ Flags:
 		return err
 	}
 	var st mcpserver.CacheStats
-	if err := cfg.call(ctx, "guide_cache_stats", map[string]any{}, &st); err != nil {
+	if printed, err := cfg.call(ctx, stdout, "guide_cache_stats", map[string]any{}, &st); printed || err != nil {
 		return err
-	}
-	if cfg.json {
-		return printJSON(stdout, st)
 	}
 	return printStatus(stdout, cfg.url, &st)
 }

@@ -64,11 +64,8 @@ Flags:
 		return err
 	}
 	var d mcpserver.ListUploadsData
-	if err := u.call(ctx, "guide_list_uploads", map[string]any{"path": u.path}, &d); err != nil {
+	if printed, err := u.call(ctx, stdout, "guide_list_uploads", map[string]any{"path": u.path}, &d); printed || err != nil {
 		return err
-	}
-	if u.json {
-		return printJSON(stdout, d)
 	}
 	if len(d.Uploads) == 0 {
 		fmt.Fprintf(stdout, "no uploads under %s\n", d.Path)
@@ -116,11 +113,8 @@ Flags:
 		toolArgs["idle_seconds"] = int64(idle.Seconds())
 	}
 	var d mcpserver.DropUploadsData
-	if err := u.call(ctx, "guide_drop_uploads", toolArgs, &d); err != nil {
+	if printed, err := u.call(ctx, stdout, "guide_drop_uploads", toolArgs, &d); printed || err != nil {
 		return err
-	}
-	if u.json {
-		return printJSON(stdout, d)
 	}
 	for _, up := range d.Dropped {
 		fmt.Fprintf(stdout, "dropped %s (%s, %d/%d chunks, %s)\n", up.UploadID, up.Path, up.ReceivedChunks, up.ChunkCount, humanSize(up.ReceivedBytes))

@@ -5,7 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -143,16 +143,15 @@ _depotfs() {
     case "$prev" in
 `)
 	var fileFlags []string
-	seen := map[string]bool{}
 	for _, c := range tree {
 		for _, f := range c.flags {
-			if takesFile(f) && !seen[f.Name] {
-				seen[f.Name] = true
+			if takesFile(f) {
 				fileFlags = append(fileFlags, "--"+f.Name)
 			}
 		}
 	}
-	sort.Strings(fileFlags)
+	slices.Sort(fileFlags)
+	fileFlags = slices.Compact(fileFlags)
 	if len(fileFlags) > 0 {
 		fmt.Fprintf(w, "    %s) COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n", strings.Join(fileFlags, "|"))
 	}

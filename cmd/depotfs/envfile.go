@@ -63,24 +63,23 @@ var errEnvFileFlag = errors.New("not a flag of this command")
 // applyEnvFile sets each flag of fs named in the env file at path, unless
 // the command line or the environment set it already (they win over the
 // file, as the environment wins over a default). It returns the names of
-// the flags set before the file was applied.
-func applyEnvFile(fs *flag.FlagSet, path string) (map[string]bool, error) {
-	explicit := map[string]bool{}
+// the flags set before the file was applied, and the file's settings.
+func applyEnvFile(fs *flag.FlagSet, path string) (explicit map[string]bool, vals map[string]string, err error) {
+	explicit = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
-	vals, err := readEnvFile(path)
-	if err != nil {
-		return nil, err
+	if vals, err = readEnvFile(path); err != nil {
+		return nil, nil, err
 	}
 	for name, v := range vals {
 		if fs.Lookup(name) == nil || name == "env-file" {
-			return nil, fmt.Errorf("--env-file %s: %s: %w", path, envName(name), errEnvFileFlag)
+			return nil, nil, fmt.Errorf("--env-file %s: %s: %w", path, envName(name), errEnvFileFlag)
 		}
 		if explicit[name] {
 			continue
 		}
 		if err := fs.Set(name, v); err != nil {
-			return nil, fmt.Errorf("--env-file %s: %s=%q: %w", path, envName(name), v, err)
+			return nil, nil, fmt.Errorf("--env-file %s: %s=%q: %w", path, envName(name), v, err)
 		}
 	}
-	return explicit, nil
+	return explicit, vals, nil
 }

@@ -66,9 +66,12 @@ func TestApplyEnvFile(t *testing.T) {
 	if err := parseFlags(fs, []string{"--mount", "/cmdline"}, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
-	explicit, err := applyEnvFile(fs, path)
+	explicit, vals, err := applyEnvFile(fs, path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(vals) != 3 || vals["mount"] != "/file" || vals["listen"] != "file" || vals["log-level"] != "debug" {
+		t.Errorf("the file's settings = %v", vals)
 	}
 	if *mount != "/cmdline" || *listen != "env" || *level != "debug" {
 		t.Errorf("mount %q listen %q log-level %q, want /cmdline env debug", *mount, *listen, *level)
@@ -77,7 +80,7 @@ func TestApplyEnvFile(t *testing.T) {
 		t.Errorf("explicit = %v", explicit)
 	}
 	fs, _, _, _ = newSet()
-	if _, err := applyEnvFile(fs, writeEnvFile(t, "DEPOTFS_NO_SUCH_FLAG=1\n")); !errors.Is(err, errEnvFileFlag) {
+	if _, _, err := applyEnvFile(fs, writeEnvFile(t, "DEPOTFS_NO_SUCH_FLAG=1\n")); !errors.Is(err, errEnvFileFlag) {
 		t.Errorf("an unknown setting: %v", err)
 	}
 }

@@ -60,10 +60,7 @@ Flags:
 	start := time.Now()
 	h, bytes, err := exportOnce(ctx, st, f)
 	for attempt := 1; errors.Is(err, errTreeChanged) && attempt < exportAttempts; attempt++ {
-		if _, serr := f.Seek(0, io.SeekStart); serr != nil {
-			break
-		}
-		if terr := f.Truncate(0); terr != nil {
+		if _, serr := f.Seek(0, io.SeekStart); serr != nil || f.Truncate(0) != nil {
 			break
 		}
 		h, bytes, err = exportOnce(ctx, st, f)

@@ -62,16 +62,14 @@ Flags:
 	if err != nil {
 		return err
 	}
-	if *serverURL != "" {
-		var direct []string
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "db" || f.Name == "store" {
-				direct = append(direct, "--"+f.Name)
-			}
-		})
-		if len(direct) > 0 {
-			return usageError{fmt.Errorf("--url and %s (a flag or its DEPOTFS_ variable): import through a running server or into a store directly, not both", strings.Join(direct, " "))}
+	var direct []string
+	fs.Visit(func(f *flag.Flag) {
+		if *serverURL != "" && (f.Name == "db" || f.Name == "store") {
+			direct = append(direct, "--"+f.Name)
 		}
+	})
+	if len(direct) > 0 {
+		return usageError{fmt.Errorf("--url and %s (a flag or its DEPOTFS_ variable): import through a running server or into a store directly, not both", strings.Join(direct, " "))}
 	}
 	f, err := os.Open(pos[0])
 	if err != nil {

@@ -183,12 +183,10 @@ Flags:
 		return err
 	}
 	if cfg.envFile != "" {
-		explicit, err := applyEnvFile(fs, cfg.envFile)
-		if err != nil {
+		var err error
+		if cfg.explicit, cfg.envStarted, err = applyEnvFile(fs, cfg.envFile); err != nil {
 			return usageError{err}
 		}
-		started, _ := readEnvFile(cfg.envFile) // read once already, without error
-		cfg.explicit, cfg.envStarted = explicit, started
 	}
 	cfg.noteSet(fs)
 	if err := cfg.auth.resolve(fs, cfg.db, cfg.stdio); err != nil {

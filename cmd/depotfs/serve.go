@@ -386,7 +386,6 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	}
 	met := metrics.New(mopts)
 	opts.Audit = meteredAudit{Auditor: alog, m: met}
-	mountDir := ""
 	// drainMount closes the broker and, after a signal, waits until stopBy
 	// for the files open in the mount; nil without a mount.
 	var drainMount func()
@@ -432,9 +431,8 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		opts.MountPoint = m.Dir()
 		opts.Applied = m.WaitApplied
 		opts.Requests = broker
-		mountDir = m.Dir()
 	}
-	checker := healthChecks(ctx, st, mountDir, log)
+	checker := healthChecks(ctx, st, opts.MountPoint, log)
 	srv := mcpserver.New(st, opts)
 	met.WatchSessions(srv)
 	// A signal ends guide_pending_requests long polls and notification
@@ -448,8 +446,15 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	defer stopBackground()
 	rl := &reloader{log: log, level: level, notifier: notifier, auth: ha, envFile: cfg.envFile,
 		explicit: cfg.explicit, started: cfg.envStarted, grants: srv.SetLocalGrants}
-	ready := func(desc string) {
-		notify(log, notifier, sdnotify.Ready, "STATUS=serving MCP on "+desc)
+	// ready logs the ready line (auth: its attributes, over HTTP) and tells
+	// systemd.
+	ready := func(mcp string, auth ...any) {
+		mount := cfg.mount
+		if cfg.noMount {
+			mount = "none (--no-mount)"
+		}
+		log.Info("depotfs ready", append(append([]any{storeAttr(cfg), "mount", mount, "mcp", mcp}, auth...), "tools", cfg.tools, limitAttrs(cfg))...)
+		notify(log, notifier, sdnotify.Ready, "STATUS=serving MCP on "+mcp)
 		go rl.run(bgCtx, hup)
 		if every, ok := sdnotify.WatchdogInterval(); ok && notifier != nil {
 			go notifier.RunWatchdog(bgCtx, every, checker.Check, func(err error) { log.Warn("systemd watchdog not notified", "err", err) })
@@ -476,7 +481,6 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		}()
 	}
 	if cfg.stdio {
-		log.Info("depotfs ready", storeAttr(cfg), "mount", mountDesc(cfg), "mcp", "stdio", "tools", cfg.tools, limitAttrs(cfg))
 		ready("stdio")
 		// Requests that arrive after a signal are answered "shutting
 		// down" until the mount's drain is over too, as the process exits
@@ -520,11 +524,9 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		scheme = "https"
 		ln = auth.NewListener(ln, ha.tls, &auth.ListenerOptions{Sink: sink, Logger: log})
 	}
-	log.Info("depotfs ready", storeAttr(cfg), "mount", mountDesc(cfg),
-		"mcp", scheme+"://"+ln.Addr().String()+"/mcp", "auth", cfg.auth.methods(), "tools", cfg.tools, limitAttrs(cfg))
 	// The listener accepts connections from here on (the kernel queues
 	// them until Serve runs), so systemd may start what depends on it.
-	ready(scheme + "://" + ln.Addr().String() + "/mcp")
+	ready(scheme+"://"+ln.Addr().String()+"/mcp", "auth", cfg.auth.methods())
 	return serveHTTP(ctx, ln, stopBy, srv, mux, &cfg.http, log)
 }
 
@@ -586,13 +588,6 @@ func limitAttrs(cfg serveConfig) slog.Attr {
 	return slog.Group("limits",
 		"max_store_size", cfg.maxStoreSize.String(), "max_file_size", cfg.maxFileSize.String(),
 		"fetch_timeout", cfg.fetchTimeout, "upload_ttl", cfg.uploadTTL)
-}
-
-func mountDesc(cfg serveConfig) string {
-	if cfg.noMount {
-		return "none (--no-mount)"
-	}
-	return cfg.mount
 }
 
 // lockedAdvice explains a database held by another process and what to

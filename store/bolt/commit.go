@@ -3,6 +3,7 @@ package bolt
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	bbolt "go.etcd.io/bbolt"
@@ -94,26 +95,8 @@ func (s *Store) commitLocked(batch []*commit) {
 			}
 			return
 		}
-		batch = pending(batch)
+		batch = slices.DeleteFunc(batch, func(c *commit) bool { return c.answered })
 	}
-}
-
-// answerAll answers every write of batch with err.
-func answerAll(batch []*commit, err error) {
-	for _, c := range batch {
-		c.answer(err)
-	}
-}
-
-// pending is the writes of batch not yet answered.
-func pending(batch []*commit) []*commit {
-	out := batch[:0]
-	for _, c := range batch {
-		if !c.answered {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // tryCommit runs the unanswered writes of batch in one transaction. When one

@@ -45,12 +45,14 @@ func (w *wtx) Put(kind store.EventKind, p string, r record) (*record, error) {
 		return nil, err
 	}
 	if r.Ino == 0 {
-		r.Ino = w.nextIno()
+		w.ino++
+		r.Ino = w.ino
 	}
 	if err := w.index(p, old, &r); err != nil {
 		return nil, err
 	}
-	r.Revision = w.nextRev()
+	w.rev++
+	r.Revision = w.rev
 	v, err := encodeRecord(&r)
 	if err != nil {
 		return nil, err
@@ -70,8 +72,8 @@ func (w *wtx) Delete(p string, r *record) error {
 	if err := w.tree.Delete(treeKey(p)); err != nil {
 		return err
 	}
-	rev := w.nextRev()
-	w.events = append(w.events, store.Event{Kind: store.EventRemoved, Path: p, Revision: rev, Entry: r.Entry(p)})
+	w.rev++
+	w.events = append(w.events, store.Event{Kind: store.EventRemoved, Path: p, Revision: w.rev, Entry: r.Entry(p)})
 	return nil
 }
 

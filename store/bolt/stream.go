@@ -39,7 +39,7 @@ func (s *Store) PutStream(ctx context.Context, req store.PutRequest, r io.Reader
 	if err != nil {
 		return store.PutResult{}, pathErr("put", req.Path, err)
 	}
-	defer s.release(in)
+	defer s.unpin(in.h)
 	return rules.One(s.putFiles(ctx, []streamFile{{req: req, in: in}}))
 }
 
@@ -55,7 +55,7 @@ func (s *Store) PutStreams(ctx context.Context, next func() (store.PutRequest, i
 	defer func() {
 		for _, f := range files {
 			if f.in != nil {
-				s.release(f.in)
+				s.unpin(f.in.h)
 			}
 		}
 	}()
@@ -161,17 +161,14 @@ func (s *Store) checkStream(req store.PutRequest, size int64) error {
 	return nil
 }
 
-// streamed is content streamIn staged: its hash and size; its blob, which
-// has a record (with no references yet, marked orphan), stays pinned until
-// release.
+// streamed is content streamIn staged: its hash and size; its blob h,
+// which has a record (with no references yet, marked orphan), stays pinned
+// until unpinned (an unreferenced one is then swept).
 type streamed struct {
 	sum  string
 	size int64
 	h    hash
 }
-
-// release unpins in's blob; an unreferenced one is swept.
-func (s *Store) release(in *streamed) { s.unpin(in.h) }
 
 // streamIn reads r into the chunks of the blob of its content and returns
 // it pinned, with a blob record. With declared set, the chunks are

@@ -108,7 +108,9 @@ func (s *Store) update(ctx context.Context, fn func(w *wtx) error) error {
 		}
 		if !c.answered {
 			if s.closed.Load() {
-				answerAll(s.queue.take(), store.ErrClosed)
+				for _, q := range s.queue.take() {
+					q.answer(store.ErrClosed)
+				}
 			} else {
 				s.commitLocked(s.queue.take())
 			}
@@ -184,16 +186,4 @@ func (w *wtx) finish(before counters) (gcLocked bool, err error) {
 		}
 	}
 	return true, nil
-}
-
-// nextRev allocates the next revision.
-func (w *wtx) nextRev() uint64 {
-	w.rev++
-	return w.rev
-}
-
-// nextIno allocates the next inode number.
-func (w *wtx) nextIno() uint64 {
-	w.ino++
-	return w.ino
 }

@@ -535,10 +535,7 @@ func (b *Broker) Pending() Snapshot {
 	for p, r := range b.reqs {
 		req := r.Request
 		if o, ok := b.remote[p]; ok {
-			req.Waiters += o.Waiters
-			if o.Since.Before(req.Since) {
-				req.Since = o.Since
-			}
+			req = req.with(o)
 		}
 		reqs = append(reqs, req)
 	}

@@ -55,6 +55,15 @@ func (b *Broker) publisher(ctx context.Context) {
 	}
 }
 
+// with is r with o's readers too: their waiters added, the earlier Since.
+func (r Request) with(o Request) Request {
+	r.Waiters += o.Waiters
+	if o.Since.Before(r.Since) {
+		r.Since = o.Since
+	}
+	return r
+}
+
 // withdrawAll withdraws what this broker still shares, at Close.
 func (b *Broker) withdrawAll(published map[string]Request) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -71,16 +80,10 @@ func (b *Broker) follow(ctx context.Context) {
 	err := b.ex.Watch(ctx, func(others []Request) {
 		merged := map[string]Request{}
 		for _, o := range others {
-			m, ok := merged[o.Path]
-			if !ok {
-				merged[o.Path] = o
-				continue
+			if m, ok := merged[o.Path]; ok {
+				o = m.with(o)
 			}
-			m.Waiters += o.Waiters
-			if o.Since.Before(m.Since) {
-				m.Since = o.Since
-			}
-			merged[o.Path] = m
+			merged[o.Path] = o
 		}
 		b.mu.Lock()
 		changed := len(merged) != len(b.remote)

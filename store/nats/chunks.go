@@ -1,16 +1,17 @@
 package nats
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/depotfs/depotfs/store"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/depotfs/depotfs/store"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -288,30 +289,18 @@ type chunkCache struct {
 	mu    sync.Mutex
 	max   int64
 	bytes int64
-	lru   *list.List // of *cached, most recent first
-	items map[string]*list.Element
-}
-
-type cached struct {
-	key  string
-	data []byte
+	lru   *simplelru.LRU[string, []byte] // bounded by bytes here, not by its count
 }
 
 func (c *chunkCache) init(max int64) {
 	c.max = max
-	c.lru = list.New()
-	c.items = make(map[string]*list.Element)
+	c.lru, _ = simplelru.NewLRU(math.MaxInt, func(_ string, b []byte) { c.bytes -= int64(len(b)) })
 }
 
 func (c *chunkCache) get(key string) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.items[key]
-	if !ok {
-		return nil, false
-	}
-	c.lru.MoveToFront(e)
-	return e.Value.(*cached).data, true
+	return c.lru.Get(key)
 }
 
 func (c *chunkCache) add(key string, data []byte) {
@@ -320,16 +309,12 @@ func (c *chunkCache) add(key string, data []byte) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.items[key]; ok {
+	if c.lru.Contains(key) {
 		return
 	}
-	c.items[key] = c.lru.PushFront(&cached{key, data})
+	c.lru.Add(key, data)
 	c.bytes += int64(len(data))
 	for c.bytes > c.max {
-		e := c.lru.Back()
-		x := e.Value.(*cached)
-		c.lru.Remove(e)
-		delete(c.items, x.key)
-		c.bytes -= int64(len(x.data))
+		c.lru.RemoveOldest()
 	}
 }

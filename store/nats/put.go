@@ -24,16 +24,6 @@ func (s *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult,
 	return rules.One(s.PutBatch(ctx, []store.PutRequest{req}))
 }
 
-// writeBlob stores data as the chunks of a new generation of content sum.
-func (s *Store) writeBlob(ctx context.Context, sum string, data []byte) (string, error) {
-	gen := nuid.Next()
-	_, err := s.chunks.write(ctx, data, s.chunkSize, func(i int) string { return s.chunks.blobSubject(sum, gen, int64(i)) })
-	if err != nil {
-		return "", err
-	}
-	return gen, nil
-}
-
 // stagedBytes is what the chunks of all uploads in progress hold, this
 // transaction's changes included; an upload being completed holds none.
 func (t *txn) stagedBytes() int64 {
@@ -183,8 +173,12 @@ func (s *Store) PutBatch(ctx context.Context, reqs []store.PutRequest) ([]store.
 		files[i] = streamed{sum: sum, size: int64(len(req.Data)), small: req.Data}
 		data[sum] = req.Data
 	}
+	// Content the store does not hold is written as the chunks of a new
+	// generation.
 	return s.putFiles(ctx, reqs, files, func(ctx context.Context, sum string) (string, error) {
-		return s.writeBlob(ctx, sum, data[sum])
+		gen := nuid.Next()
+		_, err := s.chunks.write(ctx, data[sum], s.chunkSize, func(i int) string { return s.chunks.blobSubject(sum, gen, int64(i)) })
+		return gen, err
 	}, map[string]string{})
 }
 

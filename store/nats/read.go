@@ -9,7 +9,6 @@ import (
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
 	"github.com/depotfs/depotfs/store/internal/chunkread"
-	"github.com/depotfs/depotfs/store/internal/entryrec"
 )
 
 // Stat returns the entry at path as this host has applied the tree; a
@@ -39,11 +38,12 @@ func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) 
 // its bytes after the file changes, on this host until it is closed, and
 // from another host for Options.GCDelay. It is safe for concurrent use.
 func (s *Store) Open(ctx context.Context, path string) (store.Content, error) {
-	return s.openRecord(ctx, path, func(st *state) *entryrec.Record { return st.entries[path].rec() })
+	return s.OpenAt(ctx, path, math.MaxUint64)
 }
 
-// openRecord is Open of the record get finds in the state.
-func (s *Store) openRecord(ctx context.Context, path string, get func(st *state) *entryrec.Record) (store.Content, error) {
+// OpenAt is Open of the file as it was at revision rev. It is safe for
+// concurrent use.
+func (s *Store) OpenAt(ctx context.Context, path string, rev uint64) (store.Content, error) {
 	if err := check.Path("open", path); err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func (s *Store) openRecord(ctx context.Context, path string, get func(st *state)
 	s.view.mu.RLock()
 	defer s.view.mu.RUnlock()
 	st := s.view.st
-	r := get(st)
+	r := st.at(path, rev)
 	switch {
 	case r == nil:
 		return nil, check.PathError("open", path, store.ErrNotExist)

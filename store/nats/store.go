@@ -326,9 +326,7 @@ func (s *Store) watchdog() {
 		if err != nil {
 			continue
 		}
-		s.view.mu.RLock()
-		rev := s.view.st.rev
-		s.view.mu.RUnlock()
+		rev := s.view.applied()
 		if rev >= info.State.LastSeq || rev != stuckAt {
 			stuckAt, stuckFor = rev, 0
 			continue

@@ -105,17 +105,15 @@ func (s *Store) collect(ctx context.Context) error {
 	if len(due) == 0 {
 		return nil
 	}
-	var done []victim
 	for _, v := range due {
 		if v.gen != genInline {
 			if err := s.chunks.drop(ctx, v.sum, v.gen); err != nil {
 				return err
 			}
 		}
-		done = append(done, v)
 	}
 	return s.update(ctx, func(t *txn) error {
-		for _, v := range done {
+		for _, v := range due {
 			if t.st.gcs[v.key] == nil {
 				continue
 			}

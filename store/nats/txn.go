@@ -186,7 +186,7 @@ func (s *Store) run(ctx context.Context, j *job, upload func(ctx context.Context
 		case errors.Is(err, errRetry):
 			continue
 		case errors.Is(err, errConflict):
-			if err := s.view.waitAfter(ctx, t.base); err != nil {
+			if err := s.view.waitFor(ctx, t.base+1); err != nil {
 				return err
 			}
 			continue
@@ -217,9 +217,7 @@ func (s *Store) behind(ctx context.Context, base uint64) bool {
 	if s.sync(ctx) != nil {
 		return false
 	}
-	s.view.mu.RLock()
-	defer s.view.mu.RUnlock()
-	return s.view.st.rev > base
+	return s.view.applied() > base
 }
 
 // job is one call's transaction function waiting to be committed, alone or

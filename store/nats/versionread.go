@@ -92,12 +92,6 @@ func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.
 	return out, err
 }
 
-// OpenAt is Open of the file as it was at revision rev. It is safe for
-// concurrent use.
-func (s *Store) OpenAt(ctx context.Context, path string, rev uint64) (store.Content, error) {
-	return s.openRecord(ctx, path, func(st *state) *entryrec.Record { return st.at(path, rev) })
-}
-
 // History returns path's live entry and retained versions, newest first.
 // It is safe for concurrent use.
 func (s *Store) History(ctx context.Context, path string) ([]store.Entry, error) {

@@ -1,9 +1,11 @@
 package nats
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -122,22 +124,17 @@ func (v *view) add(m msg) {
 	// The servers store a batch whole but may deliver its first messages
 	// before the last is stored: wait for the commit sequence.
 	if m.seq >= v.pendingCommit {
-		v.flush()
+		msgs := v.pending
+		v.pending, v.pendingCommit = nil, 0
+		v.apply(msgs, v.pendingLast)
 	}
 }
 
-// flush applies the pending batch.
-func (v *view) flush() {
-	msgs, last := v.pending, v.pendingLast
-	v.pending, v.pendingCommit = nil, 0
-	v.apply(msgs, last)
-}
-
+// fail stops the view at err, unless it stopped already, and wakes the
+// waiters to see it.
 func (v *view) fail(err error) {
 	v.mu.Lock()
-	if v.applyErr == nil {
-		v.applyErr = err
-	}
+	v.applyErr = cmp.Or(v.applyErr, err)
 	v.mu.Unlock()
 	v.hub.Wake()
 }
@@ -155,9 +152,7 @@ func (v *view) apply(msgs []msg, rev uint64) {
 		del := m.header.Get(kvOperation) != ""
 		ev, sum, err := st.applyOne(key, m.data, del, seq, m.header.Get(hdrEvicted) != "", m.header.Get(hdrTouch) != "")
 		if err != nil {
-			if v.applyErr == nil {
-				v.applyErr = fmt.Errorf("applying %s at %d: %w", key, seq, err)
-			}
+			v.applyErr = cmp.Or(v.applyErr, fmt.Errorf("applying %s at %d: %w", key, seq, err))
 			continue
 		}
 		switch {
@@ -187,16 +182,9 @@ func (v *view) apply(msgs []msg, rev uint64) {
 
 // keyOf returns the KV key of a subject $KV.<bucket>.<key>.
 func keyOf(subject string) string {
-	n := 0
-	for i := 0; i < len(subject); i++ {
-		if subject[i] == '.' {
-			n++
-			if n == 2 {
-				return subject[i+1:]
-			}
-		}
-	}
-	return ""
+	_, rest, _ := strings.Cut(subject, ".")
+	_, key, _ := strings.Cut(rest, ".")
+	return key
 }
 
 // applyOne applies one message: it returns the event for an entry change
@@ -302,11 +290,6 @@ func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted
 // waitFor waits until the view has applied sequence seq.
 func (v *view) waitFor(ctx context.Context, seq uint64) error {
 	return v.waitUntil(ctx, func(rev uint64) bool { return rev >= seq })
-}
-
-// waitAfter waits until the view has applied something after seq.
-func (v *view) waitAfter(ctx context.Context, seq uint64) error {
-	return v.waitUntil(ctx, func(rev uint64) bool { return rev > seq })
 }
 
 // applyTimeout bounds how long a host waits to see a change the servers

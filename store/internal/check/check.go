@@ -22,11 +22,7 @@ const MaxUploadID = 256
 // PathError wraps err as an *fs.PathError for op and path, unless it
 // already is one; nil stays nil.
 func PathError(op, path string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if err == nil || errors.As(err, new(*fs.PathError)) {
 		return err
 	}
 	return &fs.PathError{Op: op, Path: path, Err: err}

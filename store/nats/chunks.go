@@ -225,6 +225,11 @@ func (c *chunkStore) readUncached(ctx context.Context, subject string) ([]byte, 
 	return lastMsg(ctx, c.stream, subject, c.timeout)
 }
 
+// errNoMetaLeader is JetStream's answer while the cluster elects its meta
+// leader ("JetStream system temporarily unavailable", seen after a quorum
+// loss): a read asked again once it is elected succeeds.
+var errNoMetaLeader = &jetstream.APIError{ErrorCode: 10008}
+
 // lastMsg returns the data of the last message on subject in st, waiting
 // out a leader election.
 func lastMsg(ctx context.Context, st jetstream.Stream, subject string, timeout time.Duration) ([]byte, error) {
@@ -236,7 +241,7 @@ func lastMsg(ctx context.Context, st jetstream.Stream, subject string, timeout t
 		defer rcancel()
 		var err error
 		m, err = st.GetLastMsgForSubject(rctx, subject)
-		if err != nil && ambiguous(err) && ctx.Err() == nil {
+		if err != nil && (ambiguous(err) || errors.Is(err, errNoMetaLeader)) && ctx.Err() == nil {
 			return fmt.Errorf("%w: %w", nats.ErrNoResponders, err)
 		}
 		return err

@@ -69,26 +69,22 @@ func (s *tools) providerFileHash(ctx context.Context, c *tool.Call, raw json.Raw
 }
 
 // copyContent writes the whole of content to w in 1 MiB pieces, stopping
-// when ctx is done.
+// when ctx is done; content shorter than its size is io.ErrUnexpectedEOF.
 func copyContent(ctx context.Context, w io.Writer, content store.Content) error {
-	buf := make([]byte, 1<<20)
-	for off := int64(0); off < content.Size(); {
+	r := io.NewSectionReader(content, 0, content.Size())
+	n, err := io.CopyBuffer(w, readFunc(func(p []byte) (int, error) {
 		if err := ctx.Err(); err != nil {
-			return err
+			return 0, err
 		}
-		n, err := content.ReadAt(buf[:min(int64(len(buf)), content.Size()-off)], off)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return werr
-			}
-			off += int64(n)
-		}
-		if err != nil && err != io.EOF {
-			return err
-		}
-		if n == 0 {
-			return io.ErrUnexpectedEOF
-		}
+		return r.Read(p)
+	}), make([]byte, 1<<20))
+	if err == nil && n < content.Size() {
+		return io.ErrUnexpectedEOF
 	}
-	return nil
+	return err
 }
+
+// readFunc is a function as an io.Reader.
+type readFunc func([]byte) (int, error)
+
+func (f readFunc) Read(p []byte) (int, error) { return f(p) }

@@ -17,9 +17,6 @@ func (o *Object) Bool(field string, def bool) bool {
 // Count returns an optional integer field within [lo, hi], or def when it
 // is absent (see Int for the forms accepted).
 func (o *Object) Count(field string, def, lo, hi int64) int64 {
-	if !o.Has(field) {
-		return def
-	}
 	n, ok := o.Int(field, false, lo, hi)
 	if !ok {
 		return def
@@ -31,9 +28,6 @@ func (o *Object) Count(field string, def, lo, hi int64) int64 {
 // def when it is absent. fold compares case-insensitively and returns the
 // choice as listed.
 func (o *Object) Choice(field, def string, fold bool, choices ...string) string {
-	if !o.Has(field) {
-		return def
-	}
 	s, ok := o.Str(field, false)
 	if !ok {
 		return def

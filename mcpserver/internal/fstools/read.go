@@ -48,12 +48,8 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		a.path = fsPathArg(o, "path")
 		a.encoding, _ = o.Encoding("encoding", "binary")
-		if o.Has("start_line") {
-			a.start, _ = o.Int("start_line", false, 0, args.MaxExactInteger)
-		}
-		if o.Has("end_line") {
-			a.end, _ = o.Int("end_line", false, 0, args.MaxExactInteger)
-		}
+		a.start = o.Count("start_line", -1, 0, args.MaxExactInteger)
+		a.end = o.Count("end_line", -1, 0, args.MaxExactInteger)
 		a.maxSize = o.Count("max_size", min(defaultFSReadBytes, s.opts.MaxReadBytes), 1, s.opts.MaxReadBytes)
 		a.revision = uint64(o.Count("revision", 0, 1, args.MaxExactInteger))
 		if a.start >= 0 && a.end >= 0 && a.end < a.start {

@@ -82,14 +82,8 @@ func (a *fileArgs) decodeMeta(o *args.Object) {
 	a.sha256, _ = o.SHA256("sha256", false)
 	a.mtime, _ = o.MTime("mtime")
 	a.mode, _ = o.Mode("mode")
-	if o.Has("ttl_seconds") {
-		if n, ok := o.Int("ttl_seconds", false, 1, maxTTLSeconds); ok {
-			a.ttl = time.Duration(n) * time.Second
-		}
-	}
-	if o.Has("pin") {
-		a.pin = o.Bool("pin", false)
-	}
+	a.ttl = time.Duration(o.Count("ttl_seconds", 0, 1, maxTTLSeconds)) * time.Second
+	a.pin = o.Bool("pin", false)
 }
 
 // expires returns when the file expires if stored at now: after its

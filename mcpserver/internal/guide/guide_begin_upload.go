@@ -74,11 +74,7 @@ func (s *tools) beginUpload(ctx context.Context, c *tool.Call, raw json.RawMessa
 	up := &rawUpload{size: -1, who: c.Who()}
 	if o := c.Decode(raw); o != nil {
 		up.file = decodeTarget(o)
-		if o.Has("size") {
-			if n, ok := o.Int("size", false, 0, 1<<53); ok {
-				up.size = n
-			}
-		}
+		up.size = o.Count("size", -1, 0, 1<<53)
 		up.format = o.Choice("format", formatFile, false, formatFile, formatTar, formatTarGz, formatZip)
 		up.file.decodeMeta(o)
 		up.file.cond = tool.DecodeCondition(o)

@@ -62,10 +62,8 @@ func (s *tools) dropUploads(ctx context.Context, c *tool.Call, raw json.RawMessa
 				ids = []string{}
 			}
 		}
-		if o.Has("idle_seconds") {
-			if n, ok := o.Int("idle_seconds", false, 0, math.MaxInt32); ok {
-				idle = time.Duration(n) * time.Second
-			}
+		if n, ok := o.Int("idle_seconds", false, 0, math.MaxInt32); ok {
+			idle = time.Duration(n) * time.Second
 		}
 		if !o.Has("upload_ids") && !o.Has("idle_seconds") {
 			o.Problems().Addf("upload_ids", "give upload_ids, idle_seconds or both (idle_seconds 0 alone drops every upload)")

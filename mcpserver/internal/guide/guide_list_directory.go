@@ -57,9 +57,7 @@ func (s *tools) listDirectory(ctx context.Context, c *tool.Call, raw json.RawMes
 	l := &listing{where: map[string]string{}, refused: []string{}, max: s.opts.MaxListEntries}
 	if o := c.Decode(raw); o != nil {
 		l.dir, _ = o.DepotPath("path", true)
-		if o.Has("pattern") {
-			l.pattern, _ = o.Pattern("pattern")
-		}
+		l.pattern, _ = o.Pattern("pattern")
 		entries, ok := o.Array("entries", true)
 		o.Finish()
 		if ok && l.dir != "" && probs.OK() {
@@ -161,7 +159,7 @@ func (l *listing) walk(entries []json.RawMessage, parent, field string, depth in
 func (l *listing) entry(o *args.Object, parent, name string, depth int, probs *args.Problems) {
 	before := probs.Len()
 	p, pathOK := l.entryPath(o, parent)
-	d := store.Declaration{Path: p, Size: -1}
+	d := store.Declaration{Path: p}
 	if kind, ok := o.Str("type", true); ok {
 		switch kind {
 		case "file":
@@ -172,29 +170,20 @@ func (l *listing) entry(o *args.Object, parent, name string, depth int, probs *a
 			probs.Addf(o.Name("type"), `must be "file" or "directory", got %s`, args.Quote(kind))
 		}
 	}
-	if o.Has("size") {
-		if size, ok := o.Int("size", false, 0, args.MaxExactInteger); ok {
-			d.Size = size
-		}
-		if d.Kind == store.KindDir {
-			probs.Addf(o.Name("size"), "a directory has no size; give size only for files")
-		}
+	d.Size = o.Count("size", -1, 0, args.MaxExactInteger)
+	if o.Has("size") && d.Kind == store.KindDir {
+		probs.Addf(o.Name("size"), "a directory has no size; give size only for files")
 	}
-	if o.Has("sha256") {
-		d.SHA256, _ = o.SHA256("sha256", false)
-		if d.Kind == store.KindDir {
-			probs.Addf(o.Name("sha256"), "a directory has no content hash; give sha256 only for files")
-		}
+	d.SHA256, _ = o.SHA256("sha256", false)
+	if o.Has("sha256") && d.Kind == store.KindDir {
+		probs.Addf(o.Name("sha256"), "a directory has no content hash; give sha256 only for files")
 	}
 	d.MTime, _ = o.MTime("mtime")
 	d.Mode, _ = o.Mode("mode")
-	children, hasChildren := []json.RawMessage(nil), o.Has("entries")
-	if hasChildren {
-		children, hasChildren = o.Array("entries", false)
-		if d.Kind == store.KindFile {
-			probs.Addf(o.Name("entries"), "a file has no entries; use type \"directory\"")
-			hasChildren = false
-		}
+	children, hasChildren := o.Array("entries", false)
+	if o.Has("entries") && d.Kind == store.KindFile {
+		probs.Addf(o.Name("entries"), "a file has no entries; use type \"directory\"")
+		hasChildren = false
 	}
 	if !pathOK || d.Kind == 0 || probs.Len() > before {
 		return

@@ -27,18 +27,11 @@ type pendingArgs struct {
 func (s *tools) pendingRequests(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
 	var a pendingArgs
 	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
-		if o.Has("wait_seconds") {
-			if n, ok := o.Int("wait_seconds", false, 0, pending.MaxWaitSeconds); ok {
-				a.wait = time.Duration(n) * time.Second
-			}
-		}
-		if o.Has("cursor") {
-			if cur, ok := o.Str("cursor", false); ok {
-				after, foreign, err := s.pending.ParseCursor(cur)
-				if err != nil {
-					o.Problems().Add("cursor", err)
-				}
-				a.after, a.foreign = after, foreign
+		a.wait = time.Duration(o.Count("wait_seconds", 0, 0, pending.MaxWaitSeconds)) * time.Second
+		if cur, ok := o.Str("cursor", false); ok {
+			var err error
+			if a.after, a.foreign, err = s.pending.ParseCursor(cur); err != nil {
+				o.Problems().Add("cursor", err)
 			}
 		}
 	})

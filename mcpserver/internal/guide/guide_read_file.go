@@ -75,9 +75,7 @@ func (s *tools) decodeChunk(o *args.Object, hasSHA bool) chunkArgs {
 	count, countOK := o.Int("chunk_count", true, 1, args.MaxExactInteger)
 	index, indexOK := o.Int("chunk_index", true, 0, args.MaxExactInteger)
 	ch.sha256, _ = o.SHA256("chunk_sha256", false)
-	if o.Has("total_size") {
-		ch.total, _ = o.Int("total_size", false, 0, args.MaxExactInteger)
-	}
+	ch.total = o.Count("total_size", 0, 0, args.MaxExactInteger)
 	if !hasSHA && !o.Has("sha256") {
 		o.Problems().Addf("sha256", "required for a chunked upload: the SHA-256 of the whole file, the same on every chunk")
 	}

@@ -72,11 +72,7 @@ func (s *tools) decodeSnapshot(c *tool.Call, raw json.RawMessage) (snapshotArgs,
 			probs.Addf("name", "required to %s a snapshot", a.action)
 		}
 		a.path, _ = o.DepotPath("path", false)
-		if o.Has("ttl_seconds") {
-			if n, ok := o.Int("ttl_seconds", false, 1, maxTTLSeconds); ok {
-				a.ttl = time.Duration(n) * time.Second
-			}
-		}
+		a.ttl = time.Duration(o.Count("ttl_seconds", 0, 1, maxTTLSeconds)) * time.Second
 		if a.action != "create" {
 			for _, f := range []string{"path", "ttl_seconds"} {
 				if o.Has(f) {

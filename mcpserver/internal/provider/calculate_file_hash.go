@@ -24,10 +24,8 @@ func (s *tools) providerFileHash(ctx context.Context, c *tool.Call, raw json.Raw
 	algorithm := "md5"
 	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		p = s.providerPathArg(o, "file_path")
-		if o.Has("algorithm") {
-			if name, ok := o.Str("algorithm", false); ok {
-				algorithm = strings.ToLower(name)
-			}
+		if name, ok := o.Str("algorithm", false); ok {
+			algorithm = strings.ToLower(name)
 		}
 	})
 	c.Path = p.depot

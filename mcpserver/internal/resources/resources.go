@@ -119,24 +119,20 @@ func (s *Resources) checkRequest(ctx context.Context, _ any, message any) error 
 			_, err := decodeCursor(req.Params.Cursor)
 			return err
 		}
-	case mcp.MethodResourcesSubscribe:
-		if session := server.ClientSessionFromContext(ctx); session == nil || session.SessionID() == "" {
-			// 2026-07-28 removed resources/subscribe: mcp-go answers
-			// 404 with method not found, as the transport requires.
-			return nil
-		}
-		if req.Params.URI == nil {
-			return nil
-		}
-		if err := s.maySubscribe(ctx, *req.Params.URI); err != nil {
-			return fmt.Errorf("resources/subscribe: %w", err)
-		}
-		return s.subs.room(1)
-	case mcp.MethodSubscriptionsListen:
+	case mcp.MethodResourcesSubscribe, mcp.MethodSubscriptionsListen:
 		uris := req.Params.Notifications.ResourceSubscriptions
+		if req.Method == string(mcp.MethodResourcesSubscribe) {
+			if session := server.ClientSessionFromContext(ctx); session == nil || session.SessionID() == "" || req.Params.URI == nil {
+				// 2026-07-28 removed resources/subscribe: without a
+				// session mcp-go answers 404 with method not found, as
+				// the transport requires.
+				return nil
+			}
+			uris = []string{*req.Params.URI}
+		}
 		for _, uri := range uris {
 			if err := s.maySubscribe(ctx, uri); err != nil {
-				return fmt.Errorf("subscriptions/listen: %w", err)
+				return fmt.Errorf("%s: %w", req.Method, err)
 			}
 		}
 		return s.subs.room(len(uris))

@@ -105,14 +105,6 @@ func (s *Server) newHandler() http.Handler {
 			return
 		}
 		defer release()
-		if !isStream(r) {
-			// A failed resources/read gets the error depotfs chooses
-			// (internal/rpcerr): one Fixes per request.
-			fixes := rpcerr.New()
-			ctx = rpcerr.NewContext(ctx, fixes)
-			w = fixes.ResponseWriter(w)
-		}
-		r = r.WithContext(ctx)
 		sid := r.Header.Get("Mcp-Session-Id")
 		if lim.Recheck != nil {
 			s.sessions.seen(sid, r)
@@ -122,14 +114,17 @@ func (s *Server) newHandler() http.Handler {
 				http.Error(w, "depotfs is shutting down: no new notification streams", http.StatusServiceUnavailable)
 				return
 			}
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithCancel(ctx)
+			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			defer context.AfterFunc(s.done, cancel)()
 			defer s.sessions.open(&stream{req: r, session: sid, cancel: cancel})()
 			r = r.WithContext(ctx)
 		} else {
-			r = liftContent(r)
+			// A failed resources/read gets the error depotfs chooses
+			// (internal/rpcerr): one Fixes per request.
+			fixes := rpcerr.New()
+			w = fixes.ResponseWriter(w)
+			r = liftContent(r.WithContext(rpcerr.NewContext(ctx, fixes)))
 		}
 		edge.ServeHTTP(w, r)
 	})

@@ -94,7 +94,7 @@ func (s *Runtime) OnCallError(ctx context.Context, id any, method mcp.MCPMethod,
 		}
 	case errors.Is(err, server.ErrToolNotFound):
 		reason = &policy.Denied{Tool: name, Rule: fmt.Sprintf("no such tool %s", args.Quote(name))}
-		s.unknownTool(ctx, id, name)
+		s.unknownTool(ctx, id, name, c.perms)
 	default:
 		reason = fmt.Errorf("%w: refused by the MCP layer: %v", args.ErrInvalid, err)
 	}
@@ -170,10 +170,8 @@ func (c *Call) Note(p string) {
 // name the caller cannot call with a message that says how to fix the
 // call: the name params.name lacks, or the nearest tool the caller may
 // call. Only the caller's visible tools are named, so the reply reveals no
-// tool the caller's grants hide.
-func (s *Runtime) unknownTool(ctx context.Context, id any, name string) {
-	who, _ := identity.FromContext(ctx)
-	perms := s.policy.For(who)
+// tool the caller's grants (perms) hide.
+func (s *Runtime) unknownTool(ctx context.Context, id any, name string, perms policy.Set) {
 	var visible []string
 	for _, d := range s.defs {
 		if d.usableBy(perms) == nil {

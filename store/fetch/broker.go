@@ -261,16 +261,19 @@ func (b *Broker) Want(ctx context.Context, p string) error {
 // change of the pending set (see siblings), so an agent sees them all in
 // one reply. A request made without a waiter is held.
 func (b *Broker) join(e store.Entry, rev uint64, wait bool) (*request, error) {
-	if r, err := b.joinExisting(e.Path, wait); r != nil || err != nil {
+	b.mu.Lock()
+	r, err := b.joinExistingLocked(e.Path, wait)
+	b.mu.Unlock()
+	if r != nil || err != nil {
 		return r, err
 	}
 	sibs := b.siblings(e.Path)
 	b.mu.Lock()
-	if r, err := b.joinExistingLocked(e.Path, wait); r != nil || err != nil {
+	if r, err = b.joinExistingLocked(e.Path, wait); r != nil || err != nil {
 		b.mu.Unlock()
 		return r, err
 	}
-	r := b.publishLocked(e, rev, wait)
+	r = b.publishLocked(e, rev, wait)
 	n := 0
 	for _, s := range sibs {
 		if n == MaxSiblings {
@@ -290,14 +293,8 @@ func (b *Broker) join(e store.Entry, rev uint64, wait bool) (*request, error) {
 	return r, nil
 }
 
-// joinExisting adds a waiter to (or renews the hold of) the pending request
-// for p, if there is one.
-func (b *Broker) joinExisting(p string, wait bool) (*request, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.joinExistingLocked(p, wait)
-}
-
+// joinExistingLocked adds a waiter to (or renews the hold of) the pending
+// request for p, if there is one. b.mu must be held.
 func (b *Broker) joinExistingLocked(p string, wait bool) (*request, error) {
 	if b.closed {
 		return nil, ErrClosed

@@ -33,17 +33,6 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return group("backup", "Backups of a depot: the database as of one revision, with the audit log, its checkpoint and its key, in one file.", subs)(ctx, args, stdout, stderr)
 }
 
-// backupConfig is what "depotfs backup create" is told.
-type backupConfig struct {
-	to       string
-	db       string // offline: the database to copy
-	auditLog string // offline: the audit log; default audit.log beside --db
-	url      string
-	json     bool
-	timeout  time.Duration
-	creds    clientCreds
-}
-
 // backupResult is the summary a backup prints (--json: as one object).
 type backupResult struct {
 	File     string  `json:"file"`
@@ -54,7 +43,7 @@ type backupResult struct {
 }
 
 func runBackupCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg backupConfig
+	var creds clientCreds
 	fs := newFlagSet("backup", `Usage: depotfs backup [create] --to FILE [flags]
 
 Writes a backup of the depot to FILE: the database as of one revision, taken
@@ -79,56 +68,49 @@ Examples:
 
 Flags:
 `)
-	fs.StringVar(&cfg.to, "to", "", "backup `file` to write (mode 0600; it must not exist)")
-	fs.StringVar(&cfg.db, "db", "", "offline: the database `file` of a stopped server to back up, instead of asking a running one")
-	fs.StringVar(&cfg.auditLog, "audit-log", "", "offline: the audit log `file`; default audit.log beside --db, as for serve")
-	fs.StringVar(&cfg.url, "url", "http://127.0.0.1:7411/mcp", "MCP `endpoint` of the running depotfs serve (the backup is fetched from /backup beside it)")
-	fs.BoolVar(&cfg.json, "json", false, "print the result as one JSON object instead of a summary line, and draw no progress bar")
-	fs.DurationVar(&cfg.timeout, "timeout", 0, "give up after this long; 0: no limit")
-	cfg.creds.flags(fs)
+	to := fs.String("to", "", "backup `file` to write (mode 0600; it must not exist)")
+	db := fs.String("db", "", "offline: the database `file` of a stopped server to back up, instead of asking a running one")
+	auditLog := fs.String("audit-log", "", "offline: the audit log `file`; default audit.log beside --db, as for serve")
+	mcpURL := fs.String("url", "http://127.0.0.1:7411/mcp", "MCP `endpoint` of the running depotfs serve (the backup is fetched from /backup beside it)")
+	asJSON := fs.Bool("json", false, "print the result as one JSON object instead of a summary line, and draw no progress bar")
+	timeout := fs.Duration("timeout", 0, "give up after this long; 0: no limit")
+	creds.flags(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if cfg.to == "" {
+	if *to == "" {
 		return usageError{errors.New("--to FILE is required")}
 	}
-	if cfg.timeout < 0 {
-		return usageError{fmt.Errorf("--timeout %v: want a positive duration, or 0", cfg.timeout)}
+	if *timeout < 0 {
+		return usageError{fmt.Errorf("--timeout %v: want a positive duration, or 0", *timeout)}
 	}
-	if cfg.timeout > 0 {
+	if *timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.timeout)
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
 		defer cancel()
 	}
-	f, err := os.OpenFile(cfg.to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(*to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("--to: %w", err)
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(cfg.to)
-		}
-	}()
 	start := time.Now()
-	res := backupResult{File: cfg.to, Online: cfg.db == ""}
-	bar := !cfg.json && isTerminal(stderr)
+	res := backupResult{File: *to, Online: *db == ""}
+	bar := !*asJSON && isTerminal(stderr)
 	var prog *progress
 	count := &writeBehind{f: f, add: func(n int64) {
 		if prog != nil {
 			prog.bytes.Add(n)
 		}
 	}}
-	if cfg.db != "" {
-		log := cmp.Or(cfg.auditLog, defaultAuditLog(cfg.db))
-		err = bolt.BackupFile(cfg.db, func(c bolt.Copy) error {
+	if *db != "" {
+		log := cmp.Or(*auditLog, defaultAuditLog(*db))
+		err = bolt.BackupFile(*db, func(c bolt.Copy) error {
 			prog = newProgress(stderr, 1, c.Size, bar)
 			res.Revision = c.Revision
 			return writeBackup(count, c, log)
 		})
 	} else {
-		res.Revision, err = fetchBackup(ctx, &cfg, count, func(size int64) { prog = newProgress(stderr, 1, size, bar) })
+		res.Revision, err = fetchBackup(ctx, &creds, *mcpURL, count, func(size int64) { prog = newProgress(stderr, 1, size, bar) })
 	}
 	if prog != nil {
 		prog.stop()
@@ -140,14 +122,14 @@ Flags:
 		err = cerr
 	}
 	if err != nil {
+		os.Remove(*to) // a backup cut off halfway is no backup
 		if _, ok := errors.AsType[*bolt.LockedError](err); ok {
 			return fmt.Errorf("%w\na server is running on it: back it up online (without --db), or stop it first", err)
 		}
 		return fmt.Errorf("backup: %w", err)
 	}
-	ok = true
 	res.Bytes, res.Seconds = count.off, time.Since(start).Seconds()
-	if cfg.json {
+	if *asJSON {
 		return json.NewEncoder(stdout).Encode(res)
 	}
 	fmt.Fprintf(stdout, "backed up revision %d to %s: %s in %v (%s/s)\n", res.Revision, res.File, humanSize(res.Bytes),
@@ -203,8 +185,8 @@ func addFile(bw *backup.Writer, name, p string) error {
 // fetchBackup streams a backup from the running server into w and
 // returns its revision; begin is called with the size of its database
 // (most of it; 0 when not announced) before the body is read.
-func fetchBackup(ctx context.Context, cfg *backupConfig, w io.Writer, begin func(size int64)) (uint64, error) {
-	resp, u, err := cfg.creds.request(ctx, http.MethodGet, cfg.url, mcpserver.BackupPath, nil)
+func fetchBackup(ctx context.Context, creds *clientCreds, mcpURL string, w io.Writer, begin func(size int64)) (uint64, error) {
+	resp, u, err := creds.request(ctx, http.MethodGet, mcpURL, mcpserver.BackupPath, nil)
 	if err != nil {
 		return 0, err
 	}

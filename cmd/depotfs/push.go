@@ -14,14 +14,6 @@ import (
 	"time"
 )
 
-// pushConfig is what "depotfs push" is told by flags and environment.
-type pushConfig struct {
-	url   string
-	to    string
-	json  bool
-	creds clientCreds
-}
-
 // pushed is the outcome of one PATH of "depotfs push".
 type pushed struct {
 	Local string `json:"local"`
@@ -39,30 +31,30 @@ type pushed struct {
 }
 
 func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg pushConfig
+	var creds clientCreds
 	fs := newFlagSet("push", pushUsage)
-	fs.StringVar(&cfg.url, "url", "http://127.0.0.1:7411/mcp", "MCP `endpoint` of the running depotfs serve; credentials are sent to its scheme, host and port only")
-	fs.StringVar(&cfg.to, "to", "", "depot `directory` to push into, e.g. /workspace (required): each PATH is stored at /dest/NAME, NAME the last component of its absolute path")
-	fs.BoolVar(&cfg.json, "json", false, "print one JSON object per PATH (the server's replies included) instead of a summary")
-	cfg.creds.flags(fs)
+	mcpURL := fs.String("url", "http://127.0.0.1:7411/mcp", "MCP `endpoint` of the running depotfs serve; credentials are sent to its scheme, host and port only")
+	to := fs.String("to", "", "depot `directory` to push into, e.g. /workspace (required): each PATH is stored at /dest/NAME, NAME the last component of its absolute path")
+	asJSON := fs.Bool("json", false, "print one JSON object per PATH (the server's replies included) instead of a summary")
+	creds.flags(fs)
 	paths, err := parseFlagsArgs(fs, args, stderr, -1, "")
 	if err != nil {
 		return err
 	}
 	switch {
-	case cfg.to == "" || !strings.HasPrefix(cfg.to, "/"):
+	case *to == "" || !strings.HasPrefix(*to, "/"):
 		return usageError{errors.New("--to must name an absolute depot directory, e.g. --to /workspace")}
 	case len(paths) == 0:
 		return usageError{errors.New("name at least one PATH to push")}
 	}
-	origin, err := url.Parse(cfg.url)
+	origin, err := url.Parse(*mcpURL)
 	if err != nil || (origin.Scheme != "http" && origin.Scheme != "https") || origin.Host == "" {
-		return usageError{fmt.Errorf("--url %q: not an http or https URL", cfg.url)}
+		return usageError{fmt.Errorf("--url %q: not an http or https URL", *mcpURL)}
 	}
-	if err := cfg.creds.load(); err != nil {
+	if err := creds.load(); err != nil {
 		return err
 	}
-	plan, err := planPush(paths, path.Clean(cfg.to), stderr)
+	plan, err := planPush(paths, path.Clean(*to), stderr)
 	if err != nil {
 		return err
 	}
@@ -70,19 +62,19 @@ func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// One client for the whole push: every PUT and the MCP session share
 	// its connections, however many PATHs there are.
 	hc := &http.Client{Transport: &http.Transport{
-		TLSClientConfig: cfg.creds.tls, Proxy: http.ProxyFromEnvironment,
+		TLSClientConfig: creds.tls, Proxy: http.ProxyFromEnvironment,
 		MaxIdleConnsPerHost: 2,
 	}}
 	defer hc.CloseIdleConnections()
-	c, err := connect(ctx, cfg.url, &cfg.creds, "depotfs-push", hc)
+	c, err := connect(ctx, *mcpURL, &creds, "depotfs-push", hc)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 
-	prog := newProgress(stderr, plan.files, plan.bytes, !cfg.json && isTerminal(stderr))
+	prog := newProgress(stderr, plan.files, plan.bytes, !*asJSON && isTerminal(stderr))
 	defer prog.stop()
-	p := &pusher{c: c, hc: hc, origin: origin, token: cfg.creds.token, prog: prog, batchEntries: pushBatchEntries}
+	p := &pusher{c: c, hc: hc, origin: origin, token: creds.token, prog: prog, batchEntries: pushBatchEntries}
 	var results []pushed
 	failed := 0
 	for _, item := range plan.items {
@@ -93,7 +85,7 @@ func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		results = append(results, r)
 	}
 	prog.stop()
-	if cfg.json {
+	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		for _, r := range results {
 			if err := enc.Encode(r); err != nil {

@@ -62,10 +62,7 @@ func (r *reloader) reload() {
 	}
 	if r.envFile != "" {
 		more, err := r.reloadEnvFile()
-		attrs = append(attrs, more...)
-		if err != nil {
-			errs = append(errs, err)
-		}
+		attrs, errs = append(attrs, more...), append(errs, err) // errors.Join drops a nil
 	} else {
 		attrs = append(attrs, "log_level", "fixed (no --env-file)", "grants", "fixed (no --env-file)")
 	}

@@ -10,14 +10,7 @@ import (
 	"github.com/depotfs/depotfs/store"
 )
 
-// toolsConfig is everything "depotfs tools" is told.
-type toolsConfig struct {
-	tools  string
-	format string
-}
-
 func runTools(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg toolsConfig
 	fs := newFlagSet("tools", `Usage: depotfs tools [flags]
 
 Prints the reference of every MCP tool of the chosen profiles, generated from
@@ -28,17 +21,17 @@ is this output for --tools guide,provider,fs.
 
 Flags:
 `)
-	fs.StringVar(&cfg.tools, "tools", "guide,provider", "comma-separated tool `profiles` to document: guide, provider, fs (as for depotfs serve)")
-	fs.StringVar(&cfg.format, "format", "markdown", "output `format`: markdown")
+	tools := fs.String("tools", "guide,provider", "comma-separated tool `profiles` to document: guide, provider, fs (as for depotfs serve)")
+	format := fs.String("format", "markdown", "output `format`: markdown")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if cfg.format != "markdown" {
-		return usageError{fmt.Errorf("--format %q: the only format is markdown", cfg.format)}
+	if *format != "markdown" {
+		return usageError{fmt.Errorf("--format %q: the only format is markdown", *format)}
 	}
-	profiles, err := mcpserver.ParseProfiles(cfg.tools)
+	profiles, err := mcpserver.ParseProfiles(*tools)
 	if err != nil {
-		return usageError{fmt.Errorf("--tools %q: %w", cfg.tools, err)}
+		return usageError{fmt.Errorf("--tools %q: %w", *tools, err)}
 	}
 	w := bufio.NewWriter(stdout)
 	// The reference shows serve's defaults.

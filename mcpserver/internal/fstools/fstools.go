@@ -104,12 +104,9 @@ func (fsShape) Failure(c *tool.Call, err error) *mcp.CallToolResult {
 		Message string         `json:"message"`
 		Details map[string]any `json:"details"`
 	}
-	raw, _ := json.Marshal(map[string]failure{"error": {code, msg, details}})
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{mcp.NewTextContent(string(raw))},
-		StructuredContent: json.RawMessage(raw),
-		IsError:           true,
-	}
+	res, _ := fsShape{}.Success(c, tool.Reply{Data: map[string]failure{"error": {code, msg, details}}})
+	res.IsError = true
+	return res
 }
 
 // relPath shows a clean depot path relative to the depot root, as the

@@ -53,16 +53,14 @@ func providerFailure(err error) (typ, msg string) {
 	case errors.Is(err, args.ErrLimit):
 		return providerTooLarge, tool.Classify(err).Message
 	}
-	if typ, ok := StoreErrorType(err); ok {
-		switch typ {
-		case providerNotFound:
-			return typ, "Not found: " + tool.Classify(err).Message
-		case providerTooLarge:
-			return typ, tool.Classify(err).Message
-		}
+	switch typ, _ := StoreErrorType(err); typ {
+	case providerNotFound:
+		return typ, "Not found: " + tool.Classify(err).Message
+	case providerTooLarge:
+		return typ, tool.Classify(err).Message
+	default: // providerFailed, also for an error no table maps
 		return typ, "Unexpected error: " + tool.Classify(err).Message
 	}
-	return providerFailed, "Unexpected error: " + tool.Classify(err).Message
 }
 
 // storeTypes is the contract's error type for every error value of package

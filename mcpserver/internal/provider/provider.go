@@ -104,12 +104,9 @@ func (p providerShape) Failure(c *tool.Call, err error) *mcp.CallToolResult {
 		return res
 	}
 	typ, msg := providerFailure(err)
-	raw, _ := json.Marshal(map[string]string{"error": msg, "error_type": typ})
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{mcp.NewTextContent(string(raw))},
-		StructuredContent: json.RawMessage(raw),
-		IsError:           true,
-	}
+	res, _ := providerShape{structured: true}.Success(c, tool.Reply{Data: map[string]string{"error": msg, "error_type": typ}})
+	res.IsError = true
+	return res
 }
 
 // providerPath is a path argument of the provider profile: the depot path

@@ -2,6 +2,7 @@ package search
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -128,15 +129,9 @@ func Run(ctx context.Context, st Reader, q Query) (Result, error) {
 	if q.Pattern == nil {
 		return Result{}, fmt.Errorf("search: %w: no pattern", ErrPattern)
 	}
-	if q.MaxResults <= 0 {
-		q.MaxResults = DefaultMaxResults
-	}
-	if q.MaxFileSize <= 0 {
-		q.MaxFileSize = DefaultMaxFileSize
-	}
-	if q.Workers <= 0 {
-		q.Workers = runtime.GOMAXPROCS(0)
-	}
+	q.MaxResults = cmp.Or(max(q.MaxResults, 0), DefaultMaxResults)
+	q.MaxFileSize = cmp.Or(max(q.MaxFileSize, 0), DefaultMaxFileSize)
+	q.Workers = cmp.Or(max(q.Workers, 0), runtime.GOMAXPROCS(0))
 	top, err := st.ReadDir(ctx, q.Root)
 	if err != nil {
 		return Result{}, fmt.Errorf("search %s: %w", q.Root, err)

@@ -61,11 +61,11 @@ func runAuditQuery(_ context.Context, args []string, stdout, stderr io.Writer) e
 	fs := flag.NewFlagSet("audit query", flag.ContinueOnError)
 	path := auditLogFlags(fs)
 	var f audit.Filter
-	var decision, since, until string
+	var since, until string
 	fs.StringVar(&f.Identity, "identity", "", "only records of this `identity`: transport:subject, or the subject alone (depotfs://example.org/agent/a)")
 	fs.StringVar(&f.Tool, "tool", "", "only calls of this `tool`")
 	fs.StringVar(&f.Path, "path", "", "only records naming a path within this depot `prefix` (whole components)")
-	fs.StringVar(&decision, "decision", "", "only records of this `decision`: allow or deny")
+	fs.StringVar((*string)(&f.Decision), "decision", "", "only records of this `decision`: allow or deny")
 	fs.StringVar(&f.Event, "event", "", "only records of this `event`: call (a tool call or resource read) or auth (a refused authentication)")
 	fs.StringVar(&since, "since", "", "only records at or after this `time`: RFC 3339, or a duration back from now such as 1h")
 	fs.StringVar(&until, "until", "", "only records before this `time`: RFC 3339, or a duration back from now")
@@ -73,22 +73,17 @@ func runAuditQuery(_ context.Context, args []string, stdout, stderr io.Writer) e
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	switch audit.Decision(decision) {
-	case "", audit.Allow, audit.Deny:
-		f.Decision = audit.Decision(decision)
-	default:
-		return usageError{fmt.Errorf("--decision %q: want allow or deny", decision)}
-	}
 	now := time.Now()
-	var err error
-	if f.Since, err = parseWhen(since, now); err != nil {
-		return usageError{fmt.Errorf("--since: %w", err)}
-	}
-	if f.Until, err = parseWhen(until, now); err != nil {
-		return usageError{fmt.Errorf("--until: %w", err)}
-	}
-	if f.Path != "" && !strings.HasPrefix(f.Path, "/") {
-		return usageError{fmt.Errorf("--path %q: want an absolute depot path", f.Path)}
+	var sinceErr, untilErr error
+	f.Since, sinceErr = parseWhen(since, now)
+	f.Until, untilErr = parseWhen(until, now)
+	if err := cmp.Or(
+		failIf(f.Decision != "" && f.Decision != audit.Allow && f.Decision != audit.Deny, "--decision %q: want allow or deny", f.Decision),
+		failIf(sinceErr != nil, "--since: %w", sinceErr),
+		failIf(untilErr != nil, "--until: %w", untilErr),
+		failIf(f.Path != "" && !strings.HasPrefix(f.Path, "/"), "--path %q: want an absolute depot path", f.Path),
+	); err != nil {
+		return usageError{err}
 	}
 
 	var tw *tabwriter.Writer
@@ -99,7 +94,7 @@ func runAuditQuery(_ context.Context, args []string, stdout, stderr io.Writer) e
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
 	n := 0
-	err = audit.Scan(path(), func(r audit.Record) error {
+	err := audit.Scan(path(), func(r audit.Record) error {
 		if !f.Match(r) {
 			return nil
 		}

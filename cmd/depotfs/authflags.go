@@ -136,22 +136,18 @@ func (c *authConfig) setup(log *slog.Logger) (*httpAuth, error) {
 		if err != nil {
 			return nil, err
 		}
-		crl, err := auth.OpenCRL(c.crl, caCert, &auth.FileOptions{Logger: log})
-		if err != nil {
+		if h.crl, err = auth.OpenCRL(c.crl, caCert, &auth.FileOptions{Logger: log}); err != nil {
 			return nil, err
 		}
-		h.crl = crl
-		if certs, err = auth.NewCertVerifier(caCert, crl, &auth.CertOptions{AcceptLegacyGrants: c.legacy, Logger: log}); err != nil {
+		if certs, err = auth.NewCertVerifier(caCert, h.crl, &auth.CertOptions{AcceptLegacyGrants: c.legacy, Logger: log}); err != nil {
 			return nil, err
 		}
 	}
-	var tokens *auth.Tokens
 	if c.tokensOn {
 		var err error
-		if tokens, err = auth.OpenTokens(c.tokens, &auth.FileOptions{Logger: log}); err != nil {
+		if h.tokens, err = auth.OpenTokens(c.tokens, &auth.FileOptions{Logger: log}); err != nil {
 			return nil, err
 		}
-		h.tokens = tokens
 	}
 	if c.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
@@ -161,7 +157,7 @@ func (c *authConfig) setup(log *slog.Logger) (*httpAuth, error) {
 		h.tls = auth.ServerConfig(cert, certs, !c.tokensOn, nil)
 	}
 	if c.authenticated() {
-		h.authn = &auth.Authenticator{Certs: certs, Tokens: tokens, Logger: log}
+		h.authn = &auth.Authenticator{Certs: certs, Tokens: h.tokens, Logger: log}
 	}
 	return h, nil
 }

@@ -253,13 +253,9 @@ func (u *serverClient) call(ctx context.Context, stdout io.Writer, tool string, 
 		return false, fmt.Errorf("%s: %w", u.url, err)
 	}
 	if u.json {
-		return true, printJSON(stdout, data)
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return true, enc.Encode(data)
 	}
 	return false, nil
-}
-
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

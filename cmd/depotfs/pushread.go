@@ -32,9 +32,6 @@ func newSteadyReader(f *os.File, name string, before beneath.Stat, prog *progres
 	return &steadyReader{f: f, name: name, before: before, left: before.Size, prog: prog, sent: sent}
 }
 
-// failure is the error a read failed with, or nil.
-func (r *steadyReader) failure() error { return r.failed }
-
 func (r *steadyReader) Read(p []byte) (int, error) {
 	n, err := r.read(p)
 	if err != nil && err != io.EOF {

@@ -161,7 +161,11 @@ func (p *pusher) pushOne(ctx context.Context, item *pushItem) pushed {
 
 // pushFile sends a file PATH with one PUT, with its mode and mtime.
 func (p *pusher) pushFile(ctx context.Context, item *pushItem, r *pushed) error {
-	st, err := fstatFile(item)
+	// Sent as it is now, if it was rewritten since it was planned.
+	st, err := beneath.Fstat(item.f)
+	if err == nil && !st.Mode.IsRegular() {
+		err = fmt.Errorf("%w since it planned: it is %s now", errChanged, typeName(st.Mode))
+	}
 	if err != nil {
 		return err
 	}
@@ -176,7 +180,7 @@ func (p *pusher) pushFile(ctx context.Context, item *pushItem, r *pushed) error 
 	var sent int64
 	body := newSteadyReader(item.f, item.local, st, p.prog, &sent)
 	local := sha256.New()
-	data, err := p.put(ctx, upload, io.TeeReader(body, local), st.Size, body.failure)
+	data, err := p.put(ctx, upload, io.TeeReader(body, local), st.Size, func() error { return body.failed })
 	if err != nil {
 		p.prog.bytes.Add(-sent)
 		return err
@@ -191,16 +195,6 @@ func (p *pusher) pushFile(ctx context.Context, item *pushItem, r *pushed) error 
 		return fmt.Errorf("the server stored sha256 %s, push read and sent %s", d.SHA256, want)
 	}
 	return nil
-}
-
-// fstatFile is the file PATH's stat when its sending starts: a file
-// rewritten since it was planned is sent as it is now.
-func fstatFile(item *pushItem) (st beneath.Stat, err error) {
-	st, err = beneath.Fstat(item.f)
-	if err == nil && !st.Mode.IsRegular() {
-		err = fmt.Errorf("%w since it planned: it is %s now", errChanged, typeName(st.Mode))
-	}
-	return st, err
 }
 
 // pushTree sends a tree as tar streams of at most batchEntries entries and

@@ -31,21 +31,15 @@ func printUploads(w io.Writer, ups []mcpserver.UploadInfo) error {
 	return tw.Flush()
 }
 
-// uploadsClient is the connection flags of the uploads commands and the
-// depot path they look under.
-type uploadsClient struct {
-	serverClient
-	path string
-}
-
-func (u *uploadsClient) flags(fs *flag.FlagSet) {
-	u.name = "depotfs-uploads"
-	u.serverClient.flags(fs, "print the reply data as JSON instead of a table")
-	fs.StringVar(&u.path, "path", "/", "only uploads of files under this depot `path`")
+// uploadsFlags declares the uploads commands' flags: the connection's,
+// and the depot path they look under.
+func uploadsFlags(fs *flag.FlagSet) (*serverClient, *string) {
+	u := &serverClient{name: "depotfs-uploads"}
+	u.flags(fs, "print the reply data as JSON instead of a table")
+	return u, fs.String("path", "/", "only uploads of files under this depot `path`")
 }
 
 func runUploadsList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var u uploadsClient
 	fs := newFlagSet("uploads list", `Usage: depotfs uploads list [flags]
 
 Lists the chunked uploads a running "depotfs serve" holds (guide_list_uploads):
@@ -59,12 +53,12 @@ Examples:
 
 Flags:
 `)
-	u.flags(fs)
+	u, path := uploadsFlags(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	var d mcpserver.ListUploadsData
-	if printed, err := u.call(ctx, stdout, "guide_list_uploads", map[string]any{"path": u.path}, &d); printed || err != nil {
+	if printed, err := u.call(ctx, stdout, "guide_list_uploads", map[string]any{"path": *path}, &d); printed || err != nil {
 		return err
 	}
 	if len(d.Uploads) == 0 {
@@ -79,7 +73,6 @@ Flags:
 }
 
 func runUploadsDrop(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var u uploadsClient
 	fs := newFlagSet("uploads drop", `Usage: depotfs uploads drop [flags] [ID...]
 
 Drops chunked uploads of a running "depotfs serve" (guide_drop_uploads): the
@@ -96,7 +89,7 @@ Examples:
 
 Flags:
 `)
-	u.flags(fs)
+	u, path := uploadsFlags(fs)
 	idle := fs.Duration("idle", -1, "drop only uploads that received no chunk for this `duration` (e.g. 30m); without IDs: every such upload; 0: however recent")
 	ids, err := parseFlagsArgs(fs, args, stderr, -1, "upload ids")
 	if err != nil {
@@ -105,7 +98,7 @@ Flags:
 	if len(ids) == 0 && *idle < 0 {
 		return usageError{fmt.Errorf("name the uploads to drop, or give --idle (--idle 0 drops every upload)")}
 	}
-	toolArgs := map[string]any{"path": u.path}
+	toolArgs := map[string]any{"path": *path}
 	if len(ids) > 0 {
 		toolArgs["upload_ids"] = ids
 	}

@@ -30,16 +30,15 @@ type enforceConfig struct {
 }
 
 func (c *enforceConfig) flags(fs *flag.FlagSet) {
+	c.auditMaxSize, c.rateByteBurst = audit.DefaultMaxSize, mcpserver.DefaultRateByteBurst
 	fs.Func("allow", "depot path `prefix` calls may touch at all (repeatable; default /): every caller's grants are bounded by it", appendTo(&c.allow))
 	fs.Func("deny", "depot path `prefix` no call may touch, whatever its grants say (repeatable)", appendTo(&c.deny))
 	fs.StringVar(&c.auditLog, "audit-log", "", "tamper-evident audit log `file` (one JSON line per call and refused authentication); default audit.log beside --db")
-	c.auditMaxSize = audit.DefaultMaxSize
 	fs.Var(&c.auditMaxSize, "audit-max-size", "rotate the audit log when it would grow beyond this `size` (bytes, or with KiB, MiB, GiB)")
 	fs.Var(&c.auditRetain, "audit-retain-size", "delete the oldest rotated audit log files when together they exceed this `size` (what is kept still verifies); 0: keep all")
 	fs.DurationVar(&c.auditRetainAge, "audit-retain-age", 0, "delete rotated audit log files last written longer ago than this `duration` (e.g. 2160h); 0: keep all")
 	fs.Float64Var(&c.rateCalls, "rate-calls", 0, "tool calls per second per identity, sustained (0: unlimited, the default: calls are counted per identity and bursts of refusals logged, but hard limits are the operator's choice)")
 	fs.IntVar(&c.rateCallBurst, "rate-call-burst", mcpserver.DefaultRateCallBurst, "tool calls per identity allowed at once")
-	c.rateByteBurst = mcpserver.DefaultRateByteBurst
 	fs.Var(&c.rateBytes, "rate-bytes", "content `size` per second per identity, sustained (0: unlimited, the default)")
 	fs.BoolVar(&c.rateLocal, "rate-local", false, "apply the rate limits to callers without a credential too (stdio, loopback HTTP when no authentication is configured); by default only authenticated identities are limited")
 	fs.Var(&c.rateByteBurst, "rate-byte-burst", "content `size` per identity allowed at once (at least the largest content of one call)")

@@ -16,9 +16,6 @@ type grantsFlag struct {
 }
 
 func (g *grantsFlag) String() string {
-	if g == nil {
-		return ""
-	}
 	s := make([]string, len(g.grants))
 	for i, x := range g.grants {
 		s[i] = x.String()

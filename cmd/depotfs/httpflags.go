@@ -20,13 +20,12 @@ type httpConfig struct {
 }
 
 func (c *httpConfig) flags(fs *flag.FlagSet) {
+	c.bodyMinRate, c.maxInflight = mcpserver.DefaultBodyMinRate, mcpserver.DefaultMaxInflightBytes
 	fs.DurationVar(&c.readHeaderTimeout, "http-read-header-timeout", 10*time.Second, "close an HTTP connection whose request headers take longer than this")
 	fs.DurationVar(&c.lim.BodyIdleTimeout, "http-body-idle-timeout", mcpserver.DefaultBodyIdleTimeout, "close an HTTP connection whose request body stops arriving for this long")
-	c.bodyMinRate = mcpserver.DefaultBodyMinRate
 	fs.Var(&c.bodyMinRate, "http-body-min-rate", "`size` per second a request body must arrive at on average once --http-body-idle-timeout has passed since it began; a slower one is closed (0: no minimum)")
 	fs.DurationVar(&c.idleTimeout, "http-idle-timeout", time.Minute, "close a kept-alive HTTP connection idle between requests for this long")
 	fs.IntVar(&c.maxConnsPerAddr, "max-conns-per-addr", 64, "open HTTP connections allowed from one IP address; more are closed at once (0: no limit)")
-	c.maxInflight = mcpserver.DefaultMaxInflightBytes
 	fs.Var(&c.maxInflight, "max-inflight-bytes", "memory `size` allowed for request bodies being decoded at once (each charged 6× its size); further requests wait for room before their bodies are read")
 	fs.DurationVar(&c.lim.InflightWait, "inflight-wait", mcpserver.DefaultInflightWait, "how long a request waits for room under --max-inflight-bytes before it is answered 503 (retryable)")
 	fs.DurationVar(&c.lim.SessionIdleTimeout, "session-idle-timeout", mcpserver.DefaultSessionIdleTimeout, "drop an MCP session unused for this long; its id is then answered 404 and the client starts a new one")

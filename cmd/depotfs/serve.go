@@ -71,6 +71,8 @@ type serveConfig struct {
 }
 
 func (c *serveConfig) flags(fs *flag.FlagSet) {
+	c.blobCacheSize, c.memoryLimit, c.diskReserve = defaultBlobCacheSize, defaultMemoryLimit, defaultDiskReserve
+	c.maxStoreSize, c.maxFileSize = defaultMaxStoreSize, defaultMaxFileSize
 	fs.StringVar(&c.db, "db", defaultDB(), "bbolt database `file` holding the depot (its directory is created if missing)")
 	fs.StringVar(&c.mount, "mount", defaultMountDir(), "`dir`ectory where the read-only FUSE mount appears (created if missing)")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7411", "`address` for MCP over streamable HTTP, endpoint path /mcp; it also serves /metrics (behind the same authentication) and /healthz (without)")
@@ -87,9 +89,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.mountOpts.NoXattrs, "no-xattrs", false, "do not serve the user.depotfs.* provenance extended attributes")
 	fs.BoolVar(&c.mountOpts.Passthrough, "passthrough", true, "serve files of 256 KiB or more through FUSE passthrough from a blob cache, at local-disk speed (needs root and Linux 6.9 or later; off by itself otherwise)")
 	fs.StringVar(&c.mountOpts.BlobCacheDir, "blob-cache-dir", "", "`dir`ectory of the passthrough blob cache (blobs unchanged since the last run are kept, the rest deleted at start); empty: \"blobs\" beside the database")
-	c.blobCacheSize = defaultBlobCacheSize
 	fs.Var(&c.blobCacheSize, "blob-cache-size", "`size` limit on the passthrough blob cache, e.g. 1GiB; least recently used blobs are deleted first; 0 turns passthrough off")
-	c.memoryLimit = defaultMemoryLimit
 	fs.Var(&c.memoryLimit, "memory-limit", "soft `size` limit on depotfs's own memory (the Go heap; database pages mapped from the file are not counted): the garbage collector runs more often to stay under it, and once the live heap needs more, whenever the heap has grown by half; 0: the Go runtime's defaults; GOMEMLIMIT in the environment wins")
 	fs.DurationVar(&c.uploadTimeout, "upload-timeout", time.Hour, "delete a chunked upload, and free the room its chunks take under --max-store-size, after this long without a new chunk")
 	fs.DurationVar(&c.settings.UploadURLTTL, "upload-url-ttl", mcpserver.DefaultUploadURLTTL, "how long an upload_url of guide_begin_upload (a raw HTTP PUT of a large file) works")
@@ -100,8 +100,6 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.settings.KeepVersions, "keep-versions", store.DefaultKeepVersions, "replaced versions of each file kept besides the live one, for guide_file_history and guide_restore; they count against --max-store-size and are dropped first, oldest first, when room is needed; 0: keep none (snapshots still keep theirs)")
 	fs.DurationVar(&c.uploadTTL, "upload-ttl", 24*time.Hour, "remove a filename-only upload (under /uploads) after this long, unless the call gave ttl_seconds or pin; 0: keep uploads")
 	fs.DurationVar(&c.fetchTimeout, "fetch-timeout", fetch.DefaultTimeout, "how long a program opening a file whose content is not stored waits for an agent to send it, before it gets an I/O error")
-	c.maxStoreSize, c.maxFileSize = defaultMaxStoreSize, defaultMaxFileSize
-	c.diskReserve = defaultDiskReserve
 	fs.Var(&c.diskReserve, "disk-reserve", "free `size` kept on the disks of the database and the audit log: a write that would leave less is refused with a disk_full error (reads keep working, and the audit log and database can still commit); 0: no check")
 	fs.Var(&c.maxStoreSize, "max-store-size", "`size` limit on all stored content (identical content counted once), e.g. 512MiB or 10GB; chunks of uploads in progress count too; when a write would exceed it, the least recently used unpinned files are evicted; 0: no limit")
 	fs.Var(&c.maxFileSize, "max-file-size", "`size` limit on one file, e.g. 100MiB; larger files are refused; 0: no limit; when not given, the default follows --max-store-size if that is smaller")

@@ -26,11 +26,7 @@ func snapshotCommand(name, usage string, args []string, stderr io.Writer, want i
 	if extra != nil {
 		extra(fs)
 	}
-	what := "one snapshot NAME"
-	if want == 0 {
-		what = "no arguments"
-	}
-	names, err := parseFlagsArgs(fs, args, stderr, want, what)
+	names, err := parseFlagsArgs(fs, args, stderr, want, map[int]string{0: "no arguments", 1: "one snapshot NAME"}[want])
 	return &u, names, err
 }
 

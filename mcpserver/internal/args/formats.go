@@ -120,19 +120,23 @@ func (o *Object) Encoding(field string, extra ...string) (string, bool) {
 	return "", false
 }
 
-// Content reads a content argument in the given encoding and returns its
-// bytes. The raw size is checked against max before anything is decoded.
-func (o *Object) Content(field, encoding string, max int64) ([]byte, bool) {
+// Content reads a content argument sent in the encoding the "encoding"
+// argument names (see Encoding), and returns its bytes and that encoding;
+// nil bytes when either argument is refused (a missing or mistyped content
+// is reported whatever the encoding). The raw size is checked against max
+// before anything is decoded.
+func (o *Object) Content(field string, max int64) ([]byte, string) {
+	encoding, encodingOK := o.Encoding("encoding")
 	raw, ok := o.Value(field, "string", true)
-	if !ok {
-		return nil, false
+	if !ok || !encodingOK {
+		return nil, encoding
 	}
 	// JSON escapes make raw text at most six times longer than what it
 	// decodes to, and base64 only a third longer: anything beyond that bound
 	// is over the limit before a byte is decoded.
 	if int64(len(raw)) > 6*max+2 {
 		o.probs.Add(o.Name(field), LimitError("content of about %d bytes exceeds the limit of %d bytes per call", len(raw), max))
-		return nil, false
+		return nil, encoding
 	}
 	data, plain := []byte(nil), false
 	if encoding == EncodingBase64 {
@@ -147,14 +151,14 @@ func (o *Object) Content(field, encoding string, max int64) ([]byte, bool) {
 		}
 		if err != nil {
 			o.probs.Add(o.Name(field), err)
-			return nil, false
+			return nil, encoding
 		}
 	}
 	if int64(len(data)) > max {
 		o.probs.Add(o.Name(field), LimitError("content of %d bytes exceeds the limit of %d bytes per call", len(data), max))
-		return nil, false
+		return nil, encoding
 	}
-	return data, true
+	return data, encoding
 }
 
 // plainBase64 decodes a raw JSON string that holds padded standard base64

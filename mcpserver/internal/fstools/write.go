@@ -70,12 +70,7 @@ func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 		if a.path == depotpath.Root {
 			o.Problems().Addf("path", "names the depot root, which is a directory; give a file path such as \"notes/todo.txt\"")
 		}
-		var ok bool
-		if a.encoding, ok = o.Encoding("encoding"); ok {
-			a.data, _ = o.Content("content", a.encoding, s.opts.MaxContentBytes)
-		} else {
-			o.Value("content", "string", true) // still report a missing or mistyped content
-		}
+		a.data, a.encoding = o.Content("content", s.opts.MaxContentBytes)
 		a.mode = o.Choice("mode", modeOverwrite, false, modeCreate, modeOverwrite, modeAppend, modeCreateNew)
 		a.makeDirs = o.Bool("make_dirs", false)
 		a.cond = tool.DecodeCondition(o)

@@ -35,13 +35,7 @@ const maxTTLSeconds = 100 * 365 * 24 * 60 * 60
 // decoded bytes.
 func decodeFile(o *args.Object, max int64) fileArgs {
 	a := decodeTarget(o)
-	var ok bool
-	a.encoding, ok = o.Encoding("encoding")
-	if ok {
-		a.data, _ = o.Content("content", a.encoding, max)
-	} else {
-		o.Value("content", "string", true) // still report a missing or mistyped content
-	}
+	a.data, a.encoding = o.Content("content", max)
 	a.decodeMeta(o)
 	return a
 }

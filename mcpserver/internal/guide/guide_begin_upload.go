@@ -97,10 +97,10 @@ func (s *tools) beginUpload(ctx context.Context, c *tool.Call, raw json.RawMessa
 		return tool.Reply{}, err
 	}
 	c.Path = up.file.path
-	if up.size >= 0 && up.format == formatFile {
-		if err := checkFileSize(up.file.path, up.size, s.opts.MaxFileBytes); err != nil {
-			return tool.Reply{}, err
-		}
+	// An archive's size is checked against what the depot can take when
+	// it arrives; a size not announced (-1) passes.
+	if err := checkFileSize(up.file.path, up.size, s.opts.MaxFileBytes); err != nil && up.format == formatFile {
+		return tool.Reply{}, err
 	}
 	base := tool.BaseURL(ctx)
 	if base == "" {
@@ -265,10 +265,8 @@ func (u *Uploads) put(r *http.Request, c *tool.Call, token string) (tool.Reply, 
 	if up.format != formatFile {
 		return u.unpack(r.Context(), c, up, r.Body, size)
 	}
-	if size >= 0 {
-		if err := checkFileSize(a.path, size, s.opts.MaxFileBytes); err != nil {
-			return tool.Reply{}, err
-		}
+	if err := checkFileSize(a.path, size, s.opts.MaxFileBytes); err != nil { // -1: not known yet
+		return tool.Reply{}, err
 	}
 	req := s.request(c, a, toolBeginUpload, a.sha256, nil)
 	req.Encoding = "raw"

@@ -105,13 +105,10 @@ func (s *tools) cacheStats(ctx context.Context, c *tool.Call, raw json.RawMessag
 			MaxStoreBytes: st.MaxStoreBytes, MaxFileBytes: st.MaxFileBytes,
 			MaxContentBytes: s.opts.MaxContentBytes, MaxChunks: s.opts.MaxChunks,
 			MaxBatchFiles: s.opts.MaxBatchFiles, MaxBatchBytes: s.opts.MaxBatchBytes,
-			KeepVersions: s.opts.KeepVersions,
+			KeepVersions: s.opts.KeepVersions, UploadTTLSeconds: max(s.opts.UploadTTL.Seconds(), 0),
 		},
 		Caller:   Caller{Identity: c.Who().String(), Limits: s.quotas(ctx, c)},
 		Revision: rev,
-	}
-	if s.opts.UploadTTL > 0 {
-		d.Limits.UploadTTLSeconds = s.opts.UploadTTL.Seconds()
 	}
 	if r := s.pending.Broker(); r != nil {
 		fs := r.Stats()

@@ -142,13 +142,14 @@ func Run(ctx context.Context, st Reader, q Query) (Result, error) {
 	var res Result
 	jobs := make(chan job, 4*q.Workers)
 	outcomes := make(chan outcome, 4*q.Workers)
+	// The walker is one of the workers: outcomes close once it and the
+	// searchers are done, so walkErr is set when the collection ends.
 	var walkErr error
-	var wg sync.WaitGroup
-	wg.Go(func() {
+	var workers sync.WaitGroup
+	workers.Go(func() {
 		defer close(jobs)
 		walkErr = walk(ctx, st, top, q, jobs)
 	})
-	var workers sync.WaitGroup
 	for range q.Workers {
 		workers.Go(func() {
 			w := worker{st: st, q: &q}
@@ -195,7 +196,6 @@ func Run(ctx context.Context, st Reader, q Query) (Result, error) {
 			}
 		}
 	}
-	wg.Wait()
 	switch {
 	case firstErr != nil:
 		return Result{}, firstErr

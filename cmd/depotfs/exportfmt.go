@@ -148,9 +148,9 @@ func (c *directConfig) open(ctx context.Context, stderr io.Writer) (store.Store,
 		}
 		return b, b.Close, nil
 	}
-	s, nc, err := waitForDepot(ctx, c.store, nil, &natsstore.Options{Prefix: c.store.prefix, Logger: log, MaxBatch: c.store.maxBatch}, log)
+	s, closeNATS, err := waitForDepot(ctx, c.store, nil, &natsstore.Options{Prefix: c.store.prefix, Logger: log, MaxBatch: c.store.maxBatch}, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, func() error { err := s.Close(); nc.Close(); return err }, nil
+	return s, closeNATS, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
+	"sync"
 	"time"
 )
 
@@ -45,14 +46,11 @@ func limitMemory(limit int64, log *slog.Logger) (stop func()) {
 	}
 	set()
 	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		every(ctx, memoryLimitEvery, set)
-	}()
+	var wg sync.WaitGroup
+	wg.Go(func() { every(ctx, memoryLimitEvery, set) })
 	return func() {
 		cancel()
-		<-stopped
+		wg.Wait()
 		debug.SetMemoryLimit(math.MaxInt64)
 	}
 }

@@ -28,15 +28,13 @@ type progress struct {
 func newProgress(w io.Writer, files, bytes int64, bar bool) *progress {
 	p := &progress{totalFiles: files, totalBytes: bytes, start: time.Now(), w: w, done: make(chan struct{})}
 	if bar {
-		p.wg.Add(1)
-		go p.draw()
+		p.wg.Go(p.draw)
 	}
 	return p
 }
 
 // draw redraws the bar every 200ms until stop, then once more.
 func (p *progress) draw() {
-	defer p.wg.Done()
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {

@@ -136,7 +136,7 @@ func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot
 	if c.tlsCert != "" {
 		opts = append(opts, nats.ClientCert(c.tlsCert, c.tlsKey))
 	}
-	s, nc, err := waitForDepot(ctx, c, opts, &natsstore.Options{
+	s, closeNATS, err := waitForDepot(ctx, c, opts, &natsstore.Options{
 		Prefix: c.prefix, UploadTimeout: cfg.uploadTimeout, Logger: log, MaxBatch: c.maxBatch,
 		Settings: sharedSettings(cfg), ResetSettings: c.resetSettings,
 		MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize), KeepVersions: cfg.settings.KeepVersions,
@@ -146,22 +146,18 @@ func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot
 	}
 	ex, err := s.Requests(ctx)
 	if err != nil {
-		s.Close()
-		nc.Close()
+		closeNATS()
 		return nil, nil, nil, err
 	}
-	return s, ex, func() error {
-		err := s.Close()
-		nc.Close()
-		return err
-	}, nil
+	return s, ex, closeNATS, nil
 }
 
 // waitForDepot connects to the NATS cluster and opens the depot, trying
 // again until --nats-wait runs out: servers started with depotfs (a boot,
 // a cluster restarted as a whole) accept connections, then elect the
 // JetStream leaders, some seconds later. What it waits for is logged.
-func waitForDepot(ctx context.Context, c storeConfig, opts []nats.Option, so *natsstore.Options, log *slog.Logger) (*natsstore.Store, *nats.Conn, error) {
+// It returns the store and how to close it and the connection.
+func waitForDepot(ctx context.Context, c storeConfig, opts []nats.Option, so *natsstore.Options, log *slog.Logger) (*natsstore.Store, func() error, error) {
 	deadline := time.Now().Add(c.wait)
 	waitCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -194,7 +190,7 @@ func waitForDepot(ctx context.Context, c storeConfig, opts []nats.Option, so *na
 				if time.Since(start) > time.Second {
 					log.Info("the NATS cluster serves the depot", "waited", time.Since(start).Round(time.Second))
 				}
-				return s, nc, nil
+				return s, func() error { err := s.Close(); nc.Close(); return err }, nil
 			}
 			waiting("JetStream to serve the depot (leaders elected)", err)
 		} else {

@@ -15,7 +15,7 @@ import (
 	"github.com/depotfs/depotfs/internal/audit"
 )
 
-var runAudit = group("audit", "The tamper-evident audit log of depotfs serve: one JSON line per tool call and refused authentication.", []subcommand{
+var runAudit = group("audit", "The tamper-evident audit log of depotfs serve: one JSON line per tool call and refused authentication.", []command{
 	{"verify", "check the audit log's hash chain and checkpoint; name every record edited, deleted, reordered or cut off", runAuditVerify},
 	{"query", "print audit records by identity, tool, path prefix, decision and time, as a table or JSON lines", runAuditQuery},
 })

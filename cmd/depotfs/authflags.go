@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -66,9 +67,6 @@ func (c *authConfig) resolve(fs *flag.FlagSet, db string, stdio bool) error {
 	return nil
 }
 
-// authenticated reports whether HTTP callers must authenticate.
-func (c *authConfig) authenticated() bool { return c.clientCA != "" || c.tokensOn }
-
 // methods names the authentication methods for the ready line.
 func (c *authConfig) methods() string {
 	var m []string
@@ -78,10 +76,7 @@ func (c *authConfig) methods() string {
 	if c.tokensOn {
 		m = append(m, "tokens")
 	}
-	if len(m) == 0 {
-		return "none"
-	}
-	return strings.Join(m, "+")
+	return cmp.Or(strings.Join(m, "+"), "none")
 }
 
 // checkListen refuses a non-loopback listen address unless callers must
@@ -156,7 +151,7 @@ func (c *authConfig) setup(log *slog.Logger) (*httpAuth, error) {
 		}
 		h.tls = auth.ServerConfig(cert, certs, !c.tokensOn, nil)
 	}
-	if c.authenticated() {
+	if c.clientCA != "" || c.tokensOn { // callers must authenticate
 		h.authn = &auth.Authenticator{Certs: certs, Tokens: h.tokens, Logger: log}
 	}
 	return h, nil

@@ -23,7 +23,7 @@ import (
 )
 
 func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	subs := []subcommand{
+	subs := []command{
 		{"create", "write a backup of the depot to a file: online from a running server (--url), or offline (--db); the default command", runBackupCreate},
 		{"verify", "check a backup file: the container, every member's hash and every file's content hash", runBackupVerify},
 	}

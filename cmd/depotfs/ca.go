@@ -16,15 +16,9 @@ import (
 	"github.com/depotfs/depotfs/internal/auth/ca"
 )
 
-// subcommand is one command under a command group ("ca init").
-type subcommand struct {
-	name, summary string
-	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
-}
-
 // group is the run of a command group: it dispatches to one of subs, or
 // prints the group's usage, summary its description.
-func group(name, summary string, subs []subcommand) func(context.Context, []string, io.Writer, io.Writer) error {
+func group(name, summary string, subs []command) func(context.Context, []string, io.Writer, io.Writer) error {
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if r, ok := stderr.(*flagRecorder); ok {
 			return r.recordGroup(ctx, name, subs)
@@ -53,7 +47,7 @@ func group(name, summary string, subs []subcommand) func(context.Context, []stri
 	}
 }
 
-var runCA = group("ca", "A small certificate authority for agents that connect with client certificates (mTLS).", []subcommand{
+var runCA = group("ca", "A small certificate authority for agents that connect with client certificates (mTLS).", []command{
 	{"init", "create a CA (key and certificate) and an empty CRL in a directory", runCAInit},
 	{"issue", "issue a key and certificate for an agent, with its grants", runCAIssue},
 	{"server-cert", "issue a key and certificate for serve --tls-cert/--tls-key", runCAServerCert},

@@ -25,13 +25,13 @@ func commandTree(ctx context.Context) ([]treeCmd, error) {
 	rec := &flagRecorder{summaries: map[string]string{}}
 	var out []treeCmd
 	for _, c := range commands() {
-		sets, err := rec.record(ctx, c.name, c.run)
-		if err != nil {
+		rec.sets = nil
+		if err := rec.record(ctx, c.name, c.run); err != nil {
 			return nil, err
 		}
 		top := treeCmd{name: c.name, summary: c.summary}
 		var subs []treeCmd
-		for _, fs := range sets {
+		for _, fs := range rec.sets {
 			var flags []*flag.Flag
 			fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f) })
 			if fs.Name() == c.name {

@@ -26,30 +26,25 @@ type flagRecorder struct {
 // Write discards what a command prints while it is being recorded.
 func (r *flagRecorder) Write(p []byte) (int, error) { return len(p), nil }
 
-// record runs the command name with -h and returns the flag sets it and its
-// subcommands declared.
-func (r *flagRecorder) record(ctx context.Context, name string, run func(context.Context, []string, io.Writer, io.Writer) error) ([]*flag.FlagSet, error) {
-	r.sets = nil
+// record runs the command name with -h, which adds the flag sets it and
+// its subcommands declare to r.sets.
+func (r *flagRecorder) record(ctx context.Context, name string, run func(context.Context, []string, io.Writer, io.Writer) error) error {
 	err := run(ctx, []string{"-h"}, io.Discard, r)
 	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.As(err, new(usageError)) {
-		return nil, fmt.Errorf("%s -h: %w", name, err)
+		return fmt.Errorf("%s -h: %w", name, err)
 	}
-	return r.sets, nil
+	return nil
 }
 
 // recordGroup records each subcommand of group: the group's part of the
 // recording.
-func (r *flagRecorder) recordGroup(ctx context.Context, group string, subs []subcommand) error {
-	var sets []*flag.FlagSet
+func (r *flagRecorder) recordGroup(ctx context.Context, group string, subs []command) error {
 	for _, s := range subs {
 		r.summaries[group+" "+s.name] = s.summary
-		got, err := r.record(ctx, group+" "+s.name, s.run)
-		if err != nil {
+		if err := r.record(ctx, group+" "+s.name, s.run); err != nil {
 			return err
 		}
-		sets = append(sets, got...)
 	}
-	r.sets = sets
 	return nil
 }
 

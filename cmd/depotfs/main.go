@@ -17,7 +17,8 @@ import (
 	"syscall"
 )
 
-// command is one subcommand of the binary.
+// command is one command of the binary ("serve"), or of a group ("ca
+// init").
 type command struct {
 	name    string
 	summary string

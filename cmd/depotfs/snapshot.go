@@ -11,7 +11,7 @@ import (
 	"github.com/depotfs/depotfs/mcpserver"
 )
 
-var runSnapshot = group("snapshot", "The snapshots of a running depotfs serve (guide_snapshot): a snapshot holds the tree below\na path as it was, readable at MOUNT/.snapshots/NAME, until deleted. The commands talk to the\nserver over MCP, as 'depotfs status' does; see docs/snapshots.md.", []subcommand{
+var runSnapshot = group("snapshot", "The snapshots of a running depotfs serve (guide_snapshot): a snapshot holds the tree below\na path as it was, readable at MOUNT/.snapshots/NAME, until deleted. The commands talk to the\nserver over MCP, as 'depotfs status' does; see docs/snapshots.md.", []command{
 	{"create", "hold the tree below --path as it is now, under a name", runSnapshotCreate},
 	{"list", "list the snapshots you may read", runSnapshotList},
 	{"delete", "delete a snapshot, freeing what only it held", runSnapshotDelete},

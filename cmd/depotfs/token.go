@@ -15,7 +15,7 @@ import (
 	"github.com/depotfs/depotfs/internal/auth"
 )
 
-var runToken = group("token", "Bearer tokens for MCP clients that cannot present a client certificate.", []subcommand{
+var runToken = group("token", "Bearer tokens for MCP clients that cannot present a client certificate.", []command{
 	{"issue", "issue a bearer token for an agent and print it once", runTokenIssue},
 	{"list", "list the issued tokens (ids, names, grants, expiry; never the tokens)", runTokenList},
 	{"revoke", "revoke a token by id", runTokenRevoke},

@@ -11,7 +11,7 @@ import (
 	"github.com/depotfs/depotfs/mcpserver"
 )
 
-var runUploads = group("uploads", "The chunked uploads of a running depotfs serve: an abandoned upload holds room against\n--max-store-size until --upload-timeout; drop it to free the room now. Both commands talk\nto the server over MCP, as 'depotfs status' does (the database allows one process).", []subcommand{
+var runUploads = group("uploads", "The chunked uploads of a running depotfs serve: an abandoned upload holds room against\n--max-store-size until --upload-timeout; drop it to free the room now. Both commands talk\nto the server over MCP, as 'depotfs status' does (the database allows one process).", []command{
 	{"list", "list the chunked uploads a running server holds (in progress, or kept for retries)", runUploadsList},
 	{"drop", "drop uploads by id, or all idle for --idle, freeing the room they hold", runUploadsDrop},
 })

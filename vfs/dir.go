@@ -17,10 +17,7 @@ import (
 // and invalidation tells it when to stop). Immutable, so safe for
 // concurrent use.
 type dirNode struct {
-	fs.Inode
-	readOnly
-
-	fsys *fsys
+	node
 	path string
 }
 

@@ -23,12 +23,9 @@ import (
 // it has the same content or extends it (see follow): then the node
 // follows it and the inode stays. It is safe for concurrent use.
 type fileNode struct {
-	fs.Inode
-	readOnly
+	primer
 
-	fsys *fsys
-
-	// mu guards every field below it except primed.
+	// mu guards every field below it.
 	mu      sync.Mutex
 	version fileVersion // what the node shows (see follow)
 	gone    bool        // replaced by an unrelated version, or removed: link count 0
@@ -41,11 +38,10 @@ type fileNode struct {
 	// changed content and mode in between would fail opens with EIO (or
 	// read the older backing file).
 	cached, passed bool
-	opens          int32       // open handles, of either kind
-	shared         *shared     // the content the open fileHandles of the version shown share; nil when none is open
-	blob           *os.File    // the blob file open handles share (passthrough); nil when none is open
-	blobRefs       int32       // open handles on blob
-	primed         atomic.Bool // the content was handed to the kernel's page cache (prime)
+	opens          int32    // open handles, of either kind
+	shared         *shared  // the content the open fileHandles of the version shown share; nil when none is open
+	blob           *os.File // the blob file open handles share (passthrough); nil when none is open
+	blobRefs       int32    // open handles on blob
 }
 
 var (
@@ -261,7 +257,7 @@ func (f *fileNode) serve(ctx context.Context, v fileVersion, c store.Content) (f
 	if h == nil {
 		return nil, 0, errMoved
 	}
-	f.prime(h.s, v)
+	f.prime(h.s, v.path)
 	return h, cached, 0
 }
 
@@ -320,17 +316,25 @@ func (f *fileNode) openOld(ctx context.Context, v fileVersion) (fs.FileHandle, u
 }
 
 // primeMax bounds the files whose content Open hands to the kernel (see
-// prime); a larger file's first READ brings a whole MiB anyway.
+// primer); a larger file's first READ brings a whole MiB anyway.
 const primeMax = 128 << 10
+
+// primer is a file node, live (fileNode) or of a snapshot (snapFile), that
+// hands a small file's content to the kernel's page cache.
+type primer struct {
+	node
+	primed atomic.Bool // the content was handed to the kernel's page cache
+}
 
 // prime stores the content of a small file in the kernel's page cache for
 // this inode (FUSE_NOTIFY_STORE), once, before the first open of it
 // returns: the reader's first read is then served from the page cache
-// instead of costing a READ round trip. The node's content only ever grows,
-// so the pages can never be stale; if the kernel drops them later, reads
-// ask for them as usual. c must be v's content.
-func (f *fileNode) prime(c store.Content, v fileVersion) {
-	size := v.size
+// instead of costing a READ round trip. The node's content only ever grows
+// (a snapshot's never changes), so the pages can never be stale; if the
+// kernel drops them later, reads ask for them as usual. c must be the
+// content the node shows, of the file at p.
+func (f *primer) prime(c store.Content, p string) {
+	size := c.Size()
 	if size <= 0 || size > primeMax || f.primed.Swap(true) {
 		return
 	}
@@ -338,13 +342,13 @@ func (f *fileNode) prime(c store.Content, v fileVersion) {
 	if n, err := c.ReadAt(buf, 0); int64(n) != size {
 		f.primed.Store(false)
 		if err != nil && !errors.Is(err, io.EOF) {
-			f.fsys.log.Debug("vfs: reading a file to prime the page cache failed", "path", v.path, "err", err)
+			f.fsys.log.Debug("vfs: reading a file to prime the page cache failed", "path", p, "err", err)
 		}
 		return
 	}
 	if errno := f.WriteCache(0, buf); errno != 0 {
 		f.primed.Store(false)
-		f.fsys.log.Debug("vfs: priming the page cache failed", "path", v.path, "err", errno)
+		f.fsys.log.Debug("vfs: priming the page cache failed", "path", p, "err", errno)
 	}
 }
 

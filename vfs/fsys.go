@@ -74,19 +74,19 @@ func (fsys *fsys) child(ctx context.Context, parent *fs.Inode, name string, e st
 			return ch
 		}
 	}
-	var node fs.InodeEmbedder
+	var n fs.InodeEmbedder
 	if e.IsDir() {
-		node = &dirNode{fsys: fsys, path: e.Path}
+		n = &dirNode{node: node{fsys: fsys}, path: e.Path}
 	} else {
-		f := &fileNode{fsys: fsys, version: newFileVersion(e)}
+		f := &fileNode{primer: primer{node: node{fsys: fsys}}, version: newFileVersion(e)}
 		if replacing || justUpdated(e) {
 			e = f.keep(ctx, e)
 			id = stableAttr(e)
 		}
-		node = f
+		n = f
 	}
 	fsys.fillAttr(e, &out.Attr)
-	return parent.NewInode(ctx, node, id)
+	return parent.NewInode(ctx, n, id)
 }
 
 // justUpdated reports whether e's content was replaced less than lingerFor

@@ -82,7 +82,7 @@ func Mount(ctx context.Context, dir string, st store.Store, opts *Options) (*Ser
 		}
 	}
 	fsys := &fsys{st: st, opts: o, log: o.Logger, started: time.Now()}
-	root := &dirNode{fsys: fsys, path: depotpath.Root}
+	root := &dirNode{node: node{fsys: fsys}, path: depotpath.Root}
 	opens := new(opens)
 	raw := &countedFS{RawFileSystem: fs.NewNodeFS(root, nodeOptions(o)), opens: opens}
 	server, err := fuse.NewServer(observe(raw, o.Observer), dir, mountOptions(o))

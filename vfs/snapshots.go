@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -99,23 +98,18 @@ func snapIno(id uint64, e store.Entry) uint64 {
 }
 
 // snapshotsDir is /.snapshots: the snapshots, by name. Stateless.
-type snapshotsDir struct {
-	fs.Inode
-	readOnly
-	fsys *fsys
-}
+type snapshotsDir struct{ node }
 
 var (
 	_ = (fs.NodeLookuper)((*snapshotsDir)(nil))
 	_ = (fs.NodeReaddirer)((*snapshotsDir)(nil))
 	_ = (fs.NodeGetattrer)((*snapshotsDir)(nil))
-	_ = (fs.NodeStatfser)((*snapshotsDir)(nil))
 	_ = (fs.NodeGetxattrer)((*snapshotsDir)(nil))
 )
 
 // lookupSnapshots answers the root's lookup of the snapshots directory.
 func (fsys *fsys) lookupSnapshots(ctx context.Context, root *fs.Inode, out *fuse.EntryOut) *fs.Inode {
-	d := &snapshotsDir{fsys: fsys}
+	d := &snapshotsDir{node{fsys: fsys}}
 	d.fillAttr(&out.Attr)
 	out.SetEntryTimeout(snapshotNameTimeout)
 	out.SetAttrTimeout(snapshotNameTimeout)
@@ -191,11 +185,6 @@ func (d *snapshotsDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno
 	return fs.NewListDirStream(list), 0
 }
 
-// Statfs reports the whole mount.
-func (d *snapshotsDir) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	return d.fsys.statfs(ctx, out)
-}
-
 // Getxattr answers as for any directory: it has no attributes.
 func (d *snapshotsDir) Getxattr(_ context.Context, name string, dest []byte) (uint32, syscall.Errno) {
 	return getxattr(store.Entry{Kind: store.KindDir}, name, dest)
@@ -212,11 +201,11 @@ type snapTree struct {
 func (t snapTree) child(ctx context.Context, fsys *fsys, parent *fs.Inode, e store.Entry, out *fuse.Attr) *fs.Inode {
 	fsys.fillAttr(e, out)
 	out.Ino = snapIno(t.id, e)
-	var node fs.InodeEmbedder = &snapFile{fsys: fsys, tree: t, version: newFileVersion(e)}
+	var n fs.InodeEmbedder = &snapFile{primer: primer{node: node{fsys: fsys}}, tree: t, version: newFileVersion(e)}
 	if e.IsDir() {
-		node = &snapDir{fsys: fsys, tree: t, path: e.Path, ino: e.Ino}
+		n = &snapDir{node: node{fsys: fsys}, tree: t, path: e.Path, ino: e.Ino}
 	}
-	return parent.NewInode(ctx, node, fs.StableAttr{Mode: entryMode(e), Ino: out.Ino})
+	return parent.NewInode(ctx, n, fs.StableAttr{Mode: entryMode(e), Ino: out.Ino})
 }
 
 // entryMode is the file type of e, as StableAttr and listings give it.
@@ -229,9 +218,7 @@ func entryMode(e store.Entry) uint32 {
 
 // snapDir is a directory of a snapshot's tree. Immutable.
 type snapDir struct {
-	fs.Inode
-	readOnly
-	fsys *fsys
+	node
 	tree snapTree
 	path string
 	ino  uint64 // the store's inode number of the directory
@@ -240,9 +227,7 @@ type snapDir struct {
 var (
 	_           = (fs.NodeLookuper)((*snapDir)(nil))
 	_           = (fs.NodeGetattrer)((*snapDir)(nil))
-	_           = (fs.NodeStatfser)((*snapDir)(nil))
 	_           = (fs.NodeGetxattrer)((*snapDir)(nil))
-	_           = (fs.NodeListxattrer)((*snapDir)(nil))
 	_           = (fs.NodeOpendirHandler)((*snapDir)(nil))
 	_ listedDir = (*snapDir)(nil)
 )
@@ -301,35 +286,22 @@ func (d *snapDir) lookupListed(ctx context.Context, e store.Entry, out *fuse.Ent
 	return d.tree.child(ctx, d.fsys, d.EmbeddedInode(), e, &out.Attr)
 }
 
-// Statfs reports the whole mount.
-func (d *snapDir) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	return d.fsys.statfs(ctx, out)
-}
-
 // Getxattr answers as for a live directory.
 func (d *snapDir) Getxattr(_ context.Context, name string, dest []byte) (uint32, syscall.Errno) {
 	return getxattr(store.Entry{Kind: store.KindDir}, name, dest)
 }
 
-// Listxattr lists nothing, as for a live directory.
-func (d *snapDir) Listxattr(context.Context, []byte) (uint32, syscall.Errno) { return listxattr() }
-
 // snapFile is a file version of a snapshot's tree. Immutable.
 type snapFile struct {
-	fs.Inode
-	readOnly
-	fsys    *fsys
+	primer
 	tree    snapTree
 	version fileVersion
-	primed  atomic.Bool // the content was handed to the kernel's page cache
 }
 
 var (
 	_ = (fs.NodeOpener)((*snapFile)(nil))
 	_ = (fs.NodeGetattrer)((*snapFile)(nil))
-	_ = (fs.NodeStatfser)((*snapFile)(nil))
 	_ = (fs.NodeGetxattrer)((*snapFile)(nil))
-	_ = (fs.NodeListxattrer)((*snapFile)(nil))
 )
 
 // Getattr reports the version.
@@ -352,37 +324,14 @@ func (f *snapFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	if err != nil {
 		return nil, 0, f.fsys.errno("open", f.version.path, err)
 	}
-	f.prime(c)
+	f.prime(c, f.version.path) // as the live tree's files do
 	return &snapHandle{fsys: f.fsys, path: f.version.path, c: c}, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH, 0
-}
-
-// prime hands a small file's content to the kernel's page cache before
-// its first open returns, as the live tree's files do (see
-// fileNode.prime): the reader's first read then costs no round trip. The
-// content never changes, so the pages cannot be stale.
-func (f *snapFile) prime(c store.Content) {
-	size := c.Size()
-	if size <= 0 || size > primeMax || f.primed.Swap(true) {
-		return
-	}
-	buf := make([]byte, size)
-	if n, _ := c.ReadAt(buf, 0); int64(n) != size || f.WriteCache(0, buf) != 0 {
-		f.primed.Store(false)
-	}
-}
-
-// Statfs reports the whole mount.
-func (f *snapFile) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	return f.fsys.statfs(ctx, out)
 }
 
 // Getxattr reads the version's provenance attributes.
 func (f *snapFile) Getxattr(_ context.Context, name string, dest []byte) (uint32, syscall.Errno) {
 	return getxattr(f.version.entry(), name, dest)
 }
-
-// Listxattr lists nothing, as for a live file.
-func (f *snapFile) Listxattr(context.Context, []byte) (uint32, syscall.Errno) { return listxattr() }
 
 // snapHandle is an open file of a snapshot: its content, read one
 // kernel-requested range at a time. Read is safe for concurrent use; the

@@ -5,7 +5,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
@@ -42,18 +41,3 @@ const maxNameLen = 255
 // freeInodes is the number of free inodes shown: the store sets no limit on
 // entries, and df wants a number.
 const freeInodes = 1 << 32
-
-var (
-	_ = (fs.NodeStatfser)((*dirNode)(nil))
-	_ = (fs.NodeStatfser)((*fileNode)(nil))
-)
-
-// Statfs reports the mount's capacity and use.
-func (d *dirNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	return d.fsys.statfs(ctx, out)
-}
-
-// Statfs reports the mount's capacity and use.
-func (f *fileNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	return f.fsys.statfs(ctx, out)
-}

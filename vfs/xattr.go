@@ -12,9 +12,13 @@ import (
 )
 
 // The provenance extended attributes, the only ones the filesystem has.
-// They are read by name (getfattr -n) and not listed (see listxattr). An
-// attribute whose value is empty (a directory's hash, an unknown encoding)
-// is absent.
+// They are read by name (getfattr -n) and not listed: no node has a
+// Listxattr method, so go-fuse answers LISTXATTR with an empty list.
+// Listed, they would be copied with the file by every program that
+// preserves extended attributes (cp -a, rsync -X, tar --xattrs) onto a
+// disk where they no longer describe anything, a copy calling itself
+// "stored" with a hash no one checks. An attribute whose value is empty (a
+// directory's hash, an unknown encoding) is absent.
 const (
 	XattrSHA256   = "user.depotfs.sha256"
 	XattrSource   = "user.depotfs.source"
@@ -43,9 +47,7 @@ var xattrNames = []string{XattrSHA256, XattrSource, XattrEncoding, XattrState, X
 
 var (
 	_ = (fs.NodeGetxattrer)((*fileNode)(nil))
-	_ = (fs.NodeListxattrer)((*fileNode)(nil))
 	_ = (fs.NodeGetxattrer)((*dirNode)(nil))
-	_ = (fs.NodeListxattrer)((*dirNode)(nil))
 )
 
 // xattrValue returns the value of a provenance attribute of e.
@@ -99,24 +101,10 @@ func absentXattr(name string) syscall.Errno {
 	return syscall.EOPNOTSUPP
 }
 
-// Listxattr answers LISTXATTR with an empty list: the provenance
-// attributes are read by name only. Listed, they would be copied with the
-// file by every program that preserves extended attributes (cp -a, rsync
-// -X, tar --xattrs) onto a disk where they no longer describe anything,
-// a copy calling itself "stored" with a hash no one checks.
-func listxattr() (uint32, syscall.Errno) {
-	return 0, 0
-}
-
 // Getxattr returns a provenance attribute of this version of the file.
 func (f *fileNode) Getxattr(_ context.Context, name string, dest []byte) (uint32, syscall.Errno) {
 	v, _ := f.snapshot()
 	return getxattr(v.entry(), name, dest)
-}
-
-// Listxattr lists no attributes (see listxattr).
-func (f *fileNode) Listxattr(context.Context, []byte) (uint32, syscall.Errno) {
-	return listxattr()
 }
 
 // Getxattr returns a provenance attribute of the directory.
@@ -129,9 +117,4 @@ func (d *dirNode) Getxattr(ctx context.Context, name string, dest []byte) (uint3
 		return 0, d.fsys.errno("getxattr", d.path, err)
 	}
 	return getxattr(e, name, dest)
-}
-
-// Listxattr lists no attributes (see listxattr).
-func (d *dirNode) Listxattr(context.Context, []byte) (uint32, syscall.Errno) {
-	return listxattr()
 }

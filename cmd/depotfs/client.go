@@ -120,29 +120,23 @@ func (c *clientCreds) request(ctx context.Context, method, mcpURL, path string, 
 	return resp, u.String(), nil
 }
 
-// options are the mcp-go transport options that present the credentials
-// over hc, or over a client of their own when hc is nil.
-func (c *clientCreds) options(hc *http.Client) []transport.StreamableHTTPCOption {
-	if hc == nil && c.tls != nil {
+// connect starts an MCP session with the server at url, as client name,
+// over hc (nil: one for the credentials), explaining the usual failures
+// (no or refused credentials, an untrusted certificate, no server).
+func connect(ctx context.Context, url string, creds *clientCreds, name string, hc *http.Client) (*client.Client, error) {
+	if hc == nil && creds.tls != nil {
 		// HTTP/1.1: with HTTP/2, a refused handshake surfaces as "client
 		// conn could not be established" and hides the TLS alert.
-		hc = &http.Client{Transport: &http.Transport{TLSClientConfig: c.tls, Proxy: http.ProxyFromEnvironment}}
+		hc = &http.Client{Transport: &http.Transport{TLSClientConfig: creds.tls, Proxy: http.ProxyFromEnvironment}}
 	}
 	var opts []transport.StreamableHTTPCOption
 	if hc != nil {
 		opts = append(opts, transport.WithHTTPBasicClient(hc))
 	}
-	if c.token != "" {
-		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + c.token}))
+	if creds.token != "" {
+		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + creds.token}))
 	}
-	return opts
-}
-
-// connect starts an MCP session with the server at url, as client name,
-// over hc (nil: one for the credentials), explaining the usual failures
-// (no or refused credentials, an untrusted certificate, no server).
-func connect(ctx context.Context, url string, creds *clientCreds, name string, hc *http.Client) (*client.Client, error) {
-	c, err := client.NewStreamableHttpClient(url, creds.options(hc)...)
+	c, err := client.NewStreamableHttpClient(url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", url, err)
 	}

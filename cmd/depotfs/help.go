@@ -35,9 +35,6 @@ var examples = map[string]string{
 // runHelp prints a command's usage, flags and examples on stdout:
 // "depotfs help", "depotfs help serve", "depotfs help ca issue".
 func runHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if _, ok := stderr.(*flagRecorder); ok {
-		return nil // no flags to record
-	}
 	if len(args) == 0 {
 		usage(stdout)
 		return nil

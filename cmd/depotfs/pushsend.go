@@ -265,18 +265,13 @@ func (p *pusher) sendBatch(ctx context.Context, item *pushItem, entries []pushEn
 		pw.CloseWithError(err)
 		done <- err
 	}()
-	var writeErr error
-	waited := false
-	wait := func() error {
-		if !waited {
-			pr.Close() // a reply before the end of the stream stops the writer
-			writeErr, waited = <-done, true
-			if errors.Is(writeErr, io.ErrClosedPipe) {
-				writeErr = nil
-			}
+	wait := sync.OnceValue(func() error {
+		pr.Close() // a reply before the end of the stream stops the writer
+		if err := <-done; !errors.Is(err, io.ErrClosedPipe) {
+			return err
 		}
-		return writeErr
-	}
+		return nil
+	})
 	data, err := p.put(ctx, upload, pr, -1, wait)
 	wait()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -221,11 +222,7 @@ func (o *Object) Finish() {
 	for i, f := range unknown[:min(len(unknown), maxUnknownListed)] {
 		unknown[i] = Quote(f)
 	}
-	knownNames := make([]string, 0, len(o.known))
-	for field := range o.known {
-		knownNames = append(knownNames, field)
-	}
-	slices.Sort(knownNames)
+	knownNames := slices.Sorted(maps.Keys(o.known))
 	where := "arguments"
 	if o.prefix != "" {
 		where = strings.TrimSuffix(o.prefix, ".")

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/depotfs/depotfs/mcpserver/internal/args"
+	"github.com/depotfs/depotfs/mcpserver/internal/search"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 	"github.com/depotfs/depotfs/store"
 )
@@ -16,10 +17,6 @@ import (
 // defaultFSReadBytes is the max_size of an fs read that does not give one,
 // as the contract sets it: 1 MiB.
 const defaultFSReadBytes = 1 << 20
-
-// binaryProbe is how much of the content is looked at for a NUL byte to
-// call it binary (as git and grep do).
-const binaryProbe = 8000
 
 // fsReadReply is the reply of read.
 type fsReadReply struct {
@@ -77,7 +74,7 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 		if sel.truncated {
 			data = trimPartialRune(data)
 		}
-		if bytes.IndexByte(data[:min(len(data), binaryProbe)], 0) < 0 && utf8.Valid(data) {
+		if bytes.IndexByte(data[:min(len(data), search.BinaryProbe)], 0) < 0 && utf8.Valid(data) {
 			out.Content, out.Encoding, out.Size = string(data), "utf8", len(data)
 			return tool.Reply{Data: out}, nil
 		}

@@ -114,15 +114,16 @@ func checkFileSize(p string, size, max int64) error {
 	return nil
 }
 
-// verify checks the content against its declared hash and returns the
-// content's hash.
-func (a *fileArgs) verify() (string, error) {
+// verify hashes the content and checks it against its declared hash,
+// recording a mismatch under field; it returns the content's hash.
+func (a *fileArgs) verify(probs *args.Problems, field string) (string, bool) {
 	sum := sha256.Sum256(a.data)
 	got := hex.EncodeToString(sum[:])
 	if a.sha256 != "" && a.sha256 != got {
-		return "", args.Problem("sha256", "the content (%d bytes after decoding) hashes to %s, not %s", len(a.data), got, a.sha256)
+		probs.Addf(field, "the content (%d bytes after decoding) hashes to %s, not %s", len(a.data), got, a.sha256)
+		return got, false
 	}
-	return got, nil
+	return got, true
 }
 
 // place sets the path of a filename-only upload from the content hash: the

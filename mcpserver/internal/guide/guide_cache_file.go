@@ -33,9 +33,10 @@ func (s *tools) cacheFile(ctx context.Context, c *tool.Call, raw json.RawMessage
 // and builds the reply. It is shared by guide_cache_file and the one-call
 // form of guide_read_file.
 func (s *tools) putFile(ctx context.Context, c *tool.Call, a *fileArgs, source string) (tool.Reply, error) {
-	sum, err := a.verify()
-	if err != nil {
-		return tool.Reply{}, err
+	var probs args.Problems
+	sum, ok := a.verify(&probs, "sha256")
+	if !ok {
+		return tool.Reply{}, probs.Err()
 	}
 	if err := a.place(s.opts.Uploads, sum); err != nil {
 		return tool.Reply{}, err

@@ -2,8 +2,6 @@ package guide
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -167,10 +165,8 @@ func (s *tools) batchRequests(c *tool.Call, files []fileArgs) ([]store.PutReques
 	for i := range files {
 		a := &files[i]
 		field := fmt.Sprintf("files[%d]", i)
-		raw := sha256.Sum256(a.data)
-		sum := hex.EncodeToString(raw[:])
-		if a.sha256 != "" && a.sha256 != sum {
-			probs.Addf(field+".sha256", "the content (%d bytes after decoding) hashes to %s, not %s", len(a.data), sum, a.sha256)
+		sum, ok := a.verify(probs, field+".sha256")
+		if !ok {
 			continue
 		}
 		if err := a.place(s.opts.Uploads, sum); err != nil {

@@ -52,7 +52,7 @@ func (s *tools) providerFileHash(ctx context.Context, c *tool.Call, raw json.Raw
 	case "sha1":
 		h = sha1.New()
 	default:
-		return tool.Reply{}, &providerError{providerFailed, fmt.Sprintf("Invalid hash algorithm: %s (use %s)", args.Quote(algorithm), strings.Join(hashAlgorithms, ", ")), args.ErrInvalid}
+		return tool.Reply{}, &providerError{providerFailed, fmt.Sprintf("Invalid hash algorithm: %s (use md5, sha1, sha256)", args.Quote(algorithm)), args.ErrInvalid}
 	}
 	content, err := c.Store().Open(ctx, p.depot)
 	if err != nil {

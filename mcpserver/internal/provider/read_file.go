@@ -63,6 +63,3 @@ func (s *tools) readFile(text bool) tool.Func {
 		return tool.Reply{Data: decoded}, nil
 	}
 }
-
-// The hash algorithms of calculate_file_hash.
-var hashAlgorithms = []string{"md5", "sha1", "sha256"}

@@ -26,8 +26,9 @@ const (
 	// MaxLineBytes bounds the text of a line in a result; longer lines are
 	// cut (on a character boundary).
 	MaxLineBytes = 1024
-	// binaryProbe is how much of a file is looked at for a NUL byte.
-	binaryProbe = 8000
+	// BinaryProbe is how much of a file is looked at for a NUL byte to
+	// call it binary (as git and grep do); fs read uses it too.
+	BinaryProbe = 8000
 )
 
 // Query is one search. The zero values of its limits mean their defaults.
@@ -314,7 +315,7 @@ func (w *worker) search(ctx context.Context, j job) outcome {
 		o.err = fmt.Errorf("search %s: %w", j.entry.Path, err)
 		return o
 	}
-	if bytes.IndexByte(buf[:min(len(buf), binaryProbe)], 0) >= 0 {
+	if bytes.IndexByte(buf[:min(len(buf), BinaryProbe)], 0) >= 0 {
 		o.skip = skipBinary
 		return o
 	}

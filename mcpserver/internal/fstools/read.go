@@ -28,49 +28,42 @@ type fsReadReply struct {
 	Metadata  fsMetadata `json:"metadata"`
 }
 
-// fsReadArgs are the arguments of read.
-type fsReadArgs struct {
-	path       string
-	encoding   string // args.EncodingUTF8, args.EncodingBase64 or "binary"
-	start, end int64  // lines, 0-based, end inclusive; -1 when not given
-	maxSize    int64
-	revision   uint64 // read the file as it was at this revision; 0: now
-}
-
 // fsRead is read: a file's content, or the lines start_line..end_line of
 // it, at most max_size bytes (truncated says when there was more), as
 // UTF-8 text, or base64 when asked or when the content is not text.
 func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	a := fsReadArgs{start: -1, end: -1}
+	var p, encoding string        // encoding: args.EncodingUTF8, args.EncodingBase64 or "binary"
+	var start, end, maxSize int64 // start, end: lines, 0-based, end inclusive; -1 when not given
+	var revision uint64           // read the file as it was at this revision; 0: now
 	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
-		a.path = fsPathArg(o, "path")
-		a.encoding, _ = o.Encoding("encoding", "binary")
-		a.start = o.Count("start_line", -1, 0, args.MaxExactInteger)
-		a.end = o.Count("end_line", -1, 0, args.MaxExactInteger)
-		a.maxSize = o.Count("max_size", min(defaultFSReadBytes, s.opts.MaxReadBytes), 1, s.opts.MaxReadBytes)
-		a.revision = uint64(o.Count("revision", 0, 1, args.MaxExactInteger))
-		if a.start >= 0 && a.end >= 0 && a.end < a.start {
-			o.Problems().Addf("end_line", "%d is before start_line %d (end_line is inclusive)", a.end, a.start)
+		p = fsPathArg(o, "path")
+		encoding, _ = o.Encoding("encoding", "binary")
+		start = o.Count("start_line", -1, 0, args.MaxExactInteger)
+		end = o.Count("end_line", -1, 0, args.MaxExactInteger)
+		maxSize = o.Count("max_size", min(defaultFSReadBytes, s.opts.MaxReadBytes), 1, s.opts.MaxReadBytes)
+		revision = uint64(o.Count("revision", 0, 1, args.MaxExactInteger))
+		if start >= 0 && end >= 0 && end < start {
+			o.Problems().Addf("end_line", "%d is before start_line %d (end_line is inclusive)", end, start)
 		}
 	})
-	c.Path = a.path
+	c.Path = p
 	if err != nil {
 		return tool.Reply{}, err
 	}
-	e, content, err := openVersion(ctx, c, a.path, a.revision)
+	e, content, err := openVersion(ctx, c, p, revision)
 	if err != nil {
-		return tool.Reply{}, fsStoreError(err, a.path)
+		return tool.Reply{}, fsStoreError(err, p)
 	}
 	defer content.Close()
 	c.Size, c.SHA256 = content.Size(), content.SHA256()
-	sel, err := selectLines(ctx, content, a.start, a.end, a.maxSize)
+	sel, err := selectLines(ctx, content, start, end, maxSize)
 	if err != nil {
-		return tool.Reply{}, &tool.StoreError{Op: "read", Path: a.path, Err: err}
+		return tool.Reply{}, &tool.StoreError{Op: "read", Path: p, Err: err}
 	}
 	e.Size = content.Size()
 	out := fsReadReply{Truncated: sel.truncated, LineCount: sel.lines, Metadata: newFSMetadata(e)}
 	data := sel.data
-	if a.encoding == args.EncodingUTF8 {
+	if encoding == args.EncodingUTF8 {
 		if sel.truncated {
 			data = trimPartialRune(data)
 		}

@@ -51,65 +51,58 @@ type fsWriteReply struct {
 	Warnings  []string `json:"warnings,omitempty"`
 }
 
-// fsWriteArgs are the arguments of write.
-type fsWriteArgs struct {
-	path     string
-	data     []byte
-	encoding string // args.EncodingUTF8 or args.EncodingBase64
-	mode     string
-	makeDirs bool
-	cond     tool.Condition
-}
-
 // fsWrite is write: one whole file, stored atomically.
 func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
 	var probs args.Problems
-	var a fsWriteArgs
+	var p, encoding, mode string // encoding: args.EncodingUTF8 or args.EncodingBase64
+	var data []byte
+	var makeDirs bool
+	var cond tool.Condition
 	err := args.Parse(raw, &probs, func(o *args.Object) {
-		a.path = fsPathArg(o, "path")
-		if a.path == depotpath.Root {
+		p = fsPathArg(o, "path")
+		if p == depotpath.Root {
 			o.Problems().Addf("path", "names the depot root, which is a directory; give a file path such as \"notes/todo.txt\"")
 		}
-		a.data, a.encoding = o.Content("content", s.opts.MaxContentBytes)
-		a.mode = o.Choice("mode", modeOverwrite, false, modeCreate, modeOverwrite, modeAppend, modeCreateNew)
-		a.makeDirs = o.Bool("make_dirs", false)
-		a.cond = tool.DecodeCondition(o)
-		if a.cond.Set() && a.mode != modeOverwrite {
-			o.Problems().Addf("mode", "is %s, and if_revision and if_absent guard only a whole write (mode overwrite): leave mode out, or the conditions", a.mode)
+		data, encoding = o.Content("content", s.opts.MaxContentBytes)
+		mode = o.Choice("mode", modeOverwrite, false, modeCreate, modeOverwrite, modeAppend, modeCreateNew)
+		makeDirs = o.Bool("make_dirs", false)
+		cond = tool.DecodeCondition(o)
+		if cond.Set() && mode != modeOverwrite {
+			o.Problems().Addf("mode", "is %s, and if_revision and if_absent guard only a whole write (mode overwrite): leave mode out, or the conditions", mode)
 		}
 	})
-	c.Path = a.path
+	c.Path = p
 	if err != nil {
 		return tool.Reply{}, err
 	}
-	c.Size, c.SHA256 = int64(len(a.data)), contentSum(a.data)
-	c.Attrs = append(c.Attrs, slog.String("mode", a.mode))
-	if err := s.fileSize(a.path, c.Size); err != nil {
+	c.Size, c.SHA256 = int64(len(data)), contentSum(data)
+	c.Attrs = append(c.Attrs, slog.String("mode", mode))
+	if err := s.fileSize(p, c.Size); err != nil {
 		return tool.Reply{}, err
 	}
-	if !a.makeDirs {
-		if err := s.parentExists(ctx, c, a.path); err != nil {
+	if !makeDirs {
+		if err := s.parentExists(ctx, c, p); err != nil {
 			return tool.Reply{}, err
 		}
 	}
 	ctx, cancel := s.opts.CommitContext(ctx)
 	defer cancel()
 	req := store.PutRequest{
-		Path:     a.path,
-		Data:     a.data,
-		Encoding: a.encoding,
+		Path:     p,
+		Data:     data,
+		Encoding: encoding,
 		Source:   "fs write",
 		Writer:   c.Who().String(),
 	}
-	if e, err := c.Store().Stat(ctx, a.path); err == nil && !e.IsDir() {
+	if e, err := c.Store().Stat(ctx, p); err == nil && !e.IsDir() {
 		req.Mode = e.Mode // a write keeps the file's permissions
 	}
 	var res store.PutResult
-	switch a.mode {
+	switch mode {
 	case modeOverwrite:
-		a.cond.Apply(&req)
+		cond.Apply(&req)
 		res, err = c.Store().Put(ctx, req)
-		err = a.cond.Conflict(ctx, c.Store(), a.path, err)
+		err = cond.Conflict(ctx, c.Store(), p, err)
 	case modeCreateNew:
 		req.IfAbsent = true
 		res, err = c.Store().Put(ctx, req)
@@ -122,18 +115,18 @@ func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 		return tool.Reply{}, err
 	}
 	if err != nil {
-		return tool.Reply{}, s.limitDetails(ctx, c, fsStoreError(err, a.path))
+		return tool.Reply{}, s.limitDetails(ctx, c, fsStoreError(err, p))
 	}
 	c.Status = res.Status.String()
 	c.SHA256 = res.Entry.SHA256
 	return tool.Reply{Data: fsWriteReply{
 		Success:      true,
-		Path:         relPath(a.path),
-		BytesWritten: len(a.data),
+		Path:         relPath(p),
+		BytesWritten: len(data),
 		Metadata:     newFSMetadata(res.Entry),
 		Status:       res.Status.String(),
 		SHA256:       res.Entry.SHA256,
-		MountPath:    s.opts.MountPath(a.path),
+		MountPath:    s.opts.MountPath(p),
 		Warnings:     append(s.opts.WaitApplied(ctx, c, res.Entry.Revision), probs.Warnings()...),
 	}}, nil
 }

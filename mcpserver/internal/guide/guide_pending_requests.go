@@ -15,22 +15,17 @@ import (
 
 const toolPendingRequests = "guide_pending_requests"
 
-// pendingArgs are the arguments of guide_pending_requests.
-type pendingArgs struct {
-	wait    time.Duration
-	after   uint64 // only requests with a greater ID count as new
-	foreign bool   // the cursor came from another run of depotfs
-}
-
 // pendingRequests lists the pending requests, waiting up to wait_seconds
 // for a new one when there is none.
 func (s *tools) pendingRequests(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var a pendingArgs
+	var wait time.Duration
+	var after uint64 // only requests with a greater ID count as new
+	var foreign bool // the cursor came from another run of depotfs
 	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
-		a.wait = time.Duration(o.Count("wait_seconds", 0, 0, pending.MaxWaitSeconds)) * time.Second
+		wait = time.Duration(o.Count("wait_seconds", 0, 0, pending.MaxWaitSeconds)) * time.Second
 		if cur, ok := o.Str("cursor", false); ok {
 			var err error
-			if a.after, a.foreign, err = s.pending.ParseCursor(cur); err != nil {
+			if after, foreign, err = s.pending.ParseCursor(cur); err != nil {
 				o.Problems().Add("cursor", err)
 			}
 		}
@@ -40,13 +35,13 @@ func (s *tools) pendingRequests(ctx context.Context, c *tool.Call, raw json.RawM
 	}
 
 	start := time.Now()
-	data := s.pending.Wait(ctx, c.MayWrite, a.after, a.wait)
+	data := s.pending.Wait(ctx, c.MayWrite, after, wait)
 	waited := time.Since(start)
 	c.Status = strconv.Itoa(data.Count)
 	c.Attrs = append(c.Attrs, slog.Int("new", data.New), slog.Duration("waited", waited))
 
 	var warnings []string
-	if a.foreign {
+	if foreign {
 		warnings = append(warnings, "The cursor comes from an earlier run of depotfs, so every pending request counts as new; use the cursor of this reply from now on.")
 	}
 	if s.pending.Broker() == nil {

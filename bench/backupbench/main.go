@@ -16,7 +16,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
@@ -24,13 +23,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/depotfs/depotfs/bench/internal/benchd"
 	"github.com/depotfs/depotfs/store"
@@ -89,9 +84,9 @@ func main() {
 	fmt.Printf("\nbackup file %d MiB\n\n", bfi.Size()>>20)
 	fmt.Println("| writers' latency | calls | p50 | p99 | p99 ratio |")
 	fmt.Println("|---|---|---|---|---|")
-	qp := pct(quietLat, 0.99)
-	fmt.Printf("| without a backup | %d | %v | %v | 1.00x |\n", len(quietLat), pct(quietLat, 0.5), qp)
-	fmt.Printf("| during the online backup | %d | %v | %v | %.2fx |\n", len(busyLat), pct(busyLat, 0.5), pct(busyLat, 0.99), float64(pct(busyLat, 0.99))/float64(qp))
+	qp := benchd.Quantile(quietLat, 0.99)
+	fmt.Printf("| without a backup | %d | %v | %v | 1.00x |\n", len(quietLat), benchd.Quantile(quietLat, 0.5), qp)
+	fmt.Printf("| during the online backup | %d | %v | %v | %.2fx |\n", len(busyLat), benchd.Quantile(busyLat, 0.5), benchd.Quantile(busyLat, 0.99), float64(benchd.Quantile(busyLat, 0.99))/float64(qp))
 }
 
 // fill writes the depot into db directly.
@@ -162,45 +157,14 @@ func startWriters(url string, n int, lat *latencies) (stop func()) {
 	var done atomic.Bool
 	var wg sync.WaitGroup
 	for w := range n {
-		c, err := client.NewStreamableHttpClient(url)
-		if err != nil {
-			log.Fatal(err)
-		}
-		ctx := context.Background()
-		if err := c.Start(ctx); err != nil {
-			log.Fatal(err)
-		}
-		init := mcp.InitializeRequest{}
-		init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-		init.Params.ClientInfo = mcp.Implementation{Name: "backupbench", Version: "1"}
-		if _, err := c.Initialize(ctx, init); err != nil {
-			log.Fatal(err)
-		}
+		c := benchd.Connect(url, "backupbench")
 		wg.Go(func() {
 			defer c.Close()
 			for i := 0; !done.Load(); i++ {
-				req := mcp.CallToolRequest{}
-				req.Params.Name = "guide_cache_file"
-				req.Params.Arguments = map[string]any{"path": fmt.Sprintf("/load/w%d/f%d.txt", w, i%100), "content": fmt.Sprintf("writer %d call %d\n", w, i)}
-				start := time.Now()
-				res, err := c.CallTool(ctx, req)
-				if err != nil || res.IsError {
-					raw, _ := json.Marshal(res)
-					log.Fatalf("writer %d: %v %s", w, err, raw)
-				}
-				lat.add(time.Since(start))
+				args := map[string]any{"path": fmt.Sprintf("/load/w%d/f%d.txt", w, i%100), "content": fmt.Sprintf("writer %d call %d\n", w, i)}
+				lat.add(benchd.Timed(func() { benchd.Call(c, "guide_cache_file", args) }))
 			}
 		})
 	}
 	return func() { done.Store(true); wg.Wait() }
-}
-
-// pct is the p-th quantile of d.
-func pct(d []time.Duration, p float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[int(p*float64(len(s)-1))].Round(10 * time.Microsecond)
 }

@@ -11,7 +11,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -19,22 +18,21 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/sys/unix"
 
+	"github.com/depotfs/depotfs/bench/internal/benchd"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/bolt"
 )
@@ -61,7 +59,7 @@ func main() {
 	b := &bench{bin: *bin, dir: dir, pause: *pause}
 	fmt.Printf("mountbench: %s, kernel %s, %d CPUs; ratio = depotfs time / tmpfs time (throughput ratio for dd: depotfs / tmpfs).\n"+
 		"tmpfs: best of 3 runs (its first pass is like any other); depotfs first pass: one run on a fresh mount; repeated: best of 3 runs, each 2 s after the previous.\n\n",
-		time.Now().UTC().Format(time.RFC3339), kernel(), numCPU())
+		time.Now().UTC().Format(time.RFC3339), kernel(), runtime.NumCPU())
 	fmt.Printf("| files | passthrough | work | tmpfs first | depotfs first | ratio | tmpfs repeated | depotfs repeated | ratio |\n")
 	fmt.Printf("|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range strings.Split(*sizes, ",") {
@@ -145,21 +143,12 @@ func (b *bench) tree(n int) error {
 	for _, pt := range []bool{true, false} {
 		var rss string
 		for _, w := range works {
-			tBest, err := b.best(fmt.Sprintf(w.cmd, tmp))
-			if err != nil {
-				return err
-			}
+			tBest := b.best(fmt.Sprintf(w.cmd, tmp))
 			tFirst, tRepeat := tBest, tBest
-			d, err := b.start(root, db, pt)
-			if err != nil {
-				return err
-			}
-			dFirst, dRepeat, err := b.twice(fmt.Sprintf(w.cmd, d.mount))
+			d := b.start(root, db, pt)
+			dFirst, dRepeat := b.twice(fmt.Sprintf(w.cmd, d.mount))
 			rss = d.rss()
 			d.stop()
-			if err != nil {
-				return err
-			}
 			fmt.Printf("| %d | %s | %s | %s | %s | **%.2f×** | %s | %s | **%.2f×** |\n", n, onOff(pt), w.name,
 				secs(tFirst), secs(dFirst), ratio(dFirst, tFirst), secs(tRepeat), secs(dRepeat), ratio(dRepeat, tRepeat))
 		}
@@ -171,31 +160,22 @@ func (b *bench) tree(n int) error {
 // twice runs cmd once (the first pass), then, after a pause each time,
 // three more times: the repeated pass is the fastest of those (the machine
 // may be shared; the best run is the one least disturbed).
-func (b *bench) twice(cmd string) (first, repeated time.Duration, err error) {
-	if first, err = run(cmd); err != nil {
-		return 0, 0, err
-	}
+func (b *bench) twice(cmd string) (first, repeated time.Duration) {
+	first = run(cmd)
 	for range 3 {
 		time.Sleep(b.pause)
-		d, err := run(cmd)
-		if err != nil {
-			return 0, 0, err
-		}
-		if repeated == 0 || d < repeated {
+		if d := run(cmd); repeated == 0 || d < repeated {
 			repeated = d
 		}
 	}
-	return first, repeated, nil
+	return first, repeated
 }
 
 // best runs cmd three times, a pause apart, and returns the fastest run:
 // for tmpfs, whose first pass is no different from the others.
-func (b *bench) best(cmd string) (time.Duration, error) {
-	_, d, err := b.twice(cmd)
-	if err != nil {
-		return 0, err
-	}
-	return d, nil
+func (b *bench) best(cmd string) time.Duration {
+	_, d := b.twice(cmd)
+	return d
 }
 
 // big measures dd of one large file, pushed over MCP to a running server.
@@ -212,10 +192,7 @@ func (b *bench) big(mib int) error {
 		return err
 	}
 	dd := "dd if=%s of=/dev/null bs=1M status=none"
-	tBest, err := b.best(fmt.Sprintf(dd, filepath.Join(tmp, "big")))
-	if err != nil {
-		return err
-	}
+	tBest := b.best(fmt.Sprintf(dd, filepath.Join(tmp, "big")))
 	tCold, tWarm := tBest, tBest
 	fmt.Printf("\n| dd bs=1M of %d MiB | passthrough | tmpfs | depotfs | ratio (throughput) |\n|---|---|---|---|---|\n", mib)
 	fmt.Printf("| tmpfs, best of 3 | | %s | | |\n", rate(len(data), tBest))
@@ -231,42 +208,24 @@ func (b *bench) big(mib int) error {
 	if err := dropCache(plain); err != nil {
 		return err
 	}
-	tDisk, err := run(fmt.Sprintf(dd, plain))
-	if err != nil {
-		return err
-	}
+	tDisk := run(fmt.Sprintf(dd, plain))
 	os.Remove(plain)
 	fmt.Printf("| a plain file on the same disk, from disk | | | %s | |\n", rate(len(data), tDisk))
 	for _, pt := range []bool{true, false} {
 		db := filepath.Join(root, fmt.Sprintf("depot-%s.db", onOff(pt)))
-		d, err := b.start(root, db, pt)
-		if err != nil {
-			return err
-		}
-		if err := d.push("/big", data); err != nil {
-			d.stop()
-			return err
-		}
+		d := b.start(root, db, pt)
+		d.push("/big", data)
 		// Let the server copy the pushed file into its blob cache, as
 		// it does after every write (passthrough only).
 		time.Sleep(b.pause)
 		path := filepath.Join(d.mount, "big")
-		cold, warm, err := b.twice(fmt.Sprintf(dd, path))
+		cold, warm := b.twice(fmt.Sprintf(dd, path))
 		d.stop()
-		if err != nil {
-			return err
-		}
 		// After a restart the blob cache still holds the file (kept
 		// across restarts): the first open serves it without a copy.
-		d, err = b.start(root, db, pt)
-		if err != nil {
-			return err
-		}
-		restart, err := run(fmt.Sprintf(dd, path))
+		d = b.start(root, db, pt)
+		restart := run(fmt.Sprintf(dd, path))
 		d.stop()
-		if err != nil {
-			return err
-		}
 		// Once more, with the database and the blob file dropped from
 		// the page cache: read from the disk.
 		sum := sha256.Sum256(data)
@@ -275,14 +234,9 @@ func (b *bench) big(mib int) error {
 				return err
 			}
 		}
-		if d, err = b.start(root, db, pt); err != nil {
-			return err
-		}
-		disk, err := run(fmt.Sprintf(dd, path))
+		d = b.start(root, db, pt)
+		disk := run(fmt.Sprintf(dd, path))
 		d.stop()
-		if err != nil {
-			return err
-		}
 		fmt.Printf("| cold, pushed to the running server | %s | %s | %s | **%.2f×** |\n", onOff(pt), rate(len(data), tCold), rate(len(data), cold), ratio(tCold, cold))
 		fmt.Printf("| warm | %s | %s | %s | **%.2f×** |\n", onOff(pt), rate(len(data), tWarm), rate(len(data), warm), ratio(tWarm, warm))
 		fmt.Printf("| cold, first read after a restart | %s | %s | %s | **%.2f×** |\n", onOff(pt), rate(len(data), tCold), rate(len(data), restart), ratio(tCold, restart))
@@ -298,73 +252,28 @@ type daemon struct {
 	mcp   *client.Client
 }
 
-var readyRE = regexp.MustCompile(`mcp=(https?://\S+/mcp)`)
-
 // start runs depotfs serve on db and waits for its mount and MCP endpoint.
-func (b *bench) start(root, db string, passthrough bool) (*daemon, error) {
+func (b *bench) start(root, db string, passthrough bool) *daemon {
 	mnt := filepath.Join(root, "mnt")
-	cmd := exec.Command(b.bin, "serve", "--db", db, "--mount", mnt, "--listen", "127.0.0.1:0",
+	cmd, url := benchd.Serve(b.bin, "--db", db, "--mount", mnt,
 		"--passthrough="+strconv.FormatBool(passthrough), "--blob-cache-dir", filepath.Join(root, "blobs"),
 		"--max-store-size", "8GiB", "--max-file-size", "1GiB", "--blob-cache-size", "2GiB")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	d := &daemon{cmd: cmd, mount: mnt}
-	lines := bufio.NewScanner(stderr)
-	var url string
-	for lines.Scan() {
-		if m := readyRE.FindStringSubmatch(lines.Text()); m != nil {
-			url = m[1]
-			break
-		}
-	}
-	go io.Copy(io.Discard, stderr)
-	if url == "" {
-		d.stop()
-		return nil, errors.New("depotfs exited before it was ready")
-	}
-	c, err := client.NewStreamableHttpClient(url)
-	if err == nil {
-		init := mcp.InitializeRequest{}
-		init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-		init.Params.ClientInfo = mcp.Implementation{Name: "mountbench", Version: "1"}
-		_, err = c.Initialize(context.Background(), init)
-	}
-	if err != nil {
-		d.stop()
-		return nil, fmt.Errorf("mcp: %w", err)
-	}
-	d.mcp = c
-	return d, nil
+	return &daemon{cmd: cmd, mount: mnt, mcp: benchd.Connect(url, "mountbench")}
 }
 
 // push uploads data to p in 4 MiB chunks over MCP.
-func (d *daemon) push(p string, data []byte) error {
+func (d *daemon) push(p string, data []byte) {
 	const chunk = 4 << 20
 	count := (len(data) + chunk - 1) / chunk
 	sum := sha256.Sum256(data)
 	for i := range count {
 		part := data[i*chunk : min((i+1)*chunk, len(data))]
-		req := mcp.CallToolRequest{}
-		req.Params.Name = "guide_read_file"
-		req.Params.Arguments = map[string]any{
+		benchd.Call(d.mcp, "guide_read_file", map[string]any{
 			"path": p, "upload_id": "mountbench", "chunk_index": i, "chunk_count": count,
 			"content": base64.StdEncoding.EncodeToString(part), "encoding": "base64",
 			"sha256": hex.EncodeToString(sum[:]),
-		}
-		res, err := d.mcp.CallTool(context.Background(), req)
-		if err != nil {
-			return fmt.Errorf("push chunk %d: %w", i, err)
-		}
-		if res.IsError {
-			return fmt.Errorf("push chunk %d: %+v", i, res.Content)
-		}
+		})
 	}
-	return nil
 }
 
 // rss returns the server's resident memory: anonymous (its heap and
@@ -440,13 +349,12 @@ func mountTmpfs(dir string) error {
 }
 
 // run runs a shell command and returns how long it took.
-func run(cmd string) (time.Duration, error) {
-	start := time.Now()
-	out, err := exec.Command("sh", "-c", cmd).CombinedOutput()
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w\n%s", cmd, err, out)
-	}
-	return time.Since(start), nil
+func run(cmd string) time.Duration {
+	return benchd.Timed(func() {
+		if out, err := exec.Command("sh", "-c", cmd).CombinedOutput(); err != nil {
+			log.Fatalf("%s: %v\n%s", cmd, err, out)
+		}
+	})
 }
 
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
@@ -463,21 +371,9 @@ func onOff(b bool) string {
 }
 
 func kernel() string {
-	var u syscall.Utsname
-	if syscall.Uname(&u) != nil {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
 		return "?"
 	}
-	var b []byte
-	for _, c := range u.Release {
-		if c == 0 {
-			break
-		}
-		b = append(b, byte(c))
-	}
-	return string(b)
-}
-
-func numCPU() int {
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	return strings.Count(string(b), "processor\t:")
+	return unix.ByteSliceToString(u.Release[:])
 }

@@ -35,9 +35,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/depotfs/depotfs/bench/internal/benchd"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/bolt"
@@ -81,16 +78,17 @@ func main() {
 
 	srv, url := benchd.Serve(*bin, "--db", db, "--mount", mnt)
 	defer func() { srv.Process.Kill(); srv.Wait(); exec.Command("umount", "-l", mnt).Run() }()
-	c := connect(url)
+	c := benchd.Connect(url, "snapshotbench")
 	var callPut, callCreate []time.Duration
 	for i := range *reps {
 		callPut = append(callPut, benchd.Timed(func() {
-			call(c, "guide_cache_file", map[string]any{"path": fmt.Sprintf("/one/call%d.txt", i), "content": "one file"})
+			benchd.Call(c, "guide_cache_file", map[string]any{"path": fmt.Sprintf("/one/call%d.txt", i), "content": "one file"})
 		}))
 		callCreate = append(callCreate, benchd.Timed(func() {
-			call(c, "guide_snapshot", map[string]any{"action": "create", "name": fmt.Sprintf("call%d", i), "path": "/tree"})
+			benchd.Call(c, "guide_snapshot", map[string]any{"action": "create", "name": fmt.Sprintf("call%d", i), "path": "/tree"})
 		}))
 	}
+	median := func(d []time.Duration) time.Duration { return benchd.Quantile(d, 0.5) }
 	fmt.Println("| what | median | max | ratio to a one-file write |")
 	fmt.Println("|---|---|---|---|")
 	row := func(what string, d, base []time.Duration) {
@@ -211,41 +209,5 @@ func walk(root string) time.Duration {
 func must[T any](_ T, err error) {
 	if err != nil {
 		log.Fatal(err)
-	}
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2].Round(10 * time.Microsecond)
-}
-
-// connect opens an MCP session on url.
-func connect(url string) *client.Client {
-	c, err := client.NewStreamableHttpClient(url)
-	if err != nil {
-		log.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		log.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "snapshotbench", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		log.Fatal(err)
-	}
-	return c
-}
-
-// call calls a tool that must succeed.
-func call(c *client.Client, tool string, args map[string]any) {
-	req := mcp.CallToolRequest{}
-	req.Params.Name = tool
-	req.Params.Arguments = args
-	res, err := c.CallTool(context.Background(), req)
-	if err != nil || res.IsError {
-		log.Fatalf("%s: %v %+v", tool, err, res)
 	}
 }

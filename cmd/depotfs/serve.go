@@ -187,13 +187,8 @@ Flags:
 		}
 	}
 	cfg.noteSet(fs)
-	if err := cfg.auth.resolve(fs, cfg.db, cfg.stdio); err != nil {
-		return usageError{err}
-	}
-	if err := cfg.validate(); err != nil {
-		return usageError{err}
-	}
-	if err := cfg.enforce.resolve(cfg.db); err != nil {
+	// In this order, the first failure wins: validate needs auth resolved.
+	if err := cmp.Or(cfg.auth.resolve(fs, cfg.db, cfg.stdio), cfg.validate(), cfg.enforce.resolve(cfg.db)); err != nil {
 		return usageError{err}
 	}
 	// Logs never go to stdout: with --stdio it carries the MCP protocol.

@@ -55,12 +55,11 @@ var runCA = group("ca", "A small certificate authority for agents that connect w
 	{"crl", "sign a fresh CRL (run it regularly: a stale CRL refuses every agent)", runCACRL},
 })
 
-// defaultCADir is where "depotfs ca" keeps its CA unless --dir says
-// otherwise: beside the default database.
-func defaultCADir() string { return filepath.Join(defaultDataDir(), "ca") }
-
-func caDirFlag(fs *flag.FlagSet) *string {
-	return fs.String("dir", defaultCADir(), "CA `directory` (ca.crt, ca.key, crl.pem, revoked.json)")
+// caFlags is the flag set of "depotfs ca name", with its --dir: by
+// default beside the default database.
+func caFlags(name string) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet("ca "+name, flag.ContinueOnError)
+	return fs, fs.String("dir", filepath.Join(defaultDataDir(), "ca"), "CA `directory` (ca.crt, ca.key, crl.pem, revoked.json)")
 }
 
 func days(n int) (time.Duration, error) {
@@ -71,8 +70,7 @@ func days(n int) (time.Duration, error) {
 }
 
 func runCAInit(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("ca init", flag.ContinueOnError)
-	dir := caDirFlag(fs)
+	fs, dir := caFlags("init")
 	name := fs.String("name", "depotfs agents CA", "the CA's common `name`")
 	nDays := fs.Int("days", 3650, "`days` the CA certificate stays valid")
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -95,8 +93,7 @@ func runCAInit(_ context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func runCAIssue(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("ca issue", flag.ContinueOnError)
-	dir := caDirFlag(fs)
+	fs, dir := caFlags("issue")
 	name := fs.String("name", "", "the agent's `name` (required): the certificate's CN and depotfs://<domain>/agent/<name>")
 	domain := fs.String("domain", auth.LocalDomain, "the `domain` of the agent's identity URI")
 	var grants grantsFlag
@@ -130,8 +127,7 @@ func grantsOrNone(s string) string {
 }
 
 func runCAServerCert(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("ca server-cert", flag.ContinueOnError)
-	dir := caDirFlag(fs)
+	fs, dir := caFlags("server-cert")
 	var hosts []string
 	fs.Func("host", "a DNS `name` or IP address agents use to reach the server (repeatable, required)", appendTo(&hosts))
 	nDays := fs.Int("days", 90, "`days` the certificate stays valid")
@@ -154,8 +150,7 @@ func runCAServerCert(_ context.Context, args []string, stdout, stderr io.Writer)
 }
 
 func runCARevoke(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("ca revoke", flag.ContinueOnError)
-	dir := caDirFlag(fs)
+	fs, dir := caFlags("revoke")
 	pos, err := parseFlagsArgs(fs, args, stderr, 1, "one SERIAL or CERTFILE")
 	if err != nil {
 		return err
@@ -190,8 +185,7 @@ func runCARevoke(_ context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func runCACRL(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("ca crl", flag.ContinueOnError)
-	dir := caDirFlag(fs)
+	fs, dir := caFlags("crl")
 	nDays := fs.Int("days", 30, "`days` the CRL stays valid")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err

@@ -24,14 +24,14 @@ var runToken = group("token", "Bearer tokens for MCP clients that cannot present
 // defaultTokensFile is the tokens file beside the database db.
 func defaultTokensFile(db string) string { return filepath.Join(filepath.Dir(db), "tokens.json") }
 
-func tokensFlag(fs *flag.FlagSet) *string {
-	return fs.String("tokens", defaultTokensFile(defaultDB()),
-		"tokens `file` (JSON, mode 0600, holding only hashes); serve reads the same file")
+// tokenFlags is the flag set of "depotfs token name", with its --tokens.
+func tokenFlags(name string) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet("token "+name, flag.ContinueOnError)
+	return fs, fs.String("tokens", defaultTokensFile(defaultDB()), "tokens `file` (JSON, mode 0600, holding only hashes); serve reads the same file")
 }
 
 func runTokenIssue(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("token issue", flag.ContinueOnError)
-	path := tokensFlag(fs)
+	fs, path := tokenFlags("issue")
 	name := fs.String("name", "", "the agent's `name` (required); its identity is depotfs://local/token/<name>")
 	var grants grantsFlag
 	fs.Var(&grants, "grant", "a grant `TOOL:PREFIX:ACCESS` (repeatable; ACCESS r, w or rw), e.g. guide:/projects/a:rw")
@@ -70,8 +70,7 @@ func expiry(t time.Time) string {
 }
 
 func runTokenList(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("token list", flag.ContinueOnError)
-	path := tokensFlag(fs)
+	fs, path := tokenFlags("list")
 	asJSON := fs.Bool("json", false, "print one JSON object per token instead of a table")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -110,8 +109,7 @@ func runTokenList(_ context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 func runTokenRevoke(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("token revoke", flag.ContinueOnError)
-	path := tokensFlag(fs)
+	fs, path := tokenFlags("revoke")
 	pos, err := parseFlagsArgs(fs, args, stderr, 1, "one token ID")
 	if err != nil {
 		return err

@@ -55,7 +55,7 @@ func (f *fileNode) newHandle(v fileVersion, c store.Content) *fileHandle {
 	if !took {
 		c.Close()
 	}
-	return &fileHandle{fsys: f.fsys, node: f, path: v.path, s: s}
+	return &fileHandle{node: f, path: v.path, s: s}
 }
 
 // adoptLocked returns the shared content for c with a reference taken: the
@@ -123,7 +123,7 @@ func (f *fileNode) shareHandle(v fileVersion) *fileHandle {
 	}
 	s.refs++
 	f.opens++
-	return &fileHandle{fsys: f.fsys, node: f, path: v.path, s: s}
+	return &fileHandle{node: f, path: v.path, s: s}
 }
 
 // drop releases one reference to s. The last closes it, after lingerFor
@@ -170,7 +170,6 @@ func (f *fileNode) expire(s *shared) {
 // (store.Content.ReadAt is); the kernel calls Release once, after every
 // Read has returned.
 type fileHandle struct {
-	fsys *fsys
 	node *fileNode
 	path string
 
@@ -190,7 +189,7 @@ func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 		n, _, err = h.readAt(dest, off)
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, h.fsys.errno("read", h.path, err)
+		return nil, h.node.fsys.errno("read", h.path, err)
 	}
 	return fuse.ReadResultData(dest[:n]), 0
 }
@@ -214,7 +213,7 @@ func (h *fileHandle) grow(ctx context.Context, s *shared) bool {
 	if h.s != s {
 		return true // another read did it
 	}
-	c, err := h.fsys.st.Open(ctx, h.path)
+	c, err := h.node.fsys.st.Open(ctx, h.path)
 	if err != nil {
 		return false
 	}
@@ -230,7 +229,7 @@ func (h *fileHandle) grow(ctx context.Context, s *shared) bool {
 	}
 	h.s = ns
 	if err := h.node.drop(s); err != nil {
-		h.fsys.log.Debug("vfs: closing a file's shorter content failed", "path", h.path, "err", err)
+		h.node.fsys.log.Debug("vfs: closing a file's shorter content failed", "path", h.path, "err", err)
 	}
 	return true
 }
@@ -241,7 +240,7 @@ func (h *fileHandle) Release(context.Context) syscall.Errno {
 	h.node.opens--
 	h.node.mu.Unlock()
 	if err := h.node.drop(h.s); err != nil {
-		return h.fsys.errno("release", h.path, err)
+		return h.node.fsys.errno("release", h.path, err)
 	}
 	return 0
 }

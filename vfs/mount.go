@@ -12,6 +12,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
@@ -270,9 +271,8 @@ func mountOptions(o Options) *fuse.MountOptions {
 // round trip per path component on every access.
 func nodeOptions(o Options) *fs.Options {
 	entry, attr, negative := o.EntryTimeout, o.AttrTimeout, o.NegativeTimeout
-	mo := mountOptions(o)
 	no := &fs.Options{
-		MountOptions:    *mo,
+		MountOptions:    *mountOptions(o),
 		EntryTimeout:    &entry,
 		AttrTimeout:     &attr,
 		NegativeTimeout: &negative,
@@ -297,12 +297,8 @@ func raiseReadahead(dir string, kb int, log *slog.Logger) {
 		log.Debug("vfs: readahead not raised", "dir", dir, "err", err)
 		return
 	}
-	knob := fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", major(st.Dev), minor(st.Dev))
+	knob := fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", unix.Major(st.Dev), unix.Minor(st.Dev))
 	if err := os.WriteFile(knob, []byte(fmt.Sprint(kb)), 0); err != nil {
 		log.Debug("vfs: readahead not raised", "dir", dir, "err", err)
 	}
 }
-
-// major and minor split a device number as glibc's gnu_dev_major/minor do.
-func major(dev uint64) uint64 { return (dev>>8)&0xfff | (dev>>32)&^0xfff }
-func minor(dev uint64) uint64 { return dev&0xff | (dev>>12)&^0xff }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/depotfs/depotfs/store"
 )
 
 // node is what every node of the mount embeds: its go-fuse inode, the
@@ -15,6 +17,12 @@ import (
 type node struct {
 	fs.Inode
 	fsys *fsys
+}
+
+// Getxattr answers as a directory does: a node without attributes of its
+// own (/.snapshots, a snapshot's directory) has none.
+func (n *node) Getxattr(_ context.Context, name string, dest []byte) (uint32, syscall.Errno) {
+	return getxattr(store.Entry{Kind: store.KindDir}, name, dest)
 }
 
 // Statfs reports the mount's capacity and use (see fsys.statfs).
@@ -28,6 +36,7 @@ func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 // be remounted read-write) and make the answer EROFS rather than ENOSYS.
 var (
 	_ = (fs.NodeStatfser)((*node)(nil))
+	_ = (fs.NodeGetxattrer)((*node)(nil))
 	_ = (fs.NodeSetattrer)((*node)(nil))
 	_ = (fs.NodeCreater)((*node)(nil))
 	_ = (fs.NodeMkdirer)((*node)(nil))

@@ -104,7 +104,6 @@ var (
 	_ = (fs.NodeLookuper)((*snapshotsDir)(nil))
 	_ = (fs.NodeReaddirer)((*snapshotsDir)(nil))
 	_ = (fs.NodeGetattrer)((*snapshotsDir)(nil))
-	_ = (fs.NodeGetxattrer)((*snapshotsDir)(nil))
 )
 
 // lookupSnapshots answers the root's lookup of the snapshots directory.
@@ -127,28 +126,20 @@ func (d *snapshotsDir) Getattr(_ context.Context, _ fs.FileHandle, out *fuse.Att
 	return 0
 }
 
-// find returns the snapshot named name.
-func (d *snapshotsDir) find(ctx context.Context, name string) (store.Snapshot, syscall.Errno) {
-	all, err := d.fsys.st.Snapshots(ctx)
-	if err != nil {
-		return store.Snapshot{}, d.fsys.errno("lookup", store.SnapshotsDir, err)
-	}
-	i := slices.IndexFunc(all, func(s store.Snapshot) bool { return s.Name == name })
-	if i < 0 {
-		return store.Snapshot{}, syscall.ENOENT
-	}
-	return all[i], 0
-}
-
 // Lookup finds a snapshot by name. A missing name is answered so that the
 // kernel does not remember it (a snapshot of that name may come).
 func (d *snapshotsDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	out.SetEntryTimeout(snapshotNameTimeout)
 	out.SetAttrTimeout(snapshotNameTimeout)
-	s, errno := d.find(ctx, name)
-	if errno != 0 {
-		return nil, errno
+	all, err := d.fsys.st.Snapshots(ctx)
+	if err != nil {
+		return nil, d.fsys.errno("lookup", store.SnapshotsDir, err)
 	}
+	i := slices.IndexFunc(all, func(s store.Snapshot) bool { return s.Name == name })
+	if i < 0 {
+		return nil, syscall.ENOENT
+	}
+	s := all[i]
 	e, err := d.top(ctx, s)
 	if err != nil {
 		return nil, d.fsys.errno("lookup", s.Prefix, err)
@@ -180,14 +171,9 @@ func (d *snapshotsDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno
 		if err != nil {
 			continue // deleted since it was listed
 		}
-		list = append(list, fuse.DirEntry{Name: s.Name, Mode: entryMode(e), Ino: snapIno(d.fsys.snaps.id(s), e)})
+		list = append(list, fuse.DirEntry{Name: s.Name, Mode: stableAttr(e).Mode, Ino: snapIno(d.fsys.snaps.id(s), e)})
 	}
 	return fs.NewListDirStream(list), 0
-}
-
-// Getxattr answers as for any directory: it has no attributes.
-func (d *snapshotsDir) Getxattr(_ context.Context, name string, dest []byte) (uint32, syscall.Errno) {
-	return getxattr(store.Entry{Kind: store.KindDir}, name, dest)
 }
 
 // snapTree is one snapshot's tree in the mount: its number there and the
@@ -205,15 +191,7 @@ func (t snapTree) child(ctx context.Context, fsys *fsys, parent *fs.Inode, e sto
 	if e.IsDir() {
 		n = &snapDir{node: node{fsys: fsys}, tree: t, path: e.Path, ino: e.Ino}
 	}
-	return parent.NewInode(ctx, n, fs.StableAttr{Mode: entryMode(e), Ino: out.Ino})
-}
-
-// entryMode is the file type of e, as StableAttr and listings give it.
-func entryMode(e store.Entry) uint32 {
-	if e.IsDir() {
-		return syscall.S_IFDIR
-	}
-	return syscall.S_IFREG
+	return parent.NewInode(ctx, n, fs.StableAttr{Mode: out.Mode & syscall.S_IFMT, Ino: out.Ino})
 }
 
 // snapDir is a directory of a snapshot's tree. Immutable.
@@ -227,7 +205,6 @@ type snapDir struct {
 var (
 	_           = (fs.NodeLookuper)((*snapDir)(nil))
 	_           = (fs.NodeGetattrer)((*snapDir)(nil))
-	_           = (fs.NodeGetxattrer)((*snapDir)(nil))
 	_           = (fs.NodeOpendirHandler)((*snapDir)(nil))
 	_ listedDir = (*snapDir)(nil)
 )
@@ -279,16 +256,11 @@ func (d *snapDir) list(ctx context.Context) ([]store.Entry, syscall.Errno) {
 }
 
 func (d *snapDir) listedAs(e store.Entry) (uint64, uint32) {
-	return snapIno(d.tree.id, e), entryMode(e)
+	return snapIno(d.tree.id, e), stableAttr(e).Mode
 }
 
 func (d *snapDir) lookupListed(ctx context.Context, e store.Entry, out *fuse.EntryOut) *fs.Inode {
 	return d.tree.child(ctx, d.fsys, d.EmbeddedInode(), e, &out.Attr)
-}
-
-// Getxattr answers as for a live directory.
-func (d *snapDir) Getxattr(_ context.Context, name string, dest []byte) (uint32, syscall.Errno) {
-	return getxattr(store.Entry{Kind: store.KindDir}, name, dest)
 }
 
 // snapFile is a file version of a snapshot's tree. Immutable.

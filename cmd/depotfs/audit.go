@@ -20,22 +20,18 @@ var runAudit = group("audit", "The tamper-evident audit log of depotfs serve: on
 	{"query", "print audit records by identity, tool, path prefix, decision and time, as a table or JSON lines", runAuditQuery},
 })
 
-// auditLogFlags adds --audit-log and --db, from which the log's default
-// location follows as in serve, and returns a function giving the log.
-func auditLogFlags(fs *flag.FlagSet) func() string {
+// auditFlags is the flag set of "depotfs audit name" with --audit-log and
+// --db, from which the log's default location follows as in serve, and a
+// function giving the log.
+func auditFlags(name string) (*flag.FlagSet, func() string) {
+	fs := flag.NewFlagSet("audit "+name, flag.ContinueOnError)
 	log := fs.String("audit-log", "", "audit log `file`; default audit.log beside --db, as for serve")
 	db := fs.String("db", defaultDB(), "database `file` of the serve whose default audit log to read")
-	return func() string {
-		if *log != "" {
-			return *log
-		}
-		return defaultAuditLog(*db)
-	}
+	return fs, func() string { return cmp.Or(*log, defaultAuditLog(*db)) }
 }
 
 func runAuditVerify(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("audit verify", flag.ContinueOnError)
-	path := auditLogFlags(fs)
+	fs, path := auditFlags("verify")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -58,8 +54,7 @@ func runAuditVerify(_ context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 func runAuditQuery(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("audit query", flag.ContinueOnError)
-	path := auditLogFlags(fs)
+	fs, path := auditFlags("query")
 	var f audit.Filter
 	var since, until string
 	fs.StringVar(&f.Identity, "identity", "", "only records of this `identity`: transport:subject, or the subject alone (depotfs://example.org/agent/a)")

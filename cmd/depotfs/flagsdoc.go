@@ -144,10 +144,7 @@ func writeFlagTable(w io.Writer, flags []*flag.Flag) {
 	fmt.Fprint(w, "| flag | environment | default | meaning |\n|---|---|---|---|\n")
 	for _, f := range flags {
 		arg, usage := flag.UnquoteUsage(f)
-		name := "--" + f.Name
-		if arg != "" {
-			name += " " + arg
-		}
+		name := strings.TrimSpace("--" + f.Name + " " + arg) // arg: "" for a boolean
 		fmt.Fprintf(w, "| `%s` | `%s` | %s | %s |\n", name, envName(f.Name), docDefault(f), cell(usage))
 	}
 	fmt.Fprintln(w)

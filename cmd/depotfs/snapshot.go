@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -101,11 +102,7 @@ func (u *serverClient) printSnapshots(ctx context.Context, stdout io.Writer, arg
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tPATH\tREVISION\tCREATED\tEXPIRES")
 	for _, s := range d.Snapshots {
-		expires := s.Expires
-		if expires == "" {
-			expires = "never"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.Name, s.Path, s.Revision, s.Created, expires)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.Name, s.Path, s.Revision, s.Created, cmp.Or(s.Expires, "never"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -66,28 +66,20 @@ Examples:
 	if err != nil {
 		return err
 	}
-	switch pos[0] {
-	case "bash":
-		writeBash(stdout, tree)
-	case "zsh":
-		writeZsh(stdout, tree)
-	case "fish":
-		writeFish(stdout, tree)
-	default:
+	write, ok := map[string]func(io.Writer, []treeCmd){"bash": writeBash, "zsh": writeZsh, "fish": writeFish}[pos[0]]
+	if !ok {
 		return usageError{fmt.Errorf("unknown shell %q: want bash, zsh or fish", pos[0])}
 	}
+	write(stdout, tree)
 	return nil
 }
 
 // takesFile reports whether a flag's value is probably a path, so the
 // shell completes file names for it.
 func takesFile(f *flag.Flag) bool {
-	name, _ := flag.UnquoteUsage(f)
-	switch name {
-	case "file", "dir", "directory", "files":
-		return true
-	}
-	return strings.HasSuffix(f.Name, "-file") || f.Name == "db" || f.Name == "mount" || f.Name == "dir" || f.Name == "out"
+	arg, _ := flag.UnquoteUsage(f)
+	return slices.Contains([]string{"file", "dir", "directory", "files"}, arg) ||
+		strings.HasSuffix(f.Name, "-file") || slices.Contains([]string{"db", "mount", "dir", "out"}, f.Name)
 }
 
 // valueArg is what a completion script says of f's value: file for a

@@ -33,11 +33,6 @@ type shared struct {
 	closed bool
 }
 
-// holds reports whether s is version v's content.
-func (s *shared) holds(v fileVersion) bool {
-	return v.holds(s.Content)
-}
-
 // newHandle returns an open handle reading c, the content of version v,
 // or nil (closing c) when the node no longer shows v. The handle shares
 // the content open handles of v already hold, if any (c is then closed),
@@ -118,7 +113,7 @@ func (f *fileNode) shareHandle(v fileVersion) *fileHandle {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := f.shared
-	if s == nil || !f.version.same(v) || !s.holds(v) {
+	if s == nil || !f.version.same(v) || !v.holds(s.Content) {
 		return nil
 	}
 	s.refs++

@@ -141,7 +141,7 @@ func (inv *invalidator) apply(ctx context.Context, ev store.Event) {
 // fileNode.follow allows: in place, or replaced (see replace).
 func (inv *invalidator) entry(ctx context.Context, ev store.Event, listed bool) {
 	if ev.Path == depotpath.Root {
-		inv.notifyContent(inv.root, ev.Path)
+		inv.notifyRange(inv.root, ev.Path, 0)
 		return
 	}
 	parent, name, node := inv.find(ev.Path)
@@ -152,14 +152,14 @@ func (inv *invalidator) entry(ctx context.Context, ev store.Event, listed bool) 
 		}
 	}
 	if node != nil {
-		inv.notifyContent(node, ev.Path)
+		inv.notifyRange(node, ev.Path, 0)
 		listed = listed || node.IsDir() != ev.Entry.IsDir()
 	} else {
 		listed = true
 	}
 	inv.notifyEntry(parent, name, ev.Path)
 	if listed {
-		inv.notifyContent(parent, ev.Path)
+		inv.notifyRange(parent, ev.Path, 0)
 	}
 }
 
@@ -209,7 +209,7 @@ func (inv *invalidator) removed(ctx context.Context, p string) {
 		if node == nil || parent.NotifyDelete(name, node) != 0 {
 			inv.notifyEntry(parent, name, p)
 		}
-		inv.notifyContent(parent, p)
+		inv.notifyRange(parent, p, 0)
 		p, _ = depotpath.Split(p)
 		if _, err := inv.fsys.st.Stat(ctx, p); !errors.Is(err, store.ErrNotExist) {
 			return
@@ -229,7 +229,7 @@ func (inv *invalidator) all(ctx context.Context, n *fs.Inode, p string) {
 		if ch.IsDir() {
 			inv.all(ctx, ch, cp)
 		} else {
-			inv.notifyContent(ch, cp)
+			inv.notifyRange(ch, cp, 0)
 		}
 		inv.notifyEntry(n, name, cp)
 	}
@@ -242,7 +242,7 @@ func (inv *invalidator) all(ctx context.Context, n *fs.Inode, p string) {
 			inv.notifyEntry(n, name, e.Path)
 		}
 	}
-	inv.notifyContent(n, p)
+	inv.notifyRange(n, p, 0)
 }
 
 // find walks the kernel-known inodes from the root towards p. It returns the
@@ -268,17 +268,13 @@ func (inv *invalidator) find(p string) (parent *fs.Inode, name string, node *fs.
 	}
 }
 
-// notifyEntry and notifyContent send one invalidation. ENOENT means the
+// notifyEntry and notifyRange send one invalidation. ENOENT means the
 // kernel has already forgotten what we asked it to forget; anything else is
 // logged, since a failed invalidation may leave a reader with stale data.
 func (inv *invalidator) notifyEntry(parent *fs.Inode, name, p string) {
 	if errno := parent.NotifyEntry(name); errno != 0 && errno != syscall.ENOENT {
 		inv.fsys.log.Warn("vfs: invalidating an entry failed", "path", p, "name", name, "err", errno)
 	}
-}
-
-func (inv *invalidator) notifyContent(n *fs.Inode, p string) {
-	inv.notifyRange(n, p, 0)
 }
 
 // notifyRange invalidates n's attributes and its pages from off to the

@@ -270,12 +270,11 @@ func mountOptions(o Options) *fuse.MountOptions {
 // (but with Options.Shared, the negative one): nil would mean 0 s, a
 // round trip per path component on every access.
 func nodeOptions(o Options) *fs.Options {
-	entry, attr, negative := o.EntryTimeout, o.AttrTimeout, o.NegativeTimeout
 	no := &fs.Options{
 		MountOptions:    *mountOptions(o),
-		EntryTimeout:    &entry,
-		AttrTimeout:     &attr,
-		NegativeTimeout: &negative,
+		EntryTimeout:    &o.EntryTimeout,
+		AttrTimeout:     &o.AttrTimeout,
+		NegativeTimeout: &o.NegativeTimeout,
 		NullPermissions: true, // a mode of 0 (umask 0777) means 0, not 0644
 		RootStableAttr:  &fs.StableAttr{Ino: store.RootIno},
 		Logger:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),

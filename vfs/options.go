@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"cmp"
 	"context"
 	iofs "io/fs"
 	"log/slog"
@@ -134,21 +135,13 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		r = *o
 	}
-	if r.EntryTimeout <= 0 {
-		r.EntryTimeout = DefaultTimeout
+	for _, t := range []*time.Duration{&r.EntryTimeout, &r.AttrTimeout, &r.NegativeTimeout} {
+		if *t <= 0 {
+			*t = DefaultTimeout
+		}
 	}
-	if r.AttrTimeout <= 0 {
-		r.AttrTimeout = DefaultTimeout
-	}
-	if r.NegativeTimeout <= 0 {
-		r.NegativeTimeout = DefaultTimeout
-	}
-	if r.Logger == nil {
-		r.Logger = slog.Default()
-	}
-	if r.FsName == "" {
-		r.FsName = "depotfs"
-	}
+	r.Logger = cmp.Or(r.Logger, slog.Default())
+	r.FsName = cmp.Or(r.FsName, "depotfs")
 	return r
 }
 

@@ -446,7 +446,9 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		if cfg.noMount {
 			mount = "none (--no-mount)"
 		}
-		log.Info("depotfs ready", append(append([]any{storeAttr(cfg), "mount", mount, "mcp", mcp}, auth...), "tools", cfg.tools, limitAttrs(cfg))...)
+		log.Info("depotfs ready", append(append([]any{storeAttr(cfg), "mount", mount, "mcp", mcp}, auth...), "tools", cfg.tools,
+			slog.Group("limits", "max_store_size", cfg.maxStoreSize.String(), "max_file_size", cfg.maxFileSize.String(),
+				"fetch_timeout", cfg.fetchTimeout, "upload_ttl", cfg.uploadTTL))...)
 		notify(log, notifier, sdnotify.Ready, "STATUS=serving MCP on "+mcp)
 		go rl.run(bgCtx, hup)
 		if every, ok := sdnotify.WatchdogInterval(); ok && notifier != nil {
@@ -574,13 +576,6 @@ type drainer interface {
 	BeginShutdown()
 	InFlight() int
 	Shutdown(ctx context.Context) error
-}
-
-// limitAttrs are the configured limits, for the ready line.
-func limitAttrs(cfg serveConfig) slog.Attr {
-	return slog.Group("limits",
-		"max_store_size", cfg.maxStoreSize.String(), "max_file_size", cfg.maxFileSize.String(),
-		"fetch_timeout", cfg.fetchTimeout, "upload_ttl", cfg.uploadTTL)
 }
 
 // lockedAdvice explains a database held by another process and what to

@@ -364,22 +364,17 @@ func (f *fileNode) openBlob(ctx context.Context, pt *blobs, c store.Content, v f
 		return nil, nil
 	}
 	if f.blob == nil {
-		switch {
-		case c != nil:
-			bf, err := pt.open(ctx, v.entry(), c)
-			if err != nil {
-				return nil, err
-			}
-			f.blob = bf
-			f.passed = true
-		default:
-			bf, ok := pt.cache.Get(v.sha256())
-			if !ok {
-				return nil, nil
-			}
-			f.blob = bf
-			f.passed = true
+		var bf *os.File
+		var err error
+		if c != nil {
+			bf, err = pt.open(ctx, v.entry(), c)
+		} else if bf, _ = pt.cache.Get(v.sha256()); bf == nil {
+			return nil, nil // not cached any more
 		}
+		if err != nil {
+			return nil, err
+		}
+		f.blob, f.passed = bf, true
 	}
 	f.blobRefs++
 	f.opens++

@@ -202,9 +202,6 @@ func (b *bench) big(mib int) error {
 	if err := os.WriteFile(plain, data, 0o444); err != nil {
 		return err
 	}
-	if err := syncFile(plain); err != nil {
-		return err
-	}
 	if err := dropCache(plain); err != nil {
 		return err
 	}
@@ -315,23 +312,17 @@ func (d *daemon) stop() {
 	syscall.Unmount(d.mount, syscall.MNT_DETACH)
 }
 
-// syncFile writes the file's pages to disk, so that they can be dropped.
-func syncFile(p string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}
-
-// dropCache asks the kernel to drop the file's pages from the page cache.
+// dropCache writes the file's pages to disk, so that they can be dropped,
+// and asks the kernel to drop them from the page cache.
 func dropCache(p string) error {
 	f, err := os.Open(p)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return err
+	}
 	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 		return fmt.Errorf("fadvise %s: %w", p, err)
 	}

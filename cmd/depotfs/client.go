@@ -154,11 +154,10 @@ func connect(ctx context.Context, url string, creds *clientCreds, name string, h
 			}
 			return nil, fmt.Errorf("%s requires authentication: give a bearer token (DEPOTFS_TOKEN or --token-file) or a client certificate (--cert, --key)", url)
 		}
-		var verifyErr *tls.CertificateVerificationError
-		switch {
-		case errors.As(err, &verifyErr):
+		if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
 			return nil, fmt.Errorf("%s: the server's certificate is not trusted (give the CA that signed it with --ca): %w", url, err)
-		case strings.Contains(err.Error(), "remote error: tls:"):
+		}
+		if strings.Contains(err.Error(), "remote error: tls:") {
 			return nil, fmt.Errorf("%s refused the TLS handshake: it may require a client certificate (--cert, --key), or yours is revoked or from another CA: %w", url, err)
 		}
 		return nil, fmt.Errorf("connect to %s (is depotfs serve running there?): %w", url, err)

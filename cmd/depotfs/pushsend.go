@@ -203,8 +203,7 @@ func (p *pusher) pushTree(ctx context.Context, item *pushItem, r *pushed) error 
 	if len(item.entries) == 0 {
 		// An archive makes the directories in it, never the one it is
 		// unpacked into: an empty tree is declared as a directory.
-		var declared struct{}
-		if err := callGuide(ctx, p.c, "guide_list_directory", map[string]any{"path": item.dest, "entries": []any{}}, &declared); err != nil {
+		if err := callGuide(ctx, p.c, "guide_list_directory", map[string]any{"path": item.dest, "entries": []any{}}, &struct{}{}); err != nil {
 			return err
 		}
 		r.Replies = append(r.Replies, json.RawMessage(`{}`))
@@ -213,8 +212,7 @@ func (p *pusher) pushTree(ctx context.Context, item *pushItem, r *pushed) error 
 	for start := 0; start < len(item.entries); {
 		end := p.batchEnd(item.entries, start)
 		data, files, bytes, err := p.sendBatch(ctx, item, item.entries[start:end])
-		var ref *refusal
-		if errors.As(err, &ref) && ref.typ == "limit" && end-start > 1 {
+		if ref, ok := errors.AsType[*refusal](err); ok && ref.typ == "limit" && end-start > 1 {
 			p.batchEntries = (end - start) / 2
 			continue
 		}

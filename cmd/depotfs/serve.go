@@ -446,13 +446,13 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		if cfg.noMount {
 			mount = "none (--no-mount)"
 		}
-		log.Info("depotfs ready", append(append([]any{storeAttr(cfg), "mount", mount, "mcp", mcp}, auth...), "tools", cfg.tools,
-			slog.Group("limits", "max_store_size", cfg.maxStoreSize.String(), "max_file_size", cfg.maxFileSize.String(),
-				"fetch_timeout", cfg.fetchTimeout, "upload_ttl", cfg.uploadTTL))...)
+		attrs := append([]any{storeAttr(cfg), "mount", mount, "mcp", mcp}, auth...)
+		log.Info("depotfs ready", append(attrs, "tools", cfg.tools, slog.Group("limits", "max_store_size", cfg.maxStoreSize.String(),
+			"max_file_size", cfg.maxFileSize.String(), "fetch_timeout", cfg.fetchTimeout, "upload_ttl", cfg.uploadTTL))...)
 		notify(log, notifier, sdnotify.Ready, "STATUS=serving MCP on "+mcp)
 		go rl.run(bgCtx, hup)
-		if every, ok := sdnotify.WatchdogInterval(); ok && notifier != nil {
-			go notifier.RunWatchdog(bgCtx, every, checker.Check, func(err error) { log.Warn("systemd watchdog not notified", "err", err) })
+		if interval, ok := sdnotify.WatchdogInterval(); ok && notifier != nil {
+			go notifier.RunWatchdog(bgCtx, interval, checker.Check, func(err error) { log.Warn("systemd watchdog not notified", "err", err) })
 		}
 	}
 	if cfg.metricsListen != "" {

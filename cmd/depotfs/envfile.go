@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,9 +21,8 @@ func readEnvFile(path string) (map[string]string, error) {
 		return nil, fmt.Errorf("--env-file: %w", err)
 	}
 	vals := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
+	for i, raw := range strings.Split(string(data), "\n") {
+		n, line := i+1, strings.TrimSpace(raw)
 		if line == "" || line[0] == '#' || line[0] == ';' {
 			continue
 		}
@@ -49,9 +46,6 @@ func readEnvFile(path string) (map[string]string, error) {
 			continue
 		}
 		vals[strings.ToLower(strings.ReplaceAll(name, "_", "-"))] = val
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("--env-file %s: %w", path, err)
 	}
 	return vals, nil
 }

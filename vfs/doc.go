@@ -11,8 +11,9 @@
 // [Mount] mounts a store at a directory and returns a [*Server];
 // [Server.Unmount] takes it down, and [Server.Wait] blocks until it is gone,
 // whoever unmounted it. Every write, create, remove, rename, chmod or
-// setxattr fails with EROFS. Inode numbers are the store's
-// ([store.Entry.Ino]), so they are stable across restarts. Reads are served
+// setxattr fails with EROFS. A directory's inode number is the store's
+// ([store.Entry.Ino]) and a file's is its version's ([Ino]), so both are
+// stable across restarts. Reads are served
 // from a [store.Content] snapshot taken at open, one kernel-requested range
 // at a time: a file is never loaded whole. A placeholder (a declared file
 // whose content has not arrived, or was dropped as stale or evicted) is

@@ -86,6 +86,19 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if out := runProgram(t, depotfsBin, append([]string{"import", e1, "--json"}, natsArgs...)...); !strings.Contains(out, `"files":0`) || !strings.Contains(out, `"skipped":4`) {
 		t.Errorf("a second import of the same export: %s, want every file skipped", out)
 	}
+	// export and import connect as serve does: a CA file that is no
+	// certificate is refused, not ignored (they once dropped the NATS
+	// credentials and TLS flags and connected in the clear).
+	notCA := filepath.Join(dir, "not-a-ca.pem")
+	if err := os.WriteFile(notCA, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"export", "--to", filepath.Join(dir, "refused.tar")}, {"import", e1}} {
+		out := runFailing(t, depotfsBin, append(append(cmd, natsArgs...), "--nats-tls-ca", notCA)...)
+		if !strings.Contains(out, "root certificate") {
+			t.Errorf("%s with --nats-tls-ca naming no certificate: %s", cmd[0], out)
+		}
+	}
 	runProgram(t, depotfsBin, append([]string{"export", "--to", e2}, natsArgs...)...)
 	b := filepath.Join(dir, "b", "depot.db")
 	runProgram(t, depotfsBin, "import", e2, "--db", b)

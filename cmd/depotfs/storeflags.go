@@ -127,15 +127,6 @@ func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) }),
 	}
-	if c.creds != "" {
-		opts = append(opts, nats.UserCredentials(c.creds))
-	}
-	if c.tlsCA != "" {
-		opts = append(opts, nats.RootCAs(c.tlsCA))
-	}
-	if c.tlsCert != "" {
-		opts = append(opts, nats.ClientCert(c.tlsCert, c.tlsKey))
-	}
 	s, closeNATS, err := waitForDepot(ctx, c, opts, &natsstore.Options{
 		Prefix: c.prefix, UploadTimeout: cfg.uploadTimeout, Logger: log, MaxBatch: c.maxBatch,
 		Settings: sharedSettings(cfg), ResetSettings: c.resetSettings,
@@ -156,11 +147,22 @@ func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot
 // again until --nats-wait runs out: servers started with depotfs (a boot,
 // a cluster restarted as a whole) accept connections, then elect the
 // JetStream leaders, some seconds later. What it waits for is logged.
-// It returns the store and how to close it and the connection.
+// It returns the store and how to close it and the connection. opts add
+// to the connection's options; the credentials and TLS flags in c are
+// applied here, for every command that opens a NATS depot.
 func waitForDepot(ctx context.Context, c storeConfig, opts []nats.Option, so *natsstore.Options, log *slog.Logger) (*natsstore.Store, func() error, error) {
 	deadline := time.Now().Add(c.wait)
 	waitCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
+	if c.creds != "" {
+		opts = append(opts, nats.UserCredentials(c.creds))
+	}
+	if c.tlsCA != "" {
+		opts = append(opts, nats.RootCAs(c.tlsCA))
+	}
+	if c.tlsCert != "" {
+		opts = append(opts, nats.ClientCert(c.tlsCert, c.tlsKey))
+	}
 	// Connect returns at once, connected or not; the client keeps trying
 	// every server in the background.
 	opts = append(opts, nats.RetryOnFailedConnect(true))

@@ -31,6 +31,7 @@ type storeConfig struct {
 	wait                   time.Duration
 	maxBatch               int
 	resetSettings          bool
+	create                 bool
 	servers                []string // --store's servers, once validated
 }
 
@@ -49,14 +50,15 @@ func (c *storeConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.wait, "nats-wait", defaultNATSWait, "how long serve waits at start for the NATS cluster to accept connections and serve the depot (servers started at the same time elect their leaders first), logging what it waits for; 0: fail at once")
 	fs.IntVar(&c.maxBatch, "nats-max-batch", natsstore.DefaultMaxBatch, "most `records` one change may write (a new small file takes 3): the NATS servers' jetstream { limits { batch { max_msgs } } } must allow as many; 0: the default")
 	fs.BoolVar(&c.resetSettings, "nats-reset-settings", false, "make this host's --max-store-size, --max-file-size, --upload-timeout and --upload-ttl the depot's: every host of a NATS depot must start with the values the first one recorded in the cluster, or it refuses to start; then restart the other hosts with them")
+	fs.BoolVar(&c.create, "nats-create", false, "create a new, empty depot when the NATS cluster holds none under --nats-prefix, although this host served one (recorded beside --db): without it such a host refuses to start, since its servers lost the depot or --store reaches other servers; a host that never served a depot creates one without it")
 	fs.StringVar(&c.prefix, "nats-prefix", natsstore.DefaultPrefix, "`prefix` of the depot's bucket and stream names, so several depots can share one NATS cluster (letters, digits, - and _)")
 }
 
 // validate checks the flags without connecting anywhere.
 func (c *storeConfig) validate() error {
 	if c.url == "bolt" {
-		if c.creds != "" || c.tlsCA != "" || c.tlsCert != "" || c.tlsKey != "" {
-			return errors.New("--nats-creds and --nats-tls-* apply only with --store nats://")
+		if c.creds != "" || c.tlsCA != "" || c.tlsCert != "" || c.tlsKey != "" || c.create {
+			return errors.New("--nats-creds, --nats-tls-* and --nats-create apply only with --store nats://")
 		}
 		return nil
 	}
@@ -127,13 +129,32 @@ func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) }),
 	}
+	record := depotRecordPath(cfg.db, c.prefix)
+	served, err := readDepotRecord(record)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	create := natsstore.CreateFirst
+	if c.create {
+		create = natsstore.CreateAlways
+	}
 	s, closeNATS, err := waitForDepot(ctx, c, opts, &natsstore.Options{
 		Prefix: c.prefix, UploadTimeout: cfg.uploadTimeout, Logger: log, MaxBatch: c.maxBatch,
 		Settings: sharedSettings(cfg), ResetSettings: c.resetSettings,
 		MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize), KeepVersions: cfg.settings.KeepVersions,
+		Depot: served, Create: create,
 	}, log)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, depotAdvice(err, record)
+	}
+	if id := s.Depot(); id != served {
+		// Recorded before serving: from now on this host refuses any
+		// other depot.
+		if err := writeDepotRecord(record, depotRecord{Depot: id, Prefix: c.prefix, Store: c.url, Recorded: time.Now().UTC()}); err != nil {
+			closeNATS()
+			return nil, nil, nil, err
+		}
+		log.Info("this host serves the NATS depot", "depot", id, "prefix", c.prefix, "record", record)
 	}
 	ex, err := s.Requests(ctx)
 	if err != nil {
@@ -184,9 +205,16 @@ func waitForDepot(ctx context.Context, c storeConfig, opts []nats.Option, so *na
 		if nc.IsConnected() {
 			var s *natsstore.Store
 			s, err = natsstore.Open(ctx, nc, so)
-			if errors.Is(err, natsstore.ErrSettingsDiffer) {
+			switch {
+			case errors.Is(err, natsstore.ErrSettingsDiffer):
 				nc.Close()
 				return nil, nil, fmt.Errorf("open NATS store: %w, or make this host's the depot's with --nats-reset-settings", err)
+			case errors.Is(err, natsstore.ErrOtherDepot):
+				// The id read from the cluster answers for good. A
+				// cluster without the depot is waited for: one
+				// restarting may not know its streams yet.
+				nc.Close()
+				return nil, nil, fmt.Errorf("open NATS store: %w", err)
 			}
 			if err == nil {
 				if time.Since(start) > time.Second {
@@ -194,7 +222,11 @@ func waitForDepot(ctx context.Context, c storeConfig, opts []nats.Option, so *na
 				}
 				return s, func() error { err := s.Close(); nc.Close(); return err }, nil
 			}
-			waiting("JetStream to serve the depot (leaders elected)", err)
+			if errors.Is(err, natsstore.ErrNoDepot) {
+				waiting("the depot this host served (the cluster holds none)", err)
+			} else {
+				waiting("JetStream to serve the depot (leaders elected)", err)
+			}
 		} else {
 			err = nats.ErrNoServers
 			waiting("a server to accept the connection", err)
@@ -209,6 +241,18 @@ func waitForDepot(ctx context.Context, c storeConfig, opts []nats.Option, so *na
 		case <-time.After(wait):
 		}
 	}
+}
+
+// depotAdvice adds to an error opening a NATS depot what the operator
+// can do when the cluster does not hold the depot this host served.
+func depotAdvice(err error, record string) error {
+	switch {
+	case errors.Is(err, natsstore.ErrNoDepot):
+		return fmt.Errorf("%w\ncheck that --store reaches the depot's servers; to start a new, empty depot, add --nats-create", err)
+	case errors.Is(err, natsstore.ErrOtherDepot):
+		return fmt.Errorf("%w\ncheck that --store and --nats-prefix name the depot's servers; to make this host serve the depot the cluster holds (after an import into a new cluster), remove %s", err, record)
+	}
+	return err
 }
 
 // natsWaitLogEvery spaces the log lines of waitForDepot.

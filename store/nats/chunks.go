@@ -32,11 +32,20 @@ type chunkStore struct {
 	cache        chunkCache
 }
 
-func openChunks(ctx context.Context, js jetstream.JetStream, name string, replicas int, cacheBytes int64, timeout, writeTimeout time.Duration) (*chunkStore, error) {
-	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:              name,
+// newChunks returns the chunk store of stream name, with its cache; create
+// creates or binds the stream.
+func newChunks(js jetstream.JetStream, name string, cacheBytes int64, timeout, writeTimeout time.Duration) *chunkStore {
+	c := &chunkStore{js: js, name: name, timeout: timeout, writeTimeout: writeTimeout}
+	c.cache.init(cacheBytes)
+	return c
+}
+
+// create creates the chunk stream, or binds it when it exists.
+func (c *chunkStore) create(ctx context.Context, replicas int) error {
+	st, err := c.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:              c.name,
 		Description:       "depotfs content chunks",
-		Subjects:          []string{name + ".>"},
+		Subjects:          []string{c.name + ".>"},
 		Storage:           jetstream.FileStorage,
 		Replicas:          replicas,
 		MaxMsgsPerSubject: 1,
@@ -46,11 +55,10 @@ func openChunks(ctx context.Context, js jetstream.JetStream, name string, replic
 		AllowDirect: false,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("chunk stream: %w", err)
+		return fmt.Errorf("chunk stream: %w", err)
 	}
-	c := &chunkStore{js: js, stream: st, name: name, timeout: timeout, writeTimeout: writeTimeout}
-	c.cache.init(cacheBytes)
-	return c, nil
+	c.stream = st
+	return nil
 }
 
 // blobSubject is the subject of chunk i of content sum, generation gen.

@@ -24,13 +24,15 @@ import (
 //	s.<sha256 of the name>       a snapshot (store.Snapshot)
 //	m.counters                   the store-wide cumulative counters
 //	m.root                       the root directory's times
+//	m.depot                      the depot's id (depotRecord)
 //
 // Paths and upload ids are hashed because a KV key is a NATS subject token
 // sequence: it allows neither every character of a depot path nor 4096
 // bytes of it.
 const (
 	keyCounters = "m.counters"
-	keyRoot     = "m.root" // the root's times (rootRecord)
+	keyRoot     = "m.root"  // the root's times (rootRecord)
+	keyDepot    = "m.depot" // the depot's id (depotRecord)
 	// keyPing is never written: Ping purges it, which needs the stream's
 	// quorum and changes nothing.
 	keyPing = "m.ping"

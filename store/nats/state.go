@@ -24,6 +24,7 @@ type state struct {
 	uploads  map[string]*uploadRecord   // upload key → upload
 	counters counters
 	rootTime time.Time
+	depot    string      // the depot's id (keyDepot)
 	cache    *chunkCache // where inline content goes as it is applied
 	vstate               // retained versions and snapshots
 

@@ -105,6 +105,18 @@ type Options struct {
 	Settings      map[string]string
 	ResetSettings bool
 
+	// Depot is the id of the depot this host served before (Store.Depot;
+	// keep it with the host's local state), "" for a host that never
+	// served one. Open fails with ErrOtherDepot when the cluster holds
+	// another depot under the prefix, and, unless Create allows it, with
+	// ErrNoDepot when it holds none: a host that reaches the wrong
+	// servers must not serve an empty depot in place of its own.
+	Depot string
+	// Create says when Open may create the depot in a cluster that holds
+	// none; the zero value, CreateFirst, only for a host that never
+	// served one.
+	Create CreateMode
+
 	Now    func() time.Time
 	Logger *slog.Logger
 }
@@ -229,6 +241,15 @@ const chunkHeadroom = 4 << 10
 func (s *Store) setup(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
+	exists, err := s.treeExists(ctx)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		if err := s.mayCreate(); err != nil {
+			return err
+		}
+	}
 	if _, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      s.bucket,
 		Description: "depotfs tree: entries, blobs, uploads",
@@ -249,12 +270,7 @@ func (s *Store) setup(ctx context.Context) error {
 		}
 	}
 	s.tree = tree
-	if err := s.agree(ctx); err != nil {
-		return err
-	}
-	if s.chunks, err = openChunks(ctx, s.js, s.opts.Prefix+"-chunks", s.opts.Replicas, s.opts.CacheBytes, s.opts.Timeout, s.opts.WriteTimeout); err != nil {
-		return err
-	}
+	s.chunks = newChunks(s.js, s.opts.Prefix+"-chunks", s.opts.CacheBytes, s.opts.Timeout, s.opts.WriteTimeout)
 	s.view.st.cache = &s.chunks.cache
 	info, err := tree.Info(ctx)
 	if err != nil {
@@ -272,7 +288,15 @@ func (s *Store) setup(ctx context.Context) error {
 	if err := s.view.waitFor(ctx, last); err != nil {
 		return fmt.Errorf("reading the tree: %w", err)
 	}
-	return nil
+	// Nothing else is created or recorded before the depot is known to
+	// be this host's.
+	if err := s.identify(ctx, !exists); err != nil {
+		return err
+	}
+	if err := s.agree(ctx); err != nil {
+		return err
+	}
+	return s.chunks.create(ctx, s.opts.Replicas)
 }
 
 // follow (re)starts the ordered consumer that feeds the view, from stream

@@ -273,6 +273,14 @@ func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted
 			st.rootTime = r.MTime
 			return nil, "", nil
 		}
+		if key == keyDepot && !del {
+			r, err := decode[depotRecord](key, data)
+			if err != nil {
+				return nil, "", err
+			}
+			st.depot = r.ID
+			return nil, "", nil
+		}
 		if key != keyCounters || del {
 			return nil, "", nil
 		}

@@ -1,0 +1,152 @@
+package nats_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/depotfs/depotfs/store/nats"
+	"github.com/depotfs/depotfs/store/nats/natstest"
+	"github.com/depotfs/depotfs/store/storetest/pastcheck"
+)
+
+// knownPast are the parts of the model-based check that this store fails
+// today, each with the bug: the main runs omit them, and a subtest runs
+// each, skipped until its fix lands.
+var knownPast = map[pastcheck.Feature]string{
+	pastcheck.ListAtExpiry:    "an expired snapshot stays listed until the expiry sweep releases it",
+	pastcheck.SnapshotInGroup: "a snapshot committed in the same group as a write that replaced a file lacks that file (the transaction's Revision ignores the group's earlier changes)",
+}
+
+func pastOmits() []pastcheck.Feature {
+	var omit []pastcheck.Feature
+	for f := range knownPast {
+		omit = append(omit, f)
+	}
+	return omit
+}
+
+// openPast opens a new depot in c for pastcheck with a fake clock.
+func openPast(t *testing.T, c *natstest.Cluster, keep int, base nats.Options) (*nats.Store, *pastcheck.Clock) {
+	clk := pastcheck.NewClock()
+	base.Prefix, base.Now, base.KeepVersions = fmt.Sprintf("p%d", depots.Add(1)), clk.Now, keep
+	s, err := nats.Open(t.Context(), c.Connect(t), &base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, clk
+}
+
+// TestPastAgainstModel runs the model-based checker of the past
+// (pastcheck) on depots keeping 0 and 3 versions in a 3-node cluster
+// without faults: 300 operations each, 3,000 under DEPOTFS_SOAK=1.
+func TestPastAgainstModel(t *testing.T) {
+	t.Parallel()
+	c := natstest.Start(t, 3)
+	ops := 300
+	if soak {
+		ops = 3000
+	}
+	check := func(t *testing.T, keep int, omit []pastcheck.Feature) {
+		s, clk := openPast(t, c, keep, nats.Options{})
+		pastcheck.Check(t, t.Context(), s, pastcheck.Config{Seed: pastcheck.Seed(), Ops: ops, KeepVersions: keep, Omit: omit,
+			Clock: clk, Expire: expireAll(s)})
+	}
+	for _, keep := range []int{0, 3} {
+		t.Run(fmt.Sprintf("Keep%d", keep), func(t *testing.T) { check(t, keep, pastOmits()) })
+	}
+	for f, why := range knownPast {
+		t.Run(string(f), func(t *testing.T) {
+			pastcheck.SkipKnown(t, f, why)
+			check(t, 1, pastcheck.OmitAllBut(knownPast, f))
+		})
+	}
+}
+
+// expireAll runs s's expiry until it has nothing left to release.
+func expireAll(s *nats.Store) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		for {
+			n, err := s.ExpireEntries(ctx)
+			if err != nil || n == 0 {
+				return err
+			}
+		}
+	}
+}
+
+// TestPastUnderFaults runs pastcheck on one host of a 3-node cluster
+// while a nemesis kills servers, pauses them (SIGSTOP) for longer than an
+// election, and takes two of three away (quorum lost) for longer than the
+// host's write timeout. Writes that fail then have an unknown outcome,
+// which the checker settles after the cluster commits again; every read
+// is compared with the model, none skipped. 15 s of faults by default,
+// 5 minutes under DEPOTFS_SOAK=1.
+func TestPastUnderFaults(t *testing.T) {
+	t.Parallel()
+	dur := 15 * time.Second
+	if soak {
+		dur = 5 * time.Minute
+	}
+	c := natstest.Start(t, 3)
+	const writeTimeout = 2 * time.Second
+	s, clk := openPast(t, c, 2, nats.Options{WriteTimeout: writeTimeout, Timeout: time.Second})
+	stop := make(chan struct{})
+	done := make(chan pastcheck.Report, 1)
+	seed := pastcheck.Seed()
+	go func() {
+		done <- pastcheck.Check(t, t.Context(), s, pastcheck.Config{Seed: seed, Ops: 1 << 30, Stop: stop, KeepVersions: 2,
+			Omit: pastOmits(), Clock: clk, Expire: expireAll(s), Faults: true})
+	}()
+
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var faults []string
+	end := time.Now().Add(dur)
+	// An election takes a few seconds (the raft layer's election timeout);
+	// faults hold longer than that, and longer than the write timeout.
+	hold := func() time.Duration { return writeTimeout + time.Duration(2000+rng.IntN(3000))*time.Millisecond }
+	for time.Now().Before(end) {
+		time.Sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond)
+		i, d := rng.IntN(3), hold()
+		j := (i + 1) % 3
+		switch rng.IntN(4) {
+		case 0:
+			c.Kill(i)
+			time.Sleep(d)
+			c.Restart(i)
+			faults = append(faults, fmt.Sprintf("kill n%d %v", i+1, d))
+		case 1:
+			c.Pause(i)
+			time.Sleep(d)
+			c.Resume(i)
+			faults = append(faults, fmt.Sprintf("pause n%d %v", i+1, d))
+		case 2:
+			c.Kill(i)
+			c.Kill(j)
+			time.Sleep(d)
+			c.Restart(i)
+			c.Restart(j)
+			faults = append(faults, fmt.Sprintf("quorum loss: kill n%d+n%d %v", i+1, j+1, d))
+		case 3:
+			c.Pause(i)
+			c.Pause(j)
+			time.Sleep(d)
+			c.Resume(i)
+			c.Resume(j)
+			faults = append(faults, fmt.Sprintf("quorum loss: pause n%d+n%d %v", i+1, j+1, d))
+		}
+	}
+	close(stop)
+	rep := <-done
+	t.Logf("%d faults: %s", len(faults), strings.Join(faults, ", "))
+	if rep.Unknown == 0 && !t.Failed() {
+		t.Log("no write had an unknown outcome in this run")
+	}
+	for f, why := range knownPast {
+		t.Run(string(f), func(t *testing.T) { pastcheck.SkipKnown(t, f, why) })
+	}
+}

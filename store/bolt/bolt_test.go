@@ -92,6 +92,29 @@ func TestConformance(t *testing.T) {
 	storetest.RunAll(t, opener(bolt.Options{}))
 }
 
+// TestReopenConformance runs the suite's reopening part: the same file
+// opened again, the previous store closed first (one process holds it).
+func TestReopenConformance(t *testing.T) {
+	storetest.RunReopen(t, func(t *testing.T) func(cfg storetest.Config) store.Store {
+		path := filepath.Join(t.TempDir(), "depot.db")
+		var prev *bolt.Store
+		return func(cfg storetest.Config) store.Store {
+			if prev != nil {
+				if err := prev.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := bolt.Open(path, &bolt.Options{MaxStoreBytes: cfg.MaxStoreBytes, MaxFileBytes: cfg.MaxFileBytes, Now: cfg.Now, KeepVersions: cfg.KeepVersions})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			prev = s
+			return s
+		}
+	})
+}
+
 // TestSharedConformance runs the two-host part of the suite with one
 // store as both hosts: bolt allows one process per file.
 func TestSharedConformance(t *testing.T) {

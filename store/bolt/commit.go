@@ -126,6 +126,7 @@ func (s *Store) tryCommit(batch []*commit) (int, error) {
 				c.answer(err)
 				continue
 			}
+			w.callRev = w.rev
 			if err := c.fn(w); err != nil {
 				c.answer(err)
 				failed = i

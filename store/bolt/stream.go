@@ -121,6 +121,7 @@ func (s *Store) putFiles(ctx context.Context, files []streamFile) ([]store.PutRe
 		p := files[failed].req.Path
 		return nil, &store.BatchError{Index: failed, Path: p, Err: pathErr("put", p, err)}
 	}
+	rules.Superseded(res)
 	return res, nil
 }
 

@@ -76,6 +76,7 @@ type wtx struct {
 	now                               time.Time // the transaction's clock
 
 	rev, ino      uint64
+	callRev       uint64   // rev when the running call of the group started (see Fresh)
 	c             counters // as committed before, changed by the transaction
 	events        []store.Event
 	dropped       []hash            // blobs whose reference count reached 0

@@ -230,3 +230,11 @@ func (w *wtx) SetSnapshot(name string, s *store.Snapshot) error {
 // Revision is the revision of the last change, this transaction's
 // included.
 func (w *wtx) Revision() uint64 { return w.rev }
+
+// Replaced is empty: Revision counts the transaction's changes, so a
+// snapshot created in it sees them.
+func (w *wtx) Replaced() ([]rules.Entry, error) { return nil, nil }
+
+// Fresh reports whether r was written by the running call: after the
+// revision the transaction had when that call started (see tryCommit).
+func (w *wtx) Fresh(r *entryrec.Record) bool { return r.Revision > w.callRev }

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/rules"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -147,7 +148,8 @@ func (s *Store) History(ctx context.Context, path string) ([]store.Entry, error)
 	return out, nil
 }
 
-// Snapshots lists the snapshots by name. It is safe for concurrent use.
+// Snapshots lists the snapshots by name, less those expired by the
+// store's clock (see rules.Holding). It is safe for concurrent use.
 func (s *Store) Snapshots(ctx context.Context) ([]store.Snapshot, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
@@ -158,5 +160,5 @@ func (s *Store) Snapshots(ctx context.Context) ([]store.Snapshot, error) {
 		out, err = readSnapshots(tx)
 		return err
 	})
-	return out, dbErr(err)
+	return rules.Holding(out, s.now()), dbErr(err)
 }

@@ -64,6 +64,13 @@ func TestStoreConformance(t *testing.T) {
 			return openPrefix(t, c, cfg, prefix), openPrefix(t, c, cfg, prefix)
 		})
 	})
+	// Opened again: each opening is one more host of the depot.
+	t.Run("Reopen", func(t *testing.T) {
+		storetest.RunReopen(t, func(t *testing.T) func(cfg storetest.Config) store.Store {
+			prefix := fmt.Sprintf("t%d", depots.Add(1))
+			return func(cfg storetest.Config) store.Store { return openPrefix(t, c, cfg, prefix) }
+		})
+	})
 }
 
 // soak is DEPOTFS_SOAK=1, the switch of the test suite's long versions:

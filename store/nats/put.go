@@ -211,5 +211,6 @@ func (s *Store) putFiles(ctx context.Context, reqs []store.PutRequest, files []s
 	for i, o := range outs {
 		res[i] = o.Result()
 	}
+	rules.Superseded(res)
 	return res, nil
 }

@@ -334,6 +334,12 @@ func (s *Store) commitGroup(ctx context.Context, jobs []*job) {
 			}
 		}
 	}
+	// Calls of one group never change the same path: the batch writes
+	// one record per path, so the earlier call's record would be
+	// replaced before it had a revision, and that call answered with a
+	// revision of nothing (and its record kept by no history, as it
+	// would be on its own). Such a call waits for the next group.
+	claimed := map[string]bool{}
 	for _, j := range jobs {
 		sp := t.changes.clone()
 		if err := j.fn(t); err != nil {
@@ -341,6 +347,15 @@ func (s *Store) commitGroup(ctx context.Context, jobs []*job) {
 			j.refused = true
 			finish(j, t, err)
 			continue
+		}
+		changed := t.changedSince(sp)
+		if slices.ContainsFunc(changed, func(p string) bool { return claimed[p] }) {
+			t.changes = sp
+			finish(j, t, errRetry)
+			continue
+		}
+		for _, p := range changed {
+			claimed[p] = true
 		}
 		in = append(in, j)
 	}
@@ -374,6 +389,18 @@ func (s *Store) commitGroup(ctx context.Context, jobs []*job) {
 	for _, j := range in {
 		finish(j, t, err)
 	}
+}
+
+// changedSince returns the paths whose entry the transaction changed
+// after the savepoint sp.
+func (t *txn) changedSince(sp changes) []string {
+	var out []string
+	for p, r := range t.entries {
+		if old, ok := sp.entries[p]; !ok || old != r {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Message headers the store adds to the tree bucket's messages.

@@ -136,8 +136,27 @@ func (t *txn) SetSnapshot(name string, s *store.Snapshot) error {
 	return nil
 }
 
-// Revision is the revision of the last entry change the host applied.
+// Revision is the revision of the last entry change the host applied:
+// the transaction's own changes are numbered only by messages.
 func (t *txn) Revision() uint64 { return t.st.entryRev }
+
+// Replaced returns the committed records of the paths the transaction
+// changed so far.
+func (t *txn) Replaced() ([]rules.Entry, error) {
+	var out []rules.Entry
+	for _, p := range t.order {
+		if r := t.st.entries[p]; r != nil && t.entries[p] != r {
+			out = append(out, rules.Entry{Path: p, Rec: r.rec()})
+		}
+	}
+	return out, nil
+}
+
+// Fresh reports whether r was written in this transaction: it has no
+// revision until messages. A group commit never lets one call change a
+// path an earlier call of the group changed (see commitGroup), so such a
+// record is the running call's.
+func (t *txn) Fresh(r *entryrec.Record) bool { return r.Revision == 0 }
 
 // versionMessages adds the transaction's snapshots and versions to its
 // batch; seq holds the sequence of each path's entry message, which a

@@ -11,6 +11,7 @@ import (
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
 	"github.com/depotfs/depotfs/store/internal/entryrec"
+	"github.com/depotfs/depotfs/store/internal/rules"
 )
 
 // read runs fn on this host's state for the operation op on path; a path
@@ -115,7 +116,8 @@ func (s *Store) History(ctx context.Context, path string) ([]store.Entry, error)
 
 // Snapshots lists the snapshots by name, once this host caught up with
 // the cluster (see catchUp), so a snapshot any host created before the
-// call is listed. It is safe for concurrent use.
+// call is listed; those expired by the store's clock are not (see
+// rules.Holding). It is safe for concurrent use.
 func (s *Store) Snapshots(ctx context.Context) ([]store.Snapshot, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
@@ -124,7 +126,7 @@ func (s *Store) Snapshots(ctx context.Context) ([]store.Snapshot, error) {
 	_ = s.sync(ctx)
 	s.view.mu.RLock()
 	defer s.view.mu.RUnlock()
-	out := slices.Collect(maps.Values(s.view.st.snaps))
+	out := rules.Holding(slices.Collect(maps.Values(s.view.st.snaps)), s.now())
 	slices.SortFunc(out, func(a, b store.Snapshot) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }

@@ -30,6 +30,10 @@ func testVersions(t *testing.T, open Opener) {
 	t.Run("HistoryEvictedFirst", func(t *testing.T) { testHistoryEvicted(t, open) })
 	t.Run("SnapshotRequests", func(t *testing.T) { testSnapshotRequests(t, open) })
 	t.Run("SnapshotExpiry", func(t *testing.T) { testSnapshotExpiry(t, open) })
+	t.Run("SnapshotInGroup", func(t *testing.T) { testSnapshotInGroup(t, open) })
+	t.Run("GroupWrites", func(t *testing.T) { testGroupWrites(t, open) })
+	t.Run("BatchTwice", func(t *testing.T) { testBatchTwice(t, open) })
+	t.Run("ExpiredUnlisted", func(t *testing.T) { testExpiredUnlisted(t, open) })
 }
 
 // history returns p's history, failing t on an error.

@@ -18,6 +18,24 @@ func (w *Written) Result() store.PutResult {
 	return store.PutResult{Status: w.status, Entry: w.at.Entry(), Evicted: w.evicted}
 }
 
+// Superseded gives each result of res whose path a later request of the
+// same batch wrote again the entry the batch left at that path, keeping
+// its own Status and Evicted. Every reader sees a batch whole, so the
+// earlier request's record was never the tree at any revision and is no
+// version: a revision of its own would name nothing a read or an
+// if_revision could find.
+func Superseded(res []store.PutResult) {
+	last := map[string]int{}
+	for i := len(res) - 1; i >= 0; i-- {
+		p := res[i].Entry.Path
+		if j, ok := last[p]; ok {
+			res[i].Entry = res[j].Entry
+			continue
+		}
+		last[p] = i
+	}
+}
+
 // One is a call's answer for one file from its batch of one: a refused
 // batch's *store.BatchError wraps the error the call returns.
 func One(res []store.PutResult, err error) (store.PutResult, error) {

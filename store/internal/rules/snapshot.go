@@ -24,25 +24,79 @@ func (w Writes) CreateSnapshot(ctx context.Context, req store.SnapshotRequest) (
 		return store.Snapshot{}, err
 	}
 	var out store.Snapshot
-	err = w.C.Update(ctx, func(t Txn) error {
-		snaps, err := t.Snapshots()
-		if err != nil {
-			return err
-		}
-		if find(snaps, req.Name) >= 0 {
-			return fmt.Errorf("snapshot %s: %w", req.Name, store.ErrExist)
-		}
-		if r, err := t.Get(prefix); err != nil || (r == nil && prefix != depotpath.Root) {
-			return check.PathError("snapshot", prefix, cmp.Or(err, store.ErrNotExist))
-		}
-		out = store.Snapshot{Name: req.Name, Prefix: prefix, Revision: t.Revision(), Created: t.Now(),
-			Writer: req.Writer, Expires: entryrec.UTC(req.Expires)}
-		return t.SetSnapshot(req.Name, &out)
-	})
+	for releasing := true; releasing; {
+		releasing = false
+		err = w.C.Update(ctx, func(t Txn) error {
+			snaps, err := t.Snapshots()
+			if err != nil {
+				return err
+			}
+			if i := find(snaps, req.Name); i >= 0 {
+				if len(Holding(snaps[i:i+1], t.Now())) > 0 {
+					return fmt.Errorf("snapshot %s: %w", req.Name, store.ErrExist)
+				}
+				// Expired, so no longer listed: its name is free once
+				// its release, done here, is.
+				done, err := unhold(t, snaps, i)
+				if err != nil || !done {
+					releasing = err == nil
+					return err
+				}
+			}
+			if r, err := t.Get(prefix); err != nil || (r == nil && prefix != depotpath.Root) {
+				return check.PathError("snapshot", prefix, cmp.Or(err, store.ErrNotExist))
+			}
+			out = store.Snapshot{Name: req.Name, Prefix: prefix, Revision: t.Revision(), Created: t.Now(),
+				Writer: req.Writer, Expires: entryrec.UTC(req.Expires)}
+			if err := t.SetSnapshot(req.Name, &out); err != nil {
+				return err
+			}
+			return holdReplaced(t, out)
+		})
+	}
 	if err != nil {
 		return store.Snapshot{}, err
 	}
 	return out, nil
+}
+
+// holdReplaced keeps as versions held by s the records the transaction
+// replaced or removed before s was created (Txn.Replaced): they were the
+// tree at s's revision, but the changes that replaced them saw no
+// snapshot to retain them for (an earlier call of the same group commit,
+// in a store that numbers the changes at the commit).
+func holdReplaced(t Txn, s store.Snapshot) error {
+	es, err := t.Replaced()
+	if err != nil {
+		return err
+	}
+	for _, e := range es {
+		if e.Rec.Revision == 0 || e.Rec.Revision > s.Revision || !depotpath.Within(e.Path, s.Prefix) {
+			continue
+		}
+		vs, err := t.Versions(e.Path)
+		if err != nil {
+			return err
+		}
+		if i := slices.IndexFunc(vs, func(v Version) bool { return v.Rec.Revision == e.Rec.Revision }); i >= 0 {
+			if v := vs[i]; !v.Held {
+				v.Held = true
+				if err := t.SetVersion(v); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if sum := entryrec.PresentSum(e.Rec); sum != "" {
+			if err := t.Ref(sum, e.Rec.Size); err != nil {
+				return err
+			}
+		}
+		if err := t.SetVersion(Version{Path: e.Path, Rec: e.Rec, Held: true}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // DeleteSnapshot is store.Versions.DeleteSnapshot: the snapshot's hold
@@ -103,7 +157,7 @@ func ExpireSnapshots(t Txn) (int, error) {
 
 // SnapshotsDue reports whether one of snaps has expired by now.
 func SnapshotsDue(snaps []store.Snapshot, now time.Time) bool {
-	return len(holding(snaps, now)) < len(snaps)
+	return len(Holding(snaps, now)) < len(snaps)
 }
 
 // unhold releases what snaps[i] held, as much as one commit holds
@@ -112,7 +166,7 @@ func SnapshotsDue(snaps []store.Snapshot, now time.Time) bool {
 // the expiry sweep finishes a release that a stopped host left.
 func unhold(t Txn, snaps []store.Snapshot, i int) (done bool, err error) {
 	s := snaps[i]
-	rest := holding(slices.Delete(slices.Clone(snaps), i, i+1), t.Now())
+	rest := Holding(slices.Delete(slices.Clone(snaps), i, i+1), t.Now())
 	more, err := release(t, s, rest, t.Limits().MaxRecords/4)
 	switch {
 	case err != nil:
@@ -142,7 +196,7 @@ type Holds struct {
 // NewHolds reads the snapshots of t.
 func NewHolds(t Txn) (*Holds, error) {
 	snaps, err := t.Snapshots()
-	return &Holds{snaps: holding(snaps, t.Now()), bytes: map[string]int64{}}, err
+	return &Holds{snaps: Holding(snaps, t.Now()), bytes: map[string]int64{}}, err
 }
 
 // Any reports whether there is a snapshot at all.

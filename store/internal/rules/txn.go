@@ -80,8 +80,22 @@ type Txn interface {
 	// named name.
 	SetSnapshot(name string, s *store.Snapshot) error
 	// Revision is the store's revision: every entry committed before the
-	// transaction has a revision at most this.
+	// transaction has a revision at most this, and so has every entry a
+	// store that numbers changes as they are made (bolt) changed earlier
+	// in the transaction.
 	Revision() uint64
+	// Replaced returns the records, as of Revision, of the paths the
+	// transaction changed so far, which its changes replaced or removed:
+	// none in a store whose Revision counts the transaction's own changes
+	// (bolt), the records committed before it in one that numbers them at
+	// the commit (nats). A snapshot created in the transaction holds them.
+	Replaced() ([]Entry, error)
+	// Fresh reports whether r, a record as of the transaction, was
+	// written by the running call itself (the function Committer.Update
+	// runs), earlier in it: such a record was never visible to a reader
+	// and is never a version. A record an earlier call of the same group
+	// commit wrote is not fresh: that call was answered with it.
+	Fresh(r *entryrec.Record) bool
 
 	// Now is the transaction's clock: one reading for all its changes.
 	Now() time.Time

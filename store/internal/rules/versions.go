@@ -72,18 +72,21 @@ func historic(r *entryrec.Record) bool { return entryrec.PresentSum(r) != "" }
 // history set and new content or none at p, as history; then trims p's
 // history to check.Limits.KeepVersions.
 func retain(t Txn, p string, old, next *entryrec.Record, history bool) error {
-	if old == nil || old.Revision == 0 {
-		return nil // written earlier in the same nats transaction: never visible
+	if old == nil || t.Fresh(old) {
+		return nil // written earlier in the same call: never visible
 	}
 	snaps, err := t.Snapshots()
 	if err != nil {
 		return err
 	}
-	held := holder(holding(snaps, t.Now()), p, old.Revision) != nil
+	held := holder(Holding(snaps, t.Now()), p, old.Revision) != nil
 	keep := t.Limits().KeepVersions
 	history = history && keep > 0 && historic(old) && entryrec.PresentSum(next) != old.SHA256
 	if !held && !history {
-		return nil
+		// Trimmed all the same: with KeepVersions lowered since the
+		// versions were kept (to 0 above all), the path's next change is
+		// where the lower number takes effect.
+		return trim(t, p, keep)
 	}
 	if sum := entryrec.PresentSum(old); sum != "" {
 		if err := t.Ref(sum, old.Size); err != nil {
@@ -161,9 +164,13 @@ func release(t Txn, snap store.Snapshot, rest []store.Snapshot, budget int) (mor
 	return false, nil
 }
 
-// holding returns the snapshots of snaps that hold versions at now: an
-// expired one is being released.
-func holding(snaps []store.Snapshot, now time.Time) []store.Snapshot {
+// Holding returns the snapshots of snaps that hold versions at now, by
+// the store's clock: an expired one is being released, and a deleted one
+// whose release takes several commits expired at the first. They are the
+// snapshots a store lists (store.Versions.Snapshots): one is gone from
+// the instant it expires or its deletion starts, not once its release is
+// done, since from that instant it holds nothing new.
+func Holding(snaps []store.Snapshot, now time.Time) []store.Snapshot {
 	return slices.DeleteFunc(slices.Clone(snaps), func(s store.Snapshot) bool {
 		return !s.Expires.IsZero() && !s.Expires.After(now)
 	})

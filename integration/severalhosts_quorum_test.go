@@ -168,11 +168,14 @@ func TestSeveralHostsSettingsAgree(t *testing.T) {
 // sent while two of the three NATS servers are down gets an answer within
 // the store's write time limit: HTTP 503 saying the cluster has no quorum,
 // with a retry hint, not an internal failure and not a handler that runs
-// until the client leaves.
+// until the client leaves. A guide_cache_file sent meanwhile, which
+// reached the leader but could not be confirmed, answers that its outcome
+// is unknown and how to find out, never that it changed nothing.
 func TestSeveralHostsRawUploadNoQuorum(t *testing.T) {
 	t.Parallel()
 	h := startHosts(t, 1)
 	d := h.all[0]
+	pushBytes(d, "/raw/put.txt", []byte("v1\n"), nil)
 	u := beginUpload(t, d, map[string]any{"path": "/raw/small.txt"})
 	leader := h.treeLeader(t)
 	for i := range h.cluster.Nodes {
@@ -180,9 +183,27 @@ func TestSeveralHostsRawUploadNoQuorum(t *testing.T) {
 			h.cluster.Kill(i)
 		}
 	}
+	unknown := make(chan envelope, 1)
+	go func() {
+		env, err := d.tryCall("guide_cache_file", map[string]any{"path": "/raw/put.txt", "content": "v2\n"})
+		if err != nil {
+			t.Errorf("guide_cache_file without quorum: %v", err)
+		}
+		unknown <- env
+	}()
 	start := time.Now()
 	r := put(t, u, strings.NewReader("small raw bytes\n"), int64(len("small raw bytes\n")), "")
 	took := time.Since(start)
+	env := <-unknown
+	t.Logf("guide_cache_file without quorum: %s %+v", env.Message, env.Error)
+	switch {
+	case env.Success:
+		t.Errorf("guide_cache_file without quorum succeeded")
+	case strings.Contains(env.Message, "changed nothing") || !strings.Contains(env.Message, "outcome is unknown"):
+		t.Errorf("an unconfirmed write's reply: %q, want it to say the outcome is unknown and not that it changed nothing", env.Message)
+	case env.Error == nil || !strings.Contains(env.Error.Instruction, "read the path") || strings.Contains(env.Error.Instruction, "safe to repeat"):
+		t.Errorf("an unconfirmed write's instruction: %+v, want how to check whether it was applied", env.Error)
+	}
 	t.Logf("raw PUT with two of three servers down: %d after %v: %+v", r.Status, took.Round(time.Millisecond), r.Env.Error)
 	if r.Status != http.StatusServiceUnavailable || r.Env.Error == nil || !strings.Contains(r.Env.Error.Message, "no quorum") {
 		t.Errorf("raw PUT without quorum: %d %+v, want 503 saying the cluster has no quorum", r.Status, r.Env.Error)

@@ -359,7 +359,7 @@ const instructions = `depotfs keeps files that you push and makes them readable 
 - guide_pending_requests: see which files programs on the host are waiting for (files you listed but did not send, or whose content was evicted), optionally waiting for new requests; answer each with guide_cache_file or guide_read_file at its path. Clients that subscribe to the resource depotfs://pending-requests are notified when the list changes.
 - guide_cache_stats: the depot's size, limits, evictions, expiries and fetch counters.
 
-These guide tools reply with one JSON envelope: success, data, message, warnings, stats, and on failure error {type, message, instruction}. Follow the instruction of a failed call; a failed call changed nothing.
+These guide tools reply with one JSON envelope: success, data, message, warnings, stats, and on failure error {type, message, instruction}. Follow the instruction of a failed call; a failed call changed nothing, unless its message says its outcome is unknown.
 
 Every file in the depot is also an MCP resource, depot:/// followed by its path (percent-encoded): resources/list pages through them, resources/read returns a file as text, or as base64 for binary files (up to a size limit; read larger files through the tools). Subscribe to a file's URI to be told when it is created, updated or removed.`
 

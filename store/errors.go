@@ -47,10 +47,18 @@ var ErrClosed = errors.New("store is closed")
 // ErrUnavailable reports a write that could not be committed in time
 // because the store's servers cannot commit (a cluster that lost its
 // quorum or its leader): nothing in the request was wrong, and the same
-// call may succeed once the servers recover. When the message says so,
-// the change was sent and may still be applied when they recover: read
-// before repeating a change that is not idempotent.
+// call may succeed once the servers recover. Alone it means the write
+// changed nothing; with ErrOutcomeUnknown (which such an error then also
+// wraps) the change was sent and its outcome is unknown.
 var ErrUnavailable = errors.New("the store's cluster cannot commit writes now (no quorum)")
+
+// ErrOutcomeUnknown reports a write that was sent to the store's servers
+// but whose outcome the store could not learn within its time limit: it
+// may have been applied, or may still be applied once the servers
+// recover, or never. Such an error wraps ErrUnavailable too. Read the
+// path back (or repeat a write with its expected revision) rather than
+// repeat a change that is not idempotent.
+var ErrOutcomeUnknown = errors.New("the write was sent, but whether it was applied is unknown")
 
 // ErrNotEmpty reports a Remove of a directory that still has entries, without
 // RemoveRequest.Recursive.

@@ -32,6 +32,7 @@ var storeErrnos = []struct {
 	{store.ErrUpload, syscall.EIO, fail},
 	{store.ErrLimit, syscall.EIO, fail},
 	{store.ErrClosed, syscall.EIO, fail},
+	{store.ErrOutcomeUnknown, syscall.EIO, warn},
 	{store.ErrUnavailable, syscall.EIO, warn},
 }
 

@@ -24,7 +24,14 @@ func (s *Store) commit(ctx context.Context, t *txn, msgs []*nats.Msg) error {
 	if err != nil {
 		return err
 	}
-	return s.waitApplied(ctx, seq)
+	if err := s.waitApplied(ctx, seq); err != nil {
+		// Committed, but this host cannot show it: the caller cannot read
+		// its write back here, so it must not be told it succeeded, nor
+		// that nothing changed.
+		return fmt.Errorf("%w: %w: the cluster committed the change at sequence %d, but this host has not applied it: read it back on a host that has: %w",
+			store.ErrUnavailable, store.ErrOutcomeUnknown, seq, err)
+	}
+	return nil
 }
 
 // pubAck is the server's answer to a publish into a stream.
@@ -135,8 +142,8 @@ const probeTimeout = 250 * time.Millisecond
 
 // settle finds out the fate of a batch whose commit went unconfirmed: it
 // returns nil once the batch is known committed, errRetry once it is
-// known never to be, and an error wrapping store.ErrUnavailable when ctx
-// ends first. It never sends the batch again.
+// known never to be, and an error wrapping store.ErrOutcomeUnknown (and
+// store.ErrUnavailable) when ctx ends first. It never sends the batch again.
 //
 // The batch may still sit in the log of a leader that lost its quorum,
 // and commit whenever a new leader that has it commits anything, so the
@@ -171,7 +178,7 @@ func (s *Store) settle(ctx context.Context, t *txn) error {
 		why = err
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: a change was sent but the cluster did not confirm it, and it may still be applied when the cluster recovers: %w", store.ErrUnavailable, why)
+			return fmt.Errorf("%w: %w: the change was sent, but the cluster neither confirmed nor refused it in time: it may have been applied, or be applied when the cluster recovers: %w", store.ErrUnavailable, store.ErrOutcomeUnknown, why)
 		case <-s.done:
 			return store.ErrClosed
 		case <-time.After(wait):

@@ -28,20 +28,21 @@ import (
 // storeErrors are the error values of package store, by name.
 // TestStoreErrorsListed keeps the list complete.
 var storeErrors = map[string]error{
-	"ErrNotExist":     store.ErrNotExist,
-	"ErrExist":        store.ErrExist,
-	"ErrConflict":     store.ErrConflict,
-	"ErrRevision":     store.ErrRevision,
-	"ErrHashMismatch": store.ErrHashMismatch,
-	"ErrNotPresent":   store.ErrNotPresent,
-	"ErrIsDir":        store.ErrIsDir,
-	"ErrNotDir":       store.ErrNotDir,
-	"ErrUpload":       store.ErrUpload,
-	"ErrClosed":       store.ErrClosed,
-	"ErrNotEmpty":     store.ErrNotEmpty,
-	"ErrLimit":        store.ErrLimit,
-	"ErrUnavailable":  store.ErrUnavailable,
-	"ErrBatchLimit":   store.ErrBatchLimit,
+	"ErrNotExist":       store.ErrNotExist,
+	"ErrExist":          store.ErrExist,
+	"ErrConflict":       store.ErrConflict,
+	"ErrRevision":       store.ErrRevision,
+	"ErrHashMismatch":   store.ErrHashMismatch,
+	"ErrNotPresent":     store.ErrNotPresent,
+	"ErrIsDir":          store.ErrIsDir,
+	"ErrNotDir":         store.ErrNotDir,
+	"ErrUpload":         store.ErrUpload,
+	"ErrClosed":         store.ErrClosed,
+	"ErrNotEmpty":       store.ErrNotEmpty,
+	"ErrLimit":          store.ErrLimit,
+	"ErrUnavailable":    store.ErrUnavailable,
+	"ErrOutcomeUnknown": store.ErrOutcomeUnknown,
+	"ErrBatchLimit":     store.ErrBatchLimit,
 }
 
 // TestStoreErrorsListed fails when package store declares an error value

@@ -107,7 +107,8 @@ var storeCodes = []struct {
 	{store.ErrUpload, fsInvalid, "The content does not fit its upload, so nothing was stored: %s"},
 	{store.ErrRevision, fsInternal, "The path changed while the call ran; call again: %s"},
 	{store.ErrClosed, fsInternal, "depotfs is shutting down; call again once it is back: %s"},
-	{store.ErrUnavailable, fsInternal, "The depot's cluster has no quorum, so no write can commit now; call again in a little while (if the message says the change may still be applied, read the path first): %s"},
+	{store.ErrOutcomeUnknown, fsInternal, "Whether the change was applied is unknown: the depot's cluster did not confirm it in time, and it may still be applied when the cluster recovers; read the path before repeating it: %s"},
+	{store.ErrUnavailable, fsInternal, "The depot's cluster has no quorum, so no write can commit now and this one changed nothing; call again in a little while: %s"},
 }
 
 // StoreErrorCode returns the contract's error code for err, one of the

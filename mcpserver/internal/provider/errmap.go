@@ -86,6 +86,7 @@ var storeTypes = []struct {
 	{store.ErrHashMismatch, providerFailed, ""},
 	{store.ErrUpload, providerFailed, ""},
 	{store.ErrClosed, providerFailed, ""},
+	{store.ErrOutcomeUnknown, providerFailed, ""},
 	{store.ErrUnavailable, providerFailed, ""},
 }
 

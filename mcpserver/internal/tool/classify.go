@@ -107,7 +107,7 @@ func Classify(err error) Failure {
 	}
 	if m, ok := storeFailureOf(err); ok {
 		f := failure(m.typ, cmp.Or(m.msg, msg), m.instruction)
-		if m.err == store.ErrUnavailable {
+		if m.err == store.ErrUnavailable || m.err == store.ErrOutcomeUnknown {
 			f.RetryAfter = unavailableRetry
 		}
 		return f
@@ -156,8 +156,10 @@ var storeFailures = []storeFailure{
 	{store.ErrNotPresent, ErrorNotFound, "", notThere},
 	{store.ErrClosed, ErrorSystem, "depotfs is shutting down",
 		"Call again once depotfs is back; the call is safe to repeat."},
+	{store.ErrOutcomeUnknown, ErrorSystem, "",
+		"Whether this change was applied is unknown: the depot's cluster did not confirm it in time, and it may still be applied when the cluster recovers. After retry_after seconds, read the path (guide_stat or guide_read_file) to see whether the change is there before repeating it; to repeat an overwrite safely, send it with if_revision set to the revision you read."},
 	{store.ErrUnavailable, ErrorSystem, "the depot's cluster has no quorum: no write can commit now",
-		"Call again after retry_after seconds: the servers behind the depot are recovering. A write that was sent before they failed may still be applied when they recover, so read the path before repeating an append, a create-new write or a move."},
+		"Call again after retry_after seconds: the servers behind the depot are recovering. This call was not committed, so it is safe to repeat."},
 }
 
 // StoreErrorType returns the envelope's error type for err, one of the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/depotfs/depotfs/store"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -91,6 +92,8 @@ func (EnvelopeShape) Failure(c *Call, err error) *mcp.CallToolResult {
 	msg := fmt.Sprintf("The call failed with a %s error and changed nothing; error.message says why and error.instruction what to do.", f.Type)
 	_, unaudited := errors.AsType[*auditError](err)
 	switch {
+	case errors.Is(err, store.ErrOutcomeUnknown):
+		msg = "The call's outcome is unknown: the change was sent, but the depot's cluster did not confirm it in time, so it may or may not be applied; error.instruction says how to find out."
 	case unaudited && c.committed:
 		msg = "The change was stored, but depotfs could not write its audit record, so it refuses further calls until its audit log works again; error.instruction says what to do."
 	case unaudited:

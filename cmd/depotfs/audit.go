@@ -105,8 +105,12 @@ func runAuditQuery(_ context.Context, args []string, stdout, stderr io.Writer) e
 		if r.MorePaths > 0 {
 			paths += fmt.Sprintf(",+%d", r.MorePaths)
 		}
+		decision := string(r.Decision)
+		if r.Count > 1 {
+			decision += fmt.Sprintf(" x%d", r.Count)
+		}
 		_, err := fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Format(time.RFC3339), r.Seq,
-			cmp.Or(r.Identity, "-"), cmp.Or(tool, "-"), r.Decision, cmp.Or(r.Error, "-"), cmp.Or(clip(paths, 60), "-"),
+			cmp.Or(r.Identity, "-"), cmp.Or(tool, "-"), decision, cmp.Or(r.Error, "-"), cmp.Or(clip(paths, 60), "-"),
 			clip(r.Reason, 100))
 		return err
 	})

@@ -334,12 +334,18 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 			err = fmt.Errorf("close audit log: %w", cerr)
 		}
 	}()
+	// Refused calls go to the log grouped per identity and reason, one
+	// record per burst with its count, as refused authentications do;
+	// deferred after the log's Close, so it writes what it still counts
+	// before the log closes.
+	calls := audit.NewBursts(alog, 0, log)
+	defer calls.Close()
 	seq, _ := alog.Head()
 	log.Info("audit log verified", "file", cfg.enforce.auditLog, "head", seq, "took", time.Since(auditStart).Round(time.Millisecond))
 	log.Info("enforcing", "allow", strings.Join(cfg.enforce.host.Allow(), ","), "deny", strings.Join(cfg.enforce.host.Deny(), ","),
 		"audit_log", cfg.enforce.auditLog, "rate_calls", cfg.enforce.rateCalls, "rate_bytes", cfg.enforce.rateBytes.String())
 
-	opts := &mcpserver.Options{Version: version(), Tools: cfg.profiles, Policy: cfg.enforce.host, Audit: alog,
+	opts := &mcpserver.Options{Version: version(), Tools: cfg.profiles, Policy: cfg.enforce.host, Audit: calls,
 		Rate: cfg.enforce.rate(), PublicURL: cfg.publicURL, HTTP: cfg.http.limits(),
 		Settings: cfg.settings}
 	s := &opts.Settings
@@ -378,7 +384,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		mopts.Fetch = func() metrics.FetchStats { return metrics.FetchStats(broker.Stats()) }
 	}
 	met := metrics.New(mopts)
-	opts.Audit = meteredAudit{Auditor: alog, m: met}
+	opts.Audit = meteredAudit{Auditor: calls, m: met}
 	// drainMount closes the broker and, after a signal, waits until stopBy
 	// for the files open in the mount; nil without a mount.
 	var drainMount func()

@@ -79,6 +79,10 @@ type Record struct {
 	// Reason says why: the rule that denied, the grant that allowed, the
 	// authentication failure.
 	Reason string `json:"reason,omitempty"`
+	// Count is how many refusals the record stands for when it sums up a
+	// burst of them (Bursts, and the grouped refused authentications);
+	// absent means one. The other members are those of the latest.
+	Count int `json:"count,omitempty"`
 	// Content describes the bytes a call carried, never the bytes.
 	Content *Content `json:"content,omitempty"`
 	Status  string   `json:"status,omitempty"` // what the call did: created, updated, partial...

@@ -198,11 +198,15 @@ func (u *Uploads) take(c *tool.Call, token string, who identity.Identity, now ti
 	again := "Call guide_begin_upload again for a new upload_url, then send the bytes to it once. Nothing was stored."
 	unknown := &tool.Refusal{Type: tool.ErrorNotFound, Message: "this upload URL is unknown or was already used", Instruction: again,
 		Deny: true, Audit: "a PUT to an upload URL that was never issued, or was already used"}
+	if ok {
+		// Every record of a PUT on a known URL names where it was to go,
+		// refused or not, so "audit query --path" finds it.
+		c.Note(up.file.path)
+	}
 	switch {
 	case !ok:
 		return nil, unknown
 	case other:
-		c.Note(up.file.path)
 		unknown.Audit = "a PUT to an upload URL issued to another identity (" + up.who.String() + ")"
 		return nil, unknown
 	case !now.Before(up.expires):

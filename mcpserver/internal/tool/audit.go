@@ -172,6 +172,7 @@ func (s *Runtime) AuthRefused(r *audit.Record, count int, code string) {
 	}
 	if n > 1 {
 		r.Reason += fmt.Sprintf(" (%d refusals from this address in this burst; this is the latest)", n)
+		r.Count = n
 	}
 	if s.audit != nil {
 		if err := s.audit.Append(r); err != nil {

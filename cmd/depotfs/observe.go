@@ -103,28 +103,35 @@ type pinger interface {
 }
 
 // storeCheckMaxAge is how long the store check's result stands: /healthz
-// needs no credentials, and the check is a commit (two fsyncs with bbolt),
-// so anyone could otherwise make the disk sync as fast as they can send
-// GETs. A second is well within what a load balancer or the systemd
-// watchdog needs to notice a store that stopped committing.
+// needs no credentials, so however often anyone asks, the store is looked
+// at once a second at most. A second is well within what a load balancer
+// or the systemd watchdog needs to notice a store that stopped committing.
 const storeCheckMaxAge = time.Second
 
+// writable is a store that can tell whether it could commit without
+// committing (bolt: a read transaction, the last commit's outcome, the
+// filesystem's flags and free space).
+type writable interface {
+	Writable(ctx context.Context) error
+}
+
 // healthChecks are what /healthz and the systemd watchdog check: serving
-// (the context a signal ends) is not over, the store commits, and the
-// mount (when there is one) answers statfs. The
-// reasons are fixed phrases, safe for anyone who can reach /healthz; the
-// errors behind them go to the log.
+// (the context a signal ends) is not over, the store can commit, and the
+// mount (when there is one) answers statfs. A store that can say so
+// without committing (bolt) is asked that way, so probes write nothing;
+// the others (NATS: a round trip that needs the stream's quorum, nothing
+// on this host's disk) are pinged. The reasons are fixed phrases, safe
+// for anyone who can reach /healthz; the errors behind them go to the
+// log.
 func healthChecks(serving context.Context, st pinger, mountDir string, log *slog.Logger) *health.Checker {
+	probe := st.Ping
+	if w, ok := st.(writable); ok {
+		probe = w.Writable
+	}
 	checks := []health.Check{{Name: "serve", Run: func(context.Context) error {
 		// A load balancer stops sending work as soon as a shutdown begins.
 		if serving.Err() != nil {
 			return errors.New("shutting down")
-		}
-		return nil
-	}}, {Name: "store", MaxAge: storeCheckMaxAge, Run: func(ctx context.Context) error {
-		if err := st.Ping(ctx); err != nil {
-			log.Warn("health: the store cannot commit", "err", err)
-			return errors.New("cannot commit")
 		}
 		return nil
 	}}}
@@ -146,7 +153,43 @@ func healthChecks(serving context.Context, st pinger, mountDir string, log *slog
 			return nil
 		}})
 	}
+	// The store last: the watchdog passes over a full or read-only disk
+	// (watchdogCheck), and the mount is then checked all the same.
+	checks = append(checks, health.Check{Name: "store", MaxAge: storeCheckMaxAge, Run: func(ctx context.Context) error {
+		err := probe(ctx)
+		if err == nil {
+			return nil
+		}
+		log.Warn("health: the store cannot commit", "err", err)
+		switch {
+		case errors.Is(err, syscall.EROFS):
+			return diskCondition("read-only filesystem")
+		case errors.Is(err, syscall.ENOSPC):
+			return diskCondition("disk full")
+		}
+		return errors.New("cannot commit")
+	}})
 	return health.New(0, checks...)
+}
+
+// diskCondition is the store check's failure for a disk that is full or
+// mounted read-only: writes fail, reads work.
+type diskCondition string
+
+func (d diskCondition) Error() string { return string(d) }
+
+// watchdogCheck is what the systemd watchdog asks: the health checks,
+// passing over a full or read-only disk. /healthz reports those (a load
+// balancer should send writes elsewhere), but a restart cannot free a
+// disk, and reads keep working until someone does.
+func watchdogCheck(c *health.Checker) func(context.Context) error {
+	return func(ctx context.Context) error {
+		err := c.Check(ctx)
+		if _, ok := errors.AsType[diskCondition](err); ok {
+			return nil
+		}
+		return err
+	}
 }
 
 // fuseSuperMagic is FUSE's f_type in statfs.

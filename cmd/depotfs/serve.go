@@ -458,7 +458,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		notify(log, notifier, sdnotify.Ready, "STATUS=serving MCP on "+mcp)
 		go rl.run(bgCtx, hup)
 		if interval, ok := sdnotify.WatchdogInterval(); ok && notifier != nil {
-			go notifier.RunWatchdog(bgCtx, interval, checker.Check, func(err error) { log.Warn("systemd watchdog not notified", "err", err) })
+			go notifier.RunWatchdog(bgCtx, interval, watchdogCheck(checker), func(err error) { log.Warn("systemd watchdog not notified", "err", err) })
 		}
 	}
 	if cfg.metricsListen != "" {

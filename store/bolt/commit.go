@@ -144,8 +144,11 @@ func (s *Store) tryCommit(batch []*commit) (int, error) {
 		if failed >= 0 {
 			return failed, nil
 		}
-		return -1, dbErr(err)
+		err = dbErr(err)
+		s.commitErr.Store(&err)
+		return -1, err
 	}
+	s.commitErr.Store(nil)
 	s.staged.apply(w.staged)
 	if n := len(w.events); n > 0 {
 		s.hub.Publish(w.events, w.events[n-1].Revision)

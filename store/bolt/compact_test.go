@@ -80,3 +80,33 @@ func TestPing(t *testing.T) {
 		t.Errorf("Ping of a closed store: %v, want ErrClosed", err)
 	}
 }
+
+// TestWritable: Writable answers without writing (the file's mtime and
+// size stay), and fails once the store is closed.
+func TestWritable(t *testing.T) {
+	s, path := openTemp(t, nil)
+	ctx := context.Background()
+	if _, err := s.Put(ctx, store.PutRequest{Path: "/a", Data: []byte("a")}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		if err := s.Writable(ctx); err != nil {
+			t.Fatalf("Writable: %v", err)
+		}
+	}
+	after, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.ModTime().Equal(before.ModTime()) || after.Size() != before.Size() {
+		t.Errorf("Writable changed the file: mtime %v -> %v, size %d -> %d", before.ModTime(), after.ModTime(), before.Size(), after.Size())
+	}
+	s.Close()
+	if err := s.Writable(ctx); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("Writable of a closed store: %v, want ErrClosed", err)
+	}
+}

@@ -133,6 +133,9 @@ type Store struct {
 	uses    uses
 	staged  stagedTotals
 	writes
+	// commitErr is the error of the last commit when it failed, nil once
+	// one succeeds (Writable reports it).
+	commitErr atomic.Pointer[error]
 }
 
 var _ store.Store = (*Store)(nil)

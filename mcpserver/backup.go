@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -138,7 +139,16 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 		err = &policy.Denied{Tool: ImportTool, Path: depotpath.Root, Access: grant.Write,
 			Rule: fmt.Sprintf("an import needs a grant naming the backup right (%s:/:w); grants: %s", BackupTool, c.Perms())}
 	default:
-		res, err = s.opts.Import(r.Context(), r.Body)
+		// Each path is checked as a write through the backup right: the
+		// server's --allow and --deny, and the caller's grants, per path.
+		may := func(p string) error {
+			if _, err := c.Perms().Check(BackupTool, BackupTool, p, grant.Write); err != nil {
+				c.Note(p)
+				return err
+			}
+			return nil
+		}
+		res, err = s.opts.Import(r.Context(), r.Body, may)
 		ran = true
 		c.Status = res.String()
 	}
@@ -148,6 +158,10 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the import is done, but depotfs cannot write its audit log: "+res.String(), http.StatusServiceUnavailable)
 	case auditErr != nil:
 		http.Error(w, "depotfs cannot write its audit log, so it refuses imports until it can", http.StatusServiceUnavailable)
+	case err != nil && ran && errors.Is(err, policy.ErrDenied):
+		// Refused before anything was written; the caller may replace the
+		// whole depot, so the error names the refused paths.
+		http.Error(w, fmt.Sprintf("import: %v", err), http.StatusForbidden)
 	case err != nil && ran:
 		// The caller holds the right to replace the whole depot: the
 		// store's own words tell it what is wrong with its export.

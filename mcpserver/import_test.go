@@ -28,7 +28,7 @@ func TestImportRight(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	var imports atomic.Int64
-	srv := mcpserver.New(st, &mcpserver.Options{Import: func(ctx context.Context, r io.Reader) (mcpserver.ImportResult, error) {
+	srv := mcpserver.New(st, &mcpserver.Options{Import: func(ctx context.Context, r io.Reader, _ func(string) error) (mcpserver.ImportResult, error) {
 		imports.Add(1)
 		b, err := io.ReadAll(r)
 		return mcpserver.ImportResult{Files: 1, Bytes: int64(len(b))}, err

@@ -143,9 +143,11 @@ type Options struct {
 	Backup func(ctx context.Context, w io.Writer, started func(rev uint64, dbSize int64)) error
 
 	// Import, when set, loads the export read from r into the depot (see
-	// ImportPath) and counts what it did, also when it fails halfway. nil:
-	// the HTTP listener refuses imports.
-	Import func(ctx context.Context, r io.Reader) (ImportResult, error)
+	// ImportPath) and counts what it did, also when it fails halfway. It
+	// checks every path of the export with may before writing anything,
+	// and refuses the whole export with may's error (wrapped) if may
+	// refuses one. nil: the HTTP listener refuses imports.
+	Import func(ctx context.Context, r io.Reader, may func(path string) error) (ImportResult, error)
 }
 
 // Settings are the part of Options the tools and resources read: the

@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,9 @@ import (
 	"time"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/internal/grant"
+	"github.com/depotfs/depotfs/internal/identity"
+	"github.com/depotfs/depotfs/internal/policy"
 	"github.com/depotfs/depotfs/mcpserver"
 	"github.com/depotfs/depotfs/store"
 )
@@ -47,6 +51,14 @@ the backup right to write, a grant naming it: backup:/:w (full grants also
 do; a group or * does not). The depot's size limits are not applied: it
 takes what the export holds.
 
+Paths the server's policy refuses are not imported: through --url, the
+running server checks every path of the export against its own --allow,
+--deny and the caller's grants; directly, import applies --allow and
+--deny given to it, on the command line, as DEPOTFS_ALLOW and
+DEPOTFS_DENY, or read from serve's --env-file. Either way the whole
+manifest is checked before anything is written: an export with one
+refused path imports nothing, and the error names the paths.
+
 Examples:
   depotfs import depot.tar --store nats://n1:4222,n2:4222,n3:4222
   depotfs import depot.tar --db /srv/depot/depot.db
@@ -56,6 +68,8 @@ Flags:
 `)
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	serverURL := fs.String("url", "", "MCP `endpoint` of a running depotfs serve to import through (sent to /import beside it), instead of writing the store with --db or --store")
+	var pol importPolicy
+	pol.flags(fs)
 	cfg.flags(fs)
 	creds.flags(fs)
 	pos, err := parseFlagsArgs(fs, args, stderr, 1, "FILE")
@@ -64,12 +78,16 @@ Flags:
 	}
 	var direct []string
 	fs.Visit(func(f *flag.Flag) {
-		if *serverURL != "" && (f.Name == "db" || f.Name == "store") {
+		if *serverURL != "" && (f.Name == "db" || f.Name == "store" || f.Name == "allow" || f.Name == "deny" || f.Name == "env-file") {
 			direct = append(direct, "--"+f.Name)
 		}
 	})
 	if len(direct) > 0 {
-		return usageError{fmt.Errorf("--url and %s (a flag or its DEPOTFS_ variable): import through a running server or into a store directly, not both", strings.Join(direct, " "))}
+		return usageError{fmt.Errorf("--url and %s (a flag or its DEPOTFS_ variable): import through a running server (which applies its own policy) or into a store directly, not both", strings.Join(direct, " "))}
+	}
+	may, err := pol.resolve()
+	if err != nil {
+		return usageError{err}
 	}
 	f, err := os.Open(pos[0])
 	if err != nil {
@@ -81,7 +99,7 @@ Flags:
 	if *serverURL != "" {
 		stats, err = sendImport(ctx, &creds, *serverURL, f)
 	} else {
-		stats, err = importDirect(ctx, &cfg, f, stderr)
+		stats, err = importDirect(ctx, &cfg, f, may, stderr)
 	}
 	if err != nil {
 		return fmt.Errorf("import %s: %w", pos[0], err)
@@ -94,14 +112,68 @@ Flags:
 	return nil
 }
 
-// importDirect imports the export in f into the store cfg names.
-func importDirect(ctx context.Context, cfg *directConfig, f io.Reader, stderr io.Writer) (mcpserver.ImportResult, error) {
+// importPolicy is the host policy a direct import applies: serve's
+// --allow and --deny, from the flags, the environment or serve's
+// --env-file.
+type importPolicy struct {
+	allow, deny []string
+	envFile     string
+	set         map[string]bool // allow and deny given as flags or variables
+}
+
+func (p *importPolicy) flags(fs *flag.FlagSet) {
+	p.set = map[string]bool{}
+	fs.Func("allow", "with --db or --store: import only below this depot path `prefix`, as serve --allow (repeatable; default /)", p.note("allow", &p.allow))
+	fs.Func("deny", "with --db or --store: refuse an export with a path below this depot path `prefix`, as serve --deny (repeatable)", p.note("deny", &p.deny))
+	fs.StringVar(&p.envFile, "env-file", "", "with --db or --store: read DEPOTFS_ALLOW and DEPOTFS_DENY from serve's env `file` (its other settings are serve's and ignored); flags and variables win over it")
+}
+
+// note returns a flag function appending to list and noting name as set.
+func (p *importPolicy) note(name string, list *[]string) func(string) error {
+	return func(v string) error {
+		p.set[name] = true
+		*list = append(*list, v)
+		return nil
+	}
+}
+
+// resolve reads the env file and returns the check of a path against the
+// policy: nil, or a *policy.Denied.
+func (p *importPolicy) resolve() (func(string) error, error) {
+	if p.envFile != "" {
+		vals, err := readEnvFile(p.envFile)
+		if err != nil {
+			return nil, err
+		}
+		for name, list := range map[string]*[]string{"allow": &p.allow, "deny": &p.deny} {
+			if v, ok := vals[name]; ok && !p.set[name] {
+				*list = append(*list, v)
+			}
+		}
+	}
+	host, err := policy.NewHost(p.allow, p.deny)
+	if err != nil {
+		return nil, err
+	}
+	set := host.For(identity.Identity{Full: true})
+	return func(path string) error {
+		_, err := set.Check(mcpserver.ImportTool, mcpserver.ImportTool, path, grant.Write)
+		return err
+	}, nil
+}
+
+// importDirect imports the export in f into the store cfg names, refusing
+// it if may refuses one of its paths.
+func importDirect(ctx context.Context, cfg *directConfig, f io.Reader, may func(string) error, stderr io.Writer) (mcpserver.ImportResult, error) {
 	st, closeStore, err := cfg.open(ctx, stderr)
 	if err != nil {
 		return mcpserver.ImportResult{}, err
 	}
 	defer closeStore()
-	stats, err := importFrom(ctx, st, f)
+	stats, err := importFrom(ctx, st, f, may)
+	if errors.Is(err, policy.ErrDenied) {
+		return stats, err
+	}
 	if err != nil {
 		return stats, fmt.Errorf("%w (%d files in %d batches were imported before it; run it again to finish)", err, stats.Files, stats.Batches)
 	}
@@ -123,8 +195,11 @@ func sendImport(ctx context.Context, creds *clientCreds, mcpURL string, f io.Rea
 	return stats, nil
 }
 
-// importFrom reads an export from r into st.
-func importFrom(ctx context.Context, st store.Store, r io.Reader) (mcpserver.ImportResult, error) {
+// importFrom reads an export from r into st. Once it has read the
+// manifest, and before it writes anything, it checks every path with may
+// (nil: all may be written) and refuses the whole export if may refuses
+// one: the error wraps the first *policy.Denied and names the paths.
+func importFrom(ctx context.Context, st store.Store, r io.Reader, may func(string) error) (mcpserver.ImportResult, error) {
 	var stats mcpserver.ImportResult
 	tr := tar.NewReader(bufio.NewReaderSize(r, 1<<20))
 	member := func(want string) (*tar.Header, error) {
@@ -169,6 +244,9 @@ func importFrom(ctx context.Context, st store.Store, r io.Reader) (mcpserver.Imp
 	}
 	if len(entries) != h.Entries {
 		return stats, fmt.Errorf("the manifest has %d entries, the header says %d", len(entries), h.Entries)
+	}
+	if err := checkPaths(entries, may); err != nil {
+		return stats, err
 	}
 	sw, ok := st.(store.Streamer)
 	if !ok {
@@ -259,4 +337,30 @@ func same(ctx context.Context, st store.Store, e manifestEntry) bool {
 		return false
 	}
 	return entryOf(cur) == e
+}
+
+// checkPaths refuses entries if may refuses one of their paths, naming
+// the first few and wrapping the first refusal.
+func checkPaths(entries []manifestEntry, may func(string) error) error {
+	if may == nil {
+		return nil
+	}
+	var first error
+	var refused []string
+	for _, e := range entries {
+		if err := may(e.Path); err != nil {
+			first = cmp.Or(first, err)
+			refused = append(refused, e.Path)
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	const named = 5
+	list := strings.Join(refused[:min(len(refused), named)], ", ")
+	if len(refused) > named {
+		list += fmt.Sprintf(" and %d more", len(refused)-named)
+	}
+	return fmt.Errorf("%w; the export holds %d of %d paths the policy refuses (%s), so nothing was imported (to import them, change --allow or --deny)",
+		first, len(refused), len(entries), list)
 }

@@ -58,7 +58,7 @@ func TestImportRefusesBadExports(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			_, err = importFrom(context.Background(), st, bytes.NewReader(c.data))
+			_, err = importFrom(context.Background(), st, bytes.NewReader(c.data), nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("import: %v, want an error containing %q", err, c.want)
 			}

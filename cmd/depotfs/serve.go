@@ -366,8 +366,8 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	if b, ok := st.(*bolt.Store); ok {
 		opts.Backup = onlineBackup(b, cfg.enforce.auditLog)
 	}
-	opts.Import = func(ctx context.Context, r io.Reader) (mcpserver.ImportResult, error) {
-		return importFrom(ctx, st, r)
+	opts.Import = func(ctx context.Context, r io.Reader, may func(string) error) (mcpserver.ImportResult, error) {
+		return importFrom(ctx, st, r, may)
 	}
 	// Metrics read the store and the broker at each scrape, and hear every
 	// call through the audit log and every FUSE request through vfs.

@@ -13,12 +13,18 @@ import (
 // identity count as one burst.
 const DefaultBurstWindow = 10 * time.Second
 
+// BurstFirst is how many refusals of a burst are written at once, each
+// its own record with its request id: a caller's occasional refusals are
+// not grouped, a flood is.
+const BurstFirst = 5
+
 // Bounds of what a Bursts remembers at once: refusals beyond them share
 // one burst per identity (maxIdentityBursts) or in all (maxBursts), so a
 // caller that makes every refusal different (made-up tool names) still
-// writes a bounded number of records.
+// writes a bounded number of records: at most
+// (maxIdentityBursts+1)*(BurstFirst+1) per window.
 const (
-	maxIdentityBursts = 16
+	maxIdentityBursts = 8
 	maxBursts         = 4096
 )
 
@@ -44,14 +50,15 @@ var (
 )
 
 // Bursts is an Appender that writes refused calls of callers with a
-// credential (event call, decision deny, auth cert or token) grouped per identity, tool, error and reason: the first of a burst
-// at once, the others of the same window as one record when the window
-// ends, whose Count says how many it stands for and whose Paths are the
-// distinct paths they named (at most MaxPaths; MorePaths counts the
-// namings of the others, a path named twice twice); its other members are
-// the latest refusal's. The paths a
-// reason names are not part of its key, so refusals of one rule on many
-// paths make one burst. Every other record passes through at once.
+// credential (event call, decision deny, auth cert or token) grouped per
+// identity, tool, error and reason: the first BurstFirst of a burst at
+// once, each its own record, the others of the same window as one record
+// when the window ends, whose Count says how many it stands for and whose
+// Paths are the distinct paths they named (at most MaxPaths; MorePaths
+// counts the namings of the others, a path named twice twice); its other
+// members are the latest refusal's. The paths a reason names are not part
+// of its key, so refusals of one rule on many paths make one burst. Every
+// other record passes through at once.
 //
 // A refusal costs its caller one request, and each record costs the log a
 // line and an fsync; a log that cannot be written refuses every call, so a
@@ -73,10 +80,11 @@ type Bursts struct {
 	pending sync.WaitGroup // summaries being written
 }
 
-// burst is the refusals of one key in one window after its first.
+// burst is the refusals of one key in one window.
 type burst struct {
 	identity string // the key's identity, for perID
-	count    int
+	written  int    // refusals written at once, at most BurstFirst
+	count    int    // refusals after them, in the burst's record
 	latest   Record
 	paths    []string
 	seen     map[string]bool
@@ -99,7 +107,7 @@ func NewBursts(next Appender, window time.Duration, log *slog.Logger) *Bursts {
 func (b *Bursts) Err() error { return b.next.Err() }
 
 // Append writes r at once unless it is a refused call that continues a
-// burst: it is then counted into the burst's record and Append returns
+// burst past its first BurstFirst: it is then counted into the burst's record and Append returns
 // nil. It may keep r's Paths slice until the window ends; r itself is
 // copied.
 func (b *Bursts) Append(r *Record) error {
@@ -121,11 +129,16 @@ func (b *Bursts) Append(r *Record) error {
 		}
 	}
 	if bu, ok := b.open[key]; ok {
+		if bu.written < BurstFirst {
+			bu.written++
+			b.mu.Unlock()
+			return b.next.Append(r)
+		}
 		bu.add(r)
 		b.mu.Unlock()
 		return nil
 	}
-	bu := &burst{identity: r.Identity, seen: map[string]bool{}}
+	bu := &burst{identity: r.Identity, written: 1, seen: map[string]bool{}}
 	if key == otherIdentities {
 		bu.identity = otherIdentities
 	}
@@ -195,8 +208,8 @@ func (b *Bursts) forgetLocked(key string, bu *burst) {
 	}
 }
 
-// report writes the record of a burst that counted refusals after its
-// first.
+// report writes the record of a burst that counted refusals after those
+// it wrote at once.
 func (b *Bursts) report(bu *burst) {
 	if bu.count == 0 {
 		return

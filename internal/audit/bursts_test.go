@@ -3,6 +3,7 @@ package audit_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,8 +40,9 @@ func total(recs []audit.Record) int {
 }
 
 // TestBurstsGroupRefusals: 2,000 refusals of one rule on 100 paths from
-// one identity, from 8 goroutines, are two records (the first at once,
-// the rest with their count and their distinct paths up to MaxPaths);
+// one identity, from 8 goroutines, are BurstFirst+1 records (the first
+// ones at once, the rest with their count and their distinct paths up to
+// MaxPaths);
 // another identity and another rule have bursts of their own; allowed
 // calls and the refusals of a caller without a credential pass through
 // one by one; the counts add up to every refusal.
@@ -80,34 +82,38 @@ func TestBurstsGroupRefusals(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got := len(scanAll(t, path)); got != 7 {
-				t.Fatalf("%d records before the window ends; want 7 (the first refusal of each burst, two allowed calls, two refusals of a local caller)", got)
+			if got, want := len(scanAll(t, path)), audit.BurstFirst+6; got != want {
+				t.Fatalf("%d records before the window ends; want %d (the first refusals of each burst, two allowed calls, two refusals of a local caller)", got, want)
 			}
 			if tt.close {
 				b.Close()
 			} else {
 				deadline := time.Now().Add(10 * time.Second)
-				for len(scanAll(t, path)) < 8 && time.Now().Before(deadline) {
+				for len(scanAll(t, path)) < audit.BurstFirst+7 && time.Now().Before(deadline) {
 					time.Sleep(5 * time.Millisecond)
 				}
 			}
 			recs := scanAll(t, path)
-			if len(recs) != 8 {
-				t.Fatalf("%d records; want 8", len(recs))
+			if len(recs) != audit.BurstFirst+7 {
+				t.Fatalf("%d records; want %d", len(recs), audit.BurstFirst+7)
 			}
-			sum := recs[7]
-			// Each path is named 20 times; the first refusal's once outside
-			// the burst. Namings of paths not listed are counted.
-			listed := 0
-			for _, p := range sum.Paths {
-				listed += 20
-				if p == recs[0].Paths[0] {
-					listed--
+			sum := recs[len(recs)-1]
+			// Each path is named 20 times, some of them by the refusals
+			// written at once. Namings of paths not listed are counted.
+			first := map[string]int{}
+			for _, r := range recs[:len(recs)-1] {
+				if r.Identity == "http:token/a" && strings.HasPrefix(r.Paths[0], "/b/") {
+					first[r.Paths[0]]++
 				}
 			}
-			if sum.Identity != "http:token/a" || sum.Count != 1999 || len(sum.Paths) != audit.MaxPaths || sum.MorePaths != 1999-listed {
-				t.Errorf("the burst's record: identity %s count %d, %d paths + %d more; want token/a, 1999, %d + %d",
-					sum.Identity, sum.Count, len(sum.Paths), sum.MorePaths, audit.MaxPaths, 1999-listed)
+			in := 2000 - audit.BurstFirst
+			listed := 0
+			for _, p := range sum.Paths {
+				listed += 20 - first[p]
+			}
+			if sum.Identity != "http:token/a" || sum.Count != in || len(sum.Paths) != audit.MaxPaths || sum.MorePaths != in-listed {
+				t.Errorf("the burst's record: identity %s count %d, %d paths + %d more; want token/a, %d, %d + %d",
+					sum.Identity, sum.Count, len(sum.Paths), sum.MorePaths, in, audit.MaxPaths, in-listed)
 			}
 			if len(slices.Compact(slices.Sorted(slices.Values(sum.Paths)))) != len(sum.Paths) {
 				t.Errorf("the burst's paths repeat one: %v", sum.Paths)
@@ -119,8 +125,8 @@ func TestBurstsGroupRefusals(t *testing.T) {
 			if err := b.Append(denial("http:token/a", "/b/late")); err != nil {
 				t.Fatal(err)
 			}
-			if got := len(scanAll(t, path)); got != 9 {
-				t.Errorf("%d records after Close and one more refusal; want 9 (passed on at once)", got)
+			if got, want := len(scanAll(t, path)), audit.BurstFirst+8; got != want {
+				t.Errorf("%d records after Close and one more refusal; want %d (passed on at once)", got, want)
 			}
 		})
 	}
@@ -128,7 +134,7 @@ func TestBurstsGroupRefusals(t *testing.T) {
 
 // TestBurstsBounded: a caller that makes every refusal different (a new
 // tool name each time) still writes at most its bound of bursts per
-// window, each with its first and one summing record.
+// window, each with its first records and one summing record.
 func TestBurstsBounded(t *testing.T) {
 	t.Parallel()
 	l, path := newLog(t, nil)
@@ -142,7 +148,7 @@ func TestBurstsBounded(t *testing.T) {
 	}
 	b.Close()
 	recs := scanAll(t, path)
-	if len(recs) > 2*17 || total(recs) != 1000 {
-		t.Errorf("%d records standing for %d refusals; want at most 34 for 1000", len(recs), total(recs))
+	if len(recs) > 9*(audit.BurstFirst+1) || total(recs) != 1000 {
+		t.Errorf("%d records standing for %d refusals; want at most %d for 1000", len(recs), total(recs), 9*(audit.BurstFirst+1))
 	}
 }

@@ -16,8 +16,10 @@ import (
 
 // invalidator turns store events into kernel cache invalidations and keeps
 // track of the last revision it has applied. Its run loop is the only
-// goroutine that calls Notify*, and it never does so from inside a FUSE
-// callback (the kernel may hold locks that the callback's reply releases).
+// goroutine that invalidates the live tree (NotifyEntry, NotifyDelete,
+// NotifyContent; WaitApplied invalidates names of snapshots, which have no
+// events), and none is sent from inside a FUSE callback (the kernel may
+// hold locks that the callback's reply releases).
 // Only inodes the kernel knows can be cached, and go-fuse keeps every such
 // inode in its tree, so walking that tree with GetChild finds everything
 // that needs telling.

@@ -175,12 +175,19 @@ func (m *Server) Wait() { <-m.served }
 // with ErrUnmounted once the mount is gone, or with an error wrapping
 // store.ErrClosed if the store stopped its event stream. rev should be the
 // revision of a committed change (store.Entry.Revision after a write).
+//
+// Snapshots have no events: WaitApplied also makes the kernel forget every
+// snapshot name it knows that the store no longer has, so a snapshot
+// deleted before the call is gone from the mount when it returns.
 func (m *Server) WaitApplied(ctx context.Context, rev uint64) error {
 	cur, err := m.inv.fsys.st.Revision(ctx)
 	if err != nil {
 		return fmt.Errorf("vfs: waiting for revision %d: %w", rev, err)
 	}
-	return m.inv.wait(ctx, max(rev, cur))
+	if err := m.inv.wait(ctx, max(rev, cur)); err != nil {
+		return err
+	}
+	return m.inv.fsys.forgetSnapshots(ctx, m.inv.root)
 }
 
 // Unmount stops applying store events, unmounts the filesystem and waits

@@ -3,6 +3,7 @@ package vfs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -25,12 +26,18 @@ import (
 // revision, read-only, read through the store's StatAt, ReadDirAt and
 // OpenAt. A snapshot of one file shows as that file.
 //
-// Snapshots carry no store events, so the kernel is told to keep the
-// names in /.snapshots only briefly (snapshotNameTimeout) and never to
-// remember a missing one: a snapshot created or deleted by any host shows
-// within that time. Below a name, nothing ever changes, so the mount's
-// usual timeouts apply; a deleted snapshot's files fail to open (ENOENT)
-// until the kernel forgets them.
+// Snapshots carry no store events. A snapshot deleted through this host
+// is forgotten by the kernel before the deletion is acknowledged
+// (Server.WaitApplied, which the delete calls, invalidates every name in
+// /.snapshots the kernel knows and the store no longer has). For the rest
+// (a snapshot created or deleted by another host) the kernel is told to
+// keep a name in /.snapshots only briefly (snapshotNameTimeout), and
+// never beyond the snapshot's expiry, and never to remember a missing
+// name. Forgetting the name forgets everything below it: a path through a
+// deleted or expired snapshot is looked up again and fails. Below a name,
+// nothing ever changes, so the mount's usual timeouts apply; a process
+// whose working directory is inside a deleted snapshot reads what the
+// store still keeps of it.
 
 // snapshotsName is the root's hidden directory of snapshots.
 var snapshotsName = depotpath.Base(store.SnapshotsDir)
@@ -38,6 +45,39 @@ var snapshotsName = depotpath.Base(store.SnapshotsDir)
 // snapshotNameTimeout is how long the kernel keeps a name in /.snapshots
 // and the attributes of /.snapshots itself.
 const snapshotNameTimeout = time.Second
+
+// expiryMargin is how long before a snapshot's expiry the kernel is made
+// to look its name up again: the kernel counts timeouts in clock ticks
+// (up to 4 ms each) and rounds them up.
+const expiryMargin = 10 * time.Millisecond
+
+// nameTimeout is how long the kernel may keep snapshot s's name, at now:
+// snapshotNameTimeout, or less when s expires sooner; never zero, which
+// go-fuse would replace with the mount's day-long default.
+func nameTimeout(s store.Snapshot, now time.Time) time.Duration {
+	d := snapshotNameTimeout
+	if !s.Expires.IsZero() {
+		d = min(d, s.Expires.Sub(now)-expiryMargin)
+	}
+	return max(d, time.Nanosecond)
+}
+
+// expired reports whether snapshot s has expired at now. The store's
+// sweep releases it later; until then the mount already shows it gone, so
+// a snapshot never shows a tree losing files while its release runs.
+func expired(s store.Snapshot, now time.Time) bool {
+	return !s.Expires.IsZero() && !now.Before(s.Expires)
+}
+
+// snapshots returns the snapshots the mount shows: the store's, less
+// those expired at now.
+func (fsys *fsys) snapshots(ctx context.Context, now time.Time) ([]store.Snapshot, error) {
+	all, err := fsys.st.Snapshots(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(all, func(s store.Snapshot) bool { return expired(s, now) }), nil
+}
 
 // Inode numbers in the snapshots directory. The kernel's node for a
 // number is one go-fuse inode (StableAttr.Ino), so these must never meet
@@ -129,9 +169,10 @@ func (d *snapshotsDir) Getattr(_ context.Context, _ fs.FileHandle, out *fuse.Att
 // Lookup finds a snapshot by name. A missing name is answered so that the
 // kernel does not remember it (a snapshot of that name may come).
 func (d *snapshotsDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	now := time.Now()
 	out.SetEntryTimeout(snapshotNameTimeout)
 	out.SetAttrTimeout(snapshotNameTimeout)
-	all, err := d.fsys.st.Snapshots(ctx)
+	all, err := d.fsys.snapshots(ctx, now)
 	if err != nil {
 		return nil, d.fsys.errno("lookup", store.SnapshotsDir, err)
 	}
@@ -144,6 +185,8 @@ func (d *snapshotsDir) Lookup(ctx context.Context, name string, out *fuse.EntryO
 	if err != nil {
 		return nil, d.fsys.errno("lookup", s.Prefix, err)
 	}
+	out.SetEntryTimeout(nameTimeout(s, now))
+	out.SetAttrTimeout(nameTimeout(s, now))
 	at := snapTree{id: d.fsys.snaps.id(s), rev: s.Revision}
 	return at.child(ctx, d.fsys, d.EmbeddedInode(), e, &out.Attr), 0
 }
@@ -161,7 +204,7 @@ func (d *snapshotsDir) top(ctx context.Context, s store.Snapshot) (store.Entry, 
 
 // Readdir lists the snapshots.
 func (d *snapshotsDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
-	all, err := d.fsys.st.Snapshots(ctx)
+	all, err := d.fsys.snapshots(ctx, time.Now())
 	if err != nil {
 		return nil, d.fsys.errno("readdir", store.SnapshotsDir, err)
 	}
@@ -334,4 +377,40 @@ func (h *snapHandle) Release(context.Context) syscall.Errno {
 		return h.fsys.errno("release", h.path, err)
 	}
 	return 0
+}
+
+// forgetSnapshots tells the kernel to forget every name in /.snapshots it
+// knows whose snapshot is gone: deleted, expired, or deleted and taken
+// again under its name (another tree). Forgetting the name drops the
+// kernel's entries below it too. It lists the store's snapshots only when
+// the kernel knows some name there.
+func (fsys *fsys) forgetSnapshots(ctx context.Context, root *fs.Inode) error {
+	dir := root.GetChild(snapshotsName)
+	if dir == nil {
+		return nil
+	}
+	known := dir.Children()
+	if len(known) == 0 {
+		return nil
+	}
+	all, err := fsys.snapshots(ctx, time.Now())
+	if err != nil {
+		return fmt.Errorf("vfs: listing snapshots: %w", err)
+	}
+	for name, ch := range known {
+		var tree snapTree
+		switch n := ch.Operations().(type) {
+		case *snapDir:
+			tree = n.tree
+		case *snapFile:
+			tree = n.tree
+		}
+		if slices.ContainsFunc(all, func(s store.Snapshot) bool { return s.Name == name && s.Revision == tree.rev }) {
+			continue
+		}
+		if errno := dir.NotifyEntry(name); errno != 0 && errno != syscall.ENOENT {
+			return fmt.Errorf("vfs: forgetting snapshot %s: %w", name, errno)
+		}
+	}
+	return nil
 }

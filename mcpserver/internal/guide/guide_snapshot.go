@@ -134,8 +134,15 @@ func (s *tools) deleteSnapshot(ctx context.Context, c *tool.Call, name string) (
 	}
 	c.Path = snap.Prefix
 	c.Status = "deleted"
+	// The mount forgets the snapshot's name before the reply: a program
+	// that reads it after the reply gets ENOENT, not a second of its tree.
+	var warnings []string
+	if rev, err := c.Store().Revision(ctx); err == nil {
+		warnings = s.opts.WaitApplied(ctx, c, rev)
+	}
 	return tool.Reply{Data: SnapshotData{Snapshots: []SnapshotInfo{s.snapshotInfo(c, snap)}},
-		Message: fmt.Sprintf("Snapshot %s is deleted; the content only it held is freed.", name)}, nil
+		Message:  fmt.Sprintf("Snapshot %s is deleted; the content only it held is freed.", name),
+		Warnings: warnings}, nil
 }
 
 func (s *tools) listSnapshots(ctx context.Context, c *tool.Call) (tool.Reply, error) {

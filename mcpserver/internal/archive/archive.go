@@ -4,8 +4,11 @@
 // member; pax global headers (which `git archive` writes) carry nothing to
 // unpack and are skipped. A damaged archive is an error, never a shorter
 // archive: a gzip checksum is checked by reading to the gzip stream's end,
-// a tar must end with its end-of-archive marker, and a zip member's CRC
-// and size are checked as it is read.
+// a tar must end with its end-of-archive marker, a zip member's CRC and
+// size are checked as it is read (and read to be checked when skipped),
+// and a zip whose directory names the same bytes for two members is
+// refused before any member is read. So reading every entry of an archive
+// checks all of it, before anything is stored.
 //
 // The package reads and never writes; member names reach error texts only
 // clipped (internal/clip), since a client chooses them. A Reader belongs
@@ -102,7 +105,8 @@ func NewReader(r io.ReaderAt, size int64, format Format) (*Reader, error) {
 
 // Next returns the next entry and a reader of its content (nil for a
 // directory), or io.EOF after the last entry once the archive's end is
-// checked. Content not read before the next call is skipped. Every other
+// checked. Content not read before the next call is skipped (tar), or
+// read and checked (tar.gz, zip: their checksums cover it). Every other
 // error is an *Error; after one, the archive is not
 // read further.
 func (r *Reader) Next() (Entry, io.Reader, error) {

@@ -5,7 +5,9 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -105,6 +107,66 @@ func readAll(b []byte, f archive.Format) ([]string, error) {
 	}
 }
 
+// repeatedZip returns a zip of n members whose directory entries all
+// point at the one deflated member of zip b (as zip.Writer writes it, with
+// no comment): n directory records renamed m0000, m0001, ...
+func repeatedZip(t testing.TB, b []byte, n int) []byte {
+	t.Helper()
+	eocd := b[len(b)-22:]
+	cdSize, cdOff := binary.LittleEndian.Uint32(eocd[12:]), binary.LittleEndian.Uint32(eocd[16:])
+	rec := b[cdOff : cdOff+cdSize]
+	nameLen := int(binary.LittleEndian.Uint16(rec[28:]))
+	out := append([]byte(nil), b[:cdOff]...)
+	for i := range n {
+		r := append([]byte(nil), rec...)
+		copy(r[46:46+nameLen], fmt.Sprintf("%0*d", nameLen, i))
+		out = append(out, r...)
+	}
+	end := append([]byte(nil), eocd...)
+	binary.LittleEndian.PutUint16(end[8:], uint16(n))
+	binary.LittleEndian.PutUint16(end[10:], uint16(n))
+	binary.LittleEndian.PutUint32(end[12:], uint32(n)*cdSize)
+	return append(out, end...)
+}
+
+// deflated returns a zip of one deflated member holding size zeros.
+func deflated(t testing.TB, name string, size int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, err := zw.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(make([]byte, size))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// zeroCRC returns zip b with every CRC-32 its directory and local headers
+// record set to 0, which archive/zip takes for "not recorded".
+func zeroCRC(t testing.TB, b []byte) []byte {
+	t.Helper()
+	out := append([]byte(nil), b...)
+	for _, sig := range [][]byte{{'P', 'K', 3, 4}, {'P', 'K', 1, 2}} {
+		at := 14 // the CRC-32's offset in a local header
+		if sig[2] == 1 {
+			at = 16 // and in a directory record
+		}
+		for i := 0; ; {
+			j := bytes.Index(out[i:], sig)
+			if j < 0 {
+				break
+			}
+			binary.LittleEndian.PutUint32(out[i+j+at:], 0)
+			i += j + 4
+		}
+	}
+	return out
+}
+
 func TestReader(t *testing.T) {
 	files := []member{{"a.txt", tar.TypeReg, "alpha"}, {"d/", tar.TypeDir, ""}, {"d/b.txt", tar.TypeReg, "beta"}}
 	want := "a.txt=alpha d/ d/b.txt=beta"
@@ -135,6 +197,9 @@ func TestReader(t *testing.T) {
 		{"tar.gz with a bad checksum", archive.TarGz, badSum, want, archive.ErrDamaged, ""},
 		{"not gzip", archive.TarGz, good, "", archive.ErrDamaged, ""},
 		{"zip with a bad CRC", archive.Zip, badCRC, "", archive.ErrDamaged, "a.txt"},
+		{"zip with a bad CRC recorded as 0", archive.Zip, zeroCRC(t, zipped), "", archive.ErrDamaged, "a.txt"},
+		{"zip repeating one deflated member", archive.Zip, repeatedZip(t, deflated(t, "m0", 1<<20), 20), "", archive.ErrDamaged, "01"},
+		{"zip with a member past its end", archive.Zip, pastEnd(t, zipped), "", archive.ErrDamaged, "d/b.txt"},
 		{"not a zip", archive.Zip, good, "", archive.ErrDamaged, ""},
 		{"symlink", archive.Tar, makeTar(t, member{"a.txt", tar.TypeReg, "alpha"}, member{"link", tar.TypeSymlink, ""}), "a.txt=alpha", archive.ErrUnsupported, "link"},
 	}
@@ -142,7 +207,7 @@ func TestReader(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := readAll(tt.data, tt.format)
 			if g := strings.Join(got, " "); g != tt.want {
-				t.Errorf("read %q, want %q", g, tt.want)
+				t.Errorf("read %.200q, want %q", g, tt.want)
 			}
 			if tt.wantErr == nil {
 				if err != nil {
@@ -153,6 +218,53 @@ func TestReader(t *testing.T) {
 			var ae *archive.Error
 			if !errors.Is(err, tt.wantErr) || !errors.As(err, &ae) || ae.Member != tt.member || ae.Format != tt.format {
 				t.Fatalf("error %v (%#v), want %v naming member %q", err, ae, tt.wantErr, tt.member)
+			}
+		})
+	}
+}
+
+// pastEnd returns zip b with its last member's compressed size, in its
+// directory record, made larger than the archive.
+func pastEnd(t testing.TB, b []byte) []byte {
+	t.Helper()
+	out := append([]byte(nil), b...)
+	i := bytes.LastIndex(out, []byte{'P', 'K', 1, 2})
+	binary.LittleEndian.PutUint32(out[i+20:], uint32(len(b)))
+	binary.LittleEndian.PutUint32(out[i+24:], uint32(len(b)))
+	return out
+}
+
+// TestZipSkippedMemberChecked: reading only the entries of a zip, never
+// their content (as a first pass over an upload does), still finds a
+// member whose content fails its CRC-32, in the call after its entry.
+func TestZipSkippedMemberChecked(t *testing.T) {
+	zipped := makeZip(t, member{"a.txt", 0, "alpha"}, member{"b.txt", 0, "beta"})
+	bad := bytes.Replace(zipped, []byte("alpha"), []byte("alphb"), 1)
+	for _, tt := range []struct {
+		name string
+		data []byte
+		want int // the entries Next returns before it fails; -1: none fails
+	}{{"whole", zipped, -1}, {"damaged", bad, 1}, {"damaged, CRC recorded as 0", zeroCRC(t, bad), 1}} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := archive.NewReader(bytes.NewReader(tt.data), int64(len(tt.data)), archive.Zip)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n := 0; ; n++ {
+				_, _, err := r.Next()
+				if errors.Is(err, io.EOF) {
+					if tt.want >= 0 {
+						t.Fatalf("read %d entries to the end, want an error after %d", n, tt.want)
+					}
+					return
+				}
+				if err != nil {
+					var ae *archive.Error
+					if n != tt.want || !errors.Is(err, archive.ErrDamaged) || !errors.As(err, &ae) || ae.Member != "a.txt" {
+						t.Fatalf("after %d entries: %v, want ErrDamaged naming a.txt after %d", n, err, tt.want)
+					}
+					return
+				}
 			}
 		})
 	}
@@ -207,6 +319,36 @@ func fuzzRead(t *testing.T, data []byte, format archive.Format) {
 	}
 }
 
+// zipWhole checks what a zip the reader took whole must be: every member
+// read, and no byte of the archive the data of two members, so that the
+// members' compressed bytes add up to no more than the archive.
+func zipWhole(t *testing.T, data []byte) {
+	r, err := archive.NewReader(bytes.NewReader(data), int64(len(data)), archive.Zip)
+	if err != nil {
+		return
+	}
+	for {
+		_, _, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return
+		}
+	}
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatalf("read whole, yet archive/zip refuses it: %v", err)
+	}
+	var sum uint64
+	for _, zf := range zr.File {
+		sum += zf.CompressedSize64
+	}
+	if sum > uint64(len(data)) {
+		t.Fatalf("read whole, yet its %d members hold %d compressed bytes in %d", len(zr.File), sum, len(data))
+	}
+}
+
 func FuzzTar(f *testing.F) {
 	f.Add(makeTar(f, member{"a.txt", tar.TypeReg, "alpha"}, member{"d/", tar.TypeDir, ""}))
 	f.Add(makeTar(f, member{"g", tar.TypeXGlobalHeader, ""}, member{"l", tar.TypeSymlink, ""}))
@@ -220,6 +362,13 @@ func FuzzTarGz(f *testing.F) {
 }
 
 func FuzzZip(f *testing.F) {
-	f.Add(makeZip(f, member{"a.txt", 0, "alpha"}, member{"d/", 0, ""}, member{"d/b", 0, strings.Repeat("b", 1000)}))
-	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, data, archive.Zip) })
+	zipped := makeZip(f, member{"a.txt", 0, "alpha"}, member{"d/", 0, ""}, member{"d/b", 0, strings.Repeat("b", 1000)})
+	f.Add(zipped)
+	f.Add(zeroCRC(f, zipped))
+	f.Add(repeatedZip(f, deflated(f, "m0", 4096), 3))
+	f.Add(deflated(f, "one", 100))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRead(t, data, archive.Zip)
+		zipWhole(t, data)
+	})
 }

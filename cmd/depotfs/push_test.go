@@ -65,6 +65,35 @@ func TestPushDest(t *testing.T) {
 	}
 }
 
+// TestUnstorable: a name the depot would refuse or store under another
+// name is unstorable, saying why; every other name, however unusual, is
+// stored as it is.
+func TestUnstorable(t *testing.T) {
+	for _, tc := range []struct{ rel, why string }{
+		{"plain.txt", ""},
+		{"sub/caf\u00e9.txt", ""},
+		{"space name, 'quotes' and \"more\".txt", ""},
+		{"pct%2e%2e", ""},
+		{"emoji \U0001F600", ""},
+		{"back\\slash.txt", "backslash"},
+		{"sub/cafe\u0301.txt", "NFC"},
+		{"bad\xff.txt", "UTF-8"},
+		{"tab\tname", "control character"},
+		{"new\nline", "control character"},
+		{"rtl\u202Efdp.exe", "bidirectional"},
+		{"\uff0e\uff0e", "\"..\""},
+		{"ok/" + strings.Repeat("n", 256), "exceeds the limit"},
+	} {
+		got := unstorable("/w/tree", tc.rel)
+		if (tc.why == "") != (got == "") || !strings.Contains(got, tc.why) {
+			t.Errorf("unstorable(%q) = %q, want it to say %q", tc.rel, got, tc.why)
+		}
+	}
+	if _, err := pushDest("back\\slash", "/w"); err == nil || !strings.Contains(err.Error(), "backslash") {
+		t.Errorf("pushDest of a PATH named with a backslash: %v, want an error saying why", err)
+	}
+}
+
 func TestBatchEnd(t *testing.T) {
 	entry := func(size int64, dir bool) pushEntry {
 		st := beneath.Stat{Size: size}

@@ -9,9 +9,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/depotfs/depotfs/internal/beneath"
+	"github.com/depotfs/depotfs/internal/depotpath"
 )
 
 // pushEntry is one directory or regular file of a tree, as the plan saw it.
@@ -79,7 +81,36 @@ func pushDest(p, to string) (string, error) {
 	if name == string(filepath.Separator) || name == "." || name == ".." {
 		return "", fmt.Errorf("%s: has no name to store it under; push the directories below it instead", p)
 	}
+	if why := unstorable(to, name); why != "" {
+		return "", fmt.Errorf("%q: its name cannot be stored as it is: %s; rename it to push it", p, why)
+	}
 	return path.Join(to, name), nil
+}
+
+// unstorable says why the entry rel (a slash-separated name below the
+// depot directory dir) cannot be stored under exactly its name, or ""
+// when it can. The depot's path rules (depotpath.Clean) refuse some names
+// (not UTF-8, control characters) and store others under another name (a
+// backslash becomes a directory separator, a decomposed name is composed);
+// push never renames, so such an entry is skipped, named in a warning.
+func unstorable(dir, rel string) string {
+	name := path.Base(rel)
+	clean, err := depotpath.CleanName(name)
+	var pe *depotpath.Error
+	switch {
+	case strings.Contains(name, `\`):
+		return "a backslash, which the depot takes for a directory separator"
+	case errors.As(err, &pe):
+		return pe.Reason
+	case err != nil:
+		return err.Error()
+	case clean != name:
+		return "not in Unicode NFC (decomposed, as macOS writes names), and the depot stores names composed"
+	}
+	if _, err := depotpath.Clean(dir + "/" + rel); errors.As(err, &pe) {
+		return pe.Reason
+	}
+	return ""
 }
 
 func planItem(p, to string, stderr io.Writer) (*pushItem, error) {
@@ -103,6 +134,17 @@ func planItem(p, to string, stderr io.Writer) (*pushItem, error) {
 		item.files, item.bytes = 1, st.Size
 	case st.Mode.IsDir():
 		err := beneath.Walk(f, func(rel string, st beneath.Stat) error {
+			if why := unstorable(dest, rel); why != "" {
+				what := "skipping"
+				if st.Mode.IsDir() {
+					what = "skipping the directory"
+				}
+				fmt.Fprintf(stderr, "depotfs push: %s %q: its name cannot be stored as it is (%s); rename it to push it\n", what, filepath.Join(p, filepath.FromSlash(rel)), why)
+				if st.Mode.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
 			switch {
 			case st.Mode.IsDir():
 				item.dirs++

@@ -126,7 +126,8 @@ func split(name string) ([]string, error) {
 
 // WalkFunc is called by Walk for every entry below the walked directory,
 // with its clean slash-separated name relative to it and what lstat tells
-// of it. A non-nil error stops the walk, and Walk returns it.
+// of it. fs.SkipDir for a directory skips what it holds; any other
+// non-nil error stops the walk, and Walk returns it.
 type WalkFunc func(name string, st Stat) error
 
 // Walk calls fn for every entry below dir, in lexical order, each
@@ -161,7 +162,11 @@ func walk(d *os.File, prefix string, fn WalkFunc) error {
 			return &fs.PathError{Op: "lstat", Path: rel, Err: err}
 		}
 		st := fromUnix(&ust)
-		if err := fn(rel, st); err != nil {
+		err := fn(rel, st)
+		if errors.Is(err, fs.SkipDir) && st.Mode.IsDir() {
+			continue
+		}
+		if err != nil {
 			return err
 		}
 		if !st.Mode.IsDir() {

@@ -3,6 +3,7 @@ package beneath_test
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -118,6 +119,32 @@ func TestWalk(t *testing.T) {
 	n := 0
 	if err := beneath.Walk(d, func(string, beneath.Stat) error { n++; return nil }); err != nil || n != len(want) {
 		t.Fatalf("second walk: %d entries, %v", n, err)
+	}
+}
+
+// TestWalkSkipDir: fs.SkipDir for a directory skips what it holds and
+// goes on with the next entry; for a file it stops the walk.
+func TestWalkSkipDir(t *testing.T) {
+	d, _, _ := tree(t)
+	var names []string
+	err := beneath.Walk(d, func(name string, st beneath.Stat) error {
+		names = append(names, name)
+		if name == "sub" {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	if want := []string{"a", "dir-link", "fifo", "file-link", "inner-link", "sub"}; err != nil || !slices.Equal(names, want) {
+		t.Fatalf("walked %q (%v), want %q", names, err, want)
+	}
+	err = beneath.Walk(d, func(name string, st beneath.Stat) error {
+		if name == "a" {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	if !errors.Is(err, fs.SkipDir) {
+		t.Fatalf("fs.SkipDir for a file: %v, want the walk stopped with it", err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -255,4 +256,68 @@ func BenchmarkOpenFetch(b *testing.B) {
 	b.StopTimer()
 	cancel()
 	<-agentDone
+}
+
+// TestPlaceholderKeepsInode: a program that looked a placeholder up (lstat)
+// and opened it finds, when its open returns with the content that
+// arrived, the inode it looked up (cp compares the two and skips a file
+// "replaced while being copied"), with the arrived size; and so does the
+// next lookup. Each of three placeholders is opened by one reader; the
+// content arrives while the opens wait.
+func TestPlaceholderKeepsInode(t *testing.T) {
+	st, _ := newStore(t, nil)
+	m, b, _ := fetchMount(t, st, time.Minute)
+	names := []string{"/decl/a.txt", "/decl/b.txt", "/decl/c.txt"}
+	for _, p := range names {
+		declarePlaceholder(t, st, m, p, 10)
+	}
+	type result struct {
+		before, after, again uint64
+		size                 int64
+		data                 []byte
+		err                  error
+	}
+	results := make([]result, len(names))
+	var wg sync.WaitGroup
+	for i, p := range names {
+		var lst syscall.Stat_t
+		if err := syscall.Lstat(m.path(p), &lst); err != nil {
+			t.Fatal(err)
+		}
+		results[i].before = lst.Ino
+		wg.Go(func() {
+			r := &results[i]
+			f, err := os.Open(m.path(p))
+			if err != nil {
+				r.err = err
+				return
+			}
+			defer f.Close()
+			var fst syscall.Stat_t
+			if r.err = syscall.Fstat(int(f.Fd()), &fst); r.err != nil {
+				return
+			}
+			r.after, r.size = fst.Ino, fst.Size
+			r.data, r.err = io.ReadAll(f)
+		})
+	}
+	waitBroker(t, b, len(names), len(names))
+	for _, p := range names {
+		put(t, st, nil, store.PutRequest{Path: p, Data: []byte("arrived at " + p)})
+	}
+	wg.Wait()
+	for i, p := range names {
+		r := results[i]
+		var again syscall.Stat_t
+		if err := syscall.Lstat(m.path(p), &again); err != nil {
+			t.Fatal(err)
+		}
+		want := "arrived at " + p
+		if r.err != nil || string(r.data) != want || r.size != int64(len(want)) {
+			t.Errorf("%s: read %q, fstat size %d (%v), want %q", p, r.data, r.size, r.err, want)
+		}
+		if r.after != r.before || again.Ino != r.before {
+			t.Errorf("%s: inode %d at lstat, %d at fstat after the open, %d at the next lstat; want one inode", p, r.before, r.after, again.Ino)
+		}
+	}
 }

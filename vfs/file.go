@@ -101,7 +101,8 @@ var pageSize = int64(os.Getpagesize())
 // invalidated before Open returns. Else the open fails with ESTALE, on
 // which the kernel looks the name up again and retries once, reaching a
 // node that holds the version its lookup answered (see keep). A
-// placeholder whose content arrived fails with ESTALE too.
+// placeholder's node takes the content that arrived for it (see filled):
+// the opener waited for that content, and keeps the inode it looked up.
 //
 // An open with O_NONBLOCK never waits for a placeholder's content: it
 // asks for it (Fetcher.Want) and fails at once with EAGAIN.
@@ -180,9 +181,6 @@ func (fsys *fsys) openContent(ctx context.Context, p string, flags uint32) (stor
 // meanwhile (Open looks again); and
 // false with the node's version when the node stays an older version.
 func (f *fileNode) catchUp(ctx context.Context, v fileVersion, c store.Content) (fileVersion, bool) {
-	if !v.present {
-		return v, false // a placeholder: its open fails with ESTALE
-	}
 	e, err := f.fsys.st.Stat(ctx, v.path)
 	if err == nil && !e.IsDir() && (e.SHA256 != c.SHA256() || e.Size != c.Size()) {
 		// Another update landed after c was opened: c is already old, so
@@ -204,7 +202,7 @@ func (f *fileNode) catchUp(ctx context.Context, v fileVersion, c store.Content) 
 	switch res {
 	case grew:
 		f.notify(v.path, old&^(pageSize-1))
-	case retargeted:
+	case retargeted, filled:
 		f.notify(v.path, 0)
 	case kept:
 		return fileVersion{}, false

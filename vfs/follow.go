@@ -34,11 +34,19 @@ const (
 	// retargeted: the node, open nowhere, now shows the newer version, a
 	// different content: its cached pages and attributes are stale.
 	retargeted
+	// filled: the node, a placeholder, now shows the content that arrived
+	// for it. A placeholder's node is the path's until its content exists:
+	// a program that looked it up (cp: lstat, open, fstat) must find the
+	// same inode when its open returns with the content. It has no pages
+	// (nothing was read) and no open handle (its opens wait for the
+	// content); its attributes are stale.
+	filled
 )
 
 // follow makes the node show e, a newer version of its file, when the
 // inode can stay what it is: e has the same content (a change of mode or
-// mtime), or e extends the content (an append), or retarget is set and no
+// mtime), or e extends the content (an append), or the node is a
+// placeholder and e has content (see filled), or retarget is set and no
 // handle of the node is open. The last is for an open that races an
 // update on a shared store (Options.Shared), where the open must read the
 // newest version: the kernel sent it to an inode it is about to be told
@@ -77,6 +85,10 @@ func (f *fileNode) follow(ctx context.Context, e store.Entry, c store.Content, r
 			f.version = nv
 			f.mu.Unlock()
 			return refreshed, v.size
+		case !v.present && nv.present && f.opens == 0:
+			f.version = nv
+			f.mu.Unlock()
+			return filled, v.size
 		case f.passed || !v.present || !nv.present || nv.size <= v.size || v.size > AppendCheckMax:
 			f.mu.Unlock()
 			return replaced, v.size

@@ -166,8 +166,9 @@ func (inv *invalidator) entry(ctx context.Context, ev store.Event, listed bool) 
 }
 
 // file applies an update of the file node f, named name in parent. The
-// node follows the new version when it can (the same content, or an
-// append: tail -F then reads only what was added); else the kernel is
+// node follows the new version when it can (the same content, an append:
+// tail -F then reads only what was added, or a placeholder's arriving
+// content: cp keeps the inode it looked up); else the kernel is
 // told the node was replaced, as by a rename over it, and the node
 // reports a link count of 0. Either way the parent's attributes are
 // invalidated: its mtime moved.
@@ -176,6 +177,8 @@ func (inv *invalidator) file(ctx context.Context, parent *fs.Inode, name string,
 	switch res {
 	case grew:
 		inv.notifyRange(&f.Inode, ev.Path, old&^(pageSize-1))
+	case filled:
+		inv.notifyRange(&f.Inode, ev.Path, 0)
 	case kept, refreshed, retargeted:
 		inv.notifyRange(&f.Inode, ev.Path, -1)
 	case replaced:

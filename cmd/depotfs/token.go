@@ -36,6 +36,7 @@ func runTokenIssue(_ context.Context, args []string, stdout, stderr io.Writer) e
 	var grants grantsFlag
 	fs.Var(&grants, "grant", "a grant `TOOL:PREFIX:ACCESS` (repeatable; ACCESS r, w or rw), e.g. guide:/projects/a:rw")
 	nDays := fs.Int("days", 30, "`days` the token stays valid; 0 for no expiry")
+	tenant := fs.String("tenant", "", "the `tenant` whose limits the token counts against (a-z 0-9 . _ -); default: the tenant of its grants, shared by every token with the same grant prefixes")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -51,7 +52,7 @@ func runTokenIssue(_ context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		expires = now.Add(validity)
 	}
-	tok, rec, err := auth.IssueToken(*path, *name, grants.grants, expires, now)
+	tok, rec, err := auth.IssueTenantToken(*path, *name, *tenant, grants.grants, expires, now)
 	if err != nil {
 		return err
 	}

@@ -49,6 +49,7 @@ type TokenRecord struct {
 	Identity string    `json:"identity"` // depotfs://local/agent/<name>
 	SHA256   string    `json:"sha256"`   // hex SHA-256 of the whole token
 	Grants   []string  `json:"grants"`   // in grant.Parse form
+	Tenant   string    `json:"tenant,omitempty"` // the tenant whose limits it counts against; "": derived from the grants
 	Created  time.Time `json:"created"`
 	Expires  time.Time `json:"expires,omitzero"` // zero: never
 	Revoked  time.Time `json:"revoked,omitzero"` // zero: valid
@@ -61,11 +62,21 @@ type TokenRecord struct {
 // alongside other IssueToken and RevokeToken calls on the same file, in
 // this or other processes.
 func IssueToken(path, name string, grants []grant.Grant, expires, now time.Time) (string, TokenRecord, error) {
+	return IssueTenantToken(path, name, "", grants, expires, now)
+}
+
+// IssueTenantToken is IssueToken for a token whose limits count against
+// the tenant named tenant ("": the tenant its grants make; see
+// internal/tenant), which CheckTenant must accept.
+func IssueTenantToken(path, name, tenant string, grants []grant.Grant, expires, now time.Time) (string, TokenRecord, error) {
 	u, err := TokenURI(name)
 	if err != nil {
 		return "", TokenRecord{}, fmt.Errorf("issue token: %w", err)
 	}
-	rec := TokenRecord{Name: name, Identity: u.String(), Grants: []string{}, Created: now.UTC(), Expires: expires.UTC()}
+	if err := CheckTenant(tenant); tenant != "" && err != nil {
+		return "", TokenRecord{}, fmt.Errorf("issue token: %w", err)
+	}
+	rec := TokenRecord{Name: name, Identity: u.String(), Grants: []string{}, Tenant: tenant, Created: now.UTC(), Expires: expires.UTC()}
 	for _, g := range grants {
 		if err := checkGrant(g); err != nil {
 			return "", TokenRecord{}, fmt.Errorf("issue token: %w", err)
@@ -184,7 +195,10 @@ func checkRecord(r TokenRecord) (token, error) {
 		return token{}, fmt.Errorf("id %s: identity %q, want %q", r.ID, r.Identity, u)
 	}
 	tok := token{TokenRecord: r, id: identity.Identity{Transport: "http", Subject: u.String(), Method: identity.MethodToken,
-		Display: r.Name, TokenID: r.ID, Grants: make([]grant.Grant, 0, len(r.Grants))}}
+		Display: r.Name, TokenID: r.ID, Tenant: r.Tenant, Grants: make([]grant.Grant, 0, len(r.Grants))}}
+	if err := CheckTenant(r.Tenant); r.Tenant != "" && err != nil {
+		return token{}, fmt.Errorf("id %s: %w", r.ID, err)
+	}
 	for _, s := range r.Grants {
 		g, err := grant.Parse(s)
 		if err == nil {
@@ -196,6 +210,23 @@ func checkRecord(r TokenRecord) (token, error) {
 		tok.id.Grants = append(tok.id.Grants, g)
 	}
 	return tok, nil
+}
+
+// MaxTenant bounds the length of a tenant name in bytes.
+const MaxTenant = 64
+
+// CheckTenant fails unless name is a tenant name a tokens file may give:
+// 1 to MaxTenant of a-z 0-9 . _ -, and not one of the names depotfs gives
+// callers without one ("operator", "local").
+func CheckTenant(name string) error {
+	bad := name == "" || len(name) > MaxTenant || name == "operator" || name == "local"
+	for _, c := range []byte(name) {
+		bad = bad || !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-')
+	}
+	if bad {
+		return fmt.Errorf("tenant %q: want 1 to %d of a-z 0-9 . _ - (and not operator or local)", name, MaxTenant)
+	}
+	return nil
 }
 
 func isHex(s string) bool {

@@ -57,6 +57,9 @@ type Identity struct {
 	// read and write); Grants is then ignored. The server's own policy
 	// (--allow, --deny) still bounds it.
 	Full bool
+	// Tenant is the tenant name the credential carries ("" for none): the
+	// budget its limits count against (see internal/tenant).
+	Tenant string
 	// Grants is what the credential allows when Full is false; empty means
 	// nothing (default deny). The server's own policy bounds each grant.
 	// Grants from a legacy (JSON) certificate have Prefix "/": intersected
@@ -83,7 +86,7 @@ func (id Identity) Authenticated() bool {
 func (id Identity) Equal(o Identity) bool {
 	return id.Transport == o.Transport && id.Subject == o.Subject && id.Method == o.Method &&
 		id.Display == o.Display && id.Serial == o.Serial && id.TokenID == o.TokenID &&
-		id.Remote == o.Remote && id.Full == o.Full && slices.Equal(id.Grants, o.Grants)
+		id.Remote == o.Remote && id.Full == o.Full && id.Tenant == o.Tenant && slices.Equal(id.Grants, o.Grants)
 }
 
 type contextKey struct{}

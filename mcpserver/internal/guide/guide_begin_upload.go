@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/depotfs/depotfs/internal/identity"
+	"github.com/depotfs/depotfs/internal/tenant"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 	"github.com/depotfs/depotfs/store"
 )
@@ -148,9 +149,9 @@ func (u *Uploads) add(up *rawUpload, now time.Time) (string, error) {
 			delete(u.begun, t)
 		}
 	}
-	if n, limit := u.heldLocked(tool.Key(up.who)), u.tools.opts.MaxRawUploadsPerIdentity; n >= limit {
+	if n, limit := u.heldLocked(tenant.Of(up.who)), u.tools.opts.MaxRawUploadsPerIdentity; n >= limit {
 		return "", &tool.Refusal{Type: tool.ErrorLimit,
-			Message:     fmt.Sprintf("you have begun %d raw uploads and not sent them, the most one identity may hold (--max-raw-uploads-per-identity)", limit),
+			Message:     fmt.Sprintf("your tenant (%s: every credential with your grants) has begun %d raw uploads and not sent them, the most one tenant may hold (--max-raw-uploads-per-identity)", tenant.Of(up.who), limit),
 			Instruction: "Send the uploads you began (or let them expire) before beginning more. Nothing was stored."}
 	}
 	if len(u.begun) >= maxPendingUploads {
@@ -162,19 +163,19 @@ func (u *Uploads) add(up *rawUpload, now time.Time) (string, error) {
 	return token, nil
 }
 
-// heldLocked returns how many raw uploads the identity of key has begun
+// heldLocked returns how many raw uploads the tenant key has begun
 // and not sent. u.mu is held.
 func (u *Uploads) heldLocked(key string) int {
 	n := 0
 	for _, p := range u.begun {
-		if tool.Key(p.who) == key {
+		if tenant.Of(p.who) == key {
 			n++
 		}
 	}
 	return n
 }
 
-// Held returns how many raw uploads the identity of key has begun and
+// Held returns how many raw uploads the tenant key has begun and
 // not sent (expired ones included until the next begin sweeps them).
 func (u *Uploads) Held(key string) int {
 	u.mu.Lock()

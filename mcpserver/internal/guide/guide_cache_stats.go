@@ -133,7 +133,7 @@ func (s *tools) quotas(ctx context.Context, c *tool.Call) []tool.Quota {
 		out = append(out, s.opts.Quotas(key)...)
 	}
 	out = append(out, tool.Quota{Name: "raw_uploads", Flag: "--max-raw-uploads-per-identity",
-		Held: int64(s.uploads.Held(key)), Limit: int64(s.opts.MaxRawUploadsPerIdentity)})
+		Held: int64(s.uploads.Held(c.Tenant())), Limit: int64(s.opts.MaxRawUploadsPerIdentity)})
 	if held, err := c.Store().SnapshotsHeld(ctx); err == nil {
 		out = append(out, tool.Quota{Name: "snapshots", Flag: "--max-snapshots-per-identity", Held: int64(held), Limit: int64(s.opts.MaxSnapshotsPerIdentity)})
 	}

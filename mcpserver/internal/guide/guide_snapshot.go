@@ -116,7 +116,7 @@ func (s *tools) createSnapshot(ctx context.Context, c *tool.Call, a snapshotArgs
 	}
 	c.Status = "created"
 	info := s.snapshotInfo(c, snap)
-	msg := fmt.Sprintf("Snapshot %s holds %s as of revision %d", snap.Name, snap.Prefix, snap.Revision)
+	msg := fmt.Sprintf("Snapshot %s holds %s as of revision %d", info.Name, snap.Prefix, snap.Revision)
 	if info.MountPath != "" {
 		msg += "; programs read it at " + info.MountPath
 	}
@@ -160,8 +160,8 @@ func (s *tools) listSnapshots(ctx context.Context, c *tool.Call) (tool.Reply, er
 
 // snapshotInfo is snap as the caller sees it.
 func (s *tools) snapshotInfo(c *tool.Call, snap store.Snapshot) SnapshotInfo {
-	info := SnapshotInfo{Name: snap.Name, Path: snap.Prefix, Revision: snap.Revision,
-		Created: snap.Created.UTC().Format(time.RFC3339Nano), Yours: snap.Writer == tool.Key(c.Who()),
+	info := SnapshotInfo{Name: c.Store().SnapshotName(snap.Name), Path: snap.Prefix, Revision: snap.Revision,
+		Created: snap.Created.UTC().Format(time.RFC3339Nano), Yours: snap.Writer == c.Tenant(),
 		MountPath: s.opts.MountPath(path.Join(store.SnapshotsDir, snap.Name))}
 	if !snap.Expires.IsZero() {
 		info.Expires = snap.Expires.UTC().Format(time.RFC3339Nano)

@@ -18,6 +18,7 @@ import (
 	"github.com/depotfs/depotfs/internal/audit"
 	"github.com/depotfs/depotfs/internal/identity"
 	"github.com/depotfs/depotfs/internal/policy"
+	"github.com/depotfs/depotfs/internal/tenant"
 	"github.com/depotfs/depotfs/mcpserver/internal/archive"
 )
 
@@ -31,7 +32,7 @@ func (s *Runtime) NewCall(ctx context.Context, name, group string) *Call {
 	who, _ := identity.FromContext(ctx)
 	c := &Call{
 		ctx: ctx, rt: s, def: def{name: name, group: group}, who: who,
-		perms: s.policy.For(who), key: Key(who), start: s.env.Now(), reqID: newRequestID(),
+		perms: s.policy.For(who), key: Key(who), tenant: tenant.Of(who), start: s.env.Now(), reqID: newRequestID(),
 	}
 	if cs := server.ClientSessionFromContext(ctx); cs != nil {
 		c.session = cs.SessionID()

@@ -48,7 +48,8 @@ type Call struct {
 	profile Profile
 	who     identity.Identity
 	perms   policy.Set // what who may do, bounded by the server's policy
-	key     string     // the identity's key for counts and rate limits
+	key     string     // the identity's key for its counts (see Key)
+	tenant  string     // the tenant its limits count against (see internal/tenant)
 	start   time.Time
 	reqID   string
 	// session is the MCP session id, "" when the transport has none.
@@ -89,6 +90,10 @@ func (c *Call) Name() string { return c.def.name }
 
 // Who returns the caller's identity.
 func (c *Call) Who() identity.Identity { return c.who }
+
+// Tenant returns the tenant of the caller: what its limits count against
+// (see internal/tenant).
+func (c *Call) Tenant() string { return c.tenant }
 
 // MayWrite reports whether the caller may write the depot path p through
 // any of its tools, within the server's policy: the question "may this
@@ -179,7 +184,7 @@ func (c *Call) rateLimited() bool { return c.who.Authenticated() || c.rt.env.Rat
 // refuses already).
 func (s *Runtime) admit(c *Call) (Reply, error) {
 	if c.rateLimited() {
-		if ok, wait := s.limiter.Call(c.key, c.start); !ok {
+		if ok, wait := s.limiter.Call(c.tenant, c.start); !ok {
 			return Reply{}, &RateError{what: "calls", Retry: ratelimit.RetryAfter(wait), limits: s.limiter.Limits()}
 		}
 	}

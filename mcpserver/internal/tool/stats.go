@@ -91,8 +91,8 @@ func (s *Runtime) IdentityStats() []IdentityStats {
 	return out
 }
 
-// Key is the key an identity's counts, rate limits and other per-identity
-// limits are kept under: its String, or for an unauthenticated HTTP
+// Key is the key an identity's counts and upload ids are kept under (its
+// limits are its tenant's, see internal/tenant): its String, or for an unauthenticated HTTP
 // client its transport and host (its port changes with every connection,
 // so reconnecting does not reset its limits).
 func Key(id identity.Identity) string {

@@ -67,7 +67,7 @@ func (g *Store) admit(access grant.Access, n int, paths ...string) error {
 		}
 	}
 	if n > 0 && g.c.rateLimited() {
-		if ok, wait := g.rt.limiter.Bytes(g.c.key, g.rt.env.Now(), n); !ok {
+		if ok, wait := g.rt.limiter.Bytes(g.c.tenant, g.rt.env.Now(), n); !ok {
 			return &RateError{what: "bytes", Retry: ratelimit.RetryAfter(wait), limits: g.rt.limiter.Limits(), n: n}
 		}
 	}

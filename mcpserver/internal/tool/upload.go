@@ -219,7 +219,7 @@ func (in *intake) take(n int64) error {
 	}
 	c := in.g.c
 	if c.rateLimited() {
-		if ok, wait := rt.limiter.Bytes(c.key, rt.env.Now(), int(n)); !ok {
+		if ok, wait := rt.limiter.Bytes(c.tenant, rt.env.Now(), int(n)); !ok {
 			return &RateError{what: "bytes", Retry: ratelimit.RetryAfter(wait), limits: rt.limiter.Limits(), n: int(n)}
 		}
 	}

@@ -119,11 +119,23 @@ func (g *Store) DropUploads(ctx context.Context, dir string, ids []string, idle 
 // never used. A caller with full grants (the operator) also sees the
 // uploads of everyone else, by their ids in the store.
 
+// The namespace starts with the caller's tenant's, so what the uploads of
+// all its credentials hold is one prefix (--max-upload-bytes-per-identity
+// counts per tenant), then the identity's own, so two credentials of one
+// tenant choosing the same id never meet.
+
 // namespace is the prefix of the uploads of the calling identity in the
 // store.
 func (g *Store) namespace() string {
 	sum := sha256.Sum256([]byte(g.c.key))
-	return hex.EncodeToString(sum[:8]) + "."
+	return g.tenantNamespace() + hex.EncodeToString(sum[:6]) + "."
+}
+
+// tenantNamespace is the prefix of the uploads of every identity of the
+// caller's tenant in the store.
+func (g *Store) tenantNamespace() string {
+	sum := sha256.Sum256([]byte(g.c.tenant))
+	return hex.EncodeToString(sum[:6]) + "."
 }
 
 // storeUploadID is the id in the store of the caller's upload id.
@@ -178,7 +190,7 @@ func (g *Store) storeIDs(ids []string, all []store.UploadInfo) []string {
 }
 
 // UploadBytesLimit is the most the chunked uploads in progress of the
-// identity who may hold: Env.MaxUploadBytesPerIdentity, or when that is 0
+// tenant of who may hold: Env.MaxUploadBytesPerIdentity, or when that is 0
 // a quarter of the store's size limit maxStore (0: no limit), so that no
 // identity's abandoned uploads can take the room every other identity
 // writes into. Like the rate limits, it is for identities with a
@@ -203,14 +215,15 @@ func (g *Store) checkUploadBytes(ctx context.Context, n int64) error {
 	}
 	if held+n > limit {
 		return &Refusal{Type: ErrorLimit,
-			Message:     fmt.Sprintf("your chunked uploads in progress hold %d bytes; this chunk of %d bytes would take them over %d, the most one identity's uploads may hold (--max-upload-bytes-per-identity)", held, n, limit),
+			Message:     fmt.Sprintf("the chunked uploads in progress of your tenant (%s: every credential with your grants) hold %d bytes; this chunk of %d bytes would take them over %d, the most one tenant's uploads may hold (--max-upload-bytes-per-identity)", g.c.tenant, held, n, limit),
 			Instruction: "Finish the uploads you started (send their remaining chunks), or drop the ones you abandoned with guide_drop_uploads, then send this chunk again. Nothing was stored."}
 	}
 	return nil
 }
 
-// UploadBytes returns what the caller's chunked uploads in progress hold
-// and their limit (0: none); both 0 for a store without uploads to list.
+// UploadBytes returns what the chunked uploads in progress of the
+// caller's tenant hold and their limit (0: none); both 0 for a store
+// without uploads to list.
 func (g *Store) UploadBytes(ctx context.Context) (held, limit int64, err error) {
 	return g.uploadBytes(ctx, true)
 }
@@ -231,7 +244,7 @@ func (g *Store) uploadBytes(ctx context.Context, always bool) (held, limit int64
 		return 0, limit, nil
 	}
 	ups, err := a.ListUploads(ctx)
-	ns := g.namespace()
+	ns := g.tenantNamespace()
 	for _, u := range ups {
 		if !u.Complete && strings.HasPrefix(u.ID, ns) {
 			held += u.Bytes

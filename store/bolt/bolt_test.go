@@ -80,6 +80,7 @@ func opener(base bolt.Options) storetest.Opener {
 	return func(t *testing.T, cfg storetest.Config) store.Store {
 		o := base
 		o.MaxStoreBytes, o.MaxFileBytes, o.Now, o.KeepVersions = cfg.MaxStoreBytes, cfg.MaxFileBytes, cfg.Now, cfg.KeepVersions
+		o.Quotas = cfg.Quotas
 		if cfg.BigContent && o.ChunkSize != 0 {
 			o.ChunkSize = 64 << 10
 		}

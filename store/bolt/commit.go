@@ -150,6 +150,7 @@ func (s *Store) tryCommit(batch []*commit) (int, error) {
 	}
 	s.commitErr.Store(nil)
 	s.staged.apply(w.staged)
+	s.charged.add(w.charges)
 	if n := len(w.events); n > 0 {
 		s.hub.Publish(w.events, w.events[n-1].Revision)
 	}

@@ -80,6 +80,7 @@ func (s *Store) complete(ctx context.Context, id string) (store.PutResult, error
 		// content starts to.
 		w.staged.uploads--
 		w.staged.bytes -= u.Bytes
+		w.s.quota.Charge(w.charges, u.File.Path, -u.Bytes)
 		res, err = w.putFile(u.File, sum, u.Bytes, write)
 		if err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/depotfs/depotfs/store/internal/entryrec"
+	"github.com/depotfs/depotfs/store/internal/quota"
 )
 
 // The lru, refs and expiry buckets and the counters are derived from the
@@ -90,6 +91,7 @@ func (w *wtx) addPins(sum string, d int) error {
 func (w *wtx) index(p string, old, r *record) error {
 	w.c.Add(old, -1)
 	w.c.Add(r, 1)
+	w.s.quota.Charge(w.charges, p, quota.Entry(r)-quota.Entry(old))
 	oldSum, newSum := entryrec.PresentSum(old), entryrec.PresentSum(r)
 	if oldSum != newSum {
 		if oldSum != "" {

@@ -45,6 +45,7 @@ func (w *wtx) dropUpload(id string, u *upload) error {
 	if u.Result == nil {
 		w.staged.uploads--
 		w.staged.bytes -= u.Bytes
+		w.s.quota.Charge(w.charges, u.File.Path, -u.Bytes)
 	}
 	return w.tx.Bucket(bucketUploads).DeleteBucket([]byte(id))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
 	"github.com/depotfs/depotfs/store/internal/keylock"
+	"github.com/depotfs/depotfs/store/internal/quota"
 	"github.com/depotfs/depotfs/store/internal/watchhub"
 	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -99,6 +100,13 @@ type Options struct {
 	// snapshots retain versions.
 	KeepVersions int
 
+	// Quotas bound the stored bytes charged to prefixes (see store.Quota);
+	// a write that would take one over is refused with a
+	// *store.QuotaError before it evicts anything. What each prefix is
+	// charged is counted at Open (one pass over the tree, the versions and
+	// the uploads) and kept by every write after.
+	Quotas []store.Quota
+
 	// FlushInterval is how often reads' uses (the LRU order) and hit and
 	// miss counts are persisted when no write does it first; 0 means
 	// DefaultFlushInterval. Close persists them too.
@@ -132,6 +140,8 @@ type Store struct {
 	uploads keylock.Locks
 	uses    uses
 	staged  stagedTotals
+	quota   *quota.Set // Options.Quotas
+	charged charged    // what quota's prefixes are charged as committed
 	writes
 	// commitErr is the error of the last commit when it failed, nil once
 	// one succeeds (Writable reports it).
@@ -171,18 +181,23 @@ func Open(path string, opts *Options) (*Store, error) {
 		o.Now = time.Now
 	}
 
+	qs, err := quota.New(o.Quotas)
+	if err != nil {
+		return nil, fmt.Errorf("bolt: open: %w: %w", fs.ErrInvalid, err)
+	}
 	db, lockFile, err := openLocked(path, &bbolt.Options{Timeout: lockTimeout, InitialMmapSize: mmapSize(path, o.MaxStoreBytes)})
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open: %w", err)
 	}
 	db.AllocSize = allocSize
 	s := &Store{
-		db:   db,
-		lock: lockFile,
-		opts: o,
-		log:  o.Logger,
-		done: make(chan struct{}),
-		wmu:  make(writeLock, 1),
+		db:    db,
+		lock:  lockFile,
+		opts:  o,
+		log:   o.Logger,
+		done:  make(chan struct{}),
+		wmu:   make(writeLock, 1),
+		quota: qs,
 	}
 	s.gc.open = make(map[hash]int)
 	s.writes = writes{C: committer{s}}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/quota"
 	"github.com/depotfs/depotfs/store/internal/rules"
 	bbolt "go.etcd.io/bbolt"
 )
@@ -58,6 +59,9 @@ func (s *Store) init() (uint64, error) {
 		if c, err = loadCounters(meta); err != nil {
 			return err
 		}
+		if err := s.charged.load(tx, s.quota); err != nil {
+			return err
+		}
 		return s.staged.load(tx.Bucket(bucketUploads))
 	})
 	s.uses.init(c)
@@ -81,6 +85,7 @@ type wtx struct {
 	events        []store.Event
 	dropped       []hash            // blobs whose reference count reached 0
 	staged        staging           // change to what uploads in progress hold
+	charges       quota.Charges     // change to what the quotas' prefixes are charged
 	rules.Touched                   // directories whose times move (see touchDirs)
 	snaps         *[]store.Snapshot // the snapshots, once read (see Snapshots)
 }
@@ -145,6 +150,7 @@ func (s *Store) begin(tx *bbolt.Tx) (*wtx, error) {
 		chunkSize: int64(s.opts.ChunkSize),
 	}
 	w.now = s.now()
+	w.charges = s.quota.Zero()
 	w.rev = u64(w.meta.Get(keyRevision))
 	w.ino = u64(w.meta.Get(keyInode))
 	if w.ino < store.RootIno {

@@ -149,6 +149,10 @@ func (w *wtx) putChunk(c store.Chunk, sum hash) (store.UploadProgress, bool, err
 	}
 	u.Add(int64(len(c.Data)), w.now)
 	w.staged.bytes += int64(len(c.Data))
+	w.s.quota.Charge(w.charges, c.File.Path, int64(len(c.Data)))
+	if err := w.CheckQuota(); err != nil {
+		return store.UploadProgress{}, false, fmt.Errorf("chunk %d of upload %s: %w", c.Index, c.UploadID, err)
+	}
 	// The last chunk is let in: completing turns the upload's bytes into
 	// stored content, which evicts then.
 	if u.Received < u.Count {

@@ -141,6 +141,8 @@ func (w *wtx) DropVersion(v rules.Version) error {
 // counts in step with a version changing from old to v (either nil:
 // absent).
 func (w *wtx) indexVersion(old, v *rules.Version) error {
+	w.chargeVersion(old, -1)
+	w.chargeVersion(v, 1)
 	for i, ver := range []*rules.Version{old, v} {
 		if ver == nil {
 			continue

@@ -6,6 +6,7 @@ import (
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/entryrec"
+	"github.com/depotfs/depotfs/store/internal/quota"
 )
 
 // state is one host's copy of the tree bucket, built by applying its
@@ -27,6 +28,9 @@ type state struct {
 	depot    string      // the depot's id (keyDepot)
 	cache    *chunkCache // where inline content goes as it is applied
 	vstate               // retained versions and snapshots
+
+	quota   *quota.Set    // the store's quotas
+	charged quota.Charges // what quota's prefixes are charged, as applied
 
 	counts                entryrec.Counts
 	stored, nblobs        int64
@@ -69,6 +73,7 @@ func removeFrom(m map[string]map[string]bool, k, v string) {
 // indexes and counts in step.
 func (st *state) setEntry(p string, r *record) {
 	old := st.entries[p]
+	st.quota.Charge(st.charged, p, quota.Entry(r.rec())-quota.Entry(old.rec()))
 	st.counts.Add(old.rec(), -1)
 	st.counts.Add(r.rec(), 1)
 	if s := entryrec.PresentSum(old.rec()); s != "" {
@@ -119,6 +124,7 @@ func (st *state) setUpload(k string, u *uploadRecord) {
 	if old := st.uploads[k]; old != nil && old.Result == nil {
 		st.nuploads--
 		st.uploadBytes -= old.Bytes
+		st.quota.Charge(st.charged, old.File.Path, -old.Bytes)
 	}
 	if u == nil {
 		delete(st.uploads, k)
@@ -128,6 +134,7 @@ func (st *state) setUpload(k string, u *uploadRecord) {
 	if u.Result == nil {
 		st.nuploads++
 		st.uploadBytes += u.Bytes
+		st.quota.Charge(st.charged, u.File.Path, u.Bytes)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
 	"github.com/depotfs/depotfs/store/internal/keylock"
+	"github.com/depotfs/depotfs/store/internal/quota"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
@@ -51,6 +52,10 @@ type Options struct {
 	// store.Stats; 0 means none. Every host of one depot should agree.
 	MaxStoreBytes int64
 	MaxFileBytes  int64
+	// Quotas bound the stored bytes charged to prefixes, as in
+	// store/bolt's Options; each host counts them from the records it
+	// applies. Every host of one depot should agree.
+	Quotas []store.Quota
 
 	// MaxChunkSize bounds the chunks content is stored in; the store uses
 	// the largest power of two that is at most this and fits the servers'
@@ -200,6 +205,10 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nats: open: %w", err)
 	}
+	qs, qerr := quota.New(o.Quotas)
+	if qerr != nil {
+		return nil, fmt.Errorf("nats: open: %w: %w", fs.ErrInvalid, qerr)
+	}
 	s := &Store{
 		nc: nc, js: js, opts: o, log: o.Logger,
 		bucket: o.Prefix + "-tree", host: nuid.Next(),
@@ -212,6 +221,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 	s.writes = writes{C: committer{s}}
 	s.uses.init()
 	s.view.st = newState()
+	s.view.st.quota, s.view.st.charged = qs, qs.Zero()
 	s.view.uses = &s.uses
 	if err := s.setup(ctx); err != nil {
 		s.stop()

@@ -118,6 +118,9 @@ func (t *txn) putChunk(c store.Chunk, ukey string, ch uploadChunk) (prog store.U
 	u.Chunks[c.Index] = ch
 	u.Add(ch.Size, t.now)
 	t.setUpload(ukey, &u)
+	if err := t.CheckQuota(); err != nil {
+		return prog, false, false, fmt.Errorf("chunk %d of upload %s: %w", c.Index, c.UploadID, err)
+	}
 	// The last chunk is let in: completing turns the upload's bytes into
 	// stored content, which evicts then.
 	if u.Received < u.Count {

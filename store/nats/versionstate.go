@@ -8,6 +8,7 @@ import (
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/entryrec"
+	"github.com/depotfs/depotfs/store/internal/quota"
 	"github.com/depotfs/depotfs/store/internal/rules"
 )
 
@@ -50,6 +51,7 @@ func newVState() vstate {
 // applyVersion applies a version message.
 func (st *state) applyVersion(key string, data []byte, del bool) error {
 	if old := st.vkeys[key]; old != nil {
+		st.quota.Charge(st.charged, old.Path, -quota.Version(old.Rec, old.Held))
 		delete(st.vkeys, key)
 		vs := slices.DeleteFunc(st.versions[old.Path], func(v *rules.Version) bool { return v == old })
 		st.versions[old.Path] = vs
@@ -69,6 +71,7 @@ func (st *state) applyVersion(key string, data []byte, del bool) error {
 	vr.Record.Revision = vr.Rev
 	v := &rules.Version{Path: vr.Path, Rec: &vr.Record, Until: vr.Until, Held: vr.Held}
 	st.vkeys[key] = v
+	st.quota.Charge(st.charged, v.Path, quota.Version(v.Rec, v.Held))
 	vs := append(st.versions[v.Path], v)
 	slices.SortFunc(vs, func(a, b *rules.Version) int { return cmp.Compare(a.Rec.Revision, b.Rec.Revision) })
 	st.versions[v.Path] = vs

@@ -23,6 +23,9 @@ type Config struct {
 	// KeepVersions is how many superseded versions of each path the
 	// store keeps (its Options.KeepVersions); 0 keeps none.
 	KeepVersions int
+	// Quotas are the store's quotas (see store.Quota); a store that keeps
+	// none (no store.Quotas) skips the subtest that sets them.
+	Quotas []store.Quota
 	// Now is the store's clock (arrival times, expiry); nil means the
 	// implementation's default, the real time.
 	Now func() time.Time
@@ -48,7 +51,7 @@ type Expirer interface {
 
 // RunAll runs the whole conformance suite: every subtest of Run, with
 // stores opened with a zero Config, and the subtests that need limits or
-// a controlled clock: Limits, Eviction, Expiry, Stats, DirTimes, PutBatch, (for a store.Streamer) PutStream and PutStreams, (for a store.UploadAdmin) UploadAdmin, and Versions. Each subtest
+// a controlled clock: Limits, Eviction, Expiry, Stats, DirTimes, PutBatch, (for a store.Streamer) PutStream and PutStreams, (for a store.UploadAdmin) UploadAdmin, Versions and Quota. Each subtest
 // opens its own store.
 func RunAll(t *testing.T, open Opener) {
 	Run(t, func(t *testing.T) store.Store { return open(t, Config{}) })
@@ -62,6 +65,7 @@ func RunAll(t *testing.T, open Opener) {
 	t.Run("PutStreams", func(t *testing.T) { testPutStreams(t, open) })
 	t.Run("UploadAdmin", func(t *testing.T) { testUploadAdmin(t, open) })
 	t.Run("Versions", func(t *testing.T) { testVersions(t, open) })
+	t.Run("Quota", func(t *testing.T) { testQuota(t, open) })
 }
 
 // Run runs the part of the conformance suite that needs no configuration

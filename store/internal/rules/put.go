@@ -99,6 +99,11 @@ func Put(t Txn, req store.PutRequest, sum string, size int64) (*Written, error) 
 		return nil, err
 	}
 	out := &Written{status: status, at: Entry{p, kept}}
+	// The quota first: a write over its prefix's quota must not evict
+	// anyone's content before it is refused.
+	if err := t.CheckQuota(); err != nil {
+		return nil, err
+	}
 	if t.Stored() > stored {
 		if out.evicted, err = t.MakeRoom(sum); err != nil {
 			return nil, err

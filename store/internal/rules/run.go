@@ -83,8 +83,10 @@ func run(ctx context.Context, c Committer, tr transfer.Transfer) (store.CopyResu
 	var out *copied
 	err := c.Update(ctx, func(t Txn) error {
 		var err error
-		out, err = transferIn(t, tr)
-		return err
+		if out, err = transferIn(t, tr); err != nil {
+			return err
+		}
+		return check.PathError(tr.Op(), tr.To, t.CheckQuota())
 	})
 	if err != nil {
 		return store.CopyResult{}, check.PathError(tr.Op(), tr.From, err)

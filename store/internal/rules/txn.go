@@ -57,6 +57,11 @@ type Txn interface {
 	// first and each with Evict, until the store fits its size limit
 	// again, or fails with store.ErrLimit.
 	MakeRoom(keep string) (store.Evictions, error)
+	// CheckQuota fails with a *store.QuotaError when the transaction's
+	// changes so far add bytes to a prefix whose quota they exceed (see
+	// store.Quota and package quota); it is asked before MakeRoom, so a
+	// write over its quota evicts nothing.
+	CheckQuota() error
 
 	// Versions returns the versions of p the store retains, newest
 	// first.

@@ -44,11 +44,11 @@ type TokenFile struct {
 
 // TokenRecord is one issued token.
 type TokenRecord struct {
-	ID       string    `json:"id"`       // 16 hex digits, also inside the token; not secret
-	Name     string    `json:"name"`     // the agent's name
-	Identity string    `json:"identity"` // depotfs://local/agent/<name>
-	SHA256   string    `json:"sha256"`   // hex SHA-256 of the whole token
-	Grants   []string  `json:"grants"`   // in grant.Parse form
+	ID       string    `json:"id"`               // 16 hex digits, also inside the token; not secret
+	Name     string    `json:"name"`             // the agent's name
+	Identity string    `json:"identity"`         // depotfs://local/agent/<name>
+	SHA256   string    `json:"sha256"`           // hex SHA-256 of the whole token
+	Grants   []string  `json:"grants"`           // in grant.Parse form
 	Tenant   string    `json:"tenant,omitempty"` // the tenant whose limits it counts against; "": derived from the grants
 	Created  time.Time `json:"created"`
 	Expires  time.Time `json:"expires,omitzero"` // zero: never

@@ -9,7 +9,9 @@ import (
 )
 
 func TestOf(t *testing.T) {
-	g := func(tool, prefix string, a grant.Access) grant.Grant { return grant.Grant{Tool: tool, Prefix: prefix, Access: a} }
+	g := func(tool, prefix string, a grant.Access) grant.Grant {
+		return grant.Grant{Tool: tool, Prefix: prefix, Access: a}
+	}
 	tok := func(name string, gs ...grant.Grant) identity.Identity {
 		return identity.Identity{Transport: "http", Subject: "depotfs://local/token/" + name, Method: identity.MethodToken, Grants: gs}
 	}

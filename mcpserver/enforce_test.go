@@ -451,7 +451,7 @@ func TestRateLimit(t *testing.T) {
 	if r := e.rec.records()[n]; r.Decision != audit.Deny || r.Error != "rate_limited" || !strings.Contains(r.Reason, "rate limit") {
 		t.Errorf("audit record of the refused call %+v", r)
 	}
-	e.as(agent(t, "other", "guide:/:rw"))
+	e.as(agent(t, "other", "guide:/r:rw")) // another grant: another tenant, with buckets of its own
 	e.ok("guide_cache_file", m{"path": "/r/other", "content": "x"}, nil)
 	e.as(agent(t, "busy", "guide:/:rw"))
 	advance(2 * time.Second)

@@ -55,10 +55,10 @@ func (e *QuotaError) Error() string {
 func (e *QuotaError) Unwrap() error { return ErrLimit }
 
 // RoomError reports a write refused because the store is full and what
-// else is stored may not be evicted. Held lists the snapshots that hold
-// the most bytes, most first: the store names them all, and a server
-// shows each caller only those it may read (Error's text names every one,
-// for the operator's logs). It wraps Err, a store.ErrLimit.
+// else is stored may not be evicted. Held lists every snapshot, those
+// that hold the most bytes first: a server shows each caller only those
+// it may read; Error's text names the five holding the most, for the
+// operator's logs. It wraps Err, a store.ErrLimit.
 type RoomError struct {
 	Err  error
 	Held []SnapshotHold
@@ -75,9 +75,10 @@ func (e *RoomError) Error() string {
 	if len(e.Held) == 0 {
 		return e.Err.Error()
 	}
-	list := make([]string, len(e.Held))
-	for i, h := range e.Held {
-		list[i] = fmt.Sprintf("%s (%d bytes)", h.Name, h.Bytes)
+	const most = 5
+	list := make([]string, 0, most)
+	for _, h := range e.Held[:min(most, len(e.Held))] {
+		list = append(list, fmt.Sprintf("%s (%d bytes)", h.Name, h.Bytes))
 	}
 	return fmt.Sprintf("%v; snapshots hold the rest: delete one of %s to make room", e.Err, strings.Join(list, ", "))
 }

@@ -51,6 +51,7 @@ type serveConfig struct {
 	fetchTimeout   time.Duration
 	maxStoreSize   byteSize
 	maxFileSize    byteSize
+	quotas         quotaFlag
 	diskReserve    byteSize
 	publicURL      string
 	uploadBytesPer byteSize // --max-upload-bytes-per-identity
@@ -102,6 +103,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.fetchTimeout, "fetch-timeout", fetch.DefaultTimeout, "how long a program opening a file whose content is not stored waits for an agent to send it, before it gets an I/O error")
 	fs.Var(&c.diskReserve, "disk-reserve", "free `size` kept on the disks of the database and the audit log: a write that would leave less is refused with a disk_full error (reads keep working, and the audit log and database can still commit); 0: no check")
 	fs.Var(&c.maxStoreSize, "max-store-size", "`size` limit on all stored content (identical content counted once), e.g. 512MiB or 10GB; chunks of uploads in progress count too; when a write would exceed it, the least recently used unpinned files are evicted; 0: no limit")
+	fs.Var(&c.quotas, "quota", "`PREFIX=SIZE` (repeatable, or comma-separated): the most stored below PREFIX, e.g. /projects/a=10GiB, counting files (pinned ones too), versions snapshots hold and uploads in progress there, each copy whole; a write that would pass it is refused (limit) and evicts nothing; default: none")
 	fs.Var(&c.maxFileSize, "max-file-size", "`size` limit on one file, e.g. 100MiB; larger files are refused; 0: no limit; when not given, the default follows --max-store-size if that is smaller")
 	fs.DurationVar(&c.shutdown, "shutdown-timeout", 30*time.Second, "how long a signal waits, in all, for in-flight calls and files open in the mount before stopping anyway")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
@@ -375,6 +377,16 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		s, err := st.Stats(ctx)
 		return metrics.StoreStats(s), err
 	}}
+	if qs, ok := st.(store.Quotas); ok && len(cfg.quotas) > 0 {
+		mopts.Quotas = func(ctx context.Context) ([]metrics.Quota, error) {
+			uses, err := qs.Quotas(ctx)
+			out := make([]metrics.Quota, len(uses))
+			for i, u := range uses {
+				out[i] = metrics.Quota(u)
+			}
+			return out, err
+		}
+	}
 	var broker *fetch.Broker
 	if !cfg.noMount {
 		// The broker asks agents for files a program opens without their

@@ -109,9 +109,10 @@ func printStatus(w io.Writer, url string, st *mcpserver.CacheStats) error {
 		[2]string{"keep versions", strconv.Itoa(l.KeepVersions) + "\t(earlier versions of each file)"},
 	)
 	if len(st.Caller.Limits) > 0 {
-		rows = append(rows, [2]string{"", ""}, [2]string{"YOURS", "\t" + st.Caller.Identity})
+		rows = append(rows, [2]string{"", ""}, [2]string{"YOURS", "\t" + st.Caller.Identity + ", tenant " + st.Caller.Tenant})
 		for _, q := range st.Caller.Limits {
-			rows = append(rows, [2]string{strings.ReplaceAll(q.Name, "_", " "), fmt.Sprintf("%d of %d\t(%s)", q.Held, q.Limit, q.Flag)})
+			name := strings.TrimSpace(strings.ReplaceAll(q.Name, "_", " ") + " " + q.Prefix)
+			rows = append(rows, [2]string{name, fmt.Sprintf("%d of %d\t(%s)", q.Held, q.Limit, q.Flag)})
 		}
 	}
 	for _, r := range rows {

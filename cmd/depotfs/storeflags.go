@@ -107,7 +107,7 @@ func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot
 	if cfg.store.url == "bolt" {
 		b, err := bolt.Open(cfg.db, &bolt.Options{
 			UploadTimeout: cfg.uploadTimeout, Logger: log, KeepVersions: cfg.settings.KeepVersions,
-			MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize),
+			MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize), Quotas: cfg.quotas,
 		})
 		if err != nil {
 			if locked, ok := errors.AsType[*bolt.LockedError](err); ok {
@@ -142,7 +142,7 @@ func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot
 		Prefix: c.prefix, UploadTimeout: cfg.uploadTimeout, Logger: log, MaxBatch: c.maxBatch,
 		Settings: sharedSettings(cfg), ResetSettings: c.resetSettings,
 		MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize), KeepVersions: cfg.settings.KeepVersions,
-		Depot: served, Create: create,
+		Depot: served, Create: create, Quotas: cfg.quotas,
 	}, log)
 	if err != nil {
 		return nil, nil, nil, depotAdvice(err, record)
@@ -268,6 +268,7 @@ func sharedSettings(cfg serveConfig) map[string]string {
 		"--upload-timeout": cfg.uploadTimeout.String(),
 		"--upload-ttl":     cfg.uploadTTL.String(),
 		"--keep-versions":  strconv.Itoa(cfg.settings.KeepVersions),
+		"--quota":          cfg.quotas.String(),
 	}
 }
 

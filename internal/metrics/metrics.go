@@ -43,6 +43,8 @@ type FetchStats struct {
 type Options struct {
 	Store func(context.Context) (StoreStats, error)
 	Fetch func() FetchStats
+	// Quotas, when set, reads the quotas in stored bytes at each scrape.
+	Quotas func(context.Context) ([]Quota, error)
 	// ScrapeTimeout bounds reading the store at a scrape; 0 means 5s.
 	ScrapeTimeout time.Duration
 	// Tools are the tool names (and other call names, such as
@@ -99,6 +101,9 @@ func New(o Options) *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if o.Store != nil {
 		m.reg.MustRegister(storeCollector(o.Store, o.ScrapeTimeout))
+	}
+	if o.Quotas != nil {
+		m.reg.MustRegister(quotaCollector{o.Quotas, o.ScrapeTimeout})
 	}
 	if o.Fetch != nil {
 		m.reg.MustRegister(scraped[FetchStats]{stats: fetchStats, read: func() (FetchStats, bool) { return o.Fetch(), true }})

@@ -25,8 +25,11 @@ type CacheStats struct {
 // Caller is what the calling identity holds of each limit kept per
 // identity.
 type Caller struct {
-	Identity string       `json:"identity"`
-	Limits   []tool.Quota `json:"limits"`
+	Identity string `json:"identity"`
+	// Tenant is what the caller's limits count against: every credential
+	// with the same grant prefixes, or the tenant its token names.
+	Tenant string       `json:"tenant"`
+	Limits []tool.Quota `json:"limits"`
 }
 
 // StoreStats are the store's counts and cumulative counters (see
@@ -107,7 +110,7 @@ func (s *tools) cacheStats(ctx context.Context, c *tool.Call, raw json.RawMessag
 			MaxBatchFiles: s.opts.MaxBatchFiles, MaxBatchBytes: s.opts.MaxBatchBytes,
 			KeepVersions: s.opts.KeepVersions, UploadTTLSeconds: max(s.opts.UploadTTL.Seconds(), 0),
 		},
-		Caller:   Caller{Identity: c.Who().String(), Limits: s.quotas(ctx, c)},
+		Caller:   Caller{Identity: c.Who().String(), Tenant: c.Tenant(), Limits: s.quotas(ctx, c)},
 		Revision: rev,
 	}
 	if r := s.pending.Broker(); r != nil {
@@ -124,8 +127,8 @@ func (s *tools) cacheStats(ctx context.Context, c *tool.Call, raw json.RawMessag
 	return tool.Reply{Data: d, Message: msg, Stats: map[string]any{"revision": rev}}, nil
 }
 
-// quotas returns the per-identity limits and what c's identity holds of
-// each.
+// quotas returns the limits of c's tenant and what it holds of each,
+// and the quotas in stored bytes of the prefixes it reads or writes.
 func (s *tools) quotas(ctx context.Context, c *tool.Call) []tool.Quota {
 	out := []tool.Quota{}
 	key := tool.Key(c.Who())
@@ -139,6 +142,9 @@ func (s *tools) quotas(ctx context.Context, c *tool.Call) []tool.Quota {
 	}
 	if held, limit, err := c.Store().UploadBytes(ctx); err == nil {
 		out = append(out, tool.Quota{Name: "upload_bytes", Flag: "--max-upload-bytes-per-identity", Held: held, Limit: limit})
+	}
+	if qs, err := c.Store().StoredQuotas(ctx); err == nil {
+		out = append(out, qs...)
 	}
 	return out
 }

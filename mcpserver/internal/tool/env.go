@@ -202,7 +202,10 @@ type Quota struct {
 	// Name says what is counted: "sessions", "raw_uploads", ...
 	Name string `json:"name"`
 	// Flag is the depotfs serve flag that sets Limit.
-	Flag  string `json:"flag"`
-	Held  int64  `json:"held"`
-	Limit int64  `json:"limit"`
+	Flag string `json:"flag"`
+	// Prefix is the depot prefix a quota in stored bytes is charged to;
+	// "" for the limits counted per tenant.
+	Prefix string `json:"prefix,omitempty"`
+	Held   int64  `json:"held"`
+	Limit  int64  `json:"limit"`
 }

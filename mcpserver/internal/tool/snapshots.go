@@ -128,7 +128,7 @@ func (g *Store) CreateSnapshot(ctx context.Context, req store.SnapshotRequest) (
 			Instruction: "Delete a snapshot you no longer need (guide_snapshot with action delete; action list shows yours), then call again. Nothing was created."}
 	}
 	snap, err := g.rt.st.CreateSnapshot(ctx, req)
-	return snap, g.wrote(err)
+	return snap, g.wrote(ctx, err)
 }
 
 // SnapshotsHeld returns how many snapshots the caller's tenant holds
@@ -165,5 +165,5 @@ func (g *Store) DeleteSnapshot(ctx context.Context, name string) (store.Snapshot
 			Audit:       fmt.Sprintf("snapshot %s of %s was made by tenant %s", snap.Name, snap.Prefix, snap.Writer),
 			Instruction: "Leave it; delete only the snapshots guide_snapshot list marks as yours. Nothing was deleted."}
 	}
-	return snap, g.wrote(g.rt.st.DeleteSnapshot(ctx, snap.Name))
+	return snap, g.wrote(ctx, g.rt.st.DeleteSnapshot(ctx, snap.Name))
 }

@@ -84,10 +84,18 @@ func then[T any](err error, op func() (T, error)) (T, error) {
 }
 
 // wrote notes that the store accepted the call's write, when err is nil,
-// and returns err.
-func (g *Store) wrote(err error) error {
+// and returns err; a refusal for room or for a quota is returned as one
+// that names only what the caller may read (see refusals.go).
+func (g *Store) wrote(ctx context.Context, err error) error {
 	if err == nil {
 		g.c.committed = true
+		return nil
+	}
+	if re, ok := errors.AsType[*store.RoomError](err); ok {
+		return g.roomRefusal(err, re)
+	}
+	if qe, ok := errors.AsType[*store.QuotaError](err); ok {
+		return g.quotaRefusal(ctx, err, qe)
 	}
 	return err
 }
@@ -96,7 +104,7 @@ func (g *Store) wrote(err error) error {
 func (g *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult, error) {
 	res, err := then(g.admit(grant.Write, len(req.Data), req.Path), func() (store.PutResult, error) { return g.rt.st.Put(ctx, req) })
 	g.shownEvictions(&res.Evicted)
-	return res, g.wrote(err)
+	return res, g.wrote(ctx, err)
 }
 
 // PutBatch is store.Store.PutBatch for a caller allowed to write every
@@ -113,7 +121,7 @@ func (g *Store) PutBatch(ctx context.Context, reqs []store.PutRequest) ([]store.
 	for i := range res {
 		g.shownEvictions(&res[i].Evicted)
 	}
-	return res, g.wrote(err)
+	return res, g.wrote(ctx, err)
 }
 
 // PutChunk is store.Store.PutChunk for a caller allowed to write the
@@ -128,7 +136,7 @@ func (g *Store) PutChunk(ctx context.Context, ch store.Chunk) (store.UploadProgr
 	p, err := then(err, func() (store.UploadProgress, error) { return g.rt.st.PutChunk(ctx, ch) })
 	p.UploadID = id
 	g.shownEvictions(&p.Result.Evicted)
-	return p, g.wrote(err)
+	return p, g.wrote(ctx, err)
 }
 
 // Declare is store.Store.Declare for a caller allowed to write every
@@ -139,7 +147,7 @@ func (g *Store) Declare(ctx context.Context, req store.DeclareRequest) (store.De
 		paths[i] = d.Path
 	}
 	res, err := then(g.admit(grant.Write, 0, paths...), func() (store.DeclareResult, error) { return g.rt.st.Declare(ctx, req) })
-	return res, g.wrote(err)
+	return res, g.wrote(ctx, err)
 }
 
 // Remove is store.Store.Remove for a caller allowed to write req.Path.
@@ -147,21 +155,21 @@ func (g *Store) Remove(ctx context.Context, req store.RemoveRequest) error {
 	if err := g.admit(grant.Write, 0, req.Path); err != nil {
 		return err
 	}
-	return g.wrote(g.rt.st.Remove(ctx, req))
+	return g.wrote(ctx, g.rt.st.Remove(ctx, req))
 }
 
 // Copy is store.Store.Copy for a caller allowed to read req.From and write
 // req.To.
 func (g *Store) Copy(ctx context.Context, req store.CopyRequest) (store.CopyResult, error) {
 	res, err := then(g.admitCopy(grant.Read, req.From, req.To), func() (store.CopyResult, error) { return g.rt.st.Copy(ctx, req) })
-	return res, g.wrote(err)
+	return res, g.wrote(ctx, err)
 }
 
 // Move is store.Store.Move for a caller allowed to read and write
 // req.From (it disappears there) and write req.To.
 func (g *Store) Move(ctx context.Context, req store.MoveRequest) (store.CopyResult, error) {
 	res, err := then(g.admitCopy(grant.ReadWrite, req.From, req.To), func() (store.CopyResult, error) { return g.rt.st.Move(ctx, req) })
-	return res, g.wrote(err)
+	return res, g.wrote(ctx, err)
 }
 
 // admitCopy admits a copy or move from from, which needs access, to to.
@@ -296,9 +304,9 @@ type RateError struct {
 
 func (e *RateError) Error() string {
 	if e.what == "calls" {
-		return fmt.Sprintf("rate limit: more than %g calls per second (bursts of %d) from this identity; retry after %d s", e.limits.Calls, e.limits.CallBurst, e.Retry)
+		return fmt.Sprintf("rate limit: more than %g calls per second (bursts of %d) from your tenant (every credential with your grants); retry after %d s", e.limits.Calls, e.limits.CallBurst, e.Retry)
 	}
-	return fmt.Sprintf("rate limit: %d content bytes exceed this identity's %g bytes per second (bursts of %d); retry after %d s", e.n, e.limits.Bytes, e.limits.ByteBurst, e.Retry)
+	return fmt.Sprintf("rate limit: %d content bytes exceed your tenant's %g bytes per second (bursts of %d); retry after %d s", e.n, e.limits.Bytes, e.limits.ByteBurst, e.Retry)
 }
 
 // ErrorDiskFull: the disk under the database or the audit log is too full

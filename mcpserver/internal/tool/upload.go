@@ -43,7 +43,7 @@ func (g *Store) PutStream(ctx context.Context, req store.PutRequest, r io.Reader
 		res, err = g.putChunked(ctx, req, r, size)
 	}
 	g.shownEvictions(&res.Evicted)
-	return res, in.outcome(g.wrote(err))
+	return res, in.outcome(g.wrote(ctx, err))
 }
 
 // PutStreams is store.Streamer.PutStreams for a caller allowed to write
@@ -75,7 +75,7 @@ func (g *Store) PutStreams(ctx context.Context, dir string, size int64, next fun
 	for i := range res {
 		g.shownEvictions(&res[i].Evicted)
 	}
-	return res, g.wrote(err)
+	return res, g.wrote(ctx, err)
 }
 
 // ErrNoArchive reports an archive upload to a store that cannot take

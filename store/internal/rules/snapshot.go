@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
@@ -215,10 +214,11 @@ func (h *Holds) Held(p string, r *entryrec.Record, size int64) bool {
 	return s != nil
 }
 
-// Limit adds to err, a store.ErrLimit from eviction, the snapshots that
-// hold the most bytes: the held versions under each, and the live
-// content Held found. Other errors, and a store without snapshots, keep
-// err as it is.
+// Limit makes err, a store.ErrLimit from eviction, a *store.RoomError
+// naming every snapshot, those holding the most bytes first: the held
+// versions under each, and the live content Held found. A server shows a
+// caller only those it may read. Other errors, and a store without
+// snapshots, keep err as it is.
 func (h *Holds) Limit(t Txn, err error) error {
 	if len(h.snaps) == 0 {
 		return err
@@ -236,15 +236,10 @@ func (h *Holds) Limit(t Txn, err error) error {
 			}
 		}
 	}
-	names := make([]string, 0, len(h.snaps))
+	held := make([]store.SnapshotHold, 0, len(h.snaps))
 	for _, s := range h.snaps {
-		names = append(names, s.Name)
+		held = append(held, store.SnapshotHold{Name: s.Name, Prefix: s.Prefix, Bytes: h.bytes[s.Name]})
 	}
-	slices.SortStableFunc(names, func(a, b string) int { return cmp.Compare(h.bytes[b], h.bytes[a]) })
-	const most = 5
-	list := make([]string, 0, most)
-	for _, n := range names[:min(most, len(names))] {
-		list = append(list, fmt.Sprintf("%s (%d bytes)", n, h.bytes[n]))
-	}
-	return fmt.Errorf("%w; snapshots hold the rest: delete one of %s to make room", err, strings.Join(list, ", "))
+	slices.SortStableFunc(held, func(a, b store.SnapshotHold) int { return cmp.Compare(b.Bytes, a.Bytes) })
+	return &store.RoomError{Err: err, Held: held}
 }

@@ -30,7 +30,7 @@ func (g *Store) roomRefusal(err error, re *store.RoomError) error {
 			list = append(list, fmt.Sprintf("%s (%d bytes)", g.SnapshotName(h.Name), h.Bytes))
 		}
 	}
-	shown := re.Err.Error() + "; the rest is pinned or held by snapshots or uploads you cannot see"
+	shown := re.Err.Error() + "; what cannot be evicted is held by pins, snapshots or uploads you cannot see"
 	if len(list) > 0 {
 		shown = fmt.Sprintf("%v; snapshots you may read hold some of the rest: deleting one of %s would make room", re.Err, strings.Join(list, ", "))
 	}

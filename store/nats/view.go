@@ -196,13 +196,17 @@ func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted
 	switch kindOfKey(key) {
 	case 'e':
 		if del {
+			// A removal is the depot's change at seq even for a path
+			// this host never saw: a host opening the bucket reads only
+			// the delete marker that replaced the entry, and its
+			// revision must be the other hosts'.
+			st.entryRev = seq
 			p, ok := st.keyPath[key]
 			if !ok {
 				return nil, "", nil
 			}
 			old := st.entries[p]
 			st.setEntry(p, nil)
-			st.entryRev = seq
 			e := old.entry()
 			return &store.Event{Kind: store.EventRemoved, Path: p, Revision: seq, Entry: e}, "", nil
 		}

@@ -1,0 +1,59 @@
+package nats_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/nats/natstest"
+	"github.com/depotfs/depotfs/store/storetest"
+)
+
+// TestNewHostRevisionAfterRemove: a host opened after the depot's last
+// change was a removal reports the revision the other hosts report, and
+// a snapshot it takes holds the tree after the removal, not the removed
+// file. (The bucket
+// keeps only a removed entry's delete marker, for a path the new host
+// never saw: that is still the depot's last change.)
+func TestNewHostRevisionAfterRemove(t *testing.T) {
+	t.Parallel()
+	c := natstest.Start(t, 3)
+	prefix := fmt.Sprintf("r%d", depots.Add(1))
+	old := openPrefix(t, c, storetest.Config{KeepVersions: 1}, prefix)
+	if _, err := old.Put(t.Context(), store.PutRequest{Path: "/gone", Data: []byte("g")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Put(t.Context(), store.PutRequest{Path: "/keep", Data: []byte("k")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Remove(t.Context(), store.RemoveRequest{Path: "/gone"}); err != nil {
+		t.Fatal(err)
+	}
+	want := revision(t, old)
+	fresh := openPrefix(t, c, storetest.Config{KeepVersions: 1}, prefix)
+	if got := revision(t, fresh); got != want {
+		t.Errorf("a host opened after the removal is at revision %d, the other at %d", got, want)
+	}
+	snap, err := fresh.CreateSnapshot(t.Context(), store.SnapshotRequest{Name: "after"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Revision != want {
+		t.Errorf("the new host's snapshot holds revision %d, want %d", snap.Revision, want)
+	}
+	for _, s := range []store.Store{old, fresh} {
+		if _, err := s.StatAt(t.Context(), "/gone", snap.Revision); !errors.Is(err, store.ErrNotExist) {
+			t.Errorf("the removed file at the snapshot: %v, want ErrNotExist", err)
+		}
+	}
+}
+
+func revision(t *testing.T, s store.Store) uint64 {
+	t.Helper()
+	rev, err := s.Revision(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rev
+}

@@ -55,9 +55,9 @@ func (r *runner) readSum(p string, rev uint64) (string, error) {
 	var c store.Content
 	var err error
 	if rev == liveRev {
-		c, err = r.s.Open(r.ctx, p)
+		c, err = r.rd.Open(r.ctx, p)
 	} else {
-		c, err = r.s.OpenAt(r.ctx, p, rev)
+		c, err = r.rd.OpenAt(r.ctx, p, rev)
 	}
 	if err != nil {
 		return "", err
@@ -88,9 +88,9 @@ func (r *runner) checkTree(m *model, op int, rev uint64, prefix string) ([]strin
 		var es []store.Entry
 		var err error
 		if rev == liveRev {
-			es, err = r.s.ReadDir(r.ctx, dir)
+			es, err = r.rd.ReadDir(r.ctx, dir)
 		} else {
-			es, err = r.s.ReadDirAt(r.ctx, dir, rev)
+			es, err = r.rd.ReadDirAt(r.ctx, dir, rev)
 		}
 		if isData(err) {
 			diffs = append(diffs, fmt.Sprintf("ReadDir(%s) at %d: %v", dir, rev, err))
@@ -145,7 +145,7 @@ func (r *runner) checkTree(m *model, op int, rev uint64, prefix string) ([]strin
 			continue
 		}
 		w := m.recordAt(p, op)
-		e, err := r.s.StatAt(r.ctx, p, rev)
+		e, err := r.rd.StatAt(r.ctx, p, rev)
 		switch {
 		case err != nil && !isData(err):
 			return nil, err
@@ -171,7 +171,7 @@ func (r *runner) checkRevision(m *model, op int) ([]string, error) {
 // could have given it, each readable at that revision.
 func (r *runner) checkHistory(m *model, p string) ([]string, error) {
 	want := m.history(p)
-	got, err := r.s.History(r.ctx, p)
+	got, err := r.rd.History(r.ctx, p)
 	switch {
 	case errors.Is(err, store.ErrNotExist) && len(want) == 0:
 		return nil, nil
@@ -218,7 +218,7 @@ func (r *runner) checkHistory(m *model, p string) ([]string, error) {
 // checkSnapshots compares the snapshot list with the model's holding
 // snapshots (barrier snapshots aside).
 func (r *runner) checkSnapshots(m *model) ([]string, error) {
-	list, err := r.s.Snapshots(r.ctx)
+	list, err := r.rd.Snapshots(r.ctx)
 	if err != nil {
 		return nil, err
 	}

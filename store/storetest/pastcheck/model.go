@@ -122,6 +122,9 @@ func (m *model) held(p string, v version) bool {
 // retain keeps old, replaced at p by next (nil: removed) in the current
 // operation, as the contract says.
 func (m *model) retain(p string, old, next *rec, history bool) {
+	// A KeepVersions lowered since the path's last change takes effect
+	// now, whatever this change keeps.
+	defer m.trim(p)
 	if old == nil || old.born == m.next() {
 		return // written earlier in the same atomic change: never visible
 	}
@@ -135,7 +138,6 @@ func (m *model) retain(p string, old, next *rec, history bool) {
 		return
 	}
 	m.vers[p] = append([]version{v}, m.vers[p]...)
-	m.trim(p)
 }
 
 // trim drops p's versions nothing retains: held ones stay, and of the

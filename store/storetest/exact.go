@@ -227,6 +227,13 @@ func testKeepLowered(t *testing.T, depot DepotOpener) {
 	if h := history(t, s, "/k/f"); len(h) != 4 {
 		t.Fatalf("history of %d entries with KeepVersions 3, want 4", len(h))
 	}
+	// A removed file's history, kept beyond the number that follows:
+	// writing the path again is its next change too.
+	put(t, s, "/k/r", content(400, 1))
+	put(t, s, "/k/r", content(401, 2))
+	if err := s.Remove(t.Context(), store.RemoveRequest{Path: "/k/r"}); err != nil {
+		t.Fatal(err)
+	}
 	for _, keep := range []int{1, 0} {
 		s = open(Config{KeepVersions: keep})
 		syncStore(t, s)
@@ -234,6 +241,12 @@ func testKeepLowered(t *testing.T, depot DepotOpener) {
 		h := history(t, s, "/k/f")
 		if len(h) != 1+keep || h[0].Revision != last.Revision {
 			t.Fatalf("KeepVersions %d: history of %d entries after the next write, want %d: %+v", keep, len(h), 1+keep, h)
+		}
+		if keep == 0 {
+			again := put(t, s, "/k/r", content(402, 3)).Entry
+			if h := history(t, s, "/k/r"); len(h) != 1 || h[0].Revision != again.Revision {
+				t.Fatalf("KeepVersions 0: a removed file written again lists %d versions, want itself alone: %+v", len(h), h)
+			}
 		}
 		if keep == 0 {
 			for _, rev := range revs {

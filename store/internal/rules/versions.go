@@ -73,7 +73,11 @@ func historic(r *entryrec.Record) bool { return entryrec.PresentSum(r) != "" }
 // history to check.Limits.KeepVersions.
 func retain(t Txn, p string, old, next *entryrec.Record, history bool) error {
 	if old == nil || t.Fresh(old) {
-		return nil // written earlier in the same call: never visible
+		// Nothing visible replaced (a new path, or one written earlier
+		// in the same call): still a change of p, where a KeepVersions
+		// lowered since its versions were kept (a removed file's)
+		// takes effect.
+		return trim(t, p, t.Limits().KeepVersions)
 	}
 	snaps, err := t.Snapshots()
 	if err != nil {

@@ -12,15 +12,6 @@ import (
 	"github.com/depotfs/depotfs/store/storetest/pastcheck"
 )
 
-// knownPast are the parts of the model-based check that bolt fails
-// today, each with the bug: the main runs omit them, and a subtest runs
-// each, skipped until its fix lands.
-var knownPast = map[pastcheck.Feature]string{
-	pastcheck.RepeatInBatch: "one transaction writing a path twice keeps the intermediate record as a version, which no reader could see",
-	pastcheck.ListAtExpiry:  "an expired snapshot stays listed until the expiry sweep releases it",
-	pastcheck.KeepLowered:   "a store reopened with KeepVersions 0 keeps the versions already kept, even after their path is written again",
-}
-
 // TestPastAgainstModel runs the model-based checker of the past
 // (pastcheck) on bolt stores keeping 0, 1 and 3 versions, restarted now
 // and then: 300 operations each by default, 20 runs of 3,000 under
@@ -29,20 +20,13 @@ func TestPastAgainstModel(t *testing.T) {
 	for _, keep := range []int{0, 1, 3} {
 		t.Run(fmt.Sprintf("Keep%d", keep), func(t *testing.T) {
 			t.Parallel()
-			checkPast(t, keep, pastcheck.OmitAllBut(knownPast, ""))
-		})
-	}
-	for f, why := range knownPast {
-		t.Run(string(f), func(t *testing.T) {
-			pastcheck.SkipKnown(t, f, why)
-			checkPast(t, 1, pastcheck.OmitAllBut(knownPast, f))
+			checkPast(t, keep)
 		})
 	}
 }
 
-// checkPast runs pastcheck on new stores keeping keep versions, with the
-// features omit left out.
-func checkPast(t *testing.T, keep int, omit []pastcheck.Feature) {
+// checkPast runs pastcheck on new stores keeping keep versions.
+func checkPast(t *testing.T, keep int) {
 	runs, ops := 1, 300
 	if os.Getenv("DEPOTFS_SOAK") != "" {
 		runs, ops = 20, 3000
@@ -66,7 +50,7 @@ func checkPast(t *testing.T, keep int, omit []pastcheck.Feature) {
 			verify(t, s)
 			s.Close()
 		})
-		rep := pastcheck.Check(t, t.Context(), s, pastcheck.Config{Seed: pastcheck.Seed(), Ops: ops, KeepVersions: keep, Omit: omit,
+		rep := pastcheck.Check(t, t.Context(), s, pastcheck.Config{Seed: pastcheck.Seed(), Ops: ops, KeepVersions: keep,
 			Clock: clk, Reopen: reopen})
 		if len(rep.Anomalies) > 0 {
 			return

@@ -14,15 +14,6 @@ import (
 	"github.com/depotfs/depotfs/store/storetest/pastcheck"
 )
 
-// knownPast are the parts of the model-based check that this store fails
-// today, each with the bug: the main runs omit them, and a subtest runs
-// each, skipped until its fix lands.
-var knownPast = map[pastcheck.Feature]string{
-	pastcheck.KeepLowered:     "a host opened with KeepVersions 0 keeps the versions already kept, even after their path is written again",
-	pastcheck.ListAtExpiry:    "an expired snapshot stays listed until the expiry sweep releases it",
-	pastcheck.SnapshotInGroup: "a snapshot committed in the same group as a write that replaced a file lacks that file (the transaction's Revision ignores the group's earlier changes)",
-}
-
 // openPast opens one more host of the depot prefix in c, keeping keep
 // versions, on clk.
 func openPast(t *testing.T, c *natstest.Cluster, prefix string, keep int, clk *pastcheck.Clock, base nats.Options) (*nats.Store, error) {
@@ -71,18 +62,11 @@ func TestPastAgainstModel(t *testing.T) {
 	if soak {
 		ops = 3000
 	}
-	check := func(t *testing.T, keep int, omit []pastcheck.Feature) {
-		s, cfg := pastConfig(t, c, keep, nats.Options{})
-		cfg.Ops, cfg.Omit = ops, omit
-		pastcheck.Check(t, t.Context(), s, cfg)
-	}
 	for _, keep := range []int{0, 3} {
-		t.Run(fmt.Sprintf("Keep%d", keep), func(t *testing.T) { check(t, keep, pastcheck.OmitAllBut(knownPast, "")) })
-	}
-	for f, why := range knownPast {
-		t.Run(string(f), func(t *testing.T) {
-			pastcheck.SkipKnown(t, f, why)
-			check(t, 1, pastcheck.OmitAllBut(knownPast, f))
+		t.Run(fmt.Sprintf("Keep%d", keep), func(t *testing.T) {
+			s, cfg := pastConfig(t, c, keep, nats.Options{})
+			cfg.Ops = ops
+			pastcheck.Check(t, t.Context(), s, cfg)
 		})
 	}
 }
@@ -105,7 +89,7 @@ func TestPastUnderFaults(t *testing.T) {
 	s, cfg := pastConfig(t, c, 2, nats.Options{WriteTimeout: writeTimeout, Timeout: time.Second})
 	stop := make(chan struct{})
 	done := make(chan pastcheck.Report, 1)
-	cfg.Ops, cfg.Stop, cfg.Omit, cfg.Faults = 1<<30, stop, pastcheck.OmitAllBut(knownPast, ""), true
+	cfg.Ops, cfg.Stop, cfg.Faults = 1<<30, stop, true
 	go func() { done <- pastcheck.Check(t, t.Context(), s, cfg) }()
 
 	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
@@ -156,8 +140,5 @@ func TestPastUnderFaults(t *testing.T) {
 	t.Logf("%d faults: %s", len(faults), strings.Join(faults, ", "))
 	if rep.Unknown == 0 && !t.Failed() {
 		t.Log("no write had an unknown outcome in this run")
-	}
-	for f, why := range knownPast {
-		t.Run(string(f), func(t *testing.T) { pastcheck.SkipKnown(t, f, why) })
 	}
 }

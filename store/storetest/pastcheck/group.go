@@ -12,9 +12,12 @@ import (
 	"github.com/depotfs/depotfs/store"
 )
 
-// group runs several puts of distinct files, and maybe a snapshot, at
-// once, so that they share commits; the model applies them in the order
-// of the revisions the store answered.
+// group runs several puts, and maybe a snapshot, at once, so that they
+// share commits; the model applies them in the order of the revisions the
+// store answered. Two of them may write one path: each acknowledged write
+// is a record of its own, kept as any replaced record is. Under faults
+// the paths differ, so that a put whose outcome is unknown is settled by
+// its path's entry.
 func (r *runner) group() {
 	r.rep.Ops["group"]++
 	type call struct {
@@ -27,12 +30,15 @@ func (r *runner) group() {
 	seen := map[string]bool{}
 	for range 2 + r.rng.IntN(4) {
 		p := r.filePath()
-		if r.rng.IntN(2) == 0 {
+		switch n := r.rng.IntN(4); {
+		case n == 0 && len(calls) > 0:
+			p = calls[0].p
+		case n < 3:
 			if q := r.livePath(store.KindFile); q != "" {
 				p = q // a replace, which a snapshot in the same commit must still see as it was
 			}
 		}
-		if seen[p] || r.m.parents(p, false) != nil || (r.m.live[p] != nil && r.m.live[p].kind == store.KindDir) {
+		if (seen[p] && r.cfg.Faults) || r.m.parents(p, false) != nil || (r.m.live[p] != nil && r.m.live[p].kind == store.KindDir) {
 			continue
 		}
 		seen[p] = true
@@ -42,7 +48,7 @@ func (r *runner) group() {
 	var snapName, prefix string
 	var snapGot store.Snapshot
 	var snapErr error
-	if r.rng.IntN(2) == 0 && !r.omits(SnapshotInGroup) {
+	if r.rng.IntN(2) == 0 {
 		r.snapN++
 		snapName, prefix = fmt.Sprintf("s%d", r.snapN), r.dirPath(true)
 		if prefix != depotpath.Root && r.m.live[prefix] == nil {
@@ -102,6 +108,14 @@ func (r *runner) group() {
 		}
 	}
 	slices.SortFunc(done, func(a, b *call) int { return cmpU(a.res.Entry.Revision, b.res.Entry.Revision) })
+	if r.cfg.Trace {
+		for _, c := range done {
+			r.logf("step %d: grouped Put(%s, %.8s): %v at %d", r.step, c.p, c.sum, c.res.Status, c.res.Entry.Revision)
+		}
+		if snapName != "" {
+			r.logf("step %d: grouped CreateSnapshot(%s, %s): revision %d, %s", r.step, snapName, prefix, snapGot.Revision, errText(snapErr))
+		}
+	}
 	var snapRev uint64
 	snapOK := snapName != "" && snapErr == nil
 	if snapName != "" && snapErr != nil {

@@ -357,8 +357,10 @@ func (m *model) createSnapshot(name, prefix string, op int, rev uint64, expires 
 	return nil
 }
 
-// deleteSnapshot is DeleteSnapshot(name): the hold released and the
-// paths it held trimmed.
+// deleteSnapshot is DeleteSnapshot(name): the hold released, and the
+// paths of the versions no other snapshot holds trimmed (a path whose
+// version another snapshot still holds keeps its history as it is: a
+// release is not a change of the path).
 func (m *model) deleteSnapshot(name string) error {
 	s, ok := m.snaps[name]
 	if !ok {
@@ -370,7 +372,7 @@ func (m *model) deleteSnapshot(name string) error {
 			continue
 		}
 		for _, v := range vs {
-			if v.visible(s.op) {
+			if v.visible(s.op) && !m.held(p, v) {
 				m.trim(p)
 				break
 			}

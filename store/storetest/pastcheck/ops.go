@@ -102,11 +102,8 @@ func (r *runner) batch() {
 	var desc []string
 	for range 2 + r.rng.IntN(2) {
 		p := r.filePath()
-		if len(reqs) > 0 && r.rng.IntN(2) == 0 && !r.omits(RepeatInBatch) {
+		if len(reqs) > 0 && r.rng.IntN(2) == 0 {
 			p = reqs[0].Path
-		}
-		if r.omits(RepeatInBatch) && slices.ContainsFunc(reqs, func(q store.PutRequest) bool { return q.Path == p }) {
-			continue
 		}
 		s, b := r.pickContent()
 		reqs = append(reqs, store.PutRequest{Path: p, Data: b, Writer: "m"})
@@ -264,7 +261,7 @@ func (r *runner) expire() {
 	gone := next.advance(d)
 	r.cfg.Clock.Advance(d)
 	r.m = next
-	if len(gone) > 0 && !r.omits(ListAtExpiry) {
+	if len(gone) > 0 {
 		r.check("snapshot list right after expiry", func() ([]string, error) { return r.checkSnapshots(r.m) })
 	}
 	r.retry("expiry", func() error {
@@ -289,7 +286,7 @@ func (r *runner) restart() {
 	}
 	r.rep.Ops["restart"]++
 	keep := r.m.keep
-	if !r.omits(KeepLowered) && r.rng.IntN(2) == 0 {
+	if r.rng.IntN(2) == 0 {
 		keep = r.rng.IntN(4)
 	}
 	r.retry("restarting the host", func() error {
@@ -300,6 +297,9 @@ func (r *runner) restart() {
 		return err
 	})
 	r.m.keep = keep
+	if r.cfg.Trace {
+		r.logf("step %d: restarted, keeping %d versions", r.step, keep)
+	}
 	var rev uint64
 	r.retry("revision", func() (err error) { rev, err = r.s.Revision(r.ctx); return err })
 	if last := r.m.revs[len(r.m.revs)-1]; rev < last {

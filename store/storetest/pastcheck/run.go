@@ -55,7 +55,8 @@ type Config struct {
 	// Reopen, when set, restarts the host: it closes the store the run
 	// uses now and opens it again, keeping keep versions, and the run
 	// goes on with the new one (its tests check that a restarted host
-	// shows the same past; with KeepLowered not omitted, keep changes).
+	// shows the same past; keep changes now and then, and a lower one
+	// trims each path's history at that path's next change).
 	Reopen func(ctx context.Context, keep int) (store.Store, error)
 	// Faults says the store's cluster is being faulted meanwhile: an
 	// error the model did not predict is an unknown outcome, resolved
@@ -67,33 +68,9 @@ type Config struct {
 	ReadTimeout time.Duration
 	// Logf, when set, receives progress lines.
 	Logf func(format string, args ...any)
-	// Omit leaves parts of the run out: a store's test omits one where
-	// it has a known bug, and runs it in a subtest skipped until the fix
-	// lands, so the rest keeps checking by default.
-	Omit []Feature
+	// Trace logs every write and its outcome, to follow a failure.
+	Trace bool
 }
-
-// Feature is a part of a run that Config.Omit can leave out.
-type Feature string
-
-// The features a run can omit.
-const (
-	// RepeatInBatch is PutBatch writing one path twice: the first write
-	// is never visible, so it must not become a version.
-	RepeatInBatch Feature = "repeat-in-batch"
-	// ListAtExpiry is the snapshot list read at the instant a snapshot
-	// expires, before the store's expiry runs: it must not list it.
-	ListAtExpiry Feature = "list-at-expiry"
-	// KeepLowered is a restart with another KeepVersions: a lower one
-	// trims each path's history at its next change.
-	KeepLowered Feature = "keep-lowered"
-	// SnapshotInGroup is a snapshot created among concurrent puts that
-	// may share its commit: it must hold exactly the writes at or below
-	// its revision.
-	SnapshotInGroup Feature = "snapshot-in-group"
-)
-
-func (r *runner) omits(f Feature) bool { return slices.Contains(r.cfg.Omit, f) }
 
 // Report is what a run did and found.
 type Report struct {
@@ -229,6 +206,9 @@ func (r *runner) write(kind, desc string, call func() error, apply func(m *model
 	next := r.m.clone()
 	want := apply(next)
 	err := call()
+	if r.cfg.Trace {
+		r.logf("step %d: %s: %s (model: %s)", r.step, desc, errText(err), errText(want))
+	}
 	switch {
 	case sameClass(want, err) && err == nil:
 		r.commit(next, desc)

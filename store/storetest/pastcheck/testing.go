@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"strconv"
 	"testing"
 
@@ -15,31 +14,8 @@ import (
 // to repeat a failure.
 const SeedEnv = "DEPOTFS_PASTCHECK_SEED"
 
-// KnownEnv, set to 1, runs the features a store's test omits for a known
-// bug instead of skipping them: to check a fix.
-const KnownEnv = "DEPOTFS_PASTCHECK_KNOWN"
-
-// SkipKnown skips t, which checks feature f that a store fails for the
-// reason why, unless KnownEnv is set.
-func SkipKnown(t testing.TB, f Feature, why string) {
-	t.Helper()
-	if os.Getenv(KnownEnv) == "" {
-		t.Skipf("%s: known bug, skipped until its fix lands (%s=1 runs it): %s", f, KnownEnv, why)
-	}
-}
-
-// OmitAllBut returns the features of known except keep: a run that checks
-// keep alone of them.
-func OmitAllBut[V any](known map[Feature]V, keep Feature) []Feature {
-	var out []Feature
-	for f := range known {
-		if f != keep {
-			out = append(out, f)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
+// TraceEnv, set to 1, makes Check trace every write (Config.Trace).
+const TraceEnv = "DEPOTFS_PASTCHECK_TRACE"
 
 // Seed returns the seed SeedEnv gives, else a new random one.
 func Seed() uint64 {
@@ -56,6 +32,7 @@ func Check(t testing.TB, ctx context.Context, s store.Store, cfg Config) Report 
 	if cfg.Logf == nil {
 		cfg.Logf = t.Logf
 	}
+	cfg.Trace = cfg.Trace || os.Getenv(TraceEnv) != ""
 	rep := Run(ctx, s, cfg)
 	t.Log(rep)
 	for _, a := range rep.Anomalies {

@@ -76,17 +76,17 @@ func TestPastAgainstModel(t *testing.T) {
 // election, and takes two of three away (quorum lost) for longer than the
 // host's write timeout. Writes that fail then have an unknown outcome,
 // which the checker settles after the cluster commits again; every read
-// is compared with the model, none skipped. 15 s of faults by default,
+// is compared with the model, none skipped. 12 s of faults by default,
 // 5 minutes under DEPOTFS_SOAK=1.
 func TestPastUnderFaults(t *testing.T) {
 	t.Parallel()
-	dur := 15 * time.Second
+	dur := 12 * time.Second
 	if soak {
 		dur = 5 * time.Minute
 	}
 	c := natstest.Start(t, 3)
 	const writeTimeout = 2 * time.Second
-	s, cfg := pastConfig(t, c, 2, nats.Options{WriteTimeout: writeTimeout, Timeout: time.Second})
+	s, cfg := pastConfig(t, c, 2, nats.Options{WriteTimeout: writeTimeout})
 	stop := make(chan struct{})
 	done := make(chan pastcheck.Report, 1)
 	cfg.Ops, cfg.Stop, cfg.Faults = 1<<30, stop, true

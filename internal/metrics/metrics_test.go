@@ -100,3 +100,31 @@ func TestUnknownToolLabel(t *testing.T) {
 		t.Errorf("%d series of depotfs_mcp_calls_total, want 2 (the tool and %q)", n, metrics.UnknownTool)
 	}
 }
+
+// TestQuotaMetrics: one series per configured prefix, what it is charged
+// and its limit; a failed read exports none.
+func TestQuotaMetrics(t *testing.T) {
+	var fail bool
+	m := metrics.New(metrics.Options{Quotas: func(context.Context) ([]metrics.Quota, error) {
+		if fail {
+			return nil, context.DeadlineExceeded
+		}
+		return []metrics.Quota{{Prefix: "/a", Limit: 100, Charged: 42}, {Prefix: "/b", Limit: 7, Charged: 0}}, nil
+	}})
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(`
+# HELP depotfs_quota_charged_bytes Stored bytes charged to a --quota prefix: files (pinned ones too), versions snapshots hold and uploads in progress below it, each copy whole.
+# TYPE depotfs_quota_charged_bytes gauge
+depotfs_quota_charged_bytes{prefix="/a"} 42
+depotfs_quota_charged_bytes{prefix="/b"} 0
+# HELP depotfs_quota_limit_bytes The --quota of a prefix.
+# TYPE depotfs_quota_limit_bytes gauge
+depotfs_quota_limit_bytes{prefix="/a"} 100
+depotfs_quota_limit_bytes{prefix="/b"} 7
+`), "depotfs_quota_charged_bytes", "depotfs_quota_limit_bytes"); err != nil {
+		t.Error(err)
+	}
+	fail = true
+	if n, err := testutil.GatherAndCount(m.Registry(), "depotfs_quota_charged_bytes"); err != nil || n != 0 {
+		t.Errorf("a failed read exports %d series (%v), want none", n, err)
+	}
+}

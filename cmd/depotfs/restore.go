@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/depotfs/depotfs/internal/audit"
 	"github.com/depotfs/depotfs/internal/backup"
@@ -53,8 +54,17 @@ Restores a backup written by 'depotfs backup': the database as of the
 backup's revision, and its audit log, checkpoint and key. Everything is
 checked first, as 'depotfs backup verify' does; a backup that is incomplete
 or altered changes nothing. A target that already holds a database or an
-audit log is refused unless --force. The restored depot's revisions continue
-above the backup's.
+audit log is refused unless --force, which replaces them atomically: the old
+files are renamed aside, the restored ones renamed in (the database first)
+and synced, and only then the old files removed; on any error the old files
+are put back.
+
+The restored depot's revisions continue above every revision the lost depot
+can have handed out, so a revision an agent still holds (if_revision) never
+matches another version: above the revision of the database replaced (when
+it is still there and readable), above --min-revision, and above the
+backup's revision plus 1,000,000 per second since the backup was taken.
+Revisions skip, never repeat.
 
 Examples:
   depotfs restore /backups/depot-2026-11-27.dfsbak --db /srv/depot/depot.db
@@ -65,6 +75,7 @@ Flags:
 	db := fs.String("db", "", "database `file` to restore into (required); serve must not be running on it")
 	auditLog := fs.String("audit-log", "", "audit log `file` to restore the backup's log as; default audit.log beside --db, as for serve")
 	force := fs.Bool("force", false, "replace an existing database and audit log")
+	minRev := fs.Uint64("min-revision", 0, "make the restored depot's revisions continue above this `revision` too (the highest one agents may still hold)")
 	pos, err := parseFlagsArgs(fs, args, stderr, 1, "FILE")
 	if err != nil {
 		return err
@@ -80,16 +91,19 @@ Flags:
 	if len(existing) > 0 && !*force {
 		return fmt.Errorf("restore: the target is not empty (%s): restore into a new --db, or pass --force to replace it", strings.Join(existing, ", "))
 	}
+	// The revisions the lost depot handed out: its counter when its
+	// database is still here, and at least the margin since the backup.
+	var oldRev uint64
 	if len(existing) > 0 {
 		// Replacing the database of a running server would pull it from
-		// under the server: its lock says whether one runs.
-		b, err := bolt.Open(*db, nil)
-		if err != nil {
-			if _, ok := errors.AsType[*bolt.LockedError](err); ok {
-				return fmt.Errorf("restore: %w\nstop the server first (systemctl stop depotfs), then restore", err)
-			}
-		} else if err := b.Close(); err != nil {
-			return err
+		// under the server: its lock says whether one runs. The file is
+		// only read.
+		oldRev, err = bolt.FileRevision(*db)
+		if _, ok := errors.AsType[*bolt.LockedError](err); ok {
+			return fmt.Errorf("restore: %w\nstop the server first (systemctl stop depotfs), then restore", err)
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(stderr, "restore: warning: the revision of the database replaced is unknown (%v): revisions continue above the backup's plus the margin for the time since it\n", err)
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(*db), 0o700); err != nil {
@@ -104,14 +118,15 @@ Flags:
 	if err != nil {
 		return err
 	}
+	floor := max(oldRev, *minRev, h.Revision+revisionMargin(h.Created, time.Now()))
+	next, err := bolt.RaiseRevision(filepath.Join(tmp, backup.DBName), floor)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Dir(log), 0o700); err != nil {
 		return err
 	}
-	for _, p := range existing {
-		if err := os.Remove(p); err != nil {
-			return fmt.Errorf("restore --force: %w", err)
-		}
-	}
+	var incoming []rename
 	if h.Audit != "" {
 		entries, err := os.ReadDir(filepath.Join(tmp, "audit"))
 		if err != nil {
@@ -122,15 +137,17 @@ Flags:
 			if !ok {
 				return fmt.Errorf("%s: %w: audit member %q is not a file of %s", pos[0], backup.ErrCorrupt, e.Name(), h.Audit)
 			}
-			if err := os.Rename(filepath.Join(tmp, "audit", e.Name()), log+rest); err != nil {
-				return fmt.Errorf("restore: %w", err)
-			}
+			incoming = append(incoming, rename{filepath.Join(tmp, "audit", e.Name()), log + rest})
 		}
 	}
-	if err := os.Rename(filepath.Join(tmp, backup.DBName), *db); err != nil {
+	// The database first: a restore stopped after it leaves the restored
+	// depot with some of its audit files, which audit verify reports,
+	// never an audit log beside no database.
+	incoming = append([]rename{{filepath.Join(tmp, backup.DBName), *db}}, incoming...)
+	if err := swapIn(existing, incoming); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
-	fmt.Fprintf(stdout, "restored revision %d (%d files) into %s, audit log %s\n", h.Revision, n, *db, log)
+	fmt.Fprintf(stdout, "restored revision %d (%d files) into %s, audit log %s; revisions continue above %d\n", h.Revision, n, *db, log, next)
 	return nil
 }
 

@@ -55,3 +55,45 @@ func copyOf(tx *bbolt.Tx) Copy {
 	}
 	return Copy{Revision: rev, Size: tx.Size(), tx: tx}
 }
+
+// FileRevision returns the revision of the last change in the database at
+// path, which no process may have open, without changing the file (a
+// read-only open: no upgrade, no creation). A missing file is an error
+// wrapping fs.ErrNotExist.
+func FileRevision(path string) (uint64, error) {
+	var rev uint64
+	err := BackupFile(path, func(c Copy) error { rev = c.Revision; return nil })
+	return rev, err
+}
+
+// RaiseRevision makes the revisions of the database at path, which no
+// process may have open, continue above min: the next change gets a
+// revision above both its own last one and min. Restore uses it so that
+// no revision the lost depot handed out is handed out again; revisions
+// may skip, never repeat. It returns the revision the file now holds.
+func RaiseRevision(path string, min uint64) (uint64, error) {
+	if _, err := os.Stat(path); err != nil {
+		return 0, fmt.Errorf("bolt: raise revision: %w", err)
+	}
+	db, lock, err := openLocked(path, &bbolt.Options{Timeout: lockTimeout})
+	if err != nil {
+		return 0, fmt.Errorf("bolt: raise revision: %w", err)
+	}
+	defer lock.Close()
+	var rev uint64
+	err = db.Update(func(tx *bbolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			return fmt.Errorf("%s: not a depotfs database (no %s bucket)", path, bucketMeta)
+		}
+		rev = max(u64(meta.Get(keyRevision)), min)
+		return meta.Put(keyRevision, u64bytes(rev))
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("bolt: raise revision: %w", err)
+	}
+	return rev, nil
+}

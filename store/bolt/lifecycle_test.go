@@ -331,6 +331,7 @@ func TestUpgradeSchema1(t *testing.T) {
 	clk := newClock()
 	opts := &bolt.Options{Now: clk.Now, MaxStoreBytes: 1000}
 	s, path := openTemp(t, opts)
+	opts.Upgrade = true
 	ctx := context.Background()
 	mustPut(t, s, "/old", fill(100, 'o'))
 	clk.Advance(time.Second)
@@ -385,7 +386,7 @@ func TestUpgradeFromSchema2(t *testing.T) {
 	if err := bolt.DowngradeTo2(path); err != nil {
 		t.Fatal(err)
 	}
-	s = openAt(t, path, &bolt.Options{KeepVersions: 1})
+	s = openAt(t, path, &bolt.Options{KeepVersions: 1, Upgrade: true})
 	before.Hits, before.Misses = 0, 0
 	if after := storeStats(t, s); after != before {
 		t.Errorf("Stats after the upgrade:\n%+v\nwant\n%+v", after, before)

@@ -111,6 +111,17 @@ type Options struct {
 	// miss counts are persisted when no write does it first; 0 means
 	// DefaultFlushInterval. Close persists them too.
 	FlushInterval time.Duration
+
+	// ReadOnly opens an existing database for reading only: the file is
+	// neither created nor upgraded nor changed in any way (no janitor,
+	// no sweeper, reads' uses are not persisted), and writes fail. A
+	// missing file is an error wrapping fs.ErrNotExist. A database of an
+	// older schema is read as it is.
+	ReadOnly bool
+	// Upgrade lets Open upgrade a database of an older schema, after
+	// copying it to UpgradeCopyPath; without it Open refuses one with
+	// ErrUpgrade, since the depotfs that wrote it cannot read it after.
+	Upgrade bool
 }
 
 // Store is the bbolt implementation of store.Store. A Store is safe for
@@ -158,7 +169,9 @@ var _ store.Store = (*Store)(nil)
 // janitor and the expiry sweeper, that Close stops.
 //
 // Open sweeps content left unreferenced by a crash; uploads in progress are
-// kept and continue where they stopped.
+// kept and continue where they stopped. A database of an older schema is
+// upgraded only with Options.Upgrade (see ErrUpgrade); with
+// Options.ReadOnly nothing is created or changed.
 func Open(path string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
@@ -185,9 +198,21 @@ func Open(path string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open: %w: %w", fs.ErrInvalid, err)
 	}
-	db, lockFile, err := openLocked(path, &bbolt.Options{Timeout: lockTimeout, InitialMmapSize: mmapSize(path, o.MaxStoreBytes)})
+	if o.ReadOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("bolt: open: %w", err)
+		}
+	}
+	db, lockFile, err := openLocked(path, &bbolt.Options{Timeout: lockTimeout, InitialMmapSize: mmapSize(path, o.MaxStoreBytes), ReadOnly: o.ReadOnly})
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open: %w", err)
+	}
+	if !o.ReadOnly {
+		if err := prepareUpgrade(db, path, o.Upgrade); err != nil {
+			db.Close()
+			lockFile.Close()
+			return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+		}
 	}
 	db.AllocSize = allocSize
 	s := &Store{
@@ -201,7 +226,11 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	s.gc.open = make(map[hash]int)
 	s.writes = writes{C: committer{s}}
-	rev, err := s.init()
+	init := s.init
+	if o.ReadOnly {
+		init = s.initReadOnly
+	}
+	rev, err := init()
 	if err != nil {
 		db.Close()
 		lockFile.Close()
@@ -209,8 +238,10 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	s.hub.Init(o.History, rev)
 
-	s.wg.Go(s.janitor)
-	s.wg.Go(s.sweeper)
+	if !o.ReadOnly {
+		s.wg.Go(s.janitor)
+		s.wg.Go(s.sweeper)
+	}
 	return s, nil
 }
 
@@ -229,7 +260,7 @@ func (s *Store) Close() error {
 		s.wmu.Lock()
 		defer s.wmu.Unlock()
 		var err error
-		if s.uses.pending() {
+		if s.uses.pending() && !s.opts.ReadOnly {
 			err = s.updateLocked(context.Background(), func(*wtx) error { return nil })
 		}
 		s.closeErr = errors.Join(err, s.db.Close(), s.lock.Close())

@@ -48,7 +48,7 @@ Flags:
 	if *to == "" {
 		return usageError{errors.New("--to FILE is required")}
 	}
-	st, closeStore, err := cfg.open(ctx, stderr)
+	st, closeStore, err := cfg.open(ctx, stderr, true)
 	if err != nil {
 		return err
 	}

@@ -129,17 +129,20 @@ func (c *directConfig) flags(fs *flag.FlagSet) {
 
 // open opens the store, logging warnings to stderr. A NATS depot is opened
 // as a tool, not a host: it records and checks no shared settings, and
-// enforces no size limit.
-func (c *directConfig) open(ctx context.Context, stderr io.Writer) (store.Store, func() error, error) {
+// enforces no size limit. With readOnly a bolt database is opened read
+// only: it must exist, and it is neither created, upgraded nor changed.
+func (c *directConfig) open(ctx context.Context, stderr io.Writer, readOnly bool) (store.Store, func() error, error) {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if err := c.store.validate(); err != nil {
 		return nil, nil, usageError{err}
 	}
 	if c.store.url == "bolt" {
-		if err := os.MkdirAll(filepath.Dir(c.db), 0o700); err != nil {
-			return nil, nil, err
+		if !readOnly {
+			if err := os.MkdirAll(filepath.Dir(c.db), 0o700); err != nil {
+				return nil, nil, err
+			}
 		}
-		b, err := bolt.Open(c.db, &bolt.Options{Logger: log})
+		b, err := bolt.Open(c.db, &bolt.Options{Logger: log, ReadOnly: readOnly})
 		if err != nil {
 			if _, ok := errors.AsType[*bolt.LockedError](err); ok {
 				return nil, nil, fmt.Errorf("%w\na server is running on it: stop it first, or use depotfs backup", err)

@@ -165,7 +165,7 @@ func (p *importPolicy) resolve() (func(string) error, error) {
 // importDirect imports the export in f into the store cfg names, refusing
 // it if may refuses one of its paths.
 func importDirect(ctx context.Context, cfg *directConfig, f io.Reader, may func(string) error, stderr io.Writer) (mcpserver.ImportResult, error) {
-	st, closeStore, err := cfg.open(ctx, stderr)
+	st, closeStore, err := cfg.open(ctx, stderr, false)
 	if err != nil {
 		return mcpserver.ImportResult{}, err
 	}

@@ -36,6 +36,7 @@ func commands() []command {
 		{"snapshot", "create, list and delete the snapshots of a running server", runSnapshot},
 		{"push", "send files and directory trees to a running server over raw HTTP uploads", runPush},
 		{"compact", "shrink the database file offline to its live data", runCompact},
+		{"upgrade", "upgrade an older database to this depotfs's layout offline, keeping a copy of the old file", runUpgrade},
 		{"backup", "write a backup of the depot (online or offline) to a file, or verify one", runBackup},
 		{"restore", "restore a backup written by 'depotfs backup' into a database", runRestore},
 		{"export", "write the depot's tree and a manifest to a tar file, portable between stores", runExport},

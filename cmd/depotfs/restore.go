@@ -220,7 +220,7 @@ func unpackBackup(ctx context.Context, file, dir string) (h backup.Header, audit
 // checkContents opens the database at db and reads every present file,
 // comparing its content with its SHA-256; it returns how many it read.
 func checkContents(ctx context.Context, db string) (int, error) {
-	st, err := bolt.Open(db, nil)
+	st, err := bolt.Open(db, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		return 0, err
 	}

@@ -108,6 +108,7 @@ func openStore(ctx context.Context, cfg serveConfig, log *slog.Logger) (st depot
 		b, err := bolt.Open(cfg.db, &bolt.Options{
 			UploadTimeout: cfg.uploadTimeout, Logger: log, KeepVersions: cfg.settings.KeepVersions,
 			MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize), Quotas: cfg.quotas,
+			Upgrade: true, // serve upgrades an older database, keeping a copy of it
 		})
 		if err != nil {
 			if locked, ok := errors.AsType[*bolt.LockedError](err); ok {

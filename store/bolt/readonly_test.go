@@ -59,6 +59,9 @@ func TestReadOnlyChangesNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if list, err := ro.ReadDir(t.Context(), "/d"); err != nil || len(list) != 1 {
+				t.Errorf("read-only ReadDir /d: %+v, %v", list, err)
+			}
 			c, err := ro.Open(t.Context(), "/d/f")
 			if err != nil {
 				t.Fatal(err)

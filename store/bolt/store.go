@@ -133,6 +133,9 @@ type Store struct {
 	lock *os.File // DB.lock, naming this process to a second opener
 	opts Options
 	log  *slog.Logger
+	// oldCopy is the copy of the file kept before Open upgraded it, ""
+	// when it did not.
+	oldCopy string
 
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close: stops the janitor and watchers
@@ -207,8 +210,9 @@ func Open(path string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open: %w", err)
 	}
+	var oldCopy string
 	if !o.ReadOnly {
-		if err := prepareUpgrade(db, path, o.Upgrade); err != nil {
+		if oldCopy, err = prepareUpgrade(db, path, o.Upgrade); err != nil {
 			db.Close()
 			lockFile.Close()
 			return nil, fmt.Errorf("bolt: open %s: %w", path, err)
@@ -237,6 +241,10 @@ func Open(path string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
 	s.hub.Init(o.History, rev)
+	s.oldCopy = oldCopy
+	if oldCopy != "" {
+		s.log.Warn("database upgraded to the current schema; the file as it was is kept for the depotfs that wrote it: remove it once the upgraded depot is trusted", "db", path, "old_copy", oldCopy)
+	}
 
 	if !o.ReadOnly {
 		s.wg.Go(s.janitor)

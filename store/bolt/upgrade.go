@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"strconv"
 
@@ -43,26 +44,27 @@ func schemaOf(db *bbolt.DB) (uint64, error) {
 // prepareUpgrade refuses, or copies aside, a database of an older schema
 // before init upgrades it: with upgrade false it fails with ErrUpgrade;
 // otherwise it writes a complete copy of the file, as it is, to
-// UpgradeCopyPath and syncs it. A file already there is kept (an upgrade
-// that failed after the copy leaves the same old file).
-func prepareUpgrade(db *bbolt.DB, path string, upgrade bool) error {
+// UpgradeCopyPath, syncs it and returns its path ("" when the file needs
+// no upgrade). A copy already there is kept (an upgrade that failed after
+// the copy leaves the same old file).
+func prepareUpgrade(db *bbolt.DB, path string, upgrade bool) (string, error) {
 	v, err := schemaOf(db)
 	if err != nil || v == 0 || v >= schemaVersion {
-		return err
+		return "", err
 	}
 	if !upgrade {
-		return fmt.Errorf("%w: schema version %d, this build writes %d: 'depotfs upgrade --db %s' upgrades it, keeping a copy of the old file (serve does the same)", ErrUpgrade, v, schemaVersion, path)
+		return "", fmt.Errorf("%w: schema version %d, this build writes %d: 'depotfs upgrade --db %s' upgrades it, keeping a copy of the old file (serve does the same)", ErrUpgrade, v, schemaVersion, path)
 	}
 	dst := UpgradeCopyPath(path, v)
 	if _, err := os.Stat(dst); err == nil {
-		return nil
+		return dst, nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return err
+		return "", err
 	}
 	tmp := dst + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return fmt.Errorf("copy before the upgrade: %w", err)
+		return "", fmt.Errorf("copy before the upgrade: %w", err)
 	}
 	err = db.View(func(tx *bbolt.Tx) error { _, err := tx.WriteTo(f); return err })
 	if err == nil {
@@ -76,9 +78,9 @@ func prepareUpgrade(db *bbolt.DB, path string, upgrade bool) error {
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("copy before the upgrade: %w", err)
+		return "", fmt.Errorf("copy before the upgrade: %w", err)
 	}
-	return nil
+	return dst, nil
 }
 
 // initReadOnly is init for a read-only Store: it changes nothing, so it
@@ -113,3 +115,22 @@ func (s *Store) initReadOnly() (uint64, error) {
 	s.uses.init(c)
 	return rev, err
 }
+
+// Upgrade upgrades the database at path, which no process may have open,
+// to the current schema, and returns where the old file is kept ("" when
+// it was current already). A missing file is an error wrapping
+// fs.ErrNotExist: nothing is created.
+func Upgrade(path string) (oldCopy string, err error) {
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("bolt: upgrade: %w", err)
+	}
+	s, err := Open(path, &Options{Upgrade: true, Logger: discardLogger})
+	if err != nil {
+		return "", err
+	}
+	return s.oldCopy, s.Close()
+}
+
+// discardLogger is the logger of a Store opened only to be upgraded: the
+// caller reports what happened.
+var discardLogger = slog.New(slog.DiscardHandler)

@@ -71,24 +71,26 @@ func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.
 		// version has no live entry that old, which is skipped undecoded.
 		prefix := dirPrefix(dir)
 		var vis []store.Entry
-		var names [][]byte // valid while tx is
-		c := tx.Bucket(bucketVersions).Cursor()
-		for k, v := c.Seek(prefix); rev != math.MaxUint64 && k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			if u64(k[len(k)-8:]) > rev || versionUntil(v) <= rev {
-				continue
+		var names [][]byte         // valid while tx is
+		if rev != math.MaxUint64 { // the live tree shows no version; an older file has no versions bucket
+			c := tx.Bucket(bucketVersions).Cursor()
+			for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+				if u64(k[len(k)-8:]) > rev || versionUntil(v) <= rev {
+					continue
+				}
+				var r record
+				if len(v) < versionHead {
+					return errCorrupt
+				}
+				if err := decodeInto(&r, v[versionHead:]); err != nil {
+					return err
+				}
+				vis = append(vis, r.Entry(keyPath(k[:len(k)-9])))
+				names = append(names, k[len(prefix):len(k)-9])
 			}
-			var r record
-			if len(v) < versionHead {
-				return errCorrupt
-			}
-			if err := decodeInto(&r, v[versionHead:]); err != nil {
-				return err
-			}
-			vis = append(vis, r.Entry(keyPath(k[:len(k)-9])))
-			names = append(names, k[len(prefix):len(k)-9])
 		}
 		j := 0
-		c = tx.Bucket(bucketTree).Cursor()
+		c := tx.Bucket(bucketTree).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			name := k[len(prefix):]
 			for ; j < len(names) && bytes.Compare(names[j], name) < 0; j++ {

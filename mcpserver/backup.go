@@ -54,7 +54,7 @@ func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 		err = &policy.Denied{Tool: BackupTool, Path: depotpath.Root, Access: grant.Read,
 			Rule: fmt.Sprintf("a backup needs a grant naming it (%s:/:r); grants: %s", BackupTool, c.Perms())}
 	default:
-		err = s.opts.Backup(r.Context(), w, func(rev uint64, dbSize int64) {
+		err = s.opts.Backup(r.Context(), newWatchedResponse(w, s.opts.HTTP), func(rev uint64, dbSize int64) {
 			started = true
 			c.Status = "revision " + strconv.FormatUint(rev, 10)
 			w.Header().Set("Content-Type", "application/x-tar")

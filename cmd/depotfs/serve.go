@@ -366,7 +366,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		opts.LocalGrants = cfg.auth.grants.grants
 	}
 	if b, ok := st.(*bolt.Store); ok {
-		opts.Backup = onlineBackup(b, cfg.enforce.auditLog)
+		opts.Backup = onlineBackup(b, opts.SpoolDir, cfg.enforce.auditLog)
 	}
 	opts.Import = func(ctx context.Context, r io.Reader, may func(string) error) (mcpserver.ImportResult, error) {
 		return importFrom(ctx, st, r, may)

@@ -48,8 +48,8 @@ func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 	started := false
 	switch {
 	case s.opts.Backup == nil:
-		err = &tool.Refusal{Type: tool.ErrorNotFound, Message: "this depot cannot be backed up online (its store is not bolt)",
-			Instruction: "Use depotfs export for a depot on NATS."}
+		err = &tool.Refusal{Type: tool.ErrorNotFound, Message: "this server offers no online backup",
+			Instruction: "Use depotfs backup --db or depotfs export on the depot itself."}
 	case !c.Perms().Explicit(BackupTool, depotpath.Root, grant.Read):
 		err = &policy.Denied{Tool: BackupTool, Path: depotpath.Root, Access: grant.Read,
 			Rule: fmt.Sprintf("a backup needs a grant naming it (%s:/:r); grants: %s", BackupTool, c.Perms())}

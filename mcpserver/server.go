@@ -148,6 +148,11 @@ type Options struct {
 	// and refuses the whole export with may's error (wrapped) if may
 	// refuses one. nil: the HTTP listener refuses imports.
 	Import func(ctx context.Context, r io.Reader, may func(path string) error) (ImportResult, error)
+
+	// Export, when set, writes an export of the depot at one revision to
+	// w (see ExportPath), calling started with the revision before its
+	// first byte. nil: the HTTP listener refuses exports.
+	Export func(ctx context.Context, w io.Writer, started func(rev uint64)) error
 }
 
 // Settings are the part of Options the tools and resources read: the

@@ -76,6 +76,10 @@ func (s *Server) newHandler() http.Handler {
 			s.serveBackup(w, r)
 			return
 		}
+		if r.URL.Path == ExportPath {
+			s.serveExport(w, r)
+			return
+		}
 		if strings.HasPrefix(r.URL.Path, guide.UploadPath) || r.URL.Path == ImportPath {
 			// A raw upload's body is as large as the file, an import's
 			// as the depot: the store limits the first while it streams.

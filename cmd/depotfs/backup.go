@@ -19,6 +19,7 @@ import (
 	"github.com/depotfs/depotfs/internal/audit"
 	"github.com/depotfs/depotfs/internal/backup"
 	"github.com/depotfs/depotfs/mcpserver"
+	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/bolt"
 )
 
@@ -137,8 +138,8 @@ Flags:
 	return nil
 }
 
-// dbCopy is the database member of a backup: its revision and size, and
-// how to write its bytes.
+// dbCopy is the depot member of a backup (the database, or the export of
+// a NATS depot): its revision and size, and how to write its bytes.
 type dbCopy struct {
 	Revision uint64
 	Size     int64
@@ -153,11 +154,17 @@ func copyOf(c bolt.Copy) dbCopy {
 // writeBackup writes the backup container of the database copy c and of
 // the audit log at auditLog (left out when it does not exist) to w.
 func writeBackup(w io.Writer, c dbCopy, auditLog string) error {
+	return writeContainer(w, "bolt", backup.DBName, c, auditLog)
+}
+
+// writeContainer writes a backup container of a depot on store whose
+// member, name, is c, with the audit log at auditLog, to w.
+func writeContainer(w io.Writer, store, name string, c dbCopy, auditLog string) error {
 	files, err := audit.BackupFiles(auditLog)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	h := backup.Header{Store: "bolt", Revision: c.Revision}
+	h := backup.Header{Store: store, Revision: c.Revision}
 	if len(files) > 0 {
 		h.Audit = filepath.Base(auditLog)
 	}
@@ -165,7 +172,7 @@ func writeBackup(w io.Writer, c dbCopy, auditLog string) error {
 	if err != nil {
 		return err
 	}
-	if err := bw.Add(backup.DBName, c.Size, c.WriteTo); err != nil {
+	if err := bw.Add(name, c.Size, c.WriteTo); err != nil {
 		return err
 	}
 	for _, p := range files {
@@ -249,6 +256,36 @@ func onlineBackup(st *bolt.Store, spool, auditLog string) func(context.Context, 
 		}
 		started(c.Revision, c.Size)
 		return writeBackup(w, c, auditLog)
+	}
+}
+
+// exportBackup is the Backup of mcpserver.Options for a store that is not
+// bolt (NATS): the depot's export at the revision of a temporary snapshot,
+// spooled into a file in spool at the disk's pace (the snapshot is held
+// only that long, and the container needs the member's size first), then
+// streamed with the audit log's files as they are at that moment.
+func exportBackup(st store.Store, spool, auditLog string) func(context.Context, io.Writer, func(uint64, int64)) error {
+	return func(ctx context.Context, w io.Writer, started func(rev uint64, size int64)) error {
+		f, err := os.CreateTemp(spool, "backup-*")
+		if err != nil {
+			return fmt.Errorf("backup spool: %w", err)
+		}
+		os.Remove(f.Name())
+		defer f.Close()
+		res, err := exportStore(ctx, st, false, f, func(uint64) {})
+		if err != nil {
+			return fmt.Errorf("backup spool: %w", err)
+		}
+		size, err := f.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return err
+		}
+		c := dbCopy{Revision: res.Revision, Size: size, WriteTo: func(w io.Writer) error {
+			_, err := io.Copy(w, io.NewSectionReader(f, 0, size))
+			return err
+		}}
+		started(c.Revision, c.Size)
+		return writeContainer(w, "nats", backup.ExportName, c, auditLog)
 	}
 }
 

@@ -4,22 +4,31 @@ import (
 	"archive/tar"
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/depotfs/depotfs/mcpserver"
 	"github.com/depotfs/depotfs/store"
 )
 
-// exportAttempts bounds how often export walks a depot that changed while
-// it was walked (a NATS depot that servers keep writing to).
-const exportAttempts = 3
+// exportSnapshotTTL is how long the snapshot an export holds its revision
+// with lives if the export never releases it (a killed process): an
+// export of a running depot takes minutes, and the store expires the
+// snapshot after, freeing what only it held.
+const exportSnapshotTTL = 24 * time.Hour
 
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg directConfig
+	var creds clientCreds
 	fs := newFlagSet("export", `Usage: depotfs export --to FILE [flags]
 
 Writes the depot's tree as of one revision to FILE, portable between stores:
@@ -27,43 +36,67 @@ one tar stream of a manifest (one JSON line per entry: path, sha256, size,
 mode, mtime, pinned, expiry; placeholders with their declared size and hash;
 explicit directories) and every present file's bytes. 'depotfs import FILE'
 loads it into any depot: it is how a depot moves from one host (bolt) to
-several (NATS) and back, and how a NATS depot is backed up.
+several (NATS) and back.
 
-It reads the store directly: a bolt --db that no server has open, or a NATS
-depot (--store nats://...) that servers may share; a NATS depot that keeps
-changing while it is walked is walked again.
+With --url it asks a running server, bolt or NATS, with the credentials of
+'depotfs status' (DEPOTFS_TOKEN or --token-file, --cert/--key, --ca); the
+caller needs the backup right, a grant naming it: backup:/:r (full grants
+also do). Without it, it reads the store directly: a bolt --db that no
+server has open (read only: the file is never created, upgraded or
+changed), or a NATS depot (--store nats://...) that servers may be writing.
+A depot that may be written meanwhile is read from a temporary snapshot
+(named export-..., released at the end, expiring after a day if the export
+is killed): the export is the tree at the snapshot's revision, whatever is
+written while it runs.
 
 Examples:
   depotfs export --db /srv/depot/depot.db --to depot.tar
   depotfs export --store nats://n1:4222,n2:4222,n3:4222 --to depot.tar
+  DEPOTFS_TOKEN=dfs1_... depotfs export --url https://depot:7411/mcp --ca ca.crt --to depot.tar
 
 Flags:
 `)
 	to := fs.String("to", "", "export `file` to write (it must not exist)")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
+	serverURL := fs.String("url", "", "MCP `endpoint` of a running depotfs serve to export (fetched from /export beside it), instead of reading the store with --db or --store")
 	cfg.flags(fs)
+	creds.flags(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if *to == "" {
 		return usageError{errors.New("--to FILE is required")}
 	}
-	st, closeStore, err := cfg.open(ctx, stderr, true)
-	if err != nil {
-		return err
+	var direct []string
+	fs.Visit(func(f *flag.Flag) {
+		if *serverURL != "" && (f.Name == "db" || f.Name == "store") {
+			direct = append(direct, "--"+f.Name)
+		}
+	})
+	if len(direct) > 0 {
+		return usageError{fmt.Errorf("--url and %s (a flag or its DEPOTFS_ variable): export a running server or a store directly, not both", strings.Join(direct, " "))}
 	}
-	defer closeStore()
+	var st store.Store
+	if *serverURL == "" {
+		var closeStore func() error
+		var err error
+		if st, closeStore, err = cfg.open(ctx, stderr, true); err != nil {
+			return err
+		}
+		defer closeStore()
+	}
 	f, err := os.OpenFile(*to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("--to: %w", err)
 	}
 	start := time.Now()
-	h, bytes, err := exportOnce(ctx, st, f)
-	for attempt := 1; errors.Is(err, errTreeChanged) && attempt < exportAttempts; attempt++ {
-		if _, serr := f.Seek(0, io.SeekStart); serr != nil || f.Truncate(0) != nil {
-			break
-		}
-		h, bytes, err = exportOnce(ctx, st, f)
+	var res exportResult
+	if *serverURL != "" {
+		res, err = fetchExport(ctx, &creds, *serverURL, f)
+	} else {
+		// A bolt database opened read only has no other writer: its live
+		// tree is the tree at one revision.
+		res, err = exportStore(ctx, st, cfg.store.url == "bolt", f, func(uint64) {})
 	}
 	if err == nil {
 		err = f.Sync()
@@ -76,34 +109,122 @@ Flags:
 		return fmt.Errorf("export: %w", err)
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(map[string]any{"file": *to, "revision": h.Revision, "entries": h.Entries, "bytes": bytes})
+		return json.NewEncoder(stdout).Encode(map[string]any{"file": *to, "revision": res.Revision, "entries": res.Entries, "bytes": res.Bytes})
 	}
-	fmt.Fprintf(stdout, "exported revision %d: %d entries, %s of content, to %s in %v\n", h.Revision, h.Entries, humanSize(bytes), *to, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "exported revision %d: %d entries, %s of content, to %s in %v\n", res.Revision, res.Entries, humanSize(res.Bytes), *to, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
-// errTreeChanged reports a depot that changed while export walked it.
-var errTreeChanged = errors.New("the depot changed while it was exported")
+// exportResult is what an export wrote: the revision, the entries of its
+// manifest and the bytes of its files' content.
+type exportResult struct {
+	Revision uint64
+	Entries  int
+	Bytes    int64
+}
 
-// exportOnce walks st and writes the export to w: the manifest first, so
-// an import knows every entry before the bytes arrive, then the files. It
-// fails with errTreeChanged when the revision moved meanwhile.
-func exportOnce(ctx context.Context, st store.Store, w io.Writer) (exportHeader, int64, error) {
-	rev, err := st.Revision(ctx)
-	if err != nil {
-		return exportHeader{}, 0, err
+// treeAt reads a store's tree as of one revision: through a snapshot's
+// revision (at true), or live, for a store nothing else writes.
+type treeAt struct {
+	st  store.Store
+	rev uint64
+	at  bool
+}
+
+func (t treeAt) readDir(ctx context.Context, dir string) ([]store.Entry, error) {
+	if t.at {
+		return t.st.ReadDirAt(ctx, dir, t.rev)
 	}
+	return t.st.ReadDir(ctx, dir)
+}
+
+func (t treeAt) open(ctx context.Context, p string) (store.Content, error) {
+	if t.at {
+		return t.st.OpenAt(ctx, p, t.rev)
+	}
+	return t.st.Open(ctx, p)
+}
+
+// walk calls visit for every entry below dir, each directory before what
+// it holds.
+func (t treeAt) walk(ctx context.Context, dir string, visit func(store.Entry) error) error {
+	list, err := t.readDir(ctx, dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range list {
+		if err := visit(e); err != nil {
+			return err
+		}
+		if e.IsDir() {
+			if err := t.walk(ctx, e.Path, visit); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// holdRevision creates a temporary snapshot of the whole tree of st and
+// returns the tree at its revision and the function that releases it.
+// The release runs even when ctx is done (an export cut off).
+func holdRevision(ctx context.Context, st store.Store) (treeAt, func() error, error) {
+	var b [4]byte
+	rand.Read(b[:])
+	name := "export-" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+	snap, err := st.CreateSnapshot(ctx, store.SnapshotRequest{Name: name, Prefix: "/", Writer: "depotfs export", Expires: time.Now().Add(exportSnapshotTTL)})
+	if err != nil {
+		return treeAt{}, nil, fmt.Errorf("holding the revision to export (snapshot %s): %w", name, err)
+	}
+	release := func() error {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := st.DeleteSnapshot(ctx, name); err != nil {
+			return fmt.Errorf("releasing the export's snapshot %s (it expires by itself at %s): %w", name, snap.Expires.Format(time.RFC3339), err)
+		}
+		return nil
+	}
+	return treeAt{st: st, rev: snap.Revision, at: true}, release, nil
+}
+
+// exportStore writes the export of st to w: of its live tree when
+// nothing else writes it (live), else of the tree at the revision of a
+// temporary snapshot, released when done. started is called with the
+// revision before the first byte.
+func exportStore(ctx context.Context, st store.Store, live bool, w io.Writer, started func(rev uint64)) (res exportResult, err error) {
+	var t treeAt
+	if live {
+		rev, err := st.Revision(ctx)
+		if err != nil {
+			return res, err
+		}
+		t = treeAt{st: st, rev: rev}
+	} else {
+		var release func() error
+		if t, release, err = holdRevision(ctx, st); err != nil {
+			return res, err
+		}
+		defer func() { err = errors.Join(err, release()) }()
+	}
+	started(t.rev)
+	return writeExport(ctx, t, w)
+}
+
+// writeExport walks t and writes the export to w: the manifest first, so
+// an import knows every entry before the bytes arrive, then the files.
+func writeExport(ctx context.Context, t treeAt, w io.Writer) (exportResult, error) {
 	var entries []manifestEntry
-	err = walkTree(ctx, st, "/", func(e store.Entry) error {
+	err := t.walk(ctx, "/", func(e store.Entry) error {
 		if !e.IsDir() || e.Explicit {
 			entries = append(entries, entryOf(e))
 		}
 		return nil
 	})
 	if err != nil {
-		return exportHeader{}, 0, err
+		return exportResult{}, err
 	}
-	h := exportHeader{Format: exportFormat, Revision: rev, Created: time.Now().UTC(), Entries: len(entries)}
+	h := exportHeader{Format: exportFormat, Revision: t.rev, Created: time.Now().UTC(), Entries: len(entries)}
+	res := exportResult{Revision: t.rev, Entries: len(entries)}
 	bw := bufio.NewWriterSize(w, 1<<20)
 	tw := tar.NewWriter(bw)
 	add := func(name string, size int64, body func(io.Writer) error) error {
@@ -114,7 +235,7 @@ func exportOnce(ctx context.Context, st store.Store, w io.Writer) (exportHeader,
 	}
 	hb, _ := json.Marshal(h)
 	if err := add(exportHeaderName, int64(len(hb)), func(w io.Writer) error { _, err := w.Write(hb); return err }); err != nil {
-		return h, 0, err
+		return res, err
 	}
 	var manifest []byte
 	for _, e := range entries {
@@ -122,23 +243,19 @@ func exportOnce(ctx context.Context, st store.Store, w io.Writer) (exportHeader,
 		manifest = append(append(manifest, line...), '\n')
 	}
 	if err := add(exportManifestName, int64(len(manifest)), func(w io.Writer) error { _, err := w.Write(manifest); return err }); err != nil {
-		return h, 0, err
+		return res, err
 	}
-	var total int64
 	for _, e := range entries {
 		if e.Type != "file" || e.Placeholder {
 			continue
 		}
-		c, err := st.Open(ctx, e.Path)
-		if errors.Is(err, store.ErrNotExist) || errors.Is(err, store.ErrNotPresent) {
-			return h, 0, errTreeChanged
-		}
+		c, err := t.open(ctx, e.Path)
 		if err != nil {
-			return h, 0, err
+			return res, fmt.Errorf("%s at revision %d: %w", e.Path, t.rev, err)
 		}
 		if c.SHA256() != e.SHA256 {
 			c.Close()
-			return h, 0, errTreeChanged
+			return res, fmt.Errorf("%s at revision %d: content %s, its entry says %s", e.Path, t.rev, c.SHA256(), e.SHA256)
 		}
 		err = add(exportFilesDir+e.Path, c.Size(), func(w io.Writer) error {
 			_, err := io.Copy(w, io.NewSectionReader(c, 0, c.Size()))
@@ -146,20 +263,56 @@ func exportOnce(ctx context.Context, st store.Store, w io.Writer) (exportHeader,
 		})
 		c.Close()
 		if err != nil {
-			return h, 0, fmt.Errorf("%s: %w", e.Path, err)
+			return res, fmt.Errorf("%s: %w", e.Path, err)
 		}
-		total += e.Size
+		res.Bytes += e.Size
 	}
 	if err := tw.Close(); err != nil {
-		return h, 0, err
+		return res, err
 	}
-	if err := bw.Flush(); err != nil {
-		return h, 0, err
+	return res, bw.Flush()
+}
+
+// fetchExport streams the export of the running server at mcpURL into w.
+// A body cut off (the server failed or cut a slow reader) lacks the tar's
+// end and fails here.
+func fetchExport(ctx context.Context, creds *clientCreds, mcpURL string, w io.Writer) (exportResult, error) {
+	resp, u, err := creds.request(ctx, "GET", mcpURL, mcpserver.ExportPath, nil)
+	if err != nil {
+		return exportResult{}, err
 	}
-	if now, err := st.Revision(ctx); err != nil {
-		return h, 0, err
-	} else if now != rev {
-		return h, 0, errTreeChanged
+	defer resp.Body.Close()
+	rev, err := strconv.ParseUint(resp.Header.Get(mcpserver.ExportRevisionHeader), 10, 64)
+	if err != nil {
+		return exportResult{}, fmt.Errorf("%s: no %s header: not a depotfs export endpoint", u, mcpserver.ExportRevisionHeader)
 	}
-	return h, total, nil
+	res := exportResult{Revision: rev}
+	// Read the stream as an import would, to count it and to see its end.
+	tr := tar.NewReader(io.TeeReader(resp.Body, w))
+	for {
+		th, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return res, fmt.Errorf("%s: the export was cut off: %w", u, err)
+		}
+		if th.Name == exportHeaderName {
+			var h exportHeader
+			if err := json.NewDecoder(tr).Decode(&h); err != nil {
+				return res, fmt.Errorf("%s: export header: %w", u, err)
+			}
+			res.Entries = h.Entries
+		} else if strings.HasPrefix(th.Name, exportFilesDir+"/") {
+			res.Bytes += th.Size
+		}
+		if _, err := io.Copy(io.Discard, tr); err != nil {
+			return res, fmt.Errorf("%s: the export was cut off: %w", u, err)
+		}
+	}
+	// The tar's end blocks, and anything after them, reach w too.
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return res, fmt.Errorf("%s: the export was cut off: %w", u, err)
+	}
+	return res, nil
 }

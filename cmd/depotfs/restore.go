@@ -1,10 +1,13 @@
 package main
 
 import (
+	"archive/tar"
+	"bufio"
 	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -118,6 +121,10 @@ Flags:
 	if err != nil {
 		return err
 	}
+	if h.Store == "nats" {
+		return fmt.Errorf("restore: %s is the backup of a NATS depot, the depot's export at revision %d (verified): load it into a depot with import, e.g.\n  tar -xOf %s %s > depot-export.tar\n  depotfs import depot-export.tar --store nats://... --nats-prefix NEW\nand restore the host's audit log from its %s members with tar if needed",
+			pos[0], h.Revision, pos[0], backup.ExportName, backup.AuditDir)
+	}
 	floor := max(oldRev, *minRev, h.Revision+revisionMargin(h.Created, time.Now()))
 	next, err := bolt.RaiseRevision(filepath.Join(tmp, backup.DBName), floor)
 	if err != nil {
@@ -180,8 +187,8 @@ func unpackBackup(ctx context.Context, file, dir string) (h backup.Header, audit
 	h, err = backup.Read(f, func(h backup.Header, name string, size int64, r io.Reader) error {
 		var dst string
 		switch {
-		case name == backup.DBName:
-			dst = filepath.Join(dir, backup.DBName)
+		case name == backup.DBName || name == backup.ExportName:
+			dst = filepath.Join(dir, name)
 		case strings.HasPrefix(name, backup.AuditDir) && !strings.Contains(name[len(backup.AuditDir):], "/"):
 			audits++
 			if err := os.MkdirAll(filepath.Join(dir, "audit"), 0o700); err != nil {
@@ -208,13 +215,65 @@ func unpackBackup(ctx context.Context, file, dir string) (h backup.Header, audit
 	if err != nil {
 		return h, 0, 0, fmt.Errorf("%s: %w", file, err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, backup.DBName)); err != nil {
-		return h, 0, 0, fmt.Errorf("%s: %w: no %s in it", file, backup.ErrCorrupt, backup.DBName)
+	member, check := backup.DBName, checkContents
+	if h.Store == "nats" {
+		member, check = backup.ExportName, checkExport
 	}
-	if files, err = checkContents(ctx, filepath.Join(dir, backup.DBName)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, member)); err != nil {
+		return h, 0, 0, fmt.Errorf("%s: %w: no %s in it", file, backup.ErrCorrupt, member)
+	}
+	if files, err = check(ctx, filepath.Join(dir, member)); err != nil {
 		return h, 0, 0, fmt.Errorf("%s: %w", file, err)
 	}
 	return h, audits, files, nil
+}
+
+// checkExport reads the export at file, the member of a NATS depot's
+// backup, comparing every file's bytes with the SHA-256 its manifest
+// line gives; it returns how many files it read.
+func checkExport(ctx context.Context, file string) (int, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	tr := tar.NewReader(bufio.NewReaderSize(f, 1<<20))
+	sums := map[string]string{}
+	n := 0
+	for {
+		th, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return n, fmt.Errorf("%w: %s: %v", backup.ErrCorrupt, backup.ExportName, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		switch {
+		case th.Name == exportManifestName:
+			dec := json.NewDecoder(tr)
+			for dec.More() {
+				var e manifestEntry
+				if err := dec.Decode(&e); err != nil {
+					return n, fmt.Errorf("%w: %s: manifest: %v", backup.ErrCorrupt, backup.ExportName, err)
+				}
+				sums[e.Path] = e.SHA256
+			}
+		case strings.HasPrefix(th.Name, exportFilesDir+"/"):
+			p := strings.TrimPrefix(th.Name, exportFilesDir)
+			h := sha256.New()
+			if _, err := io.Copy(h, tr); err != nil {
+				return n, fmt.Errorf("%w: %s: %s: %v", backup.ErrCorrupt, backup.ExportName, p, err)
+			}
+			if got := hex.EncodeToString(h.Sum(nil)); got != sums[p] {
+				return n, fmt.Errorf("%w: %s: content hashes to %s, its manifest line says %q", backup.ErrCorrupt, p, got, sums[p])
+			}
+			n++
+		}
+	}
+	return n, nil
 }
 
 // checkContents opens the database at db and reads every present file,

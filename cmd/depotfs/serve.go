@@ -367,6 +367,12 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	}
 	if b, ok := st.(*bolt.Store); ok {
 		opts.Backup = onlineBackup(b, opts.SpoolDir, cfg.enforce.auditLog)
+	} else {
+		opts.Backup = exportBackup(st, opts.SpoolDir, cfg.enforce.auditLog)
+	}
+	opts.Export = func(ctx context.Context, w io.Writer, started func(uint64)) error {
+		_, err := exportStore(ctx, st, false, w, started)
+		return err
 	}
 	opts.Import = func(ctx context.Context, r io.Reader, may func(string) error) (mcpserver.ImportResult, error) {
 		return importFrom(ctx, st, r, may)
@@ -525,6 +531,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	mux.Handle("/upload/", srv.Admit(handler)) // raw uploads begun by guide_begin_upload
 	mux.Handle(mcpserver.BackupPath, srv.Admit(handler))
 	mux.Handle(mcpserver.ImportPath, srv.Admit(handler))
+	mux.Handle(mcpserver.ExportPath, srv.Admit(handler))
 	mux.Handle("/metrics", metricsHandler)
 	mux.Handle("/healthz", checker.Handler())
 	ln, err := net.Listen("tcp", cfg.listen)

@@ -31,7 +31,8 @@ const Format = 1
 // Member names with a fixed meaning.
 const (
 	HeaderName = "depotfs-backup.json" // first member: the Header
-	DBName     = "depot.db"            // the bbolt database file
+	DBName     = "depot.db"            // the bbolt database file (a bolt depot's backup)
+	ExportName = "export.tar"          // the depot's export at the revision (a NATS depot's backup)
 	AuditDir   = "audit/"              // prefix of the audit log's files
 	SumsName   = "SHA256SUMS"          // last member: "<sha256>  <name>" per member
 )
@@ -43,7 +44,7 @@ var ErrCorrupt = errors.New("not a complete depotfs backup")
 // Header says what a container holds. It is a plain value.
 type Header struct {
 	Format   int       `json:"format"`
-	Store    string    `json:"store"`    // "bolt"
+	Store    string    `json:"store"`    // "bolt" (holds DBName) or "nats" (holds ExportName)
 	Revision uint64    `json:"revision"` // the store revision the database is as of
 	Created  time.Time `json:"created"`
 	// Audit is the base name of the audit log the audit/ members are

@@ -11,12 +11,14 @@ import (
 )
 
 // stallOverwrites is how many times the stall test overwrites one 1 MiB
-// file while a backup reader holds its response unread.
-const stallOverwrites = 120
+// file while a backup reader holds its response unread: 120 in a soak
+// (the figure in docs/backup.md), 40 by default, which is enough to see a
+// held read transaction (it grows the file by about 1 MiB an overwrite).
+var stallOverwrites = bySoak(40, 120)
 
 // TestBackupStalledReader: a client that asks for a backup and stops
 // reading it does not grow the database: the file after 120 overwrites
-// of a 1 MiB file is within 10% (plus one 4 MiB allocation step) of the
+// of a 1 MiB file (40 outside a soak) is within 10% (plus one 4 MiB allocation step) of the
 // file after the same writes with no backup reader; the server cuts the
 // stalled response after --http-body-idle-timeout and logs why.
 func TestBackupStalledReader(t *testing.T) {

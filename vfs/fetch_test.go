@@ -272,10 +272,10 @@ func TestPlaceholderKeepsInode(t *testing.T) {
 		declarePlaceholder(t, st, m, p, 10)
 	}
 	type result struct {
-		before, after, again uint64
-		size                 int64
-		data                 []byte
-		err                  error
+		before, after uint64
+		size          int64
+		data          []byte
+		err           error
 	}
 	results := make([]result, len(names))
 	var wg sync.WaitGroup

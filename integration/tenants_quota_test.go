@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -127,6 +128,11 @@ func TestQuotaTwoTenants(t *testing.T) {
 		}
 		if _, err := os.Stat(d.path("/a/more.bin")); err == nil {
 			t.Error("A's refused write was stored")
+		}
+		// depotfs status shows A its tenant and its quota.
+		if code, out := statusCommand(t, []string{"DEPOTFS_TOKEN=" + a.token}, "--url", d.url); code != 0 ||
+			!strings.Contains(out, "tenant grants:/a") || !regexp.MustCompile(`stored bytes /a\s+33554432 of 33554432\s+\(--quota\)`).MatchString(out) {
+			t.Errorf("depotfs status as A: exit %d\n%s", code, out)
 		}
 		// Both see their own quota in guide_cache_stats.
 		for name, tn := range map[string]tenant{"/a": a, "/b": b} {

@@ -47,8 +47,8 @@ type QuotaError struct {
 }
 
 func (e *QuotaError) Error() string {
-	return fmt.Sprintf("%v: %s is charged %d bytes of its quota of %d; the write would add %d",
-		ErrLimit, e.Prefix, e.Charged, e.Limit, e.Adding)
+	return fmt.Sprintf("over the quota of %s: it is charged %d bytes of %d, and the write would add %d",
+		e.Prefix, e.Charged, e.Limit, e.Adding)
 }
 
 // Unwrap returns ErrLimit.

@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -138,5 +139,39 @@ func TestIssueTokenRefuses(t *testing.T) {
 	}
 	if _, err := auth.OpenTokens(path, &auth.FileOptions{Logger: quiet}); !errors.Is(err, auth.ErrTokensUnavailable) {
 		t.Errorf("OpenTokens of a missing file: %v", err)
+	}
+}
+
+// TestTokenTenant: a token's tenant name reaches its identity; names
+// depotfs gives callers without one, and names outside a-z 0-9 . _ -,
+// are refused at issue, and a tokens file holding one is refused whole.
+func TestTokenTenant(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens.json")
+	now := time.Now()
+	tok, rec, err := auth.IssueTenantToken(path, "ci", "team-a", nil, time.Time{}, now)
+	if err != nil || rec.Tenant != "team-a" {
+		t.Fatalf("IssueTenantToken: %+v, %v", rec, err)
+	}
+	for _, bad := range []string{"operator", "local", "Team", "a/b", "a:b", strings.Repeat("t", 65)} {
+		if _, _, err := auth.IssueTenantToken(path, "x", bad, nil, time.Time{}, now); err == nil {
+			t.Errorf("IssueTenantToken with tenant %q succeeded", bad)
+		}
+	}
+	tokens, err := auth.OpenTokens(path, &auth.FileOptions{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := tokens.Authenticate(tok); err != nil || id.Tenant != "team-a" {
+		t.Errorf("Authenticate: %+v, %v; want tenant team-a", id, err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.Replace(data, []byte(`"team-a"`), []byte(`"operator"`), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auth.OpenTokens(path, &auth.FileOptions{Logger: quiet}); err == nil {
+		t.Error("a tokens file naming the tenant operator was accepted")
 	}
 }

@@ -68,7 +68,7 @@ func (g *Store) quotaRefusal(ctx context.Context, err error, qe *store.QuotaErro
 			}
 		}
 	}
-	return &Refusal{Type: ErrorLimit, Message: msg,
+	return &Refusal{Type: ErrorLimit, Message: strings.Replace(err.Error(), qe.Error(), msg, 1),
 		Instruction: "Nothing was stored and nothing was evicted. Make room under " + qe.Prefix + ": remove files you no longer need, delete snapshots of yours (guide_snapshot), drop abandoned uploads (guide_drop_uploads), or ask the operator to raise the quota; then send the call again."}
 }
 

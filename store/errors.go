@@ -46,8 +46,9 @@ var ErrClosed = errors.New("store is closed")
 
 // ErrUnavailable reports a write that could not be committed in time
 // because the store's servers cannot commit (a cluster that lost its
-// quorum or its leader): nothing in the request was wrong, and the same
-// call may succeed once the servers recover. Alone it means the write
+// quorum or its leader), or a read that could not learn in time whether
+// the host's copy holds every acknowledged write: nothing in the request
+// was wrong, and the same call may succeed once the servers recover. Alone it means the write
 // changed nothing; with ErrOutcomeUnknown (which such an error then also
 // wraps) the change was sent and its outcome is unknown.
 var ErrUnavailable = errors.New("the store's cluster cannot commit writes now (no quorum)")

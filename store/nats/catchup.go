@@ -2,8 +2,12 @@ package nats
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/depotfs/depotfs/store"
 )
 
 // catchUp makes reads close-to-open across hosts: an open (a listing, a lookup
@@ -14,14 +18,15 @@ import (
 // sent, never one already on its way, whose answer could predate writes
 // acknowledged before the caller began.
 //
-// While the cluster does not answer (no leader), reads go on from this
-// host's state: a failed round makes the calls of the next
-// catchUpPause skip the round trip rather than each wait for it.
+// While the cluster does not answer (an election, a quorum loss), a read
+// asks again until the time limit of a write (Options.WriteTimeout), then
+// fails with store.ErrUnavailable: this host's own copy may lack a write
+// another host had acknowledged, and reading it would show old bytes.
 type catchUp struct {
-	mu       sync.Mutex
-	running  bool
-	next     *round // the round callers arriving now join
-	failedAt time.Time
+	mu      sync.Mutex
+	running bool
+	next    *round      // the round callers arriving now join
+	local   atomic.Bool // reads never catch up (a test's baseline, LocalReads)
 }
 
 // round is one request for the stream's last sequence, shared by the
@@ -34,47 +39,76 @@ type round struct {
 
 // Bounds of a catch-up round trip.
 const (
-	// catchUpTimeout bounds the wait for the cluster's answer: a read is
-	// not held up longer by a cluster that lost its leader.
+	// catchUpTimeout bounds one request for the cluster's last sequence:
+	// a cluster electing a leader is asked again soon.
 	catchUpTimeout = 500 * time.Millisecond
-	// catchUpPause is how long reads skip the round trip after one failed.
-	catchUpPause = 2 * time.Second
+	// catchUpRetry spaces the rounds of a read waiting out an election.
+	catchUpRetry = 50 * time.Millisecond
 )
 
 // sync waits until this host's view has applied every write the cluster
-// had acknowledged when sync was called. An error means the cluster did
-// not answer in time; the caller then reads what this host has.
+// had acknowledged when sync was called. It fails, with an error wrapping
+// store.ErrUnavailable, when the cluster could not say or this host could
+// not apply it within Options.WriteTimeout; the caller must not then read
+// this host's state as the latest.
 func (s *Store) sync(ctx context.Context) error {
-	c := &s.catchUp
-	c.mu.Lock()
-	if !c.failedAt.IsZero() && time.Since(c.failedAt) < catchUpPause {
-		c.mu.Unlock()
+	if s.catchUp.local.Load() {
 		return nil
 	}
+	wctx, cancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
+	defer cancel()
+	var last error
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-wctx.Done():
+			case <-time.After(catchUpRetry):
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if wctx.Err() != nil {
+			s.log.Warn("nats: a read could not catch up with the cluster; it fails rather than show this host's copy", "within", s.opts.WriteTimeout, "err", last)
+			return fmt.Errorf("%w: this host could not catch up with the cluster within %v: %w", store.ErrUnavailable, s.opts.WriteTimeout, last)
+		}
+		r, err := s.joinRound(wctx)
+		if err != nil {
+			return err
+		}
+		select {
+		case <-r.done:
+		case <-wctx.Done():
+			continue
+		}
+		if last = r.err; last != nil {
+			continue
+		}
+		last = s.waitApplied(wctx, r.seq)
+		if last == nil || wctx.Err() == nil {
+			return last
+		}
+	}
+}
+
+// joinRound returns the round a caller arriving now joins, sending it
+// when none is in flight.
+func (s *Store) joinRound(ctx context.Context) (*round, error) {
+	c := &s.catchUp
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.next == nil {
 		c.next = &round{done: make(chan struct{})}
 	}
 	r := c.next
 	if !c.running {
 		c.running, c.next = true, nil
-		if s.start(context.WithoutCancel(ctx), func() { s.rounds(r) }) != nil {
+		if err := s.start(context.WithoutCancel(ctx), func() { s.rounds(r) }); err != nil {
 			c.running = false
-			c.mu.Unlock()
-			return nil
+			return nil, err
 		}
 	}
-	c.mu.Unlock()
-	select {
-	case <-r.done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if r.err != nil {
-		return r.err
-	}
-	wctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
-	defer cancel()
-	return s.waitApplied(wctx, r.seq)
+	return r, nil
 }
 
 // rounds sends r, then the rounds callers queued meanwhile, one at a
@@ -86,11 +120,6 @@ func (s *Store) rounds(r *round) {
 		r.seq, r.err = s.lastSeq(ctx)
 		cancel()
 		c.mu.Lock()
-		if r.err != nil {
-			c.failedAt = time.Now()
-		} else {
-			c.failedAt = time.Time{}
-		}
 		close(r.done)
 		r, c.next = c.next, nil
 		if r == nil {

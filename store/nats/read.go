@@ -22,18 +22,24 @@ func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
 
 // ReadDir returns the children of dir sorted by name, once this host
 // caught up with the cluster (see catchUp): a listing shows every change
-// any host made before the call. It is safe for concurrent use.
+// any host made before the call; it fails with store.ErrUnavailable when
+// this host cannot catch up within Options.WriteTimeout. It is safe for
+// concurrent use.
 func (s *Store) ReadDir(ctx context.Context, dir string) ([]store.Entry, error) {
 	if err := check.Path("readdir", dir); err != nil {
 		return nil, err
 	}
-	_ = s.sync(ctx) // on no answer, the listing is this host's
+	if err := s.sync(ctx); err != nil {
+		return nil, check.PathError("readdir", dir, err)
+	}
 	return s.ReadDirAt(ctx, dir, math.MaxUint64)
 }
 
 // Open returns the content of the file at path as the cluster has it when
 // Open is called: this host first catches up with every write any host
-// had acknowledged (close-to-open across hosts, see catchUp). The Content
+// had acknowledged (close-to-open across hosts, see catchUp), and fails
+// with store.ErrUnavailable when it cannot within Options.WriteTimeout,
+// rather than read its own copy, which may be older. The Content
 // reads chunks from this host's cache or the servers; it keeps reading
 // its bytes after the file changes, on this host until it is closed, and
 // from another host for Options.GCDelay. It is safe for concurrent use.
@@ -50,8 +56,11 @@ func (s *Store) OpenAt(ctx context.Context, path string, rev uint64) (store.Cont
 	if err := s.check(ctx); err != nil {
 		return nil, check.PathError("open", path, err)
 	}
-	// A cluster that does not answer leaves this host's state to read.
-	_ = s.sync(ctx)
+	// Never this host's copy when it may be behind: an open after any
+	// host's acknowledgement must read it (see catchUp).
+	if err := s.sync(ctx); err != nil {
+		return nil, check.PathError("open", path, err)
+	}
 	if path == depotpath.Root {
 		return nil, check.PathError("open", path, store.ErrIsDir)
 	}

@@ -3,6 +3,7 @@ package nats
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -30,8 +31,12 @@ func (s *Store) read(ctx context.Context, op, path string, fn func(st *state) er
 		return fn(s.view.st)
 	}
 	err := run()
-	if errors.Is(err, store.ErrNotExist) && s.sync(ctx) == nil {
-		err = run()
+	if errors.Is(err, store.ErrNotExist) {
+		// Missing here may be created elsewhere: say so only once caught
+		// up, and never on a copy that may be behind.
+		if err = s.sync(ctx); err == nil {
+			err = run()
+		}
 	}
 	return check.PathError(op, path, err)
 }
@@ -122,8 +127,9 @@ func (s *Store) Snapshots(ctx context.Context) ([]store.Snapshot, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	// A cluster that does not answer leaves this host's state to read.
-	_ = s.sync(ctx)
+	if err := s.sync(ctx); err != nil {
+		return nil, fmt.Errorf("snapshots: %w", err)
+	}
 	s.view.mu.RLock()
 	defer s.view.mu.RUnlock()
 	out := rules.Holding(slices.Collect(maps.Values(s.view.st.snaps)), s.now())

@@ -2,6 +2,7 @@ package nats
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -50,9 +51,10 @@ func (c *chunkStore) create(ctx context.Context, replicas int) error {
 		Replicas:          replicas,
 		MaxMsgsPerSubject: 1,
 		Discard:           jetstream.DiscardOld,
-		// Reads go to the leader: a follower may not have applied a chunk
-		// the tree already references.
-		AllowDirect: false,
+		// Any replica answers reads, during an election too; one that
+		// has not stored a chunk yet is answered for by the leader (see
+		// lastMsg).
+		AllowDirect: true,
 	})
 	if err != nil {
 		return fmt.Errorf("chunk stream: %w", err)
@@ -217,8 +219,6 @@ func (c *chunkStore) read(ctx context.Context, subject string) ([]byte, error) {
 	if b, ok := c.cache.get(subject); ok {
 		return b, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
 	b, err := c.readUncached(ctx, subject)
 	if err != nil {
 		return nil, err
@@ -230,37 +230,91 @@ func (c *chunkStore) read(ctx context.Context, subject string) ([]byte, error) {
 // readUncached returns the chunk at subject without caching it (upload
 // chunks are read once).
 func (c *chunkStore) readUncached(ctx context.Context, subject string) ([]byte, error) {
-	return lastMsg(ctx, c.stream, subject, c.timeout)
+	return lastMsg(ctx, c.js.Conn(), c.stream, subject, c.writeTimeout)
 }
 
-// errNoMetaLeader is JetStream's answer while the cluster elects its meta
-// leader ("JetStream system temporarily unavailable", seen after a quorum
-// loss): a read asked again once it is elected succeeds.
-var errNoMetaLeader = &jetstream.APIError{ErrorCode: 10008}
-
-// lastMsg returns the data of the last message on subject in st, waiting
-// out a leader election.
-func lastMsg(ctx context.Context, st jetstream.Stream, subject string, timeout time.Duration) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+// lastMsg returns the data of the last message on subject in st. Any
+// replica answers first (a direct get, which needs no leader, so reads go
+// on while the stream elects one); a replica that lacks the message may
+// only lag, so then the stream's leader is asked, and only its "no such
+// message" means the message is missing. Anything else is asked again
+// until limit: a chunk or inline content the tree references exists, and
+// with a quorum up some server answers within an election.
+func lastMsg(ctx context.Context, nc *nats.Conn, st jetstream.Stream, subject string, limit time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	var m *jetstream.RawStreamMsg
-	err := retry(ctx, func() error {
-		rctx, rcancel := context.WithTimeout(ctx, requestTimeout)
-		defer rcancel()
+	var data []byte
+	var last error
+	wait := 20 * time.Millisecond
+	for {
 		var err error
-		m, err = st.GetLastMsgForSubject(rctx, subject)
-		if err != nil && (ambiguous(err) || errors.Is(err, errNoMetaLeader)) && ctx.Err() == nil {
-			return fmt.Errorf("%w: %w", nats.ErrNoResponders, err)
+		if data, err = directLast(ctx, st, subject); err == nil {
+			return data, nil
 		}
-		return err
-	})
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, fmt.Errorf("%s: %w", subject, errChunkMissing)
+		if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, errNoDirect) {
+			var found bool
+			data, found, err = leaderLast(ctx, nc, st.CachedInfo().Config.Name, subject)
+			switch {
+			case err == nil && found:
+				return data, nil
+			case err == nil:
+				return nil, fmt.Errorf("%s: %w", subject, errChunkMissing)
+			}
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("reading %s: %w", subject, last)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxBackoff)
 	}
+}
+
+// errNoDirect reports a stream whose replicas do not answer direct gets
+// (a chunk stream configured by an earlier version): its leader answers.
+var errNoDirect = errors.New("the stream does not allow direct gets")
+
+// directLast asks any replica of st for the last message on subject.
+func directLast(ctx context.Context, st jetstream.Stream, subject string) ([]byte, error) {
+	if !st.CachedInfo().Config.AllowDirect {
+		return nil, errNoDirect
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	m, err := st.GetLastMsgForSubject(rctx, subject)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", subject, err)
+		return nil, err
 	}
 	return m.Data, nil
+}
+
+// leaderLast asks stream's leader for the last message on subject; found
+// is false when the stream has none.
+func leaderLast(ctx context.Context, nc *nats.Conn, stream, subject string) (data []byte, found bool, err error) {
+	req, err := json.Marshal(map[string]any{"last_by_subj": subject})
+	if err != nil {
+		return nil, false, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	resp, err := nc.RequestWithContext(rctx, "$JS.API.STREAM.MSG.GET."+stream, req)
+	if err != nil {
+		return nil, false, fmt.Errorf("asking the leader of %s: %w", stream, err)
+	}
+	var r msgGetResponse
+	if err := json.Unmarshal(resp.Data, &r); err != nil {
+		return nil, false, fmt.Errorf("asking the leader of %s: unreadable answer: %w", stream, err)
+	}
+	switch {
+	case r.Error != nil && r.Error.ErrCode == errCodeNoMessage:
+		return nil, false, nil
+	case r.Error != nil:
+		return nil, false, fmt.Errorf("asking the leader of %s: %s (code %d)", stream, r.Error.Description, r.Error.ErrCode)
+	case r.Message == nil:
+		return nil, false, fmt.Errorf("asking the leader of %s: an answer without a message", stream)
+	}
+	return r.Message.Data, true, nil
 }
 
 // inlineCacheKey is the cache key of content stored inline.
@@ -272,7 +326,7 @@ func (s *Store) inlineData(ctx context.Context, sum string) ([]byte, error) {
 	if b, ok := s.chunks.cache.get(inlineCacheKey(sum)); ok {
 		return b, nil
 	}
-	b, err := lastMsg(ctx, s.tree, s.subject(dataKey(sum)), s.opts.Timeout)
+	b, err := lastMsg(ctx, s.nc, s.tree, s.subject(dataKey(sum)), s.opts.WriteTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -208,14 +208,25 @@ func (s *Store) fence(ctx context.Context) (uint64, error) {
 }
 
 // lastSeq asks the tree stream's leader for the stream's last committed
-// sequence; ctx bounds the wait.
+// sequence; ctx bounds the wait. While the stream elects a leader, every
+// replica answers stream info from its own state, and one that lags may
+// lack a change the old leader acknowledged: such an answer (no leader
+// named) is refused, so a read never catches up to less than was
+// acknowledged.
 func (s *Store) lastSeq(ctx context.Context) (uint64, error) {
 	info, err := s.tree.Info(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("asking for the tree's last sequence: %w", err)
 	}
+	if info.Cluster != nil && info.Cluster.Leader == "" && s.opts.Replicas > 1 {
+		return 0, errNoLeader
+	}
 	return info.State.LastSeq, nil
 }
+
+// errNoLeader reports stream info answered by a replica while the tree
+// stream has no leader.
+var errNoLeader = errors.New("asking for the tree's last sequence: the tree stream has no leader")
 
 // landed reports whether t's batch is in the stream, which this host
 // has applied past t.base: its first message, this host's marker, carries

@@ -331,23 +331,35 @@ func (s *Store) follow(ctx context.Context, from uint64) error {
 		return fmt.Errorf("tree bucket: consumer: %w", err)
 	}
 	s.consMu.Lock()
+	defer s.consMu.Unlock()
+	if s.closed.Load() {
+		// Closed while it was created (the watchdog restarts it on its
+		// own goroutine): stop already stopped the one before.
+		cc.Stop()
+		return store.ErrClosed
+	}
 	s.cons = cc
-	s.consMu.Unlock()
 	return nil
 }
 
 // watchdogTick is how often the watchdog compares the view with the
-// stream: two ticks behind without progress restart the consumer.
+// stream (see watchdog).
 const watchdogTick = 250 * time.Millisecond
 
-// watchdog restarts the consumer when the view stays behind the stream:
-// the ordered consumer recovers from a lost server by itself, but not
-// always before a writer waiting for its own change gives up.
+// watchdog keeps the view up with the stream when the consumer does not:
+// a view behind the stream whose consumer delivered nothing for a tick
+// reads the missing messages from the stream's leader
+// (catchUpFromLeader), and a consumer silent for consumerIdle ticks while
+// the view was behind is started again, off the watchdog's goroutine (its
+// creation waits for the meta layer's leader). The ordered consumer
+// recovers from a lost server by itself, but only once the meta layer can
+// create it again: seconds after the stream's election when one server
+// led both.
 func (s *Store) watchdog() {
 	t := time.NewTicker(watchdogTick)
 	defer t.Stop()
-	var stuckAt uint64
-	stuckFor := 0
+	idleFor := 0
+	var restarting atomic.Bool
 	for {
 		select {
 		case <-s.done:
@@ -360,26 +372,62 @@ func (s *Store) watchdog() {
 		if err != nil {
 			continue
 		}
-		rev := s.view.applied()
-		if rev >= info.State.LastSeq || rev != stuckAt {
-			stuckAt, stuckFor = rev, 0
+		last := info.State.LastSeq
+		if s.view.applied() >= last {
+			idleFor = 0
 			continue
 		}
-		if stuckFor++; stuckFor < 2 {
+		if time.Since(s.view.lastDelivery()) < watchdogTick {
+			idleFor = 0
 			continue
 		}
-		s.log.Warn("nats: this host fell behind the tree bucket; following it again", "applied", rev, "last", info.State.LastSeq)
-		s.consMu.Lock()
-		s.cons.Stop()
-		s.consMu.Unlock()
-		// A short attempt: during an election the request may go
-		// unanswered, and the next tick tries again.
-		ctx, cancel = context.WithTimeout(context.Background(), time.Second)
-		if err := s.follow(ctx, rev+1); err != nil {
-			s.log.Warn("nats: following the tree bucket again", "err", err)
+		s.catchUpFromLeader(last)
+		if idleFor++; idleFor < consumerIdle || !restarting.CompareAndSwap(false, true) {
+			continue
 		}
-		cancel()
-		stuckFor = 0
+		idleFor = 0
+		s.log.Warn("nats: this host's consumer of the tree bucket delivers nothing; following it again", "applied", s.view.applied(), "last", last)
+		if s.start(context.Background(), func() {
+			defer restarting.Store(false)
+			s.consMu.Lock()
+			s.cons.Stop()
+			s.consMu.Unlock()
+			// A short attempt: during an election the request may go
+			// unanswered, and a later tick tries again.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if err := s.follow(ctx, s.view.applied()+1); err != nil {
+				s.log.Warn("nats: following the tree bucket again", "err", err)
+			}
+		}) != nil {
+			return
+		}
+	}
+}
+
+// consumerIdle is how many watchdog ticks a consumer may deliver nothing
+// while the view is behind before it is started again.
+const consumerIdle = 4
+
+// catchUpFromLeader reads the messages up to sequence last that the
+// consumer has not delivered from the stream's leader, as a writer
+// waiting for its own change does (see waitApplied): a consumer whose
+// server died can only be created again once the meta layer has a leader,
+// seconds after the stream's election when one server led both, and
+// meanwhile this host's readers and watchers would see nothing of the
+// other hosts' writes. One pull at a time.
+func (s *Store) catchUpFromLeader(last uint64) {
+	if !s.pullMu.TryLock() {
+		return
+	}
+	defer s.pullMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	for s.view.applied() < last && ctx.Err() == nil {
+		before := s.view.applied()
+		if err := s.pull(ctx, last); err != nil || s.view.applied() == before {
+			return
+		}
 	}
 }
 
@@ -432,11 +480,11 @@ func (s *Store) Sync(ctx context.Context) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	info, err := s.tree.Info(ctx)
+	last, err := s.lastSeq(ctx)
 	if err != nil {
 		return fmt.Errorf("nats: sync: %w", err)
 	}
-	return s.waitApplied(ctx, info.State.LastSeq)
+	return s.waitApplied(ctx, last)
 }
 
 // Stats returns the counts as this host has applied them. Hits and Misses

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/depotfs/depotfs/store"
@@ -24,6 +25,9 @@ type view struct {
 
 	pmu     sync.Mutex // serializes deliveries
 	gen     uint64     // the current consumer's generation
+	// delivered is when the consumer last delivered a message (Unix
+	// nanoseconds), for the watchdog.
+	delivered atomic.Int64
 	pending []msg      // messages of a batch not yet complete
 	// pendingCommit is the sequence that completes the pending batch,
 	// pendingLast the sequence of its last message so far.
@@ -54,6 +58,7 @@ func (v *view) restart() uint64 {
 	defer v.pmu.Unlock()
 	v.pending, v.pendingCommit, v.pendingLast = nil, 0, 0
 	v.gen++
+	v.delivered.Store(time.Now().UnixNano())
 	return v.gen
 }
 
@@ -78,8 +83,13 @@ func (v *view) deliver(gen uint64, m jetstream.Msg) {
 	if gen != v.gen {
 		return // from a consumer that was replaced
 	}
+	v.delivered.Store(time.Now().UnixNano())
 	v.add(msg{seq: meta.Sequence.Stream, subject: m.Subject(), header: m.Headers(), data: m.Data()})
 }
+
+// lastDelivery returns when the current consumer last delivered a
+// message (or was started).
+func (v *view) lastDelivery() time.Time { return time.Unix(0, v.delivered.Load()) }
 
 // applied returns the last stream sequence the view applied.
 func (v *view) applied() uint64 {

@@ -23,12 +23,12 @@ type view struct {
 	mu sync.RWMutex
 	st *state
 
-	pmu     sync.Mutex // serializes deliveries
-	gen     uint64     // the current consumer's generation
+	pmu sync.Mutex // serializes deliveries
+	gen uint64     // the current consumer's generation
 	// delivered is when the consumer last delivered a message (Unix
 	// nanoseconds), for the watchdog.
 	delivered atomic.Int64
-	pending []msg      // messages of a batch not yet complete
+	pending   []msg // messages of a batch not yet complete
 	// pendingCommit is the sequence that completes the pending batch,
 	// pendingLast the sequence of its last message so far.
 	pendingCommit, pendingLast uint64

@@ -1,0 +1,55 @@
+package integration_test
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSeveralHostsCutOffOpen: host B reaches the NATS cluster through one
+// server, which stops answering (SIGSTOP) after host A and B both read a
+// file; A then overwrites it and creates another. Through B's mount, the
+// open of the file and the lookup of the new name fail with EIO once the
+// write time limit (30 s) passes, with a log line saying why: never the
+// old bytes, never "no such file" (before, the open read B's copy after
+// 500 ms). Once the server answers again, B's mount shows A's writes.
+func TestSeveralHostsCutOffOpen(t *testing.T) {
+	t.Parallel()
+	h := startHostsB(t, 0)
+	n := h.cluster.Nodes
+	a := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--store", n[0].URL() + "," + n[1].URL(), "--nats-prefix", h.prefix}})
+	b := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--store", n[2].URL(), "--nats-prefix", h.prefix}})
+	pushBytes(a, "/cut/f.txt", []byte("old\n"), nil)
+	waitContent(t, b.path("/cut/f.txt"), []byte("old\n"), 10*time.Second)
+
+	h.cluster.Pause(2)
+	paused := true
+	t.Cleanup(func() {
+		if paused {
+			h.cluster.Resume(2)
+		}
+	})
+	pushBytes(a, "/cut/f.txt", []byte("new\n"), nil)
+	pushBytes(a, "/cut/g.txt", []byte("created\n"), nil)
+	start := time.Now()
+	got, err := os.ReadFile(b.path("/cut/f.txt"))
+	took := time.Since(start)
+	t.Logf("open through B cut off from the cluster: %q, %v after %v", got, err, took.Round(time.Millisecond))
+	if !errors.Is(err, syscall.EIO) {
+		t.Errorf("read through B's mount after A's acknowledgement, B cut off: %q, %v; want EIO, never the old bytes", got, err)
+	}
+	if _, err := os.Stat(b.path("/cut/g.txt")); !errors.Is(err, syscall.EIO) {
+		t.Errorf("lookup through B's mount of a name A created, B cut off: %v, want EIO, not that it does not exist", err)
+	}
+	if !strings.Contains(b.logs.String(), "could not catch up with the cluster") {
+		t.Errorf("B's log does not say why its open failed:\n%s", tail(b.logs.String(), 20))
+	}
+
+	h.cluster.Resume(2)
+	paused = false
+	waitContent(t, b.path("/cut/f.txt"), []byte("new\n"), 30*time.Second)
+	waitContent(t, b.path("/cut/g.txt"), []byte("created\n"), 10*time.Second)
+}

@@ -245,6 +245,9 @@ func writeExport(ctx context.Context, t treeAt, w io.Writer) (exportResult, erro
 	if err := add(exportManifestName, int64(len(manifest)), func(w io.Writer) error { _, err := w.Write(manifest); return err }); err != nil {
 		return res, err
 	}
+	// Reads of a chunk's size: a store read (a read transaction on bolt)
+	// per 32 KiB, io.Copy's own buffer, made the export 3x slower.
+	buf := make([]byte, 1<<20)
 	for _, e := range entries {
 		if e.Type != "file" || e.Placeholder {
 			continue
@@ -258,7 +261,7 @@ func writeExport(ctx context.Context, t treeAt, w io.Writer) (exportResult, erro
 			return res, fmt.Errorf("%s at revision %d: content %s, its entry says %s", e.Path, t.rev, c.SHA256(), e.SHA256)
 		}
 		err = add(exportFilesDir+e.Path, c.Size(), func(w io.Writer) error {
-			_, err := io.Copy(w, io.NewSectionReader(c, 0, c.Size()))
+			_, err := io.CopyBuffer(w, io.NewSectionReader(c, 0, c.Size()), buf)
 			return err
 		})
 		c.Close()
@@ -287,8 +290,9 @@ func fetchExport(ctx context.Context, creds *clientCreds, mcpURL string, w io.Wr
 		return exportResult{}, fmt.Errorf("%s: no %s header: not a depotfs export endpoint", u, mcpserver.ExportRevisionHeader)
 	}
 	res := exportResult{Revision: rev}
-	// Read the stream as an import would, to count it and to see its end.
-	tr := tar.NewReader(io.TeeReader(resp.Body, w))
+	// Read the stream as an import would, to count it and to see its end;
+	// every byte read from the body is written to w once, in large writes.
+	tr := tar.NewReader(bufio.NewReaderSize(io.TeeReader(resp.Body, w), 1<<20))
 	for {
 		th, err := tr.Next()
 		if errors.Is(err, io.EOF) {

@@ -14,7 +14,7 @@ import (
 
 // TestPastAgainstModel runs the model-based checker of the past
 // (pastcheck) on bolt stores keeping 0, 1 and 3 versions, restarted now
-// and then: 300 operations each by default, 20 runs of 3,000 under
+// and then: 300 operations each by default, 10 runs of 3,000 under
 // DEPOTFS_SOAK=1.
 func TestPastAgainstModel(t *testing.T) {
 	for _, keep := range []int{0, 1, 3} {
@@ -29,7 +29,7 @@ func TestPastAgainstModel(t *testing.T) {
 func checkPast(t *testing.T, keep int) {
 	runs, ops := 1, 300
 	if os.Getenv("DEPOTFS_SOAK") != "" {
-		runs, ops = 20, 3000
+		runs, ops = 10, 3000
 	}
 	for range runs {
 		clk := pastcheck.NewClock()

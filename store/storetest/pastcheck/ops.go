@@ -19,6 +19,23 @@ func content(i int) []byte {
 	return []byte(strings.Repeat(fmt.Sprintf("content %d.", i), 1+i*7))
 }
 
+// maxDepth is the depth of the deepest directory operations pick, and
+// maxTreeDepth that of the deepest path a copy or move may make: a tree
+// copied into itself again and again would otherwise grow the tree, and
+// the time of each check, without bound.
+const maxDepth, maxTreeDepth = 3, 6
+
+// tooDeep reports whether moving or copying from to to would make a path
+// deeper than maxTreeDepth.
+func (r *runner) tooDeep(from, to string) bool {
+	depth := func(p string) int { return strings.Count(p, "/") }
+	deepest := depth(from)
+	for _, d := range r.m.descendants(from) {
+		deepest = max(deepest, depth(d))
+	}
+	return depth(to)+deepest-depth(from) > maxTreeDepth
+}
+
 var (
 	dirNames  = []string{"/a", "/b", "/a/c", "/d/e"}
 	fileNames = []string{"f0", "f1", "f2"}
@@ -35,7 +52,7 @@ func (r *runner) filePath() string {
 func (r *runner) dirPath(root bool) string {
 	var dirs []string
 	for p, rc := range r.m.live {
-		if rc.kind == store.KindDir {
+		if rc.kind == store.KindDir && strings.Count(p, "/") <= maxDepth {
 			dirs = append(dirs, p)
 		}
 	}
@@ -152,7 +169,7 @@ func (r *runner) transfer(move bool) {
 			to = r.dirPath(false)
 		}
 	}
-	if from == "" {
+	if from == "" || r.tooDeep(from, to) {
 		return
 	}
 	ifAbsent := r.rng.IntN(8) == 0

@@ -269,28 +269,30 @@ func (r *runner) barrier() {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	r.retry("deleting the barrier snapshots", func() error {
-		list, err := r.s.Snapshots(r.ctx)
-		if err != nil {
-			return err
-		}
-		left := false
-		for _, s := range list {
-			if strings.HasPrefix(s.Name, barrierPrefix) {
-				left = true
-				if err := r.s.DeleteSnapshot(r.ctx, s.Name); err != nil && !errors.Is(err, store.ErrNotExist) {
-					return err
+	// Delete every barrier snapshot, listing again until none is left: an
+	// attempt whose answer was lost may have created one.
+	for left := true; left; {
+		r.retry("deleting the barrier snapshots", func() error {
+			list, err := r.s.Snapshots(r.ctx)
+			if err != nil {
+				return err
+			}
+			left = false
+			for _, s := range list {
+				if strings.HasPrefix(s.Name, barrierPrefix) {
+					left = true
+					if err := r.s.DeleteSnapshot(r.ctx, s.Name); err != nil && !errors.Is(err, store.ErrNotExist) {
+						return err
+					}
 				}
 			}
+			return nil
+		})
+		if r.ctx.Err() != nil || len(r.rep.Anomalies) > 20 {
+			return
 		}
-		if left {
-			return errRelist
-		}
-		return nil
-	})
+	}
 }
-
-var errRelist = errors.New("barrier snapshots deleted; listing again")
 
 // settle resolves a write whose outcome is unknown: after a barrier, the
 // store must show either applied (nil when the write cannot have

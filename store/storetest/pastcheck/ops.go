@@ -277,6 +277,9 @@ func (r *runner) expire() {
 	next := r.m.clone()
 	gone := next.advance(d)
 	r.cfg.Clock.Advance(d)
+	if r.cfg.Trace {
+		r.logf("step %d: clock moved on %v; expired: %v", r.step, d, gone)
+	}
 	r.m = next
 	if len(gone) > 0 {
 		r.check("snapshot list right after expiry", func() ([]string, error) { return r.checkSnapshots(r.m) })
@@ -306,6 +309,16 @@ func (r *runner) restart() {
 	if r.rng.IntN(2) == 0 {
 		keep = r.rng.IntN(4)
 	}
+	r.reopen(keep)
+	var rev uint64
+	r.retry("revision", func() (err error) { rev, err = r.s.Revision(r.ctx); return err })
+	if last := r.m.revs[len(r.m.revs)-1]; rev < last {
+		r.anomaly("the restarted host is at revision %d, below the %d the run already saw", rev, last)
+	}
+}
+
+// reopen restarts the host with keep versions.
+func (r *runner) reopen(keep int) {
 	r.retry("restarting the host", func() error {
 		s, err := r.cfg.Reopen(r.ctx, keep)
 		if err == nil {
@@ -317,9 +330,44 @@ func (r *runner) restart() {
 	if r.cfg.Trace {
 		r.logf("step %d: restarted, keeping %d versions", r.step, keep)
 	}
-	var rev uint64
-	r.retry("revision", func() (err error) { rev, err = r.s.Revision(r.ctx); return err })
-	if last := r.m.revs[len(r.m.revs)-1]; rev < last {
-		r.anomaly("the restarted host is at revision %d, below the %d the run already saw", rev, last)
+}
+
+// crash restarts the host while a put is on its way, as a host killed
+// mid-write: the put may have committed or not, whatever it answered
+// (store.ErrClosed, most often), and is settled as an unknown outcome.
+func (r *runner) crash() {
+	p := r.filePath()
+	if r.cfg.Reopen == nil || r.m.parents(p, false) != nil || (r.m.live[p] != nil && r.m.live[p].kind == store.KindDir) {
+		return
+	}
+	r.rep.Ops["crash"]++
+	r.rep.Ops["put"]++
+	s, b := r.pickContent()
+	next := r.m.clone()
+	want := next.put(p, s, 0)
+	host, errc := r.s, make(chan error, 1)
+	go func() {
+		_, err := host.Put(r.ctx, store.PutRequest{Path: p, Data: b, Writer: "m"})
+		errc <- err
+	}()
+	time.Sleep(time.Duration(r.rng.IntN(3000)) * time.Microsecond)
+	r.reopen(r.m.keep)
+	err := <-errc
+	desc := fmt.Sprintf("Put(%s, %.8s) on a host closed meanwhile", p, s)
+	if r.cfg.Trace {
+		r.logf("step %d: %s: %s (model: %s)", r.step, desc, errText(err), errText(want))
+	}
+	switch {
+	case err == nil && want == nil:
+		r.commit(next, desc)
+	case sameClass(want, err):
+	case err != nil:
+		r.rep.Unknown++
+		if want != nil {
+			next = nil
+		}
+		r.settle(desc, next)
+	default:
+		r.anomaly("%s: the store answered success, the model %v", desc, want)
 	}
 }

@@ -113,6 +113,7 @@ type runner struct {
 	rng      *rand.Rand
 	m        *model
 	rd       store.Store       // the host the current check reads from
+	host     int               // the host checks read from: 0 the store, i Readers[i-1], -1 any
 	data     map[string][]byte // content by hash
 	rep      Report
 	step     int // the operation being run, for messages
@@ -134,7 +135,7 @@ func Run(ctx context.Context, s store.Store, cfg Config) Report {
 		cfg.ReadTimeout = 2 * time.Minute
 	}
 	r := &runner{ctx: ctx, s: s, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		data: map[string][]byte{}, rep: Report{Seed: cfg.Seed, Ops: map[string]int{}}}
+		data: map[string][]byte{}, rep: Report{Seed: cfg.Seed, Ops: map[string]int{}}, host: -1}
 	for i := range 6 {
 		b := content(i)
 		r.data[sum(b)] = b
@@ -185,10 +186,12 @@ func (r *runner) one() {
 		r.createSnapshot()
 	case n < 64:
 		r.deleteSnapshot()
-	case n < 66:
+	case n < 65:
 		r.expire()
-	case n < 67:
+	case n < 66:
 		r.restart()
+	case n < 67:
+		r.crash()
 	case n < 75:
 		r.group()
 	default:
@@ -294,18 +297,22 @@ func (r *runner) read() {
 
 // final checks everything once more: the live tree, every snapshot, every
 // history, the snapshot list and a sample of past revisions.
+// On several hosts, every host is checked.
 func (r *runner) final() {
-	r.check("live tree", func() ([]string, error) { return r.checkTree(r.m, live, liveRev, depotpath.Root) })
-	r.check("snapshot list", func() ([]string, error) { return r.checkSnapshots(r.m) })
-	for _, n := range slices.Sorted(maps.Keys(r.m.snaps)) {
-		s := r.m.snaps[n]
-		r.check("snapshot "+n, func() ([]string, error) { return r.checkTree(r.m, s.op, s.rev, s.prefix) })
-	}
-	for _, p := range r.m.paths() {
-		r.check("history of "+p, func() ([]string, error) { return r.checkHistory(r.m, p) })
-	}
-	for i := 0; i < len(r.m.revs); i += max(1, len(r.m.revs)/20) {
-		r.check(fmt.Sprintf("tree at revision %d", r.m.revs[i]), func() ([]string, error) { return r.checkRevision(r.m, i) })
+	for h := range 1 + len(r.cfg.Readers) {
+		r.host = h
+		r.check("live tree", func() ([]string, error) { return r.checkTree(r.m, live, liveRev, depotpath.Root) })
+		r.check("snapshot list", func() ([]string, error) { return r.checkSnapshots(r.m) })
+		for _, n := range slices.Sorted(maps.Keys(r.m.snaps)) {
+			s := r.m.snaps[n]
+			r.check("snapshot "+n, func() ([]string, error) { return r.checkTree(r.m, s.op, s.rev, s.prefix) })
+		}
+		for _, p := range r.m.paths() {
+			r.check("history of "+p, func() ([]string, error) { return r.checkHistory(r.m, p) })
+		}
+		for i := 0; i < len(r.m.revs); i += max(1, len(r.m.revs)/20) {
+			r.check(fmt.Sprintf("tree at revision %d", r.m.revs[i]), func() ([]string, error) { return r.checkRevision(r.m, i) })
+		}
 	}
 }
 
@@ -316,11 +323,13 @@ func (r *runner) check(what string, f func() ([]string, error)) {
 	r.rep.Checks++
 	deadline := time.Now().Add(r.cfg.ReadTimeout)
 	r.rd = r.s
-	if n := len(r.cfg.Readers); n > 0 {
-		if i := r.rng.IntN(n + 1); i < n {
-			r.rd = r.cfg.Readers[i]
-			what += fmt.Sprintf(" on reader %d", i+1)
-		}
+	h := r.host
+	if h < 0 && len(r.cfg.Readers) > 0 {
+		h = r.rng.IntN(len(r.cfg.Readers) + 1)
+	}
+	if h > 0 {
+		r.rd = r.cfg.Readers[h-1]
+		what += fmt.Sprintf(" on reader %d", h)
 	}
 	for {
 		var diffs []string

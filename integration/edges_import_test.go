@@ -27,6 +27,27 @@ func TestImportObeysPolicy(t *testing.T) {
 	if err := os.WriteFile(envFile, []byte("DEPOTFS_LOG_LEVEL=debug\nDEPOTFS_DENY=/other\nDEPOTFS_RATE_CALLS=10\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	tokens := filepath.Join(dir, "tokens.json")
+	op, _ := issueToken(t, tokens, "op", "backup:/:w", "guide:/:rw")
+	s := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--tokens", tokens, "--deny", "/other"}, client: clientAuth{bearer: op}})
+	code, _, stderr := runDepotfsIn(t, "", []string{"DEPOTFS_TOKEN=" + op}, "import", e1, "--url", s.url)
+	if code == 0 || !strings.Contains(stderr, "403") || !strings.Contains(stderr, "/other/deep/x.txt") || !strings.Contains(stderr, "denied prefix /other") {
+		t.Errorf("import --url into a server with --deny /other: exit %d\n%s", code, stderr)
+	}
+	for _, p := range []string{"/proj", "/other", "/listed"} {
+		if _, err := os.Stat(s.path(p)); !os.IsNotExist(err) {
+			t.Errorf("after the refused import, %s: %v; want the depot unchanged", p, err)
+		}
+	}
+	if msg := runFailing(t, depotfsBin, "import", e1, "--url", s.url, "--deny", "/x"); !strings.Contains(msg, "not both") {
+		t.Errorf("--url with --deny: %s", msg)
+	}
+	s.stop()
+	if !slices.ContainsFunc(auditRecords(t, s.auditLog()), func(r audit.Record) bool {
+		return r.Tool == "import" && r.Decision == audit.Deny && slices.Contains(r.Paths, "/other/deep/x.txt")
+	}) {
+		t.Error("no deny record of the refused import naming /other/deep/x.txt")
+	}
 	db := filepath.Join(dir, "direct.db")
 	emptyManifest := func(after string) {
 		t.Helper()
@@ -55,25 +76,4 @@ func TestImportObeysPolicy(t *testing.T) {
 		t.Errorf("import with a rule that refuses nothing: %s; want the 4 files", out)
 	}
 
-	tokens := filepath.Join(dir, "tokens.json")
-	op, _ := issueToken(t, tokens, "op", "backup:/:w", "guide:/:rw")
-	s := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--tokens", tokens, "--deny", "/other"}, client: clientAuth{bearer: op}})
-	code, _, stderr := runDepotfsIn(t, "", []string{"DEPOTFS_TOKEN=" + op}, "import", e1, "--url", s.url)
-	if code == 0 || !strings.Contains(stderr, "403") || !strings.Contains(stderr, "/other/deep/x.txt") || !strings.Contains(stderr, "denied prefix /other") {
-		t.Errorf("import --url into a server with --deny /other: exit %d\n%s", code, stderr)
-	}
-	for _, p := range []string{"/proj", "/other", "/listed"} {
-		if _, err := os.Stat(s.path(p)); !os.IsNotExist(err) {
-			t.Errorf("after the refused import, %s: %v; want the depot unchanged", p, err)
-		}
-	}
-	if msg := runFailing(t, depotfsBin, "import", e1, "--url", s.url, "--deny", "/x"); !strings.Contains(msg, "not both") {
-		t.Errorf("--url with --deny: %s", msg)
-	}
-	s.stop()
-	if !slices.ContainsFunc(auditRecords(t, s.auditLog()), func(r audit.Record) bool {
-		return r.Tool == "import" && r.Decision == audit.Deny && slices.Contains(r.Paths, "/other/deep/x.txt")
-	}) {
-		t.Error("no deny record of the refused import naming /other/deep/x.txt")
-	}
 }

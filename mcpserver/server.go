@@ -59,9 +59,9 @@ const (
 	DefaultUploadTTL        = 24 * time.Hour
 
 	// Per-identity rate bursts (Options.Rate): the calls and content bytes
-	// allowed at once when a rate is set. The byte burst is raised to
-	// MaxContentBytes if that is larger, so a call of the largest allowed
-	// size can always pass.
+	// allowed at once when a rate is set. Content larger than the byte
+	// burst (a call under a smaller burst, a stream, an archive) passes
+	// from a full bucket and leaves it in debt (ratelimit.Limits.Bytes).
 	DefaultRateCallBurst = 100
 	DefaultRateByteBurst = 128 << 20
 )
@@ -211,7 +211,6 @@ func (o *Options) withDefaults() Options {
 	r := &opts.Rate
 	orDefault(&r.CallBurst, DefaultRateCallBurst)
 	orDefault(&r.ByteBurst, DefaultRateByteBurst)
-	r.ByteBurst = max(r.ByteBurst, int(opts.MaxContentBytes), int(opts.MaxBatchBytes))
 	opts.UploadTTL = cmp.Or(opts.UploadTTL, DefaultUploadTTL)
 	return opts
 }

@@ -202,7 +202,7 @@ func (e *envelope) result(failed error) (json.RawMessage, error) {
 	case e.Success:
 		return e.Data, nil
 	case e.Error != nil:
-		return nil, &refusal{typ: string(e.Error.Type), msg: e.Error.Message}
+		return nil, &refusal{typ: string(e.Error.Type), msg: e.Error.Message, retry: e.Error.RetryAfter}
 	}
 	return nil, failed
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"flag"
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -41,7 +42,7 @@ func (c *enforceConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.rateCallBurst, "rate-call-burst", mcpserver.DefaultRateCallBurst, "tool calls per identity allowed at once")
 	fs.Var(&c.rateBytes, "rate-bytes", "content `size` per second per identity, sustained (0: unlimited, the default)")
 	fs.BoolVar(&c.rateLocal, "rate-local", false, "apply the rate limits to callers without a credential too (stdio, loopback HTTP when no authentication is configured); by default only authenticated identities are limited")
-	fs.Var(&c.rateByteBurst, "rate-byte-burst", "content `size` per identity allowed at once (at least the largest content of one call)")
+	fs.Var(&c.rateByteBurst, "rate-byte-burst", fmt.Sprintf("content `size` per identity allowed at once, at least %s (the content one call may carry); a larger stream or archive passes when the identity's bucket is full and its next bytes wait for the excess", formatSize(int64(minRateByteBurst))))
 }
 
 // resolve checks the policy flags after parsing and fills in the default
@@ -53,12 +54,21 @@ func (c *enforceConfig) resolve(db string) error {
 	return cmp.Or(err,
 		failIf(c.rateCalls < 0 || c.rateBytes < 0 || c.rateCallBurst < 1 || c.rateByteBurst < 1,
 			"--rate-calls and --rate-bytes must not be negative, --rate-call-burst and --rate-byte-burst at least 1"),
+		failIf(c.rateBytes > 0 && c.rateByteBurst < minRateByteBurst,
+			"--rate-byte-burst %s is less than %s, the content one call may carry, so it could not be honoured: set at least --rate-byte-burst %s",
+			c.rateByteBurst.String(), formatSize(int64(minRateByteBurst)), formatSize(int64(minRateByteBurst))),
 		failIf(c.auditMaxSize < 4096, "--audit-max-size must be at least 4KiB"),
 		failIf(c.auditRetain < 0 || c.auditRetainAge < 0, "--audit-retain-size and --audit-retain-age must not be negative"),
 		failIf(c.auditRetain > 0 && c.auditRetain < c.auditMaxSize,
 			"--audit-retain-size must be 0 or at least --audit-max-size: it counts whole rotated files"),
 	)
 }
+
+// minRateByteBurst is the least --rate-byte-burst serve takes: the
+// content one call may carry (serve keeps mcpserver's limits on one call).
+// A smaller burst could not be honoured, since such a call arrives at
+// once; it used to be raised silently.
+const minRateByteBurst = byteSize(max(mcpserver.DefaultMaxContentBytes, mcpserver.DefaultMaxBatchBytes))
 
 // defaultAuditLog is the audit log beside the database db.
 func defaultAuditLog(db string) string { return filepath.Join(filepath.Dir(db), "audit.log") }

@@ -74,7 +74,7 @@ func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	prog := newProgress(stderr, plan.files, plan.bytes, !*asJSON && isTerminal(stderr))
 	defer prog.stop()
-	p := &pusher{c: c, hc: hc, origin: origin, token: creds.token, prog: prog, batchEntries: pushBatchEntries}
+	p := &pusher{c: c, hc: hc, origin: origin, token: creds.token, prog: prog, batchEntries: pushBatchEntries, batchBytes: pushBatchBytes}
 	var results []pushed
 	failed := 0
 	for _, item := range plan.items {
@@ -146,6 +146,12 @@ A tree of more than 1000 entries or 256 MiB is sent as several tar
 streams, each an atomic change; a stream the server refuses as over a
 limit is sent again as two halves. If one fails, the streams before it
 stay stored and the error says how many files they held.
+
+Under the server's byte rate limit (serve --rate-bytes), a refused PUT is
+sent again after the wait the server asks for (at most 10 minutes at a
+time, 10 times for one PUT), and the progress line says so. A tar stream
+an older server could never pass (larger than its --rate-byte-burst) is
+sent again as two halves.
 
 Credentials are those of "depotfs status": DEPOTFS_TOKEN or --token-file,
 --cert and --key, --ca for an https --url. They are sent only to the

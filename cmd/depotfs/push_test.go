@@ -118,7 +118,7 @@ func TestBatchEnd(t *testing.T) {
 		{"by bytes, a large file alone", big, 1000, []int{1, 3, 5}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &pusher{batchEntries: tc.cap}
+			p := &pusher{batchEntries: tc.cap, batchBytes: pushBatchBytes}
 			var got []int
 			for start := 0; start < len(tc.entries) && len(got) < len(tc.want); {
 				end := p.batchEnd(tc.entries, start)

@@ -40,14 +40,17 @@ type pusher struct {
 	origin *url.URL // --url: credentials go to its scheme, host and port only
 	token  string
 	prog   *progress
-	// batchEntries is the most entries one tar stream holds now.
+	// batchEntries and batchBytes are the most entries and bytes one tar
+	// stream holds now.
 	batchEntries int
+	batchBytes   int64
 }
 
 // refusal is the server's refusal of a call or a PUT, with its error type.
 type refusal struct {
-	typ string // the envelope's error type: "limit", "security", ...
-	msg string
+	typ   string // the envelope's error type: "limit", "security", ...
+	msg   string
+	retry int // seconds to wait before sending again, for "rate_limited"
 }
 
 func (r *refusal) Error() string { return r.typ + " error: " + r.msg }
@@ -173,17 +176,28 @@ func (p *pusher) pushFile(ctx context.Context, item *pushItem, r *pushed) error 
 	if perm := st.Mode.Perm(); perm != 0 {
 		args["mode"] = fmt.Sprintf("%04o", perm)
 	}
-	upload, err := p.begin(ctx, args)
-	if err != nil {
-		return err
-	}
-	var sent int64
-	body := newSteadyReader(item.f, item.local, st, p.prog, &sent)
+	var data json.RawMessage
 	local := sha256.New()
-	data, err := p.put(ctx, upload, io.TeeReader(body, local), st.Size, func() error { return body.failed })
-	if err != nil {
+	for tries := 0; ; {
+		upload, err := p.begin(ctx, args)
+		if err != nil {
+			return err
+		}
+		var sent int64
+		body := newSteadyReader(item.f, item.local, st, p.prog, &sent)
+		local.Reset()
+		data, err = p.put(ctx, upload, io.TeeReader(body, local), st.Size, func() error { return body.failed })
+		if err == nil {
+			break
+		}
 		p.prog.bytes.Add(-sent)
-		return err
+		again, err := p.afterRate(ctx, err, nil, &tries)
+		if !again {
+			return err
+		}
+		if _, err := item.f.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("reading it again: %w", err)
+		}
 	}
 	p.prog.files.Add(1)
 	r.Reply, r.Files, r.Bytes = data, 1, st.Size
@@ -198,7 +212,7 @@ func (p *pusher) pushFile(ctx context.Context, item *pushItem, r *pushed) error 
 }
 
 // pushTree sends a tree as tar streams of at most batchEntries entries and
-// pushBatchBytes bytes each, every one an atomic change on the server.
+// batchBytes bytes each, every one an atomic change on the server.
 func (p *pusher) pushTree(ctx context.Context, item *pushItem, r *pushed) error {
 	if len(item.entries) == 0 {
 		// An archive makes the directories in it, never the one it is
@@ -209,11 +223,16 @@ func (p *pusher) pushTree(ctx context.Context, item *pushItem, r *pushed) error 
 		r.Replies = append(r.Replies, json.RawMessage(`{}`))
 		return nil
 	}
+	tries := 0 // the rate limit's waits for this batch
 	for start := 0; start < len(item.entries); {
 		end := p.batchEnd(item.entries, start)
 		data, files, bytes, err := p.sendBatch(ctx, item, item.entries[start:end])
 		if ref, ok := errors.AsType[*refusal](err); ok && ref.typ == "limit" && end-start > 1 {
 			p.batchEntries = (end - start) / 2
+			continue
+		}
+		again, err := p.afterRate(ctx, err, item.entries[start:end], &tries)
+		if again {
 			continue
 		}
 		if err != nil {
@@ -225,19 +244,19 @@ func (p *pusher) pushTree(ctx context.Context, item *pushItem, r *pushed) error 
 		r.Replies = append(r.Replies, data)
 		r.Files += files
 		r.Bytes += bytes
-		start = end
+		start, tries = end, 0
 	}
 	r.Directories = item.dirs
 	return nil
 }
 
 // batchEnd is where the batch starting at entries[start] ends: at most
-// batchEntries entries and pushBatchBytes bytes, and at least one entry.
+// batchEntries entries and batchBytes bytes, and at least one entry.
 func (p *pusher) batchEnd(entries []pushEntry, start int) int {
 	var bytes int64
 	end := start
 	for end < len(entries) && end-start < p.batchEntries {
-		if end > start && bytes+entries[end].st.Size > pushBatchBytes {
+		if end > start && bytes+entries[end].st.Size > p.batchBytes {
 			break
 		}
 		if entries[end].st.Mode.IsRegular() {

@@ -26,9 +26,11 @@ type Limits struct {
 	Calls     float64
 	CallBurst int
 	// Bytes is the sustained number of content bytes per second per
-	// identity, ByteBurst how many may arrive at once. ByteBurst must be at
-	// least the largest content one call may carry, or such a call could
-	// never pass.
+	// identity, ByteBurst how many may arrive at once. A request larger
+	// than ByteBurst (a stream, an archive) passes when the identity's
+	// bucket is full and leaves it in debt by the excess: the identity's
+	// next bytes wait until the debt is repaid, so over time it still gets
+	// Bytes per second.
 	Bytes     float64
 	ByteBurst int
 	// DenialBurst denials within DenialWindow from one identity are an
@@ -53,8 +55,9 @@ type Limiter struct {
 }
 
 type buckets struct {
-	calls, bytes, denials *rate.Limiter
-	lastWarn              time.Time
+	calls, denials *rate.Limiter
+	bytes          *debtBucket
+	lastWarn       time.Time
 }
 
 // New returns a Limiter with the given limits.
@@ -97,7 +100,7 @@ func (l *Limiter) of(id string) *buckets {
 	window := l.limits.DenialWindow.Seconds()
 	b := &buckets{
 		calls:   rate.NewLimiter(limit(l.limits.Calls), l.limits.CallBurst),
-		bytes:   rate.NewLimiter(limit(l.limits.Bytes), l.limits.ByteBurst),
+		bytes:   &debtBucket{rate: l.limits.Bytes, burst: float64(l.limits.ByteBurst)},
 		denials: rate.NewLimiter(rate.Limit(float64(l.limits.DenialBurst)/window), l.limits.DenialBurst),
 	}
 	l.ids.Add(id, b)
@@ -118,20 +121,17 @@ func (l *Limiter) Call(id string, now time.Time) (bool, time.Duration) {
 }
 
 // Bytes takes n byte tokens of id at now. When there are not enough it
-// takes nothing and returns false and how long until there will be; n
-// larger than ByteBurst can never pass and reports a wait of
-// math.MaxInt64.
+// takes nothing and returns false and how long until there will be. n
+// larger than ByteBurst needs a full bucket and leaves it in debt (see
+// Limits.Bytes).
 func (l *Limiter) Bytes(id string, now time.Time, n int) (bool, time.Duration) {
 	if n <= 0 {
 		return true, 0
 	}
-	return take(l.of(id).bytes, now, n)
+	return l.of(id).bytes.take(now, n)
 }
 
 func take(lim *rate.Limiter, now time.Time, n int) (bool, time.Duration) {
-	if n > lim.Burst() && lim.Limit() != rate.Inf {
-		return false, time.Duration(math.MaxInt64)
-	}
 	if lim.AllowN(now, n) {
 		return true, 0
 	}
@@ -159,10 +159,61 @@ func (l *Limiter) Denial(id string, now time.Time) bool {
 }
 
 // RetryAfter rounds a wait up to whole seconds, at least 1, for a
-// retry-after hint.
+// retry-after hint; the longest wait a Limiter reports gives
+// math.MaxInt32.
 func RetryAfter(d time.Duration) int {
 	if d >= time.Duration(math.MaxInt64) {
 		return math.MaxInt32
 	}
 	return max(int(math.Ceil(d.Seconds())), 1)
+}
+
+// debtBucket is a token bucket whose tokens may go below zero: a request
+// larger than the burst passes when the bucket is full and leaves the
+// excess as debt. golang.org/x/time/rate refuses such a request for ever,
+// and a stream or archive of one call has no size bound of its own: a
+// push of a 143 MiB directory was refused "retry after 2147483647 s"
+// although every file of it alone passed. Splitting such a request into
+// pieces charged as they arrive would hold its connection open while it
+// waits; debt charges it at once and delays the identity's next bytes
+// instead, so the rate holds over time. It is safe for concurrent use.
+type debtBucket struct {
+	rate  float64 // tokens a second; 0 or less: unlimited
+	burst float64
+
+	mu     sync.Mutex
+	tokens float64   // negative: debt
+	last   time.Time // of the last refill; zero: full
+}
+
+// maxWait bounds a reported wait, which a small rate and a large debt
+// could otherwise push past what a time.Duration holds.
+const maxWait = time.Duration(math.MaxInt64)
+
+// take takes n tokens at now if the bucket holds them, or is full when n
+// is more than the burst. Otherwise it takes nothing and returns how long
+// until it will.
+func (b *debtBucket) take(now time.Time, n int) (bool, time.Duration) {
+	if b.rate <= 0 {
+		return true, 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.last.IsZero():
+		b.tokens = b.burst
+	case now.After(b.last):
+		b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	}
+	b.last = now
+	need := min(float64(n), b.burst)
+	if b.tokens >= need {
+		b.tokens -= float64(n)
+		return true, 0
+	}
+	secs := math.Ceil((need-b.tokens)/b.rate*1e9) / 1e9
+	if secs >= maxWait.Seconds() {
+		return false, maxWait
+	}
+	return false, time.Duration(secs * float64(time.Second))
 }

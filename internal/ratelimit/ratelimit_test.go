@@ -67,11 +67,43 @@ func TestBytes(t *testing.T) {
 	if ok, _ := l.Bytes("a", t0, 1000); !ok {
 		t.Errorf("the refused request took tokens: 1000 of the remaining 1000 refused")
 	}
-	if ok, wait := l.Bytes("a", t0, 5000); ok || wait != time.Duration(math.MaxInt64) {
-		t.Errorf("more than the burst = %v, %v; want never", ok, wait)
+	if ok, wait := l.Bytes("a", t0, 5000); ok || wait != 4*time.Second {
+		t.Errorf("more than the burst from an empty bucket = %v, %v; want refused until it is full, 4s", ok, wait)
 	}
 	if ok, _ := l.Bytes("a", t0, 0); !ok {
 		t.Errorf("zero bytes refused")
+	}
+}
+
+// TestBytesDebt: a request larger than the burst passes from a full
+// bucket and leaves the excess as debt, which the next request waits
+// for; over the whole run the rate holds.
+func TestBytesDebt(t *testing.T) {
+	l := ratelimit.New(ratelimit.Limits{Bytes: 1 << 20, ByteBurst: 16 << 20})
+	if ok, _ := l.Bytes("a", t0, 143<<20); !ok {
+		t.Fatal("143 MiB refused from a full 16 MiB bucket")
+	}
+	ok, wait := l.Bytes("a", t0.Add(time.Second), 1<<20)
+	if want := 127 * time.Second; ok || wait != want {
+		t.Fatalf("1 MiB a second after 143 MiB = %v, wait %v; want refused, %v (the debt of 127 MiB, less the 1 MiB repaid, and 1 MiB)", ok, wait, want)
+	}
+	if ok, _ := l.Bytes("a", t0.Add(128*time.Second), 1<<20); !ok {
+		t.Error("1 MiB refused once the debt is repaid")
+	}
+	// From an empty bucket a request over the burst waits for a full one.
+	l2 := ratelimit.New(ratelimit.Limits{Bytes: 1000, ByteBurst: 1000})
+	l2.Bytes("b", t0, 1000)
+	if ok, wait := l2.Bytes("b", t0, 5000); ok || wait != time.Second {
+		t.Errorf("5000 from an empty 1000 bucket = %v, %v; want refused, 1s", ok, wait)
+	}
+	if ok, _ := l2.Bytes("b", t0.Add(time.Second), 5000); !ok {
+		t.Error("5000 refused from a full bucket")
+	}
+	// A tiny rate and a huge debt: the wait is capped, not overflowed.
+	l3 := ratelimit.New(ratelimit.Limits{Bytes: 1e-6, ByteBurst: 1})
+	l3.Bytes("c", t0, math.MaxInt)
+	if ok, wait := l3.Bytes("c", t0, 1); ok || wait <= 0 || ratelimit.RetryAfter(wait) != math.MaxInt32 {
+		t.Errorf("after a huge debt = %v, %v; want refused with the longest wait", ok, wait)
 	}
 }
 

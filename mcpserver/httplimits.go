@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -74,16 +73,19 @@ type HTTPLimits struct {
 	// then answered 404, as the protocol asks, and the client starts a new
 	// session.
 	SessionIdleTimeout time.Duration
-	// MaxSessions bounds the live sessions of all identities; a new
-	// session beyond it is refused with 503.
+	// MaxSessions bounds the live sessions of all identities: a new
+	// session beyond it ends the least recently used idle session (no
+	// request in flight, no open stream), whose id is then answered 404,
+	// and is refused with 503 only when every session is busy.
 	MaxSessions int
 	// MaxSessionsPerIdentity bounds the live sessions of one identity (an
 	// unauthenticated HTTP caller is its host): a new session of an
-	// identity at the limit is refused with 503, and other identities
-	// are not affected.
+	// identity at the limit ends that identity's least recently used idle
+	// session, and is refused with 503 only when all of them are busy.
+	// Other identities are not affected.
 	MaxSessionsPerIdentity int
 	// Recheck, when set, authenticates a request again; open streams and
-	// sessions are rechecked every second with the request that opened
+	// sessions are rechecked every second with the credential that opened
 	// them, so a revoked credential loses them within a second or two.
 	Recheck func(*http.Request) error
 }
@@ -138,15 +140,15 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 }
 
 // limitBody applies the body limits to a POST before mcp-go reads it, and
-// reserves a session for an initialize that would start one. It returns
-// false when it has answered the request itself; otherwise r's body is
-// bounded, watched for stalls and charged, and release must be called
-// when the request is done (it gives a session the request created to
-// its identity, see sessions.own).
-func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+// reserves a place for the session it would start. It returns false when
+// it has answered the request itself; otherwise r's body has been read
+// whole (bounded, watched for stalls, charged) and is returned, r reads
+// it again, and release must be called when the request is done (it
+// settles the session reservation, see sessions.settle).
+func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) (_ *http.Request, body []byte, release func(), ok bool) {
 	release = func() {}
 	if r.Method != http.MethodPost || r.Body == nil {
-		return release, true
+		return r, nil, release, true
 	}
 	defer func() {
 		if !ok {
@@ -157,7 +159,7 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) (release func
 	limit := s.opts.MaxRequestBytes
 	if r.ContentLength > limit {
 		s.refuseTooLarge(w, r, r.ContentLength, limit)
-		return release, false
+		return r, nil, release, false
 	}
 	size := r.ContentLength
 	if size < 0 {
@@ -171,99 +173,90 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) (release func
 			writeRPCError(w, http.StatusServiceUnavailable, nil, codeServerBusy,
 				fmt.Sprintf("depotfs is busy: the calls in flight hold the memory allowed for request bodies (--max-inflight-bytes %d); retry this request shortly", s.opts.HTTP.MaxInflightBytes),
 				map[string]any{"retryable": true, "max_inflight_bytes": s.opts.HTTP.MaxInflightBytes})
-			return release, false
+			return r, nil, release, false
 		}
 		release = func() { s.inflight.release(cost) }
 	}
-	body := newWatchedBody(r.Body, w, s.opts.HTTP, limit)
-	var src io.Reader = body
-	if r.ContentLength < 0 {
-		// No declared length: read it here, so one over the limit is
-		// answered 413 (a declared length cannot be exceeded).
-		whole, err := io.ReadAll(body)
-		if errors.Is(err, errBodyTooLarge) {
-			s.refuseTooLarge(w, r, -1, limit)
-			return release, false
-		}
-		if err != nil {
-			writeRPCError(w, http.StatusBadRequest, nil, mcp.PARSE_ERROR, "request body could not be read: "+err.Error(), nil)
-			return release, false
-		}
-		src = bytes.NewReader(whole)
+	// Read whole here, into one buffer of the announced size, so that one
+	// without a declared length that is over the limit is answered 413
+	// (a declared length cannot be exceeded), and so that the body is
+	// parsed as mcp-go parses it (opensSession).
+	buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+1))
+	_, err := buf.ReadFrom(newWatchedBody(r.Body, w, s.opts.HTTP, limit))
+	if errors.Is(err, errBodyTooLarge) {
+		s.refuseTooLarge(w, r, -1, limit)
+		return r, nil, release, false
 	}
-	br := bufio.NewReaderSize(src, 512)
-	r.Body = peekBody{br, body}
-	// The first byte says whether it is a batch, which the protocol no
-	// longer allows: answer -32600 instead of mcp-go's parse error.
-	if first, _ := firstByte(br); first == '[' {
+	if err != nil {
+		writeRPCError(w, http.StatusBadRequest, nil, mcp.PARSE_ERROR, "request body could not be read: "+err.Error(), nil)
+		return r, nil, release, false
+	}
+	body = buf.Bytes()
+	r.Body = readCloser{bytes.NewReader(body), r.Body}
+	r.ContentLength = int64(len(body))
+	// The protocol no longer allows batches: answer -32600 instead of
+	// mcp-go's parse error.
+	if first := bytes.TrimLeft(body, " \t\r\n"); len(first) > 0 && first[0] == '[' {
 		writeRPCError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "JSON-RPC batches are not supported: send one request per HTTP POST", nil)
-		return release, false
+		return r, nil, release, false
 	}
-	settle, ok := s.reserveSession(w, r, br)
+	if !opensSession(r.Header, body) {
+		return r, body, release, true
+	}
+	r, settle, ok := s.reserveSession(w, r)
 	charged := release
-	return func() { settle(); charged() }, ok
+	return r, body, func() { settle(); charged() }, ok
 }
 
-// reserveSession reserves a place for the session an initialize without
-// a session id would start, whose body br holds, and returns the func
-// that gives the session mcp-go created, if any, to the caller, or else
-// the place back. It returns false when it has refused the request: the
-// server or the caller is at its session limit.
-func (s *Server) reserveSession(w http.ResponseWriter, r *http.Request, br *bufio.Reader) (settle func(), ok bool) {
-	if head, _ := br.Peek(512); r.Header.Get("Mcp-Session-Id") != "" || !isInitialize(head) {
-		return func() {}, true
+// opensSession reports whether mcp-go will start a session for a POST
+// with this header and body: an initialize on a protocol revision with
+// sessions. It parses the body whole, as mcp-go does (the same
+// encoding/json, into the same fields), so that no spelling of the method
+// (escapes, white space, case, duplicate keys, position) parses one way
+// here and another there.
+func opensSession(h http.Header, body []byte) bool {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result,omitempty"`
+		Error  json.RawMessage `json:"error,omitempty"`
+		Method mcp.MCPMethod   `json:"method,omitempty"`
 	}
+	if json.Unmarshal(body, &msg) != nil || msg.Method != mcp.MethodInitialize {
+		return false
+	}
+	var era struct {
+		Params struct {
+			Meta *mcp.Meta `json:"_meta"`
+		} `json:"params"`
+	}
+	var meta string
+	if json.Unmarshal(body, &era) == nil {
+		meta = era.Params.Meta.ProtocolVersion()
+	}
+	return !mcp.IsModernProtocol(meta) && !mcp.IsModernProtocol(h.Get(mcp.HeaderProtocolVersion))
+}
+
+// reserveSession reserves a place for the session r will start (see
+// sessions.reserve) and returns r carrying it, for sessions.Generate, and
+// the func that settles it when r is done. It returns false when it has
+// refused the request: the caller is at its session limit, or the server
+// at its own, and every session in the way is busy.
+func (s *Server) reserveSession(w http.ResponseWriter, r *http.Request) (_ *http.Request, settle func(), ok bool) {
 	who, _ := identity.FromContext(r.Context())
-	key := tool.Key(who)
-	err := s.sessions.reserve(key)
+	t, err := s.sessions.reserve(sessionOwner(who))
 	if err == nil {
-		return func() { s.sessions.own(w.Header().Get("Mcp-Session-Id"), key) }, true
+		return r.WithContext(context.WithValue(r.Context(), ticketKey{}, t)), func() { s.sessions.settle(t) }, true
 	}
-	w.Header().Set("Retry-After", "10")
-	msg := fmt.Sprintf("depotfs has %d live sessions, its limit (--max-sessions); retry later, or end unused sessions with DELETE", s.opts.HTTP.MaxSessions)
+	w.Header().Set("Retry-After", "1")
+	msg := fmt.Sprintf("depotfs has %d live sessions, its limit (--max-sessions), and every one is busy with a request or a stream; retry shortly", s.opts.HTTP.MaxSessions)
 	if errors.Is(err, errIdentitySessionsFull) {
-		msg = fmt.Sprintf("%s holds %d live sessions, the limit for one identity (--max-sessions-per-identity); end unused sessions with DELETE, or let them expire after --session-idle-timeout (%v)",
-			who.String(), s.opts.HTTP.MaxSessionsPerIdentity, s.opts.HTTP.SessionIdleTimeout)
+		msg = fmt.Sprintf("%s holds %d live sessions, the limit for one identity (--max-sessions-per-identity), and every one is busy with a request or a stream; retry when one is done",
+			who.String(), s.opts.HTTP.MaxSessionsPerIdentity)
 	}
-	s.log.Warn("http session refused: at the limit", "identity", who.String(), "err", err)
+	s.log.Warn("http session refused: at the limit, all busy", "identity", who.String(), "err", err)
 	writeRPCError(w, http.StatusServiceUnavailable, nil, codeServerBusy, msg,
 		map[string]any{"retryable": true, "max_sessions": s.opts.HTTP.MaxSessions, "max_sessions_per_identity": s.opts.HTTP.MaxSessionsPerIdentity})
-	return func() {}, false
-}
-
-// peekBody is a request body read through a bufio.Reader, whose first
-// bytes can be looked at without consuming them.
-type peekBody struct {
-	*bufio.Reader
-	io.Closer
-}
-
-// firstByte returns the first byte of the body that is not JSON white
-// space, or 0 at its end.
-func firstByte(br *bufio.Reader) (byte, error) {
-	for {
-		b, err := br.ReadByte()
-		if err != nil {
-			return 0, err
-		}
-		switch b {
-		case ' ', '\t', '\r', '\n':
-			continue
-		}
-		return b, br.UnreadByte()
-	}
-}
-
-// isInitialize reports whether the start of a body is an initialize
-// request (the method is looked for in the first bytes only).
-func isInitialize(head []byte) bool {
-	var probe struct {
-		Method string `json:"method"`
-	}
-	if json.Unmarshal(head, &probe) == nil {
-		return probe.Method == string(mcp.MethodInitialize)
-	}
-	return bytes.Contains(head, []byte(`"method":"initialize"`)) || bytes.Contains(head, []byte(`"method": "initialize"`))
+	return r, func() {}, false
 }
 
 // errBodyTooLarge is what a watchedBody returns past its limit.

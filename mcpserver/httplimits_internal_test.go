@@ -1,12 +1,16 @@
 package mcpserver
 
 import (
-	"bufio"
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/depotfs/depotfs/internal/identity"
 )
 
 // TestBudget: acquisitions that fit pass at once, others wait in order
@@ -48,66 +52,148 @@ func TestBudget(t *testing.T) {
 	}
 }
 
-// TestSessions: issued ids validate, dropped ones are terminated (404),
-// unknown ones are errors; the caps count live and reserved sessions, in
-// all and per identity, and a dropped session frees its identity's place.
-func TestSessions(t *testing.T) {
-	m := newSessions(3, 2, time.Minute)
-	take := func(key string) (string, error) {
-		if err := m.reserve(key); err != nil {
-			return "", err
-		}
-		id := m.Generate()
-		m.own(id, key)
-		return id, nil
+// newTestSessions is a sessions with a clock the test moves, and a
+// record of the ids it asked mcp-go to end.
+func newTestSessions(max, perOwner int) (*sessions, *[]string, *time.Time) {
+	m := newSessions(max, perOwner, time.Minute)
+	var ended []string
+	now := time.Unix(1e9, 0)
+	m.now = func() time.Time { now = now.Add(time.Second); return now }
+	m.end = func(ids []string) { ended = append(ended, ids...) }
+	return m, &ended, &now
+}
+
+// tokenOf is the identity of the token name.
+func tokenOf(name string) identity.Identity {
+	return identity.Identity{Transport: "http", Method: identity.MethodToken, TokenID: name, Subject: "depotfs://local/token/" + name}
+}
+
+// openSession opens a session of the token name as the handler and
+// mcp-go do: a reservation, Generate through the request, the request's
+// end.
+func openSession(t *testing.T, m *sessions, name string) (string, error) {
+	t.Helper()
+	tk, err := m.reserve(sessionOwner(tokenOf(name)))
+	if err != nil {
+		return "", err
 	}
-	a, _ := take("alice")
-	b, _ := take("alice")
-	if a == b || !strings.HasPrefix(a, sessionPrefix) {
-		t.Fatalf("ids %q %q", a, b)
+	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	ctx := identity.NewContext(r.Context(), tokenOf(name))
+	r = r.WithContext(context.WithValue(ctx, ticketKey{}, tk))
+	id := m.ResolveSessionIdManager(r).Generate()
+	m.settle(tk)
+	return id, nil
+}
+
+// TestSessionsEvictIdle: an owner at its cap ends its own least recently
+// used idle session, never another's and never a busy one; it is refused
+// only when all of its sessions are busy. The server's cap does the same
+// over all sessions. Dropped ids are "terminated" (404), and mcp-go is
+// told to end them.
+func TestSessionsEvictIdle(t *testing.T) {
+	m, ended, _ := newTestSessions(4, 2)
+	alice, bob, carol := "alice", "bob", "carol"
+	a1, _ := openSession(t, m, alice)
+	a2, _ := openSession(t, m, alice)
+	if a1 == a2 || !strings.HasPrefix(a1, sessionPrefix) {
+		t.Fatalf("ids %q %q", a1, a2)
 	}
-	if term, err := m.Validate(a); term || err != nil {
-		t.Fatalf("Validate(live) = %v, %v", term, err)
+	b1, _ := openSession(t, m, bob)
+	done := m.enter(a2) // a request in flight on a2; then a1 was used last
+	m.enter(a1)()
+	a3, err := openSession(t, m, alice)
+	if err != nil {
+		t.Fatalf("alice's third session with an idle one: %v", err)
 	}
-	if _, err := take("alice"); !errors.Is(err, errIdentitySessionsFull) {
-		t.Fatalf("alice's third session: %v; want her limit", err)
+	if held, _ := m.count(sessionOwner(tokenOf(alice))); held != 2 {
+		t.Fatalf("alice holds %d; want her cap, 2", held)
 	}
-	if _, err := take("bob"); err != nil {
-		t.Fatalf("bob's first session while alice is at her limit: %v", err)
+	if term, err := m.Validate(a1); !term || err != nil {
+		t.Fatalf("Validate(a1, alice's idle session) = %v, %v; want terminated", term, err)
 	}
-	if err := m.reserve("carol"); !errors.Is(err, errSessionsFull) {
-		t.Fatalf("a fourth session of three: %v; want the server's limit", err)
+	if term, err := m.Validate(a2); term || err != nil {
+		t.Fatalf("Validate(a2, busy) = %v, %v; want live", term, err)
 	}
-	m.Terminate(a)
-	if term, err := m.Validate(a); !term || err != nil {
-		t.Fatalf("Validate(dropped) = %v, %v; want terminated", term, err)
+	if !slices.Equal(*ended, []string{a1}) {
+		t.Fatalf("ended %v; want [a1]", *ended)
+	}
+	stop := m.enter(a3)
+	if _, err := openSession(t, m, alice); !errors.Is(err, errIdentitySessionsFull) {
+		t.Fatalf("alice's session with both busy: %v; want her limit", err)
+	}
+	if held, _ := m.count(sessionOwner(tokenOf(alice))); held != 2 || m.pending != 0 {
+		t.Fatalf("alice holds %d, %d pending, after a refusal", held, m.pending)
+	}
+	stop()
+	done()
+	// The server's cap: 4 live (a2, a3, b1, b2); carol's first ends the
+	// server's least recently used idle one, b1.
+	b2, _ := openSession(t, m, bob)
+	c1, err := openSession(t, m, carol)
+	if err != nil {
+		t.Fatalf("carol at the server's cap with idle sessions: %v", err)
+	}
+	if term, _ := m.Validate(b1); !term {
+		t.Fatal("b1, the server's least recently used, is still live")
+	}
+	if len(m.live) != 4 {
+		t.Fatalf("%d live; want the cap, 4", len(m.live))
+	}
+	for _, id := range []string{a2, a3, b2, c1} {
+		defer m.enter(id)()
+	}
+	if _, err := openSession(t, m, "dave"); !errors.Is(err, errSessionsFull) {
+		t.Fatalf("dave with every session busy: %v; want the server's limit", err)
+	}
+}
+
+// TestSessionsCountUnreserved: a session mcp-go creates without a
+// reservation is counted all the same, and the caps hold by eviction.
+func TestSessionsCountUnreserved(t *testing.T) {
+	m, _, _ := newTestSessions(100, 3)
+	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	r = r.WithContext(identity.NewContext(r.Context(), tokenOf("x")))
+	for range 10 {
+		m.ResolveSessionIdManager(r).Generate()
+	}
+	if n := len(m.live); n != 3 {
+		t.Fatalf("%d live after 10 unreserved sessions of one owner; want its cap, 3", n)
 	}
 	if _, err := m.Validate("depotfs-session-unknown"); err == nil {
 		t.Fatal("an unknown id validated")
 	}
-	if held, _ := m.count("alice"); held != 1 {
-		t.Fatalf("alice holds %d after one of her two was dropped", held)
-	}
-	if err := m.reserve("carol"); err != nil {
-		t.Fatalf("a session after one was dropped: %v", err)
-	}
-	m.unreserve("carol")
-	if held, _ := m.count("carol"); held != 0 || m.pending != 0 {
-		t.Fatalf("carol holds %d, %d pending, after giving her place back", held, m.pending)
+}
+
+// TestSessionCredentialKeepsNoBody: what a session keeps of the request
+// that opened it is its credential, not its body.
+func TestSessionCredentialKeepsNoBody(t *testing.T) {
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(strings.Repeat("x", 1<<20)))
+	r.Header.Set("Authorization", "Bearer t")
+	r.Header.Set("X-Other", "y")
+	c := credentialOf(r)
+	if c.req.Body != nil || c.req.Header.Get("Authorization") != "Bearer t" || c.req.Header.Get("X-Other") != "" {
+		t.Fatalf("credential request: body %v, header %v; want no body and only Authorization", c.req.Body, c.req.Header)
 	}
 }
 
-// TestFirstByte and isInitialize read only the start of a body.
-func TestFirstByte(t *testing.T) {
-	for body, want := range map[string]byte{" \n\t[{}]": '[', `{"a":1}`: '{', "   ": 0} {
-		if got, _ := firstByte(bufio.NewReader(strings.NewReader(body))); got != want {
-			t.Errorf("firstByte(%q) = %q, want %q", body, got, want)
+// TestOpensSession: the body is parsed as mcp-go parses it, whatever the
+// spelling of the method.
+func TestOpensSession(t *testing.T) {
+	pad := strings.Repeat(" ", 600)
+	for body, want := range map[string]bool{
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`:                                                                 true,
+		`{"jsonrpc":"2.0","id":0,"method":"\u0069nitialize","params":{}}`:                                                            true,
+		`{"jsonrpc":"2.0","id":0,"method" : "initialize"}`:                                                                           true,
+		`{"jsonrpc":"2.0","id":0,"params":{"x":"` + pad + `"},"method":"initialize"}`:                                                true,
+		`{"jsonrpc":"2.0","id":0,"method":"tools/list","method":"initialize"}`:                                                       true,
+		`{"jsonrpc":"2.0","id":0,"METHOD":"initialize"}`:                                                                             true,
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","method":"tools/list"}`:                                                       false,
+		`{"jsonrpc":"2.0","id":0,"method":"tools/list"}`:                                                                             false,
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`: false,
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"clientInfo":{"name":"x`:                                            false,
+	} {
+		if got := opensSession(http.Header{}, []byte(body)); got != want {
+			t.Errorf("opensSession(%.80s) = %v, want %v", body, got, want)
 		}
-	}
-	if !isInitialize([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`)) || isInitialize([]byte(`{"method":"tools/list"}`)) {
-		t.Error("isInitialize")
-	}
-	if !isInitialize([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"clientInfo":{"name":"x` /* cut */)) {
-		t.Error("isInitialize of a cut body")
 	}
 }

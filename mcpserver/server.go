@@ -93,6 +93,15 @@ type Options struct {
 	// push does, refuses to send credentials there.
 	PublicURL string
 
+	// AllowedHosts are further host names (without port) the HTTP
+	// listener answers to when a request reaches it over loopback with
+	// that name in its Host header: a TLS-terminating proxy on the same
+	// host forwarding "Host: depot.example.org". PublicURL's host is
+	// always allowed, and so are loopback names. Any other Host over
+	// loopback, and any Origin header that names none of these, is
+	// refused 403 (DNS-rebinding protection; see checkHost).
+	AllowedHosts []string
+
 	// Tools chooses the tool profiles served; nil means DefaultProfiles.
 	// ProfileGuide is always served, listed or not.
 	Tools []Profile

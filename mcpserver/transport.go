@@ -60,9 +60,13 @@ func (s *Server) Handler() http.Handler { return s.http }
 func (s *Server) newHandler() http.Handler {
 	lim := s.opts.HTTP
 	s.sessions = newSessions(lim.MaxSessions, lim.MaxSessionsPerIdentity, lim.SessionIdleTimeout)
+	s.sessions.end = s.endSessions
 	s.inflight = newBudget(lim.MaxInflightBytes)
 	h := server.NewStreamableHTTPServer(s.mcp, server.WithStreamableHTTPLogger(s.log),
-		server.WithSessionIdManager(s.sessions), server.WithSessionIdleTTL(lim.SessionIdleTimeout))
+		server.WithSessionIdManagerResolver(s.sessions), server.WithSessionIdleTTL(lim.SessionIdleTimeout),
+		// The Host check is ours (checkHost): it knows the names the
+		// operator configured, and logs and audits its refusals.
+		server.WithDisableLocalhostProtection(true))
 	s.streamable = h
 	edge := protocolEdge(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -72,6 +76,9 @@ func (s *Server) newHandler() http.Handler {
 		}
 		ctx = tool.WithBaseURL(ctx, s.baseURL(r))
 		r = r.WithContext(ctx)
+		if !s.checkHost(w, r) {
+			return
+		}
 		if r.URL.Path == BackupPath {
 			s.serveBackup(w, r)
 			return
@@ -94,7 +101,7 @@ func (s *Server) newHandler() http.Handler {
 					ctx, cancel := context.WithCancel(ctx)
 					defer cancel()
 					r = r.WithContext(ctx)
-					defer s.sessions.open(&stream{req: r, kind: "upload", cancel: func() { body.stop(); cancel() }})()
+					defer s.sessions.open(&stream{cred: credentialOf(r), kind: "upload", cancel: func() { body.stop(); cancel() }})()
 				}
 			}
 			serve := s.uploads.ServeHTTP
@@ -104,59 +111,50 @@ func (s *Server) newHandler() http.Handler {
 			serve(w, r)
 			return
 		}
-		release, ok := s.limitBody(w, r)
+		r, body, release, ok := s.limitBody(w, r)
 		if !ok {
 			return
 		}
 		defer release()
 		sid := r.Header.Get("Mcp-Session-Id")
-		if lim.Recheck != nil {
-			s.sessions.seen(sid, r)
-		}
+		// A session with a request in flight or a stream open is busy:
+		// never ended to make room for another.
+		defer s.sessions.enter(sid)()
 		if isStream(r) {
 			if s.done.Err() != nil {
 				http.Error(w, "depotfs is shutting down: no new notification streams", http.StatusServiceUnavailable)
 				return
 			}
-			ctx, cancel := context.WithCancel(ctx)
+			ctx, cancel := context.WithCancel(r.Context())
 			defer cancel()
 			defer context.AfterFunc(s.done, cancel)()
-			defer s.sessions.open(&stream{req: r, session: sid, cancel: cancel})()
+			if lim.Recheck != nil {
+				defer s.sessions.open(&stream{cred: credentialOf(r), session: sid, cancel: cancel})()
+			}
 			r = r.WithContext(ctx)
 		} else {
 			// A failed resources/read gets the error depotfs chooses
 			// (internal/rpcerr): one Fixes per request.
 			fixes := rpcerr.New()
 			w = fixes.ResponseWriter(w)
-			r = liftContent(r.WithContext(rpcerr.NewContext(ctx, fixes)))
+			r = liftContent(r.WithContext(rpcerr.NewContext(r.Context(), fixes)), body)
 		}
 		edge.ServeHTTP(w, r)
 	})
 }
 
 // liftContent takes the long strings of a tool call's arguments out of
-// r's body before mcp-go parses it several times over (package lift); the
-// tool pipeline puts them back. A body that cannot be read whole is passed
-// on as it was read, for mcp-go to meet the same error.
-func liftContent(r *http.Request) *http.Request {
-	if r.Method != http.MethodPost || r.Body == nil || r.ContentLength >= 0 && r.ContentLength < lift.MinLen {
-		return r
-	}
-	// Read into one buffer of the announced size (io.ReadAll would copy
-	// a chunk's body several times over as it grows its buffer); the body
-	// limit in front bounds ContentLength.
-	buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+1))
-	_, err := buf.ReadFrom(r.Body)
-	body := buf.Bytes()
-	if err != nil {
-		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), errReader{err}), r.Body}
+// body, r's body that limitBody read, before mcp-go parses it several
+// times over (package lift); the tool pipeline puts them back.
+func liftContent(r *http.Request, body []byte) *http.Request {
+	if len(body) < lift.MinLen {
 		return r
 	}
 	small, t, ok := lift.Lift(body)
-	r.Body = readCloser{bytes.NewReader(small), r.Body}
 	if !ok {
 		return r
 	}
+	r.Body = readCloser{bytes.NewReader(small), r.Body}
 	r = r.WithContext(lift.NewContext(r.Context(), t))
 	r.ContentLength = int64(len(small))
 	return r

@@ -3,6 +3,8 @@ package main
 import (
 	"cmp"
 	"flag"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/depotfs/depotfs/mcpserver"
@@ -16,6 +18,7 @@ type httpConfig struct {
 	idleTimeout       time.Duration
 	maxConnsPerAddr   int
 	maxInflight       byteSize
+	allowedHosts      []string             // --allowed-hosts
 	lim               mcpserver.HTTPLimits // the flags that set one as they are
 }
 
@@ -29,8 +32,9 @@ func (c *httpConfig) flags(fs *flag.FlagSet) {
 	fs.Var(&c.maxInflight, "max-inflight-bytes", "memory `size` allowed for request bodies being decoded at once (each charged 6× its size); further requests wait for room before their bodies are read")
 	fs.DurationVar(&c.lim.InflightWait, "inflight-wait", mcpserver.DefaultInflightWait, "how long a request waits for room under --max-inflight-bytes before it is answered 503 (retryable)")
 	fs.DurationVar(&c.lim.SessionIdleTimeout, "session-idle-timeout", mcpserver.DefaultSessionIdleTimeout, "drop an MCP session unused for this long; its id is then answered 404 and the client starts a new one")
-	fs.IntVar(&c.lim.MaxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "live MCP sessions allowed in all; a new one beyond is answered 503")
-	fs.IntVar(&c.lim.MaxSessionsPerIdentity, "max-sessions-per-identity", mcpserver.DefaultMaxSessionsPerIdentity, "live MCP sessions allowed to one identity (an unauthenticated client: its host); its new one beyond is answered 503, other identities' are not")
+	fs.IntVar(&c.lim.MaxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "live MCP sessions allowed in all; a new one beyond ends the least recently used idle session (its id is then answered 404 and its client starts again), and is answered 503 only when every session is busy")
+	fs.IntVar(&c.lim.MaxSessionsPerIdentity, "max-sessions-per-identity", mcpserver.DefaultMaxSessionsPerIdentity, "live MCP sessions allowed to one identity (an unauthenticated client: its host); its new one beyond ends its own least recently used idle session (whose id is then answered 404), and is answered 503 only when all of its sessions are busy; no other identity's session is ended for it")
+	fs.Func("allowed-hosts", "host `name` a request reaching --listen over loopback may carry in its Host header, and a browser's Origin may name, besides loopback names and --public-url's host (repeatable): a TLS-terminating proxy on the same host forwarding Host: depot.example.org; others are refused 403 (DNS-rebinding protection)", appendTo(&c.allowedHosts))
 }
 
 func (c *httpConfig) validate() error {
@@ -39,6 +43,8 @@ func (c *httpConfig) validate() error {
 			"--http-*-timeout, --inflight-wait and --session-idle-timeout must be positive durations"),
 		failIf(c.maxConnsPerAddr < 0 || c.lim.MaxSessions < 1 || c.lim.MaxSessionsPerIdentity < 1 || c.maxInflight < 1<<20,
 			"--max-conns-per-addr must not be negative, --max-sessions and --max-sessions-per-identity at least 1, --max-inflight-bytes at least 1MiB"),
+		failIf(slices.ContainsFunc(c.allowedHosts, func(h string) bool { return h == "" || strings.ContainsAny(h, "/ @?#") }),
+			"--allowed-hosts takes a host name such as depot.example.org (optionally :port), not a URL"),
 	)
 }
 

@@ -348,7 +348,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		"audit_log", cfg.enforce.auditLog, "rate_calls", cfg.enforce.rateCalls, "rate_bytes", cfg.enforce.rateBytes.String())
 
 	opts := &mcpserver.Options{Version: version(), Tools: cfg.profiles, Policy: cfg.enforce.host, Audit: calls,
-		Rate: cfg.enforce.rate(), PublicURL: cfg.publicURL, HTTP: cfg.http.limits(),
+		Rate: cfg.enforce.rate(), PublicURL: cfg.publicURL, AllowedHosts: cfg.http.allowedHosts, HTTP: cfg.http.limits(),
 		Settings: cfg.settings}
 	s := &opts.Settings
 	s.Logger, s.RateLocal, s.MaxFileBytes, s.MaxUploadBytesPerIdentity = log, cfg.enforce.rateLocal, int64(cfg.maxFileSize), int64(cfg.uploadBytesPer)

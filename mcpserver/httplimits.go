@@ -85,7 +85,7 @@ type HTTPLimits struct {
 	// Other identities are not affected.
 	MaxSessionsPerIdentity int
 	// Recheck, when set, authenticates a request again; open streams and
-	// sessions are rechecked every second with the credential that opened
+	// sessions are rechecked every half second with the credential that opened
 	// them, so a revoked credential loses them within a second or two.
 	Recheck func(*http.Request) error
 }

@@ -55,7 +55,7 @@ func TestBudget(t *testing.T) {
 // newTestSessions is a sessions with a clock the test moves, and a
 // record of the ids it asked mcp-go to end.
 func newTestSessions(max, perOwner int) (*sessions, *[]string, *time.Time) {
-	m := newSessions(max, perOwner, time.Minute)
+	m := newSessions(max, perOwner)
 	var ended []string
 	now := time.Unix(1e9, 0)
 	m.now = func() time.Time { now = now.Add(time.Second); return now }

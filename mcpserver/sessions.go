@@ -42,20 +42,21 @@ import (
 //
 // It is safe for concurrent use.
 type sessions struct {
-	max      int           // live sessions in all
-	perOwner int           // live and reserved sessions of one owner
-	idle     time.Duration // how long mcp-go keeps an unused session
+	max      int // live sessions in all
+	perOwner int // live and reserved sessions of one owner
 	// end frees mcp-go's state of sessions dropped here (eviction,
 	// revocation); set once by the handler before any request.
 	end func(ids []string)
 	now func() time.Time
 
-	mu      sync.Mutex // guards everything below
-	live    map[string]*session
-	owners  map[string]*owned
-	pending int                  // places reserved and not yet filled or returned
-	gone    map[string]time.Time // dropped id -> when
-	streams map[*stream]struct{}
+	mu        sync.Mutex // guards everything below
+	live      map[string]*session
+	owners    map[string]*owned
+	pending   int                 // places reserved and not yet filled or returned
+	gone      map[string]struct{} // dropped ids, the last max of them
+	goneOrder []string            // gone's ids in the order dropped, a ring
+	goneNext  int                 // goneOrder's oldest, once it is full
+	streams   map[*stream]struct{}
 }
 
 // session is one live session.
@@ -117,9 +118,9 @@ type stream struct {
 	cancel  context.CancelFunc
 }
 
-func newSessions(max, perOwner int, idle time.Duration) *sessions {
-	return &sessions{max: max, perOwner: perOwner, idle: idle, end: func([]string) {}, now: time.Now,
-		live: map[string]*session{}, owners: map[string]*owned{}, gone: map[string]time.Time{}, streams: map[*stream]struct{}{}}
+func newSessions(max, perOwner int) *sessions {
+	return &sessions{max: max, perOwner: perOwner, end: func([]string) {}, now: time.Now,
+		live: map[string]*session{}, owners: map[string]*owned{}, gone: map[string]struct{}{}, streams: map[*stream]struct{}{}}
 }
 
 const sessionPrefix = "depotfs-session-"
@@ -240,17 +241,17 @@ func (m *sessions) dropLocked(id string) {
 			delete(m.owners, s.owner)
 		}
 	}
-	now := m.now()
 	// Remembered only to answer "terminated" rather than "unknown" (both
-	// 404): bounded, so that churning sessions cannot grow it.
-	if len(m.gone) >= 4*m.max {
-		for g, t := range m.gone {
-			if now.Sub(t) > m.idle || len(m.gone) >= 4*m.max {
-				delete(m.gone, g)
-			}
-		}
+	// 404): the last max dropped, so that churning sessions cannot grow
+	// it.
+	if len(m.goneOrder) < m.max {
+		m.goneOrder = append(m.goneOrder, id)
+	} else {
+		delete(m.gone, m.goneOrder[m.goneNext])
+		m.goneOrder[m.goneNext] = id
+		m.goneNext = (m.goneNext + 1) % m.max
 	}
-	m.gone[id] = now
+	m.gone[id] = struct{}{}
 }
 
 // victimsLocked chooses the idle sessions to end so that owner has room
@@ -427,8 +428,9 @@ func (discardResponse) Write(b []byte) (int, error) { return len(b), nil }
 func (discardResponse) WriteHeader(int)             {}
 
 // recheckEvery is how often open streams and sessions are authenticated
-// again.
-const recheckEvery = time.Second
+// again: one check per credential, however many sessions it holds, so a
+// revocation ends them well within 2 s.
+const recheckEvery = 500 * time.Millisecond
 
 // recheck authenticates every live session and open stream again with the
 // credential that opened it, until ctx ends; one check answers for every

@@ -59,7 +59,7 @@ func (s *Server) Handler() http.Handler { return s.http }
 
 func (s *Server) newHandler() http.Handler {
 	lim := s.opts.HTTP
-	s.sessions = newSessions(lim.MaxSessions, lim.MaxSessionsPerIdentity, lim.SessionIdleTimeout)
+	s.sessions = newSessions(lim.MaxSessions, lim.MaxSessionsPerIdentity)
 	s.sessions.end = s.endSessions
 	s.inflight = newBudget(lim.MaxInflightBytes)
 	h := server.NewStreamableHTTPServer(s.mcp, server.WithStreamableHTTPLogger(s.log),

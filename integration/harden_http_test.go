@@ -246,7 +246,8 @@ func TestBatchRefused(t *testing.T) {
 
 // TestSessionIdleTimeout: a session unused for
 // --session-idle-timeout is dropped and its id answered 404; live sessions
-// are capped by --max-sessions.
+// are capped by --max-sessions, the least recently used idle one ending
+// for a new one.
 func TestSessionIdleTimeout(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--session-idle-timeout", "2s", "--max-sessions", "3"}})
@@ -263,14 +264,19 @@ func TestSessionIdleTimeout(t *testing.T) {
 		return false
 	})
 	// The cap: the idle sessions were all dropped (the daemon's own
-	// client's too); three new ones fit, the next is refused.
-	for range 3 {
+	// client's too); three new ones fit, and a fourth ends the least
+	// recently used idle one (404 from then on) instead of being refused.
+	first := newRawClient(t, d.url)
+	for range 2 {
 		newRawClient(t, d.url)
 	}
 	c := &rawClient{t: t, url: d.url, hc: http.DefaultClient}
 	st, b, _ := c.post([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
-	if st != http.StatusServiceUnavailable || !strings.Contains(string(b), "max-sessions") {
-		t.Fatalf("a session beyond --max-sessions: status %d %s; want 503 naming the limit", st, b)
+	if st != http.StatusOK {
+		t.Fatalf("a session beyond --max-sessions with idle ones: status %d %s; want 200", st, b)
+	}
+	if st, _, _ := first.post([]byte(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)); st != http.StatusNotFound {
+		t.Fatalf("the least recently used session, ended for a new one: status %d; want 404", st)
 	}
 }
 

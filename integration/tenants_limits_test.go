@@ -38,9 +38,9 @@ func initializeAs(t testing.TB, url, token string) (int, string, string) {
 }
 
 // TestSessionFloodPerIdentity: a token without grants opening sessions
-// as fast as it can (and abandoning them) reaches its own limit, not the
-// server's: another identity's initialize keeps working during the flood,
-// and its latency is reported.
+// as fast as it can (and abandoning them) only churns its own: it holds
+// at most its limit, not the server's, and another identity's initialize
+// keeps working during the flood; its latency is reported.
 func TestSessionFloodPerIdentity(t *testing.T) {
 	t.Parallel()
 	tokens := t.TempDir() + "/tokens.json"
@@ -76,7 +76,7 @@ func TestSessionFloodPerIdentity(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, 60*time.Second, "the flooder to reach its limit", func() bool { return refused.Load() > 0 })
+	waitFor(t, 60*time.Second, "the flooder to pass its limit thrice", func() bool { return opened.Load() > 3*64 })
 	var took []time.Duration
 	for i := range 20 {
 		start := time.Now()
@@ -90,11 +90,11 @@ func TestSessionFloodPerIdentity(t *testing.T) {
 	slices.Sort(took)
 	t.Logf("flood: %d sessions opened, %d refused; another identity's initialize during it: median %v, max %v",
 		opened.Load(), refused.Load(), took[len(took)/2], took[len(took)-1])
-	if n := opened.Load(); n > 64 {
-		t.Errorf("one identity opened %d sessions; want at most --max-sessions-per-identity (64)", n)
+	if n := liveSessions(t, d, other); n > 64+20 {
+		t.Errorf("%d sessions live after the flood; want at most the flooder's limit (64) and the other identity's 20", n)
 	}
-	if body, _ := refusal.Load().(string); !strings.Contains(body, "max-sessions-per-identity") {
-		t.Errorf("the flooder's refusal %q does not name --max-sessions-per-identity", body)
+	if n := refused.Load(); n != 0 {
+		t.Errorf("%d of the flooder's initializes refused (%v); want none: it ends its own idle sessions", n, refusal.Load())
 	}
 }
 

@@ -149,6 +149,7 @@ func (s *Store) tryCommit(batch []*commit) (int, error) {
 		return -1, err
 	}
 	s.commitErr.Store(nil)
+	w.keepSkip()
 	s.staged.apply(w.staged)
 	s.charged.add(w.charges)
 	if n := len(w.events); n > 0 {

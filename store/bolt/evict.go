@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/evictplan"
@@ -26,17 +29,25 @@ func (w *wtx) makeRoom(keep hash) (store.Evictions, error) {
 	if err != nil {
 		return store.Evictions{}, err
 	}
+	fp, err := w.snapshotSet()
+	if err != nil {
+		return store.Evictions{}, err
+	}
 	// Content only history uses goes first, then live content; each
-	// least recently used first.
+	// least recently used first. The live content snapshots hold is
+	// passed over where a walk found it before (see heldSkip).
 	cursors := []*bbolt.Cursor{w.tx.Bucket(bucketHistoryLRU).Cursor(), w.lru.Cursor()}
 	c := cursors[0]
 	k, _ := c.First()
+	live, run := false, true // walking the live index; every live blob so far held
+	var lastHeld []byte
 	next := func() (hash, int64, bool, error) {
 		for {
 			for ; k != nil; k, _ = c.Next() {
 				var h hash
 				copy(h[:], k[8:])
 				if h == keep {
+					run = run && !live
 					continue
 				}
 				b, ok, err := getBlob(w.blobs, h)
@@ -51,8 +62,12 @@ func (w *wtx) makeRoom(keep hash) (store.Evictions, error) {
 					return h, 0, false, err
 				}
 				if held {
+					if live && run {
+						lastHeld = append(lastHeld[:0], k...)
+					}
 					continue
 				}
+				run = run && !live
 				k, _ = c.Next()
 				return h, b.Size, true, nil
 			}
@@ -60,11 +75,20 @@ func (w *wtx) makeRoom(keep hash) (store.Evictions, error) {
 				return hash{}, 0, false, nil
 			}
 			cursors = cursors[1:]
-			c = cursors[0]
+			c, live = cursors[0], true
 			k, _ = c.First()
+			if from := w.skipFrom(fp); from != nil {
+				lastHeld = slices.Clone(from)
+				if k, _ = c.Seek(from); bytes.Equal(k, from) {
+					k, _ = c.Next()
+				}
+			}
 		}
 	}
 	ev, err := evictplan.MakeRoom(w.c.Stored, w.stagedBytes(), w.s.opts.MaxStoreBytes, next, w.evict)
+	if lastHeld != nil && fp != "" {
+		w.skipNext, w.lruIn = &heldSkip{snaps: fp, key: lastHeld}, nil
+	}
 	if err != nil {
 		return store.Evictions{}, holds.Limit(w, err)
 	}
@@ -133,4 +157,87 @@ func (w *wtx) held(holds *rules.Holds, h hash, size int64) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// heldSkip is where, in the live lru index, the content the snapshots
+// hold ends: a walk of makeRoom found every blob up to key (inclusive)
+// held by a live file a snapshot saw, for the set of snapshots snaps.
+// With a snapshot of the whole tree that is most of the index, and
+// without it every growing write near the limit would walk it all again.
+// Such a blob stays held as long as the set does: a held file that
+// changes or goes becomes a held version, whose content is pinned and
+// leaves the index. What can break it is a blob entering the index at a
+// key up to key (content unpinned, its last use long ago) to stay: every
+// commit checks for that (wtx.lruIn; a new blob enters at use 0 and moves
+// on at once, when its write uses it). Store.skip is read and written
+// under Store.wmu only.
+type heldSkip struct {
+	snaps string
+	key   []byte
+}
+
+// snapshotSet names the snapshots that hold content now ("" for none):
+// a heldSkip found for another set does not apply.
+func (w *wtx) snapshotSet() (string, error) {
+	snaps, err := w.Snapshots()
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, s := range rules.Holding(snaps, w.now) {
+		b.WriteString(strconv.Quote(s.Name) + strconv.Quote(s.Prefix) + strconv.FormatUint(s.Revision, 10) + ";")
+	}
+	return b.String(), nil
+}
+
+// skipFrom returns the key of the live lru index up to which every blob
+// is held by the snapshots fp names, nil when that is not known.
+func (w *wtx) skipFrom(fp string) []byte {
+	cand := w.s.skip
+	if w.skipNext != nil {
+		cand = *w.skipNext
+	}
+	if fp == "" || cand.snaps != fp || cand.key == nil || w.enteredUpTo(cand.key) {
+		return nil
+	}
+	return cand.key
+}
+
+// enteredLRU notes that key was put into the live lru index (see
+// heldSkip).
+func (w *wtx) enteredLRU(key []byte) { w.lruIn = append(w.lruIn, slices.Clone(key)) }
+
+// enteredUpTo reports whether a key w put into the live lru index (since
+// makeRoom last walked it) at or before key is still there.
+func (w *wtx) enteredUpTo(key []byte) bool {
+	c := w.lru.Cursor()
+	for _, k := range w.lruIn {
+		if bytes.Compare(k, key) <= 0 {
+			if got, _ := c.Seek(k); bytes.Equal(got, k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// settleSkip decides, before w commits, what the store knows of the held
+// content once it has (see keepSkip).
+func (w *wtx) settleSkip() {
+	cand := w.s.skip
+	if w.skipNext != nil {
+		cand = *w.skipNext
+	}
+	if cand.key != nil && w.enteredUpTo(cand.key) {
+		cand = heldSkip{}
+	}
+	w.skipNext = &cand
+}
+
+// keepSkip makes what w found of the held content (settleSkip) the
+// store's, once w has committed.
+func (w *wtx) keepSkip() {
+	if w.skipNext != nil {
+		w.s.skip = *w.skipNext
+	}
 }

@@ -46,6 +46,9 @@ func (w *wtx) setBlob(h hash, old blobRecord, had bool, b blobRecord) error {
 		if err := w.tx.Bucket(newIdx).Put(lruKey(b.Use, h), nil); err != nil {
 			return err
 		}
+		if bytes.Equal(newIdx, bucketLRU) {
+			w.enteredLRU(lruKey(b.Use, h))
+		}
 	}
 	return w.blobs.Put(h[:], b.encode())
 }

@@ -148,6 +148,7 @@ type Store struct {
 	// events, so the event history is in revision order.
 	wmu   writeLock   // a channel of capacity 1; see commit.go
 	queue commitQueue // writes waiting for wmu (group commit)
+	skip  heldSkip    // where the held content of the live lru index ends; under wmu
 
 	gc      gc
 	hub     watchhub.Hub

@@ -80,8 +80,10 @@ type wtx struct {
 	now                               time.Time // the transaction's clock
 
 	rev, ino      uint64
-	callRev       uint64   // rev when the running call of the group started (see Fresh)
-	c             counters // as committed before, changed by the transaction
+	callRev       uint64    // rev when the running call of the group started (see Fresh)
+	skipNext      *heldSkip // what makeRoom found of the held content (see heldSkip)
+	lruIn         [][]byte  // keys put into the live lru index since skipNext was found
+	c             counters  // as committed before, changed by the transaction
 	events        []store.Event
 	dropped       []hash            // blobs whose reference count reached 0
 	staged        staging           // change to what uploads in progress hold
@@ -169,6 +171,7 @@ func (w *wtx) finish(before counters) (gcLocked bool, err error) {
 	if err := w.touchDirs(); err != nil {
 		return false, err
 	}
+	w.settleSkip()
 	if len(w.events) > 0 {
 		if err := w.meta.Put(keyRevision, u64bytes(w.rev)); err != nil {
 			return false, err

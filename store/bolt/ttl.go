@@ -57,7 +57,7 @@ func (s *Store) ExpireEntries(ctx context.Context) (int, error) {
 			if more {
 				return nil
 			}
-			_, err := rules.ExpireSnapshots(w)
+			_, err := rules.ExpireSnapshots(w, rules.ReleaseBudget(w.Limits()))
 			return err
 		})
 		if err != nil {

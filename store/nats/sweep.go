@@ -23,6 +23,9 @@ const expireBatch = 200
 // once. It is safe for concurrent use.
 func (s *Store) ExpireEntries(ctx context.Context) (int, error) {
 	total := 0
+	// A snapshot's release frees at most budget versions a commit,
+	// halved when a commit is refused as too large.
+	budget := rules.ReleaseBudget(s.limits())
 	for {
 		n, more := 0, false
 		err := s.update(ctx, func(t *txn) error {
@@ -51,9 +54,13 @@ func (s *Store) ExpireEntries(ctx context.Context) (int, error) {
 			if more {
 				return nil
 			}
-			_, err := rules.ExpireSnapshots(t)
+			_, err := rules.ExpireSnapshots(t, budget)
 			return err
 		}, nil)
+		if errors.Is(err, store.ErrBatchLimit) && !more && budget > 1 {
+			budget /= 2
+			continue
+		}
 		if err != nil {
 			return total, err
 		}

@@ -40,10 +40,11 @@ func (t *txn) Versions(p string) ([]rules.Version, error) {
 }
 
 // HeldWithin returns the held versions of dir and below, as of the
-// transaction.
+// transaction: it reads the held ones alone (a snapshot's release runs
+// it once a commit), not every retained version.
 func (t *txn) HeldWithin(dir string) ([]rules.Version, error) {
 	var out []rules.Version
-	for k, v := range t.st.vkeys {
+	for k, v := range t.st.vheld {
 		if _, changed := t.vers.m[k]; !changed && v.Held && depotpath.Within(v.Path, dir) {
 			out = append(out, *v)
 		}

@@ -102,33 +102,38 @@ func TestVersionsAcrossHostsAndRestart(t *testing.T) {
 
 // TestSnapshotReleaseInSeveralCommits: a snapshot holding more versions
 // than one batch holds is released in several commits, and deleted with
-// the last of them.
+// the last of them, however small the batch: a commit refused as too
+// large is tried again with fewer versions.
 func TestSnapshotReleaseInSeveralCommits(t *testing.T) {
 	t.Parallel()
 	c := natstest.Start(t, 3)
-	s := openWith(t, c, storetest.Config{}, fmt.Sprintf("t%d", depots.Add(1)), nats.Options{MaxBatch: 40})
-	ctx := t.Context()
-	const files = 60
-	for round := range 2 {
-		for i := range files {
-			if _, err := s.Put(ctx, store.PutRequest{Path: fmt.Sprintf("/f%d", i), Data: []byte(fmt.Sprint(round, i))}); err != nil {
+	for _, batch := range []int{40, 12, 8} {
+		t.Run(fmt.Sprint(batch), func(t *testing.T) {
+			s := openWith(t, c, storetest.Config{}, fmt.Sprintf("t%d", depots.Add(1)), nats.Options{MaxBatch: batch})
+			ctx := t.Context()
+			const files = 60
+			for round := range 2 {
+				for i := range files {
+					if _, err := s.Put(ctx, store.PutRequest{Path: fmt.Sprintf("/f%d", i), Data: []byte(fmt.Sprint(round, i))}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if round == 0 {
+					if _, err := s.CreateSnapshot(ctx, store.SnapshotRequest{Name: "big"}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if st, _ := s.Stats(ctx); st.Versions != files {
+				t.Fatalf("%d versions held, want %d", st.Versions, files)
+			}
+			if err := s.DeleteSnapshot(ctx, "big"); err != nil {
 				t.Fatal(err)
 			}
-		}
-		if round == 0 {
-			if _, err := s.CreateSnapshot(ctx, store.SnapshotRequest{Name: "big"}); err != nil {
-				t.Fatal(err)
+			st, _ := s.Stats(ctx)
+			if list, _ := s.Snapshots(ctx); len(list) != 0 || st.Versions != 0 || st.HeldBytes != 0 {
+				t.Fatalf("after the release: snapshots %+v, stats %+v", list, st)
 			}
-		}
-	}
-	if st, _ := s.Stats(ctx); st.Versions != files {
-		t.Fatalf("%d versions held, want %d", st.Versions, files)
-	}
-	if err := s.DeleteSnapshot(ctx, "big"); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := s.Stats(ctx)
-	if list, _ := s.Snapshots(ctx); len(list) != 0 || st.Versions != 0 || st.HeldBytes != 0 {
-		t.Fatalf("after the release: snapshots %+v, stats %+v", list, st)
+		})
 	}
 }

@@ -33,6 +33,7 @@ func snapKey(name string) string { return "s." + hashHex(name) }
 type vstate struct {
 	versions  map[string][]*rules.Version // path → versions, oldest first
 	vkeys     map[string]*rules.Version   // version key → version
+	vheld     map[string]*rules.Version   // version key → version, of the held ones
 	vchildren map[string]map[string]bool  // directory → children with versions
 	vrefs     map[string]map[string]bool  // content sha256 → keys of versions using it
 	snaps     map[string]store.Snapshot   // name → snapshot
@@ -42,7 +43,7 @@ type vstate struct {
 
 func newVState() vstate {
 	return vstate{
-		versions: map[string][]*rules.Version{}, vkeys: map[string]*rules.Version{},
+		versions: map[string][]*rules.Version{}, vkeys: map[string]*rules.Version{}, vheld: map[string]*rules.Version{},
 		vchildren: map[string]map[string]bool{}, vrefs: map[string]map[string]bool{},
 		snaps: map[string]store.Snapshot{}, snapNames: map[string]string{},
 	}
@@ -53,6 +54,7 @@ func (st *state) applyVersion(key string, data []byte, del bool) error {
 	if old := st.vkeys[key]; old != nil {
 		st.quota.Charge(st.charged, old.Path, -quota.Version(old.Rec, old.Held))
 		delete(st.vkeys, key)
+		delete(st.vheld, key)
 		vs := slices.DeleteFunc(st.versions[old.Path], func(v *rules.Version) bool { return v == old })
 		st.versions[old.Path] = vs
 		if len(vs) == 0 {
@@ -72,6 +74,9 @@ func (st *state) applyVersion(key string, data []byte, del bool) error {
 	v := &rules.Version{Path: vr.Path, Rec: &vr.Record, Until: vr.Until, Held: vr.Held}
 	st.vkeys[key] = v
 	st.quota.Charge(st.charged, v.Path, quota.Version(v.Rec, v.Held))
+	if v.Held {
+		st.vheld[key] = v
+	}
 	vs := append(st.versions[v.Path], v)
 	slices.SortFunc(vs, func(a, b *rules.Version) int { return cmp.Compare(a.Rec.Revision, b.Rec.Revision) })
 	st.versions[v.Path] = vs

@@ -3,6 +3,7 @@ package rules
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -36,7 +37,7 @@ func (w Writes) CreateSnapshot(ctx context.Context, req store.SnapshotRequest) (
 				}
 				// Expired, so no longer listed: its name is free once
 				// its release, done here, is.
-				done, err := unhold(t, snaps, i)
+				done, err := unhold(t, snaps, i, ReleaseBudget(t.Limits()))
 				if err != nil || !done {
 					releasing = err == nil
 					return err
@@ -105,9 +106,13 @@ func (w Writes) DeleteSnapshot(ctx context.Context, name string) error {
 	if err := check.SnapshotName(name); err != nil {
 		return err
 	}
+	budget := -1 // ReleaseBudget, halved for each commit refused as too large
 	for started := false; ; started = true {
 		done := false
 		err := w.C.Update(ctx, func(t Txn) error {
+			if budget < 0 {
+				budget = ReleaseBudget(t.Limits())
+			}
 			snaps, err := t.Snapshots()
 			if err != nil {
 				return err
@@ -120,20 +125,36 @@ func (w Writes) DeleteSnapshot(ctx context.Context, name string) error {
 			case i < 0:
 				return fmt.Errorf("snapshot %s: %w", name, store.ErrNotExist)
 			}
-			done, err = unhold(t, snaps, i)
+			done, err = unhold(t, snaps, i, budget)
 			return err
 		})
+		if errors.Is(err, store.ErrBatchLimit) && budget > 1 {
+			budget /= 2
+			continue
+		}
 		if err != nil || done {
 			return err
 		}
 	}
 }
 
+// ReleaseBudget is how many held versions one commit of a snapshot's
+// release frees under limits l: a quarter of l.MaxRecords (freeing one
+// writes a few records), and at least one, however small the bound;
+// 0 (all of them) in a store whose commits have no bound.
+func ReleaseBudget(l check.Limits) int {
+	if l.MaxRecords <= 0 {
+		return 0
+	}
+	return max(1, l.MaxRecords/4)
+}
+
 // ExpireSnapshots releases the snapshots whose Expires has passed by the
-// transaction's clock, as DeleteSnapshot would, and returns how many it
+// transaction's clock, as DeleteSnapshot would, at most budget versions
+// of each (0: no bound; see ReleaseBudget), and returns how many it
 // deleted; one whose release needs more commits is continued by the next
 // call.
-func ExpireSnapshots(t Txn) (int, error) {
+func ExpireSnapshots(t Txn, budget int) (int, error) {
 	snaps, err := t.Snapshots()
 	if err != nil {
 		return 0, err
@@ -144,7 +165,7 @@ func ExpireSnapshots(t Txn) (int, error) {
 			i++
 			continue
 		}
-		done, err := unhold(t, snaps, i)
+		done, err := unhold(t, snaps, i, budget)
 		if err != nil || !done {
 			return n, err
 		}
@@ -159,14 +180,14 @@ func SnapshotsDue(snaps []store.Snapshot, now time.Time) bool {
 	return len(Holding(snaps, now)) < len(snaps)
 }
 
-// unhold releases what snaps[i] held, as much as one commit holds
-// (check.Limits.MaxRecords), and deletes its record with the last of it
-// (done). Until then the record stays, expired: it holds nothing new, and
-// the expiry sweep finishes a release that a stopped host left.
-func unhold(t Txn, snaps []store.Snapshot, i int) (done bool, err error) {
+// unhold releases what snaps[i] held, at most budget versions (see
+// ReleaseBudget), and deletes its record with the last of it (done).
+// Until then the record stays, expired: it holds nothing new, and the
+// expiry sweep finishes a release that a stopped host left.
+func unhold(t Txn, snaps []store.Snapshot, i, budget int) (done bool, err error) {
 	s := snaps[i]
 	rest := Holding(slices.Delete(slices.Clone(snaps), i, i+1), t.Now())
-	more, err := release(t, s, rest, t.Limits().MaxRecords/4)
+	more, err := release(t, s, rest, budget)
 	switch {
 	case err != nil:
 		return false, err

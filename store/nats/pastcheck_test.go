@@ -54,16 +54,17 @@ func pastConfig(t *testing.T, c *natstest.Cluster, keep int, base nats.Options) 
 
 // TestPastAgainstModel runs the model-based checker of the past
 // (pastcheck) on depots keeping 0 and 3 versions in a 3-node cluster
-// without faults: 300 operations each, 3,000 under DEPOTFS_SOAK=1.
+// without faults, at once: 200 operations each, 3,000 under DEPOTFS_SOAK=1.
 func TestPastAgainstModel(t *testing.T) {
 	t.Parallel()
 	c := natstest.Start(t, 3)
-	ops := 300
+	ops := 200
 	if soak {
 		ops = 3000
 	}
 	for _, keep := range []int{0, 3} {
 		t.Run(fmt.Sprintf("Keep%d", keep), func(t *testing.T) {
+			t.Parallel()
 			s, cfg := pastConfig(t, c, keep, nats.Options{})
 			cfg.Ops = ops
 			pastcheck.Check(t, t.Context(), s, cfg)

@@ -137,3 +137,61 @@ func TestSnapshotReleaseInSeveralCommits(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshotGoneAtDeletionStart: a snapshot whose release takes
+// several commits is gone from every host's listing from the first of
+// them (from then on it holds nothing new, and its tree loses files as
+// the release goes), not once the release is done.
+func TestSnapshotGoneAtDeletionStart(t *testing.T) {
+	t.Parallel()
+	c := natstest.Start(t, 3)
+	prefix := fmt.Sprintf("t%d", depots.Add(1))
+	a := openWith(t, c, storetest.Config{}, prefix, nats.Options{MaxBatch: 12})
+	b := openWith(t, c, storetest.Config{}, prefix, nats.Options{MaxBatch: 12})
+	ctx := t.Context()
+	const files = 80
+	for round := range 2 {
+		for i := range files {
+			if _, err := a.Put(ctx, store.PutRequest{Path: fmt.Sprintf("/f%d", i), Data: []byte(fmt.Sprint(round, i))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if round == 0 {
+			if _, err := a.CreateSnapshot(ctx, store.SnapshotRequest{Name: "big"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.DeleteSnapshot(ctx, "big") }()
+	seenPartial := false
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !seenPartial {
+				t.Log("the release ended before another host saw it part done")
+			}
+			return
+		default:
+		}
+		st, err := b.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, err := b.Snapshots(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Stats first, then the listing: a release under way by then is
+		// under way when the listing is read.
+		if st.Versions < files && st.Versions > 0 {
+			seenPartial = true
+			if len(list) != 0 {
+				t.Fatalf("with %d of %d versions released, another host still lists %+v", files-st.Versions, files, list)
+			}
+		}
+	}
+}

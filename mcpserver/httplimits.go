@@ -250,8 +250,8 @@ func (s *Server) reserveSession(w http.ResponseWriter, r *http.Request) (_ *http
 	w.Header().Set("Retry-After", "1")
 	msg := fmt.Sprintf("depotfs has %d live sessions, its limit (--max-sessions), and every one is busy with a request or a stream; retry shortly", s.opts.HTTP.MaxSessions)
 	if errors.Is(err, errIdentitySessionsFull) {
-		msg = fmt.Sprintf("%s holds %d live sessions, the limit for one identity (--max-sessions-per-identity), and every one is busy with a request or a stream; retry when one is done",
-			who.String(), s.opts.HTTP.MaxSessionsPerIdentity)
+		msg = fmt.Sprintf("%s's tenant (%s: every credential with its grants) holds %d live sessions, the limit for one tenant (--max-sessions-per-identity), and every one is busy with a request or a stream; retry when one is done",
+			who.String(), sessionOwner(who), s.opts.HTTP.MaxSessionsPerIdentity)
 	}
 	s.log.Warn("http session refused: at the limit, all busy", "identity", who.String(), "err", err)
 	writeRPCError(w, http.StatusServiceUnavailable, nil, codeServerBusy, msg,

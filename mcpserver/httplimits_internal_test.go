@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/depotfs/depotfs/internal/grant"
 	"github.com/depotfs/depotfs/internal/identity"
 )
 
@@ -63,9 +64,11 @@ func newTestSessions(max, perOwner int) (*sessions, *[]string, *time.Time) {
 	return m, &ended, &now
 }
 
-// tokenOf is the identity of the token name.
+// tokenOf is the identity of the token name, granted a prefix of its
+// own: each name is a tenant of its own.
 func tokenOf(name string) identity.Identity {
-	return identity.Identity{Transport: "http", Method: identity.MethodToken, TokenID: name, Subject: "depotfs://local/token/" + name}
+	return identity.Identity{Transport: "http", Method: identity.MethodToken, TokenID: name, Subject: "depotfs://local/token/" + name,
+		Grants: []grant.Grant{{Tool: grant.AnyTool, Prefix: "/" + name, Access: grant.ReadWrite}}}
 }
 
 // openSession opens a session of the token name as the handler and

@@ -15,6 +15,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/audit"
 	"github.com/depotfs/depotfs/internal/identity"
+	"github.com/depotfs/depotfs/internal/tenant"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 )
 
@@ -102,12 +103,11 @@ func (c credential) key() string {
 }
 
 // sessionOwner is the key every per-identity session cap is kept under:
-// today the identity's key (tool.Key: a credential, or an unauthenticated
-// caller's transport and host). It is the one place that says whose
-// budget a session is charged to; to share one budget among several
-// credentials (a tenant), change it here and the caps, the eviction and
-// Server.quotas follow.
-func sessionOwner(who identity.Identity) string { return tool.Key(who) }
+// the identity's tenant (internal/tenant), so several tokens with one
+// grant share one budget and every caller without a credential is the one
+// tenant "local". It is the one place that says whose budget a session is
+// charged to; the caps, the eviction and Server.quotas follow it.
+func sessionOwner(who identity.Identity) string { return tenant.Of(who) }
 
 // stream is an open notification stream, or another request that lasts
 // (a raw upload's PUT) and must end with its credential.
@@ -295,7 +295,7 @@ func (m *sessions) victimsLocked(owner string, n, total int) ([]string, bool) {
 // errSessionsFull and errIdentitySessionsFull are reserve's refusals.
 var (
 	errSessionsFull         = errors.New("the server's live sessions are at their limit and all of them are busy")
-	errIdentitySessionsFull = errors.New("this identity's live sessions are at their limit and all of them are busy")
+	errIdentitySessionsFull = errors.New("this tenant's live sessions are at their limit and all of them are busy")
 )
 
 // reserve takes a place for a new session of owner, ending idle sessions
@@ -399,9 +399,8 @@ func (s *Server) LiveSessions() int {
 	return len(s.sessions.live)
 }
 
-// quotas returns the per-identity limits the transport keeps and what the
-// identity of key holds of each (tool.Env.Quotas); key is a
-// sessionOwner.
+// quotas returns the per-tenant limits the transport keeps and what the
+// tenant key holds of each (tool.Env.Quotas); key is a sessionOwner.
 func (s *Server) quotas(key string) []tool.Quota {
 	held, limit := s.sessions.count(key)
 	return []tool.Quota{{Name: "sessions", Flag: "--max-sessions-per-identity", Held: int64(held), Limit: int64(limit)}}

@@ -38,11 +38,11 @@ func (c *enforceConfig) flags(fs *flag.FlagSet) {
 	fs.Var(&c.auditMaxSize, "audit-max-size", "rotate the audit log when it would grow beyond this `size` (bytes, or with KiB, MiB, GiB)")
 	fs.Var(&c.auditRetain, "audit-retain-size", "delete the oldest rotated audit log files when together they exceed this `size` (what is kept still verifies); 0: keep all")
 	fs.DurationVar(&c.auditRetainAge, "audit-retain-age", 0, "delete rotated audit log files last written longer ago than this `duration` (e.g. 2160h); 0: keep all")
-	fs.Float64Var(&c.rateCalls, "rate-calls", 0, "tool calls per second per identity, sustained (0: unlimited, the default: calls are counted per identity and bursts of refusals logged, but hard limits are the operator's choice)")
-	fs.IntVar(&c.rateCallBurst, "rate-call-burst", mcpserver.DefaultRateCallBurst, "tool calls per identity allowed at once")
-	fs.Var(&c.rateBytes, "rate-bytes", "content `size` per second per identity, sustained (0: unlimited, the default)")
+	fs.Float64Var(&c.rateCalls, "rate-calls", 0, "tool calls per second per tenant (every credential with the same grants), sustained (0: unlimited, the default: calls are counted per identity and bursts of refusals logged, but hard limits are the operator's choice)")
+	fs.IntVar(&c.rateCallBurst, "rate-call-burst", mcpserver.DefaultRateCallBurst, "tool calls per tenant allowed at once")
+	fs.Var(&c.rateBytes, "rate-bytes", "content `size` per second per tenant, sustained (0: unlimited, the default)")
 	fs.BoolVar(&c.rateLocal, "rate-local", false, "apply the rate limits to callers without a credential too (stdio, loopback HTTP when no authentication is configured); by default only authenticated identities are limited")
-	fs.Var(&c.rateByteBurst, "rate-byte-burst", fmt.Sprintf("content `size` per identity allowed at once, at least %s (the content one call may carry); a larger stream or archive passes when the identity's bucket is full and its next bytes wait for the excess", formatSize(int64(minRateByteBurst))))
+	fs.Var(&c.rateByteBurst, "rate-byte-burst", fmt.Sprintf("content `size` per tenant allowed at once, at least %s (the content one call may carry); a larger stream or archive passes when the tenant's bucket is full and its next bytes wait for the excess", formatSize(int64(minRateByteBurst))))
 }
 
 // resolve checks the policy flags after parsing and fills in the default

@@ -131,9 +131,8 @@ func (s *tools) cacheStats(ctx context.Context, c *tool.Call, raw json.RawMessag
 // and the quotas in stored bytes of the prefixes it reads or writes.
 func (s *tools) quotas(ctx context.Context, c *tool.Call) []tool.Quota {
 	out := []tool.Quota{}
-	key := tool.Key(c.Who())
 	if s.opts.Quotas != nil {
-		out = append(out, s.opts.Quotas(key)...)
+		out = append(out, s.opts.Quotas(c.Tenant())...)
 	}
 	out = append(out, tool.Quota{Name: "raw_uploads", Flag: "--max-raw-uploads-per-identity",
 		Held: int64(s.uploads.Held(c.Tenant())), Limit: int64(s.opts.MaxRawUploadsPerIdentity)})

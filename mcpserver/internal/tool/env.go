@@ -17,9 +17,9 @@ type Env struct {
 	Settings
 	// Uploads is the clean depot directory of filename-only uploads.
 	Uploads string
-	// Quotas, when set, returns the per-identity limits kept outside the
-	// tools (sessions) and what the identity of key (see Key) holds of
-	// each.
+	// Quotas, when set, returns the per-tenant limits kept outside the
+	// tools (sessions) and what the tenant key (see internal/tenant)
+	// holds of each.
 	Quotas func(key string) []Quota
 }
 

@@ -162,6 +162,14 @@ func TestSnapshotGoneAtDeletionStart(t *testing.T) {
 			}
 		}
 	}
+	// b has applied every write before the deletion starts: from then
+	// on, fewer versions on b means the release is under way.
+	if err := b.(*nats.Store).Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := b.Stats(ctx); err != nil || st.Versions != files {
+		t.Fatalf("before the deletion another host has %+v, %v; want %d versions", st, err, files)
+	}
 	done := make(chan error, 1)
 	go func() { done <- a.DeleteSnapshot(ctx, "big") }()
 	seenPartial := false

@@ -66,7 +66,8 @@ var errAmbiguous = errors.New("the servers did not confirm the commit in time")
 // and returns the sequence of the last message. Every message is stored
 // and replicated when the server acknowledges the commit, or none is. A
 // batch refused because no server answered (a leader election) is sent
-// again; one whose answer did not come in time fails with errAmbiguous.
+// again, and fails with errRetry when ctx ends with no other answer; one
+// whose answer did not come in time fails with errAmbiguous.
 func (s *Store) publish(ctx context.Context, base uint64, msgs []*nats.Msg) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
@@ -103,6 +104,11 @@ func (s *Store) publish(ctx context.Context, base uint64, msgs []*nats.Msg) (uin
 		return nil
 	})
 	switch {
+	case err != nil && transient(err) && !ambiguous(err):
+		// Every attempt was refused before a stream stored anything (no
+		// leader took it): the change runs again while the write has
+		// time, and one out of time changed nothing.
+		return 0, fmt.Errorf("%w: %w", errRetry, err)
 	case err != nil && (ambiguous(err) || transient(err)):
 		return 0, fmt.Errorf("%w: %w", errAmbiguous, err)
 	case err != nil:

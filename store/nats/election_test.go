@@ -19,12 +19,14 @@ import (
 // TestWatchLagAfterLeaderKill: host A writes without pause while the
 // server leading both the tree stream and the cluster's meta layer is
 // killed; host B only watches. For every write A acknowledged after the
-// kill, B must have applied it (its watch delivered it) within a second
-// of A's acknowledgement: no host lags its peers after an election,
-// although its consumer, if it lived on the dead server, can only be
-// created again once the meta layer has elected a leader.
+// kill, B must have applied it (its watch delivered it) within two
+// seconds of A's acknowledgement (0.7 s at worst when measured alone;
+// the lag this prevents was 6-8.5 s): no host lags its peers after an
+// election, although its consumer, if it lived on the dead server, can
+// only be created again once the meta layer has elected a leader.
 func TestWatchLagAfterLeaderKill(t *testing.T) {
 	t.Parallel()
+	const maxLag = 2 * time.Second
 	c := natstest.Start(t, 3)
 	prefix := fmt.Sprintf("wl%d", depots.Add(1))
 	hs := hostsOf(t, c, prefix, 2)
@@ -91,8 +93,8 @@ func TestWatchLagAfterLeaderKill(t *testing.T) {
 	})
 	close(stop)
 	<-done
-	// Give B the second the check allows, then compare.
-	time.Sleep(time.Second)
+	// Give B the time the check allows, then compare.
+	time.Sleep(maxLag)
 	mu.Lock()
 	defer mu.Unlock()
 	var worst time.Duration
@@ -110,15 +112,15 @@ func TestWatchLagAfterLeaderKill(t *testing.T) {
 		if lag > worst {
 			worst, worstPath = lag, k.path
 		}
-		if !ok || lag > time.Second {
+		if !ok || lag > maxLag {
 			late++
 		}
 	}
 	first := slices.IndexFunc(acks, func(k ack) bool { return k.at.After(killed) })
-	t.Logf("leader (stream and meta) killed; first write after it acknowledged on A %v later; B's lag behind A's acknowledgements after the kill: worst %v (%s), %d of %d over 1s",
-		acks[first].at.Sub(killed).Round(time.Millisecond), worst.Round(time.Millisecond), worstPath, late, len(acks)-first)
+	t.Logf("leader (stream and meta) killed; first write after it acknowledged on A %v later; B's lag behind A's acknowledgements after the kill: worst %v (%s), %d of %d over %v",
+		acks[first].at.Sub(killed).Round(time.Millisecond), worst.Round(time.Millisecond), worstPath, late, len(acks)-first, maxLag)
 	if late > 0 {
-		t.Errorf("B applied %d of A's writes more than a second after A acknowledged them (worst %v)", late, worst.Round(time.Millisecond))
+		t.Errorf("B applied %d of A's writes more than %v after A acknowledged them (worst %v)", late, maxLag, worst.Round(time.Millisecond))
 	}
 }
 

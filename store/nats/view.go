@@ -58,7 +58,6 @@ func (v *view) restart() uint64 {
 	defer v.pmu.Unlock()
 	v.pending, v.pendingCommit, v.pendingLast = nil, 0, 0
 	v.gen++
-	v.delivered.Store(time.Now().UnixNano())
 	return v.gen
 }
 
@@ -87,8 +86,9 @@ func (v *view) deliver(gen uint64, m jetstream.Msg) {
 	v.add(msg{seq: meta.Sequence.Stream, subject: m.Subject(), header: m.Headers(), data: m.Data()})
 }
 
-// lastDelivery returns when the current consumer last delivered a
-// message (or was started).
+// lastDelivery returns when a consumer last delivered a message. A
+// consumer started again gets no grace: until it delivers, the watchdog
+// reads from the stream's leader.
 func (v *view) lastDelivery() time.Time { return time.Unix(0, v.delivered.Load()) }
 
 // applied returns the last stream sequence the view applied.

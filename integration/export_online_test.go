@@ -73,7 +73,7 @@ func liveWriters(t *testing.T, d *daemon, n int, interval time.Duration) (stop f
 				data := []byte(fmt.Sprintf("writer %d write %d\n", w, i))
 				env, err := callWith(c, "guide_cache_file", map[string]any{"path": p, "content": string(data)})
 				if err != nil || !env.Success {
-					t.Errorf("writer %d: %v %+v", w, err, env.Error)
+					t.Errorf("writer %d: %v %+v\ndaemon log tail:\n%s", w, err, env.Error, tail(d.logs.String(), 20))
 					return
 				}
 				mu.Lock()

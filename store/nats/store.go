@@ -259,16 +259,21 @@ func (s *Store) setup(ctx context.Context) error {
 		if err := s.mayCreate(); err != nil {
 			return err
 		}
+		if _, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      s.bucket,
+			Description: "depotfs tree: entries, blobs, uploads",
+			History:     1,
+			Replicas:    s.opts.Replicas,
+			Storage:     jetstream.FileStorage,
+		}); err != nil {
+			return fmt.Errorf("tree bucket: %w", err)
+		}
 	}
-	if _, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      s.bucket,
-		Description: "depotfs tree: entries, blobs, uploads",
-		History:     1,
-		Replicas:    s.opts.Replicas,
-		Storage:     jetstream.FileStorage,
-	}); err != nil {
-		return fmt.Errorf("tree bucket: %w", err)
-	}
+	// An existing bucket is bound as it is, never updated: the bucket's
+	// config cannot say "atomic batches allowed", so an update by a host
+	// or a tool (export, import) opening the depot turned them off on the
+	// live stream until the update below, and running hosts' writes
+	// failed meanwhile ("atomic publish is disabled").
 	tree, err := s.js.Stream(ctx, "KV_"+s.bucket)
 	if err != nil {
 		return fmt.Errorf("tree bucket: %w", err)

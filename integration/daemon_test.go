@@ -244,6 +244,7 @@ type envelope struct {
 		Type        string `json:"type"`
 		Message     string `json:"message"`
 		Instruction string `json:"instruction"`
+		RetryAfter  int    `json:"retry_after"`
 		// Current is the entry a conditional write lost to.
 		Current *struct {
 			Exists   bool   `json:"exists"`

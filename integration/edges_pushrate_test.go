@@ -16,7 +16,8 @@ import (
 // full bucket; on another server a push of a 25 MiB directory (one tar
 // stream, every file under the burst) passes at once too, and the small
 // directory after it, which the debt the first left makes wait, is sent
-// again after the wait the server asks for. Every file arrives whole, and
+// again after the wait the server asks for (TestAfterRate checks that
+// path whatever the machine's load). Every file arrives whole, and
 // the rate holds. A burst under the content one call may carry is refused
 // at serve start with an error naming the minimum.
 func TestPushUnderByteRate(t *testing.T) {
@@ -68,12 +69,16 @@ func TestPushUnderByteRate(t *testing.T) {
 
 	two := startDaemon(t, daemonConfig{transport: overHTTP, args: args})
 	took, stderr := push(two, filepath.Join(src, "big"), filepath.Join(src, "more"))
-	if !strings.Contains(stderr, "rate limit asks to wait") {
-		t.Errorf("push did not wait for the rate limit:\n%s", stderr)
-	}
-	// 25.5 MiB at 1 MiB/s with 16 MiB at once: at least 9.5 s.
+	// 25.5 MiB at 1 MiB/s with 16 MiB at once: at least 9.5 s, whether
+	// push waited for a refusal (the usual case: the small directory
+	// comes right after the debt) or its sends were slower than the rate
+	// (a loaded machine storing the first stream for longer than the
+	// debt takes to repay).
 	if took < 9500*time.Millisecond {
 		t.Errorf("push took %v; the rate limit allows it no sooner than 9.5 s", took)
+	}
+	if !strings.Contains(stderr, "rate limit asks to wait") {
+		t.Logf("push was not refused: its sends were slower than the rate")
 	}
 
 	code, _, stderr := runDepotfsWith(t, 20*time.Second, "", nil, "serve", "--no-mount", "--listen", "127.0.0.1:0",

@@ -43,20 +43,26 @@ func putAsync(t testing.TB, rawURL string, size int64) (*io.PipeWriter, <-chan p
 }
 
 // TestRateChargesWhatArrives: --rate-bytes charges what a PUT brings, not
-// what it declares: a body without Content-Length is charged as it is
-// read, and an archive what it unpacks to. Each is refused with 429 and
-// stores nothing.
+// what it declares: an archive what it unpacks to (it passes from a full
+// bucket and leaves the excess as debt, which the retry_after of the next
+// PUT shows), and a body without Content-Length as it is read. The
+// refused ones get 429 and store nothing.
 func TestRateChargesWhatArrives(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--rate-local", "--rate-bytes", "64KiB", "--rate-byte-burst", "16MiB"}})
-	before := snapshot(t, d.mount)
 
-	// 36 MiB unpacked from about 40 KB sent.
+	// 36 MiB unpacked from about 40 KB sent: charged 36 MiB, 20 MiB of it
+	// as debt, 320 s at 64 KiB/s.
 	var tgz bytes.Buffer
 	tarStream(t, &tgz, true, 9, 4<<20)
 	u := beginUpload(t, d, map[string]any{"path": "/unpacked", "format": "tar.gz"})
-	if r := put(t, u, bytes.NewReader(tgz.Bytes()), int64(tgz.Len()), ""); r.Status != http.StatusTooManyRequests || r.Env.Error == nil || r.Env.Error.Type != "rate_limited" {
-		t.Errorf("archive of %d bytes unpacking to 36 MiB: %d %+v, want 429", tgz.Len(), r.Status, r.Env.Error)
+	if r := put(t, u, bytes.NewReader(tgz.Bytes()), int64(tgz.Len()), ""); r.Status != http.StatusOK {
+		t.Fatalf("archive of %d bytes unpacking to 36 MiB from a full bucket: %d %+v, want 200", tgz.Len(), r.Status, r.Env.Error)
+	}
+	before := snapshot(t, d.mount)
+	u = beginUpload(t, d, map[string]any{"path": "/one.bin"})
+	if r := put(t, u, strings.NewReader("x"), 1, ""); r.Status != http.StatusTooManyRequests || r.Env.Error == nil || r.Env.Error.RetryAfter < 120 {
+		t.Errorf("1 byte after the archive: %d %+v, want 429 with a retry_after of minutes (up to 320 s: the archive charged what it unpacked to, not the 40 KB sent)", r.Status, r.Env.Error)
 	}
 
 	// 20 MiB sent chunked: charged as it arrives, refused once the burst

@@ -61,3 +61,11 @@ func References(s *Server) map[string]string {
 	}
 	return out
 }
+
+// PendingSessions returns the places reserved for sessions and not yet
+// filled or returned, for tests: zero between requests.
+func PendingSessions(s *Server) int {
+	s.sessions.mu.Lock()
+	defer s.sessions.mu.Unlock()
+	return s.sessions.pending
+}

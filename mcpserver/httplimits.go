@@ -245,7 +245,7 @@ func (s *Server) reserveSession(w http.ResponseWriter, r *http.Request) (_ *http
 	who, _ := identity.FromContext(r.Context())
 	t, err := s.sessions.reserve(sessionOwner(who))
 	if err == nil {
-		return r.WithContext(context.WithValue(r.Context(), ticketKey{}, t)), func() { s.sessions.settle(t) }, true
+		return r.WithContext(context.WithValue(r.Context(), ticketKey{}, t)), func() { s.sessions.settle(t, w.Header().Get("Mcp-Session-Id")) }, true
 	}
 	w.Header().Set("Retry-After", "1")
 	msg := fmt.Sprintf("depotfs has %d live sessions, its limit (--max-sessions), and every one is busy with a request or a stream; retry shortly", s.opts.HTTP.MaxSessions)

@@ -84,7 +84,7 @@ func openSession(t *testing.T, m *sessions, name string) (string, error) {
 	ctx := identity.NewContext(r.Context(), tokenOf(name))
 	r = r.WithContext(context.WithValue(ctx, ticketKey{}, tk))
 	id := m.ResolveSessionIdManager(r).Generate()
-	m.settle(tk)
+	m.settle(tk, id)
 	return id, nil
 }
 

@@ -323,11 +323,14 @@ func (m *sessions) reserve(owner string) (*ticket, error) {
 	return &ticket{owner: owner}, nil
 }
 
-// settle ends the request that held t: the session it created is idle
-// from now on, or the place, unfilled, is returned.
-func (m *sessions) settle(t *ticket) {
+// settle ends the request that held t, whose answer gave the client the
+// session id answered: the session it created is idle from now on, or
+// the place, unfilled, is returned. A session whose id the client was
+// never given (mcp-go makes one for an initialize sent as a
+// notification, and answers 202 without it) is ended at once: nobody
+// could use it, and it would hold a place until evicted.
+func (m *sessions) settle(t *ticket, answered string) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if t.id == "" {
 		m.pending--
 		if o := m.owners[t.owner]; o != nil {
@@ -335,12 +338,23 @@ func (m *sessions) settle(t *ticket) {
 				delete(m.owners, t.owner)
 			}
 		}
+		m.mu.Unlock()
 		return
 	}
-	if s, ok := m.live[t.id]; ok {
-		s.busy--
-		s.used = m.now()
+	s, ok := m.live[t.id]
+	if !ok {
+		m.mu.Unlock()
+		return
 	}
+	s.busy--
+	s.used = m.now()
+	if answered == t.id {
+		m.mu.Unlock()
+		return
+	}
+	m.dropLocked(t.id)
+	m.mu.Unlock()
+	m.end([]string{t.id})
 }
 
 // enter notes a request in flight on session id (a stream until it

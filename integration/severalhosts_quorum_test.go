@@ -168,9 +168,11 @@ func TestSeveralHostsSettingsAgree(t *testing.T) {
 // sent while two of the three NATS servers are down gets an answer within
 // the store's write time limit: HTTP 503 saying the cluster has no quorum,
 // with a retry hint, not an internal failure and not a handler that runs
-// until the client leaves. A guide_cache_file sent meanwhile, which
-// reached the leader but could not be confirmed, answers that its outcome
-// is unknown and how to find out, never that it changed nothing.
+// until the client leaves. A guide_cache_file sent meanwhile answers one
+// of two things, never both: that its outcome is unknown (it reached the
+// leader, which could not confirm it) and how to find out, or that it
+// changed nothing (no leader took it), which must hold once the servers
+// are back.
 func TestSeveralHostsRawUploadNoQuorum(t *testing.T) {
 	t.Parallel()
 	h := startHosts(t, 1)
@@ -196,14 +198,36 @@ func TestSeveralHostsRawUploadNoQuorum(t *testing.T) {
 	took := time.Since(start)
 	env := <-unknown
 	t.Logf("guide_cache_file without quorum: %s %+v", env.Message, env.Error)
+	nothing, unknownOutcome := strings.Contains(env.Message, "changed nothing"), strings.Contains(env.Message, "outcome is unknown")
 	switch {
-	case env.Success:
-		t.Errorf("guide_cache_file without quorum succeeded")
-	case strings.Contains(env.Message, "changed nothing") || !strings.Contains(env.Message, "outcome is unknown"):
-		t.Errorf("an unconfirmed write's reply: %q, want it to say the outcome is unknown and not that it changed nothing", env.Message)
-	case env.Error == nil || !strings.Contains(env.Error.Instruction, "read the path") || strings.Contains(env.Error.Instruction, "safe to repeat"):
+	case env.Success || env.Error == nil:
+		t.Fatalf("guide_cache_file without quorum succeeded")
+	case nothing == unknownOutcome:
+		t.Errorf("a failed write's reply: %q, want it to say either that it changed nothing or that its outcome is unknown", env.Message)
+	case unknownOutcome && (!strings.Contains(env.Error.Instruction, "read the path") || strings.Contains(env.Error.Instruction, "safe to repeat")):
 		t.Errorf("an unconfirmed write's instruction: %+v, want how to check whether it was applied", env.Error)
+	case nothing && (strings.Contains(env.Error.Instruction, "may still be applied") || !strings.Contains(env.Error.Instruction, "safe to repeat")):
+		t.Errorf("a write that changed nothing: %+v, the instruction says otherwise", env.Error)
 	}
+	defer func() {
+		if !nothing || t.Failed() {
+			return
+		}
+		// It said it changed nothing: after the servers are back and a
+		// later change committed, the file still holds v1.
+		for i := range h.cluster.Nodes {
+			if i != leader {
+				h.cluster.Restart(i)
+			}
+		}
+		waitFor(t, 60*time.Second, "a write after the servers are back", func() bool {
+			env, err := d.tryCall("guide_cache_file", map[string]any{"path": "/raw/after.txt", "content": "after\n"})
+			return err == nil && env.Success
+		})
+		if got, err := os.ReadFile(d.path("/raw/put.txt")); err != nil || string(got) != "v1\n" {
+			t.Errorf("the write that changed nothing: the file holds %q (%v), want v1", got, err)
+		}
+	}()
 	t.Logf("raw PUT with two of three servers down: %d after %v: %+v", r.Status, took.Round(time.Millisecond), r.Env.Error)
 	if r.Status != http.StatusServiceUnavailable || r.Env.Error == nil || !strings.Contains(r.Env.Error.Message, "no quorum") {
 		t.Errorf("raw PUT without quorum: %d %+v, want 503 saying the cluster has no quorum", r.Status, r.Env.Error)

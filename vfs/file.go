@@ -100,7 +100,9 @@ var pageSize = int64(os.Getpagesize())
 // handle of the node is open), and the node's attributes and pages are
 // invalidated before Open returns. Else the open fails with ESTALE, on
 // which the kernel looks the name up again and retries once, reaching a
-// node that holds the version its lookup answered (see keep). A
+// node that holds the version its lookup answered (see keep and
+// fsys.stale: the retry's lookup always keeps, however long ago the
+// file last changed). A
 // placeholder's node takes the content that arrived for it (see filled):
 // the opener waited for that content, and keeps the inode it looked up.
 //
@@ -131,7 +133,7 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 				if v.rev == 0 {
 					continue // the node moved on meanwhile: look again
 				}
-				return nil, 0, syscall.ESTALE
+				return nil, 0, f.fsys.stale(v.path)
 			}
 		}
 		h, flags, errno := f.serve(ctx, v, c)
@@ -140,7 +142,7 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 		}
 		return h, flags, errno
 	}
-	return nil, 0, syscall.ESTALE
+	return nil, 0, f.fsys.stale(f.path())
 }
 
 // errMoved is serve's answer when the node moved on to another version

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -26,11 +27,48 @@ type fsys struct {
 	pt      atomic.Pointer[blobs] // nil: passthrough off
 	snaps   snapIDs               // the snapshots' numbers in the mount
 
-	mu sync.Mutex // guards replaced
+	mu sync.Mutex // guards replaced and staled
 	// replaced are file nodes a lookup replaced before the invalidator
 	// saw the update: it invalidates their attributes (the link count
 	// dropped to 0) with the next event, never from inside the lookup.
 	replaced []*fileNode
+	// staled holds the paths an open failed with ESTALE in the last
+	// lingerFor, and when (see stale).
+	staled map[string]time.Time
+}
+
+// stale records that an open of the file at p failed with ESTALE, and
+// returns ESTALE. The kernel retries such an open once, after a fresh
+// lookup: that lookup must answer a node that holds its version (see
+// fileNode.keep), or an update landing between the retry's lookup and its
+// open fails the retry the same way, and the program sees ESTALE. The
+// lookup cannot tell it is a retry by itself: the node it replaces may
+// already be forgotten (the kernel was told of the update, dropped the
+// name and sent FORGET), and the file may have changed more than
+// lingerFor ago (an update every few seconds, or a loaded machine).
+func (fsys *fsys) stale(p string) syscall.Errno {
+	now := time.Now()
+	fsys.mu.Lock()
+	defer fsys.mu.Unlock()
+	for q, at := range fsys.staled {
+		if now.Sub(at) >= lingerFor {
+			delete(fsys.staled, q)
+		}
+	}
+	if fsys.staled == nil {
+		fsys.staled = make(map[string]time.Time)
+	}
+	fsys.staled[p] = now
+	return syscall.ESTALE
+}
+
+// staledRecently reports whether an open of the file at p failed with
+// ESTALE in the last lingerFor (see stale).
+func (fsys *fsys) staledRecently(p string) bool {
+	fsys.mu.Lock()
+	defer fsys.mu.Unlock()
+	at, ok := fsys.staled[p]
+	return ok && time.Since(at) < lingerFor
 }
 
 // noteReplaced queues f for the invalidator (see replaced).
@@ -55,7 +93,9 @@ func (fsys *fsys) takeReplaced() []*fileNode {
 // that can follow e (see fileNode.follow): go-fuse would discard a
 // duplicate anyway, and invalidations sent to a discarded duplicate fail.
 // A file node e replaces is marked gone, and a new file node for a file
-// being updated holds its content for a while (see fileNode.keep), so
+// being updated (it replaces an older node, its content changed in the
+// last lingerFor, or an open of it just failed with ESTALE: this is the
+// kernel's retry) holds its content for a while (see fileNode.keep), so
 // that an open racing the next update still reads what the lookup said.
 func (fsys *fsys) child(ctx context.Context, parent *fs.Inode, name string, e store.Entry, out *fuse.EntryOut) *fs.Inode {
 	id := stableAttr(e)
@@ -63,8 +103,14 @@ func (fsys *fsys) child(ctx context.Context, parent *fs.Inode, name string, e st
 	if ch := parent.GetChild(name); ch != nil {
 		if f, ok := ch.Operations().(*fileNode); ok && !e.IsDir() {
 			if res, _ := f.follow(ctx, e, nil, false); res != replaced {
-				f.fillAttr(&out.Attr)
-				return ch
+				// The kernel's retry of an open that failed with ESTALE
+				// may reach a node made by another lookup that held
+				// nothing (a file at rest then): it must hold its
+				// version now, or be replaced by a node that does.
+				if !fsys.staledRecently(e.Path) || f.hold(ctx) {
+					f.fillAttr(&out.Attr)
+					return ch
+				}
 			}
 			f.markGone()
 			fsys.noteReplaced(f)
@@ -79,7 +125,7 @@ func (fsys *fsys) child(ctx context.Context, parent *fs.Inode, name string, e st
 		n = &dirNode{node: node{fsys: fsys}, path: e.Path}
 	} else {
 		f := &fileNode{primer: primer{node: node{fsys: fsys}}, version: newFileVersion(e)}
-		if replacing || justUpdated(e) {
+		if replacing || justUpdated(e) || fsys.staledRecently(e.Path) {
 			e = f.keep(ctx, e)
 			id = stableAttr(e)
 		}

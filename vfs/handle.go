@@ -107,6 +107,39 @@ func (f *fileNode) keep(ctx context.Context, e store.Entry) store.Entry {
 	return e
 }
 
+// hold makes the node, already in the tree, keep the content of the
+// version it shows for lingerFor from now, as keep does for a new node.
+// Content the node holds already may be about to expire (its timer runs
+// from an earlier close or keep), so it takes the content afresh; the
+// older copy goes when its handles and timer are done with it. It
+// reports false when the store no longer has that content (the node is
+// outdated) or the node moved on meanwhile.
+func (f *fileNode) hold(ctx context.Context) bool {
+	v, _ := f.snapshot()
+	if f.fsys.opts.Shared || !v.present {
+		return true // see openOld; a placeholder's opens wait for content
+	}
+	c, err := f.fsys.st.Open(ctx, v.path)
+	if err != nil {
+		return false
+	}
+	if !v.holds(c) {
+		c.Close()
+		return false
+	}
+	f.mu.Lock()
+	if !f.version.same(v) {
+		f.mu.Unlock()
+		c.Close()
+		return false
+	}
+	s := &shared{Content: c}
+	f.shared = s
+	f.mu.Unlock()
+	time.AfterFunc(lingerFor, func() { f.expire(s) })
+	return true
+}
+
 // shareHandle returns a handle on the content the open handles of version
 // v share, or nil when none is open.
 func (f *fileNode) shareHandle(v fileVersion) *fileHandle {

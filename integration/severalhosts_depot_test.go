@@ -76,3 +76,23 @@ func TestSeveralHostsOtherCluster(t *testing.T) {
 	joined := startDaemon(t, daemonConfig{transport: overHTTP, args: args(first)})
 	waitContent(t, joined.path("/kept.txt"), []byte("kept\n"), 10*time.Second)
 }
+
+// TestExportCreatesNoDepot: export from a NATS cluster that holds no depot
+// under the prefix (a mistyped prefix or address) fails, saying so, and
+// leaves the cluster as it was: a read-only command never creates the
+// empty depot it would then have exported.
+func TestExportCreatesNoDepot(t *testing.T) {
+	t.Parallel()
+	c := natstest.Start(t, 3)
+	code, out, errOut := runDepotfs(t, "export", "--store", c.URL(), "--nats-prefix", "typo", "--nats-wait", "1s", "--to", filepath.Join(t.TempDir(), "x.tar"))
+	if code == 0 || !strings.Contains(errOut, "the cluster holds no depot") {
+		t.Errorf("export from a cluster without the depot: exit %d, want a refusal naming the missing depot\n%s%s", code, out, errOut)
+	}
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range js.StreamNames(t.Context()).Name() {
+		t.Errorf("export created stream %s", name)
+	}
+}

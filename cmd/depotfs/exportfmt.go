@@ -129,8 +129,10 @@ func (c *directConfig) flags(fs *flag.FlagSet) {
 
 // open opens the store, logging warnings to stderr. A NATS depot is opened
 // as a tool, not a host: it records and checks no shared settings, and
-// enforces no size limit. With readOnly a bolt database is opened read
-// only: it must exist, and it is neither created, upgraded nor changed.
+// enforces no size limit. With readOnly the depot must exist and is
+// neither created, upgraded nor changed: a bolt database is opened read
+// only, and a NATS cluster without the depot is refused rather than given
+// an empty one.
 func (c *directConfig) open(ctx context.Context, stderr io.Writer, readOnly bool) (store.Store, func() error, error) {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if err := c.store.validate(); err != nil {
@@ -151,7 +153,11 @@ func (c *directConfig) open(ctx context.Context, stderr io.Writer, readOnly bool
 		}
 		return b, b.Close, nil
 	}
-	s, closeNATS, err := waitForDepot(ctx, c.store, nil, &natsstore.Options{Prefix: c.store.prefix, Logger: log, MaxBatch: c.store.maxBatch}, log)
+	create := natsstore.CreateFirst
+	if readOnly {
+		create = natsstore.CreateNever
+	}
+	s, closeNATS, err := waitForDepot(ctx, c.store, nil, &natsstore.Options{Prefix: c.store.prefix, Logger: log, MaxBatch: c.store.maxBatch, Create: create}, log)
 	if err != nil {
 		return nil, nil, err
 	}

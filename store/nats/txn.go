@@ -349,7 +349,13 @@ func (s *Store) commitGroup(ctx context.Context, jobs []*job) {
 			continue
 		}
 		changed := t.changedSince(sp)
-		if slices.ContainsFunc(changed, func(p string) bool { return claimed[p] }) {
+		// A snapshot changed after another call of the group changed
+		// entries waits for the next group too: that call trimmed its
+		// paths' history not counting what the snapshot holds, so it
+		// could drop a version the contract keeps (holdReplaced marks
+		// the replaced record held, but cannot bring back what the
+		// trim dropped).
+		if slices.ContainsFunc(changed, func(p string) bool { return claimed[p] }) || (len(claimed) > 0 && t.snapsChangedSince(sp)) {
 			t.changes = sp
 			finish(j, t, errRetry)
 			continue
@@ -389,6 +395,17 @@ func (s *Store) commitGroup(ctx context.Context, jobs []*job) {
 	for _, j := range in {
 		finish(j, t, err)
 	}
+}
+
+// snapsChangedSince reports whether the transaction created, changed or
+// deleted a snapshot after the savepoint sp.
+func (t *txn) snapsChangedSince(sp changes) bool {
+	for name, s := range t.snaps.m {
+		if old, ok := sp.snaps.m[name]; !ok || old != s {
+			return true
+		}
+	}
+	return false
 }
 
 // changedSince returns the paths whose entry the transaction changed

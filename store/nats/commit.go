@@ -25,6 +25,13 @@ func (s *Store) commit(ctx context.Context, t *txn, msgs []*nats.Msg) error {
 		return err
 	}
 	if err := s.waitApplied(ctx, seq); err != nil {
+		if errors.Is(err, store.ErrClosed) {
+			// Committed, and this host closed before applying it: the
+			// write succeeded. Read-your-writes holds, since a closed
+			// host answers no read; another host shows it after Sync.
+			// (Neither "no quorum" nor "unknown" is true here.)
+			return nil
+		}
 		// Committed, but this host cannot show it: the caller cannot read
 		// its write back here, so it must not be told it succeeded, nor
 		// that nothing changed.

@@ -1,9 +1,11 @@
 package nats_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/nats/natstest"
@@ -56,4 +58,46 @@ func revision(t *testing.T, s store.Store) uint64 {
 		t.Fatal(err)
 	}
 	return rev
+}
+
+// TestPutOnClosingHost: a put racing its host's Close either succeeds,
+// and then another host shows it, or fails with store.ErrClosed; never
+// with "no quorum" (store.ErrUnavailable) or an unknown outcome: the
+// cluster had its quorum all along, and a put the cluster acknowledged
+// is known committed even when the host closed before applying it.
+func TestPutOnClosingHost(t *testing.T) {
+	t.Parallel()
+	c := natstest.Start(t, 3)
+	prefix := fmt.Sprintf("r%d", depots.Add(1))
+	other := openPrefix(t, c, storetest.Config{}, prefix)
+	ok, closedErr := 0, 0
+	for i := range 20 {
+		host := openPrefix(t, c, storetest.Config{}, prefix)
+		p := fmt.Sprintf("/f%d", i)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := host.Put(t.Context(), store.PutRequest{Path: p, Data: []byte(p)})
+			errc <- err
+		}()
+		time.Sleep(time.Duration(i%4) * 500 * time.Microsecond)
+		host.Close()
+		err := <-errc
+		switch {
+		case err == nil:
+			ok++
+			if err := other.(interface{ Sync(context.Context) error }).Sync(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := other.Stat(t.Context(), p); err != nil {
+				t.Errorf("put %s succeeded on the closing host; the other host: %v", p, err)
+			}
+		case errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrOutcomeUnknown):
+			t.Errorf("put %s on a closing host with quorum: %v, want success or ErrClosed", p, err)
+		case errors.Is(err, store.ErrClosed):
+			closedErr++
+		default:
+			t.Errorf("put %s on a closing host: %v", p, err)
+		}
+	}
+	t.Logf("of 20 puts racing Close: %d succeeded, %d failed with ErrClosed", ok, closedErr)
 }

@@ -359,6 +359,11 @@ func (r *runner) crash() {
 	}
 	switch {
 	case err == nil && want == nil:
+		// Acknowledged by the closed host, maybe after the new host
+		// opened: the new host shows it, and its revision, after Sync.
+		if y, ok := r.s.(syncer); ok {
+			r.retry("sync after "+desc, func() error { return y.Sync(r.ctx) })
+		}
 		r.commit(next, desc)
 	case sameClass(want, err):
 	case err != nil:

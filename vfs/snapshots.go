@@ -187,7 +187,7 @@ func (d *snapshotsDir) Lookup(ctx context.Context, name string, out *fuse.EntryO
 	}
 	out.SetEntryTimeout(nameTimeout(s, now))
 	out.SetAttrTimeout(nameTimeout(s, now))
-	at := snapTree{id: d.fsys.snaps.id(s), rev: s.Revision}
+	at := snapTree{id: d.fsys.snaps.id(s), rev: s.Revision, expires: s.Expires}
 	return at.child(ctx, d.fsys, d.EmbeddedInode(), e, &out.Attr), 0
 }
 
@@ -219,10 +219,17 @@ func (d *snapshotsDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno
 	return fs.NewListDirStream(list), 0
 }
 
-// snapTree is one snapshot's tree in the mount: its number there and the
-// revision it shows.
+// snapTree is one snapshot's tree in the mount: its number there, the
+// revision it shows and when it expires (zero: never).
 type snapTree struct {
 	id, rev uint64
+	expires time.Time
+}
+
+// expired reports whether the tree's snapshot has expired at now (see
+// the package function expired).
+func (t snapTree) expired(now time.Time) bool {
+	return expired(store.Snapshot{Expires: t.expires}, now)
 }
 
 // child returns the inode for entry e of the tree, as a child of parent,
@@ -330,10 +337,16 @@ func (f *snapFile) Getattr(_ context.Context, _ fs.FileHandle, out *fuse.AttrOut
 // kernel keeps its pages across opens. A version the store no longer
 // keeps (its snapshot was deleted since the kernel looked it up) fails
 // with ENOENT; a placeholder with EIO, as its content was never there to
-// keep.
+// keep. So does an open at or after the snapshot's expiry, by this
+// host's clock, though the store's release has not run: the kernel may
+// still hold the snapshot's name for the few milliseconds a lookup's
+// reply took to reach it, and every open comes here.
 func (f *snapFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if flags&writeFlags != 0 {
 		return nil, 0, syscall.EROFS
+	}
+	if f.tree.expired(time.Now()) {
+		return nil, 0, syscall.ENOENT
 	}
 	c, err := f.fsys.st.OpenAt(ctx, f.version.path, f.tree.rev)
 	if err != nil {

@@ -287,9 +287,13 @@ type Stats struct {
 	// Versions); HeldBytes is the stored content only they reference,
 	// counted in StoredBytes: at most what deleting every snapshot and
 	// trimming every history would free. Snapshots counts the snapshots.
+	// DirTimes counts the directory times kept for snapshots: the times a
+	// directory had before an entry created or removed in it moved them,
+	// while a snapshot shows them (never versions, never in History).
 	Versions  int64
 	HeldBytes int64
 	Snapshots int64
+	DirTimes  int64
 
 	MaxStoreBytes int64 // the configured limit on StoredBytes; 0: none
 	MaxFileBytes  int64 // the configured limit on one file; 0: none

@@ -21,16 +21,21 @@ func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
 // own for the root.
 func entryAt(tx *bbolt.Tx, p string, rev uint64) (store.Entry, error) {
 	if p == depotpath.Root {
-		return statRoot(tx.Bucket(bucketMeta))
+		e, err := statRoot(tx.Bucket(bucketMeta))
+		if err == nil {
+			err = dirTimeAt(tx, &e, rev, math.MaxUint64)
+		}
+		return e, err
 	}
-	r, err := recordAt(tx, p, rev)
+	r, until, err := recordAt(tx, p, rev)
 	if err != nil {
 		return store.Entry{}, err
 	}
 	if r == nil {
 		return store.Entry{}, store.ErrNotExist
 	}
-	return r.Entry(p), nil
+	e := r.Entry(p)
+	return e, dirTimeAt(tx, &e, rev, until)
 }
 
 // view runs fn in a read transaction for the operation op on path.
@@ -85,7 +90,7 @@ func (s *Store) OpenAt(ctx context.Context, path string, rev uint64) (store.Cont
 	s.gc.mu.Lock()
 	defer s.gc.mu.Unlock()
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		r, err := recordAt(tx, path, rev)
+		r, _, err := recordAt(tx, path, rev)
 		if err != nil {
 			return err
 		}

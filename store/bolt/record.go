@@ -57,10 +57,18 @@ var (
 	bucketVersions = []byte("versions")
 	// bucketSnapshots holds the snapshots: name → JSON store.Snapshot.
 	bucketSnapshots = []byte("snapshots")
+	// bucketDirTimes holds the times directories had before they moved
+	// while a snapshot saw them (rules.DirTime): keyed as a version,
+	// tree key + NUL + the revision they moved at (8 bytes), so a path's
+	// sort oldest first and a directory's share its children's prefix;
+	// the value is the mtime and the ctime, each as a record encodes it.
+	// A file without it (written before it existed, opened read-only)
+	// has none.
+	bucketDirTimes = []byte("dirtimes")
 )
 
 // allBuckets are the top-level buckets of the file.
-var allBuckets = [][]byte{bucketMeta, bucketTree, bucketBlobs, bucketChunks, bucketUploads, bucketOrphans, bucketLRU, bucketRefs, bucketExpiry, bucketVersions, bucketSnapshots, bucketHistoryLRU}
+var allBuckets = [][]byte{bucketMeta, bucketTree, bucketBlobs, bucketChunks, bucketUploads, bucketOrphans, bucketLRU, bucketRefs, bucketExpiry, bucketVersions, bucketSnapshots, bucketHistoryLRU, bucketDirTimes}
 
 // Keys in the meta bucket.
 var (

@@ -18,7 +18,12 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 		return store.Stats{}, err
 	}
 	var c counters
+	var dirTimes int64
 	err := s.db.View(func(tx *bbolt.Tx) error {
+		if b := tx.Bucket(bucketDirTimes); b != nil {
+			// A walk of the index: it holds a few keys per snapshot.
+			dirTimes = int64(b.Stats().KeyN)
+		}
 		var err error
 		c, err = loadCounters(tx.Bucket(bucketMeta))
 		return err
@@ -43,6 +48,7 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 		Versions:      c.Versions,
 		HeldBytes:     c.Held,
 		Snapshots:     c.Snapshots,
+		DirTimes:      dirTimes,
 		MaxStoreBytes: s.opts.MaxStoreBytes,
 		MaxFileBytes:  s.opts.MaxFileBytes,
 	}, nil

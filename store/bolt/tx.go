@@ -80,6 +80,7 @@ type wtx struct {
 	now                               time.Time // the transaction's clock
 
 	rev, ino      uint64
+	base          uint64    // the revision before the transaction's changes
 	callRev       uint64    // rev when the running call of the group started (see Fresh)
 	skipNext      *heldSkip // what makeRoom found of the held content (see heldSkip)
 	lruIn         [][]byte  // keys put into the live lru index since skipNext was found
@@ -154,6 +155,7 @@ func (s *Store) begin(tx *bbolt.Tx) (*wtx, error) {
 	w.now = s.now()
 	w.charges = s.quota.Zero()
 	w.rev = u64(w.meta.Get(keyRevision))
+	w.base = w.rev
 	w.ino = u64(w.meta.Get(keyInode))
 	if w.ino < store.RootIno {
 		w.ino = store.RootIno

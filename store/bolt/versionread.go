@@ -15,10 +15,12 @@ import (
 // the live record when it is that old; nil when there is none. A visible
 // version means the live record is newer, so it is read only when there
 // is none: a walk at a revision reads one record per path, as a live
-// walk does.
-func recordAt(tx *bbolt.Tx, p string, rev uint64) (*record, error) {
+// walk does. until is the revision that replaced the record
+// (math.MaxUint64 for the live one).
+func recordAt(tx *bbolt.Tx, p string, rev uint64) (r *record, until uint64, err error) {
 	if rev == math.MaxUint64 {
-		return getEntry(tx.Bucket(bucketTree), p) // the live tree: no version is visible
+		r, err := getEntry(tx.Bucket(bucketTree), p) // the live tree: no version is visible
+		return r, math.MaxUint64, err
 	}
 	key := versionKey(p, rev+1)
 	prefix := key[:len(key)-8]
@@ -32,13 +34,13 @@ func recordAt(tx *bbolt.Tx, p string, rev uint64) (*record, error) {
 	}
 	if k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8 && versionUntil(v) > rev {
 		ver, err := decodeVersion(k, v)
-		return ver.Rec, err
+		return ver.Rec, ver.Until, err
 	}
-	r, err := getEntry(tx.Bucket(bucketTree), p)
+	r, err = getEntry(tx.Bucket(bucketTree), p)
 	if err != nil || r == nil || r.Revision > rev {
-		return nil, err
+		return nil, 0, err
 	}
-	return r, nil
+	return r, math.MaxUint64, nil
 }
 
 // StatAt is Stat of the tree as of revision rev (see store.Versions). It
@@ -85,7 +87,11 @@ func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.
 				if err := decodeInto(&r, v[versionHead:]); err != nil {
 					return err
 				}
-				vis = append(vis, r.Entry(keyPath(k[:len(k)-9])))
+				e := r.Entry(keyPath(k[:len(k)-9]))
+				if err := dirTimeAt(tx, &e, rev, versionUntil(v)); err != nil {
+					return err
+				}
+				vis = append(vis, e)
 				names = append(names, k[len(prefix):len(k)-9])
 			}
 		}
@@ -111,7 +117,11 @@ func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.
 				return err
 			}
 			if r.Revision <= rev {
-				out = append(out, r.Entry(keyPath(k)))
+				e := r.Entry(keyPath(k))
+				if err := dirTimeAt(tx, &e, rev, math.MaxUint64); err != nil {
+					return err
+				}
+				out = append(out, e)
 			}
 		}
 		out = append(out, vis[j:]...)

@@ -506,7 +506,7 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 		Uploads: st.nuploads, UploadBytes: st.uploadBytes,
 		Evictions: st.counters.Evictions, EvictedBytes: st.counters.EvictedBytes, Expiries: st.counters.Expiries,
 		SweptChunks: st.counters.SweptChunks,
-		Versions:    st.nversions(), HeldBytes: st.held, Snapshots: int64(len(st.snaps)),
+		Versions:    st.nversions(), HeldBytes: st.held, Snapshots: int64(len(st.snaps)), DirTimes: int64(len(st.dtKeys)),
 		MaxStoreBytes: s.opts.MaxStoreBytes, MaxFileBytes: s.opts.MaxFileBytes,
 	}
 	s.view.mu.RUnlock()

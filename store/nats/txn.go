@@ -53,14 +53,16 @@ type changes struct {
 	touched       []string        // content used by the transaction (LRU)
 	rules.Touched                 // directories whose times move (see messages)
 
-	vers  overlay[rules.Version]  // by version key
-	snaps overlay[store.Snapshot] // by name
+	vers   overlay[rules.Version]  // by version key
+	snaps  overlay[store.Snapshot] // by name
+	dtDrop []string                // keys of directory times dropped
 }
 
 func (c changes) clone() changes {
 	c.entries, c.evicted, c.used, c.Touched = maps.Clone(c.entries), maps.Clone(c.evicted), maps.Clone(c.used), maps.Clone(c.Touched)
 	c.blobs, c.uploads, c.vers, c.snaps = c.blobs.clone(), c.uploads.clone(), c.vers.clone(), c.snaps.clone()
 	c.order, c.gcDone, c.gcData, c.touched = slices.Clone(c.order), slices.Clone(c.gcDone), slices.Clone(c.gcData), slices.Clone(c.touched)
+	c.dtDrop = slices.Clone(c.dtDrop)
 	return c
 }
 
@@ -496,12 +498,16 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 	for _, k := range t.gcDone {
 		add(k, nil)
 	}
+	for _, k := range t.dtDrop {
+		add(k, nil)
+	}
 	for _, sum := range t.gcData {
 		add(dataKey(sum), nil)
 	}
 	for _, dir := range slices.Sorted(maps.Keys(t.Touched)) {
 		if dir == depotpath.Root {
 			if !t.st.rootTime.Equal(t.now) {
+				t.keepDirTime(add, dir, 0, t.st.rootTime, t.st.rootTime)
 				add(keyRoot, rootRecord{MTime: t.now})
 			}
 			continue
@@ -514,6 +520,7 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 			r.MTime, r.Updated = t.now, t.now
 			continue
 		}
+		t.keepDirTime(add, dir, r.Revision, r.MTime, r.Updated)
 		next := *r
 		next.MTime, next.Updated, next.Rev = t.now, t.now, r.Revision
 		add(entryKey(dir), &next)

@@ -57,13 +57,16 @@ func (st *state) statAt(p string, rev uint64) (store.Entry, error) {
 	if p == depotpath.Root {
 		e := entryrec.RootEntry()
 		e.MTime, e.Updated = st.rootTime, st.rootTime
+		st.dirTimeAt(&e, rev, liveUntil)
 		return e, nil
 	}
-	r := st.at(p, rev)
+	r, until := st.atUntil(p, rev)
 	if r == nil {
 		return store.Entry{}, store.ErrNotExist
 	}
-	return r.Entry(p), nil
+	e := r.Entry(p)
+	st.dirTimeAt(&e, rev, until)
+	return e, nil
 }
 
 // ReadDirAt is ReadDir of the tree as of revision rev, sorted by name.
@@ -81,15 +84,19 @@ func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.
 		}
 		for p := range st.children[dir] {
 			if r := st.entries[p]; r.Revision <= rev {
-				out = append(out, r.entry())
+				e := r.entry()
+				st.dirTimeAt(&e, rev, liveUntil)
+				out = append(out, e)
 			}
 		}
 		for p := range st.vchildren[dir] {
 			if r := st.entries[p]; r != nil && r.Revision <= rev {
 				continue // listed above
 			}
-			if r := st.at(p, rev); r != nil {
-				out = append(out, r.Entry(p))
+			if r, until := st.atUntil(p, rev); r != nil {
+				e := r.Entry(p)
+				st.dirTimeAt(&e, rev, until)
+				out = append(out, e)
 			}
 		}
 		slices.SortFunc(out, func(a, b store.Entry) int { return strings.Compare(a.Path, b.Path) })

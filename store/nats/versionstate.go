@@ -38,6 +38,8 @@ type vstate struct {
 	vrefs     map[string]map[string]bool  // content sha256 → keys of versions using it
 	snaps     map[string]store.Snapshot   // name → snapshot
 	snapNames map[string]string           // snapshot key → name
+	dirTimes  map[string][]rules.DirTime  // path → directory times kept for snapshots, oldest first
+	dtKeys    map[string]rules.DirTime    // directory times key → times
 	held      int64                       // bytes only versions use
 }
 
@@ -46,6 +48,7 @@ func newVState() vstate {
 		versions: map[string][]*rules.Version{}, vkeys: map[string]*rules.Version{}, vheld: map[string]*rules.Version{},
 		vchildren: map[string]map[string]bool{}, vrefs: map[string]map[string]bool{},
 		snaps: map[string]store.Snapshot{}, snapNames: map[string]string{},
+		dirTimes: map[string][]rules.DirTime{}, dtKeys: map[string]rules.DirTime{},
 	}
 }
 
@@ -102,16 +105,23 @@ func (st *state) applySnapshot(key string, data []byte, del bool) error {
 
 // at returns the record of p at revision rev (see rules.At).
 func (st *state) at(p string, rev uint64) *entryrec.Record {
+	r, _ := st.atUntil(p, rev)
+	return r
+}
+
+// atUntil is at, with the revision that replaced the record (liveUntil
+// for the live one).
+func (st *state) atUntil(p string, rev uint64) (*entryrec.Record, uint64) {
 	if r := st.entries[p]; r != nil && r.Revision <= rev {
-		return r.rec()
+		return r.rec(), liveUntil
 	}
 	vs := st.versions[p]
 	for i := len(vs) - 1; i >= 0; i-- {
 		if vs[i].Visible(rev) {
-			return vs[i].Rec
+			return vs[i].Rec, vs[i].Until
 		}
 	}
-	return nil
+	return nil, 0
 }
 
 // nversions counts the retained versions.

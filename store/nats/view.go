@@ -272,6 +272,8 @@ func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted
 		return nil, "", st.applyVersion(key, data, del)
 	case 's':
 		return nil, "", st.applySnapshot(key, data, del)
+	case 't':
+		return nil, "", st.applyDirTime(key, data, del)
 	case 'u':
 		u, err := decodeUnless[uploadRecord](del, key, data)
 		if err == nil {

@@ -51,7 +51,7 @@ type Expirer interface {
 
 // RunAll runs the whole conformance suite: every subtest of Run, with
 // stores opened with a zero Config, and the subtests that need limits or
-// a controlled clock: Limits, Eviction, Expiry, Stats, DirTimes, PutBatch, (for a store.Streamer) PutStream and PutStreams, (for a store.UploadAdmin) UploadAdmin, Versions and Quota. Each subtest
+// a controlled clock: Limits, Eviction, Expiry, Stats, DirTimes, SnapshotDirTimes, PutBatch, (for a store.Streamer) PutStream and PutStreams, (for a store.UploadAdmin) UploadAdmin, Versions and Quota. Each subtest
 // opens its own store.
 func RunAll(t *testing.T, open Opener) {
 	Run(t, func(t *testing.T) store.Store { return open(t, Config{}) })
@@ -60,6 +60,7 @@ func RunAll(t *testing.T, open Opener) {
 	t.Run("Expiry", func(t *testing.T) { testExpiry(t, open) })
 	t.Run("Stats", func(t *testing.T) { testStats(t, open) })
 	t.Run("DirTimes", func(t *testing.T) { testDirTimes(t, open) })
+	t.Run("SnapshotDirTimes", func(t *testing.T) { testSnapshotDirTimes(t, open) })
 	t.Run("PutBatch", func(t *testing.T) { testPutBatch(t, open) })
 	t.Run("PutStream", func(t *testing.T) { testPutStream(t, open) })
 	t.Run("PutStreams", func(t *testing.T) { testPutStreams(t, open) })

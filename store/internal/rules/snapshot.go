@@ -192,6 +192,9 @@ func unhold(t Txn, snaps []store.Snapshot, i, budget int) (done bool, err error)
 	case err != nil:
 		return false, err
 	case !more:
+		if err := releaseDirTimes(t, s.Prefix, rest); err != nil {
+			return false, err
+		}
 		return true, t.SetSnapshot(s.Name, nil)
 	case s.Expires.IsZero() || s.Expires.After(t.Now()):
 		s.Expires = t.Now()

@@ -79,6 +79,12 @@ type Txn interface {
 	// DropVersion deletes version v; its content reference is the
 	// caller's to drop.
 	DropVersion(v Version) error
+	// DirTimes returns the DirTimes of dir and the directories below
+	// it, by path and, for each, oldest first.
+	DirTimes(dir string) ([]DirTime, error)
+	// DropDirTime deletes the DirTime d.
+	DropDirTime(d DirTime) error
+
 	// Snapshots are the snapshots as of the transaction, by name.
 	Snapshots() ([]store.Snapshot, error)
 	// SetSnapshot writes the snapshot s, or with s nil deletes the one

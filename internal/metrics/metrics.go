@@ -26,6 +26,7 @@ type StoreStats struct {
 	Hits, Misses              int64
 	Versions, HeldBytes       int64
 	Snapshots                 int64
+	DirTimes                  int64
 	MaxStoreBytes             int64
 	MaxFileBytes              int64
 }

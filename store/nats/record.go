@@ -22,6 +22,7 @@ import (
 //	u.<sha256 of the upload id>  a chunked upload (uploadRecord)
 //	v.<sha256 of the path>.<rev> a retained version written at rev (versionRecord)
 //	s.<sha256 of the name>       a snapshot (store.Snapshot)
+//	t.<sha256 of the path>.<rev> a directory's times before they moved at rev (dirTimeRecord)
 //	m.counters                   the store-wide cumulative counters
 //	m.root                       the root directory's times
 //	m.depot                      the depot's id (depotRecord)

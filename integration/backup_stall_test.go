@@ -18,7 +18,7 @@ var stallOverwrites = bySoak(40, 120)
 
 // TestBackupStalledReader: a client that asks for a backup and stops
 // reading it does not grow the database: the file after 120 overwrites
-// of a 1 MiB file (40 outside a soak) is within 10% (plus one 4 MiB allocation step) of the
+// of a 1 MiB file (40 outside a soak) is within 10% (plus 16 MiB of allocation noise) of the
 // file after the same writes with no backup reader; the server cuts the
 // stalled response after --http-body-idle-timeout and logs why.
 func TestBackupStalledReader(t *testing.T) {
@@ -67,7 +67,12 @@ func TestBackupStalledReader(t *testing.T) {
 	stalled := run(true)
 	t.Logf("database after %d overwrites of 1 MiB: %.1f MiB with a stalled backup reader, %.1f MiB without (%.2fx)",
 		stallOverwrites, float64(stalled)/(1<<20), float64(base)/(1<<20), float64(stalled)/float64(base))
-	if float64(stalled) > 1.10*float64(base)+4<<20 {
+	// The bound allows 10% and 16 MiB: the two depots grow by whole bbolt
+	// allocation steps and by how their commits happened to group under
+	// the suite's load (a run beside the whole suite gave 63.1 against
+	// 50.1 MiB), while a reader pinning its transaction grows the file by
+	// about the size of every overwrite it outlives (35 -> 774 MiB over 120).
+	if float64(stalled) > 1.10*float64(base)+16<<20 {
 		t.Errorf("a stalled backup reader grew the database to %d bytes, against %d without one", stalled, base)
 	}
 }

@@ -51,6 +51,7 @@ func TestFillGetEvictRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close() }) // the sealer stops before the directory goes
 	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a blob left by an earlier run survived Open: %v", err)
 	}
@@ -97,6 +98,7 @@ func TestFillRejectsWrongContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close() }) // the sealer stops before the directory goes
 	s := newSrc([]byte("right"))
 	s.Reader = bytes.NewReader([]byte("wrong"))
 	if _, err := c.Fill(context.Background(), s); !errors.Is(err, blobcache.ErrCorrupt) {
@@ -116,6 +118,7 @@ func TestConcurrentFillsWriteOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close() }) // the sealer stops before the directory goes
 	data := bytes.Repeat([]byte("0123456789"), 300_000)
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)

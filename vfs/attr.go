@@ -8,6 +8,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/inode"
 )
 
 // blockSize is the st_blksize reported for every entry: the largest READ
@@ -15,25 +16,13 @@ import (
 // size their buffers by st_blksize read in the largest useful chunks.
 const blockSize = 1 << 20
 
-// versionBit marks the inode number of a file version (see Ino), keeping
-// those numbers apart from the store's inode numbers, which directories use.
-const versionBit = 1 << 63
-
-// Ino returns the inode number the mount shows for an entry. A directory
-// has the store's inode number (store.Entry.Ino) for its whole life. Each
-// version of a file has its own: the store revision that made it, with the
-// top bit set. So an update looks like an atomic rename-replace on a local
-// filesystem (tail -F, and anything else that compares inode numbers,
-// notices the new file), the number is unique in the mount, and it is the
-// same after a restart. A version that the kernel's inode for an earlier
-// version follows (same content, or an append) keeps that inode's number
-// while the kernel knows it.
-func Ino(e store.Entry) uint64 {
-	if e.IsDir() {
-		return e.Ino
-	}
-	return versionBit | e.Revision
-}
+// Ino returns the inode number the mount shows for an entry: its number
+// in package inode (inode.Of), shared with every other door onto the depot.
+// A directory has the store's inode number for its whole life; each
+// version of a file has its own, the same after a restart. A version that
+// the kernel's inode for an earlier version follows (same content, or an
+// append) keeps that inode's number while the kernel knows it.
+func Ino(e store.Entry) uint64 { return inode.Of(e) }
 
 // stableAttr is the identity of the kernel inode for an entry. Directories
 // are one inode for their whole life (their content is asked for afresh).

@@ -284,7 +284,13 @@ func nodeOptions(o Options) *fs.Options {
 		NegativeTimeout: &o.NegativeTimeout,
 		NullPermissions: true, // a mode of 0 (umask 0777) means 0, not 0644
 		RootStableAttr:  &fs.StableAttr{Ino: store.RootIno},
-		Logger:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
+		// The kernel's node IDs are depotfs's own inode numbers (package
+		// inode), which never change meaning: a file handle the kernel
+		// gives out (name_to_handle_at, or the kernel NFS server or Samba
+		// re-exporting the mount) names the same entry for as long as
+		// the store has it (see DESIGN.md, "Doors without FUSE").
+		ExternalNodeID: true,
+		Logger:         slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
 	}
 	if o.Shared {
 		// A lookup that finds nothing then answers ENOENT, which the

@@ -15,6 +15,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/inode"
 )
 
 // The snapshots directory. The root has a directory named like
@@ -79,24 +80,15 @@ func (fsys *fsys) snapshots(ctx context.Context, now time.Time) ([]store.Snapsho
 	return slices.DeleteFunc(all, func(s store.Snapshot) bool { return expired(s, now) }), nil
 }
 
-// Inode numbers in the snapshots directory. The kernel's node for a
-// number is one go-fuse inode (StableAttr.Ino), so these must never meet
-// the live tree's (directories: the store's inode numbers, counted up
-// from 1; files: versionBit and a revision) nor another snapshot's, which
-// show the same entries. Bit 62 marks them; /.snapshots is that bit
-// alone; a snapshot's entries carry the snapshot's number in the mount
-// (snapIDs, from 1) in bits 40–61, and in bits 0–39 a directory's store
-// inode number or, with bit 39 set, a file version's revision. That holds
-// for stores below 2^39 revisions and mounts that meet fewer than 2^22
-// snapshots; beyond those, numbers wrap and could collide.
-const (
-	snapBit       = 1 << 62
-	snapshotsIno  = snapBit
-	snapIDShift   = 40
-	snapIDMask    = 1<<22 - 1
-	snapFileBit   = 1 << 39
-	snapEntryMask = snapFileBit - 1
-)
+// Inode numbers in the snapshots directory are package inode's
+// (inode.InSnapshot), with the snapshot's number in this mount: snapIDs
+// counts the snapshots the mount meets, so no two collide while it runs.
+// After a restart the same number may mean another snapshot, so each
+// kernel inode below /.snapshots also carries the snapshot's revision as
+// its generation (snapGen): a file handle kept across a restart (kernel
+// NFS re-export) then fails with ESTALE instead of opening another
+// snapshot's file.
+const snapshotsIno = inode.SnapshotsDir
 
 // snapIDs numbers the snapshots a mount has shown, by name and revision:
 // a snapshot deleted and taken again under its name is another tree, with
@@ -129,13 +121,11 @@ func (t *snapIDs) id(s store.Snapshot) uint64 {
 }
 
 // snapIno is the inode number of entry e in the snapshot numbered id.
-func snapIno(id uint64, e store.Entry) uint64 {
-	base := snapBit | (id&snapIDMask)<<snapIDShift
-	if e.IsDir() {
-		return base | e.Ino&snapEntryMask
-	}
-	return base | snapFileBit | e.Revision&snapEntryMask
-}
+func snapIno(id uint64, e store.Entry) uint64 { return inode.InSnapshot(id, e) }
+
+// snapGen is the generation of every kernel inode of a snapshot's tree
+// (see snapIno): its revision, folded into the 32 bits the kernel keeps.
+func snapGen(rev uint64) uint64 { return uint64(uint32(rev) ^ uint32(rev>>32)) }
 
 // snapshotsDir is /.snapshots: the snapshots, by name. Stateless.
 type snapshotsDir struct{ node }
@@ -241,7 +231,7 @@ func (t snapTree) child(ctx context.Context, fsys *fsys, parent *fs.Inode, e sto
 	if e.IsDir() {
 		n = &snapDir{node: node{fsys: fsys}, tree: t, path: e.Path, ino: e.Ino}
 	}
-	return parent.NewInode(ctx, n, fs.StableAttr{Mode: out.Mode & syscall.S_IFMT, Ino: out.Ino})
+	return parent.NewInode(ctx, n, fs.StableAttr{Mode: out.Mode & syscall.S_IFMT, Ino: out.Ino, Gen: snapGen(t.rev)})
 }
 
 // snapDir is a directory of a snapshot's tree. Immutable.

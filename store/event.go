@@ -33,3 +33,24 @@ type Event struct {
 	// was before removal (so Ino and Kind are known).
 	Entry Entry
 }
+
+// ChangePage is one answer of Store.Changes.
+type ChangePage struct {
+	// Events are the changes within the prefix asked for with a revision
+	// above the cursor, in revision order, each once; at most the limit
+	// asked for.
+	Events []Event
+	// Next is the cursor to ask with next: every change within the prefix
+	// up to revision Next is in Events or was before the cursor. It is
+	// Revision once the page reached the newest change.
+	Next uint64
+	// Oldest is the oldest cursor the store still answers: it keeps every
+	// change after revision Oldest.
+	Oldest uint64
+	// Revision is the store's revision when the page was read.
+	Revision uint64
+	// Resync says the cursor is older than Oldest: changes after it are no
+	// longer kept, so Events is empty and the reader must treat everything
+	// below its prefix as changed, then continue from Next (Revision).
+	Resync bool
+}

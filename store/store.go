@@ -90,6 +90,16 @@ type Store interface {
 	// writers never wait for watchers.
 	Watch(ctx context.Context, prefix string, sinceRev uint64) (<-chan Event, error)
 
+	// Changes reads the kept changes within prefix (see depotpath.Within)
+	// with a revision above after, in revision order, at most limit of
+	// them (limit < 1 means one). What it reads is kept with the depot,
+	// not by this process: the same cursor gets the same changes after a
+	// restart and on every host of a shared depot, for as long as the
+	// store keeps them (the last changes, a number its options set).
+	// A cursor older than that gets a page with Resync set, never a gap.
+	// Repeated changes of one path within one commit may appear once.
+	Changes(ctx context.Context, prefix string, after uint64, limit int) (ChangePage, error)
+
 	// Versions reads earlier revisions, histories and snapshots.
 	Versions
 

@@ -87,7 +87,12 @@ func RaiseRevision(path string, min uint64) (uint64, error) {
 			return fmt.Errorf("%s: not a depotfs database (no %s bucket)", path, bucketMeta)
 		}
 		rev = max(u64(meta.Get(keyRevision)), min)
-		return meta.Put(keyRevision, u64bytes(rev))
+		if err := meta.Put(keyRevision, u64bytes(rev)); err != nil {
+			return err
+		}
+		// The log holds the backup's changes, not the way from the
+		// replaced depot to it: every older cursor must resync.
+		return meta.Put(keyChangesFrom, u64bytes(rev))
 	})
 	if cerr := db.Close(); err == nil {
 		err = cerr

@@ -80,7 +80,7 @@ func opener(base bolt.Options) storetest.Opener {
 	return func(t *testing.T, cfg storetest.Config) store.Store {
 		o := base
 		o.MaxStoreBytes, o.MaxFileBytes, o.Now, o.KeepVersions = cfg.MaxStoreBytes, cfg.MaxFileBytes, cfg.Now, cfg.KeepVersions
-		o.Quotas = cfg.Quotas
+		o.Quotas, o.History = cfg.Quotas, cfg.History
 		if cfg.BigContent && o.ChunkSize != 0 {
 			o.ChunkSize = 64 << 10
 		}
@@ -105,7 +105,7 @@ func TestReopenConformance(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			s, err := bolt.Open(path, &bolt.Options{MaxStoreBytes: cfg.MaxStoreBytes, MaxFileBytes: cfg.MaxFileBytes, Now: cfg.Now, KeepVersions: cfg.KeepVersions})
+			s, err := bolt.Open(path, &bolt.Options{MaxStoreBytes: cfg.MaxStoreBytes, MaxFileBytes: cfg.MaxFileBytes, Now: cfg.Now, KeepVersions: cfg.KeepVersions, History: cfg.History})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -107,22 +107,31 @@ func TestPersistence(t *testing.T) {
 	}
 }
 
-func TestRestartResync(t *testing.T) {
+// TestRestartResumes: a watch from before a restart resumes from the
+// change log; one from before what the log keeps is told to resync.
+func TestRestartResumes(t *testing.T) {
 	ctx := context.Background()
-	s, path := openTemp(t, nil)
+	s, path := openTemp(t, &bolt.Options{History: 2})
 	mustPut(t, s, "/x/f", []byte("1"))
 	mustPut(t, s, "/x/f", []byte("2"))
 	rev, _ := s.Revision(ctx)
 	s.Close()
-	s = openAt(t, path, nil)
+	s = openAt(t, path, &bolt.Options{History: 2})
 
-	// History from before the restart is gone: resync.
-	ch, err := s.Watch(t.Context(), "/x", 1)
+	ch, err := s.Watch(t.Context(), "/x", rev-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := storetest.NextEvent(t, ch); ev.Kind != store.EventUpdated || ev.Path != "/x/f" || ev.Revision != rev {
+		t.Errorf("after restart, watching from %d: %+v; want the update of /x/f at %d", rev-1, ev, rev)
+	}
+	// Older than the 2 changes kept (revisions rev-1 and rev): resync.
+	ch, err = s.Watch(t.Context(), "/x", rev-3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ev := storetest.NextEvent(t, ch); ev.Kind != store.EventResync || ev.Path != "/x" || ev.Revision != rev {
-		t.Errorf("after restart, watching from 1: %+v; want a resync of /x at %d", ev, rev)
+		t.Errorf("after restart, watching from %d: %+v; want a resync of /x at %d", rev-3, ev, rev)
 	}
 	mustPut(t, s, "/x/f", []byte("3"))
 	if ev := storetest.NextEvent(t, ch); ev.Kind != store.EventUpdated || ev.Revision != rev+1 {

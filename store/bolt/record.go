@@ -68,7 +68,7 @@ var (
 )
 
 // allBuckets are the top-level buckets of the file.
-var allBuckets = [][]byte{bucketMeta, bucketTree, bucketBlobs, bucketChunks, bucketUploads, bucketOrphans, bucketLRU, bucketRefs, bucketExpiry, bucketVersions, bucketSnapshots, bucketHistoryLRU, bucketDirTimes}
+var allBuckets = [][]byte{bucketMeta, bucketTree, bucketBlobs, bucketChunks, bucketUploads, bucketOrphans, bucketLRU, bucketRefs, bucketExpiry, bucketVersions, bucketSnapshots, bucketHistoryLRU, bucketDirTimes, bucketChanges}
 
 // Keys in the meta bucket.
 var (

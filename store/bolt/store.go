@@ -73,8 +73,9 @@ type Options struct {
 	// UploadTimeout is how long a chunked upload may go without a new
 	// chunk before it is deleted; 0 means DefaultUploadTimeout.
 	UploadTimeout time.Duration
-	// History is how many events are kept in memory for Watch replay;
-	// 0 means DefaultHistory.
+	// History is how many changes the change log keeps, in the file and
+	// in memory, for Changes and Watch to resume from (after a restart
+	// too); 0 means DefaultHistory.
 	History int
 	// Logger receives background errors (upload expiry, garbage
 	// collection); nil means slog.Default().
@@ -152,6 +153,9 @@ type Store struct {
 
 	gc      gc
 	hub     watchhub.Hub
+	// logFrom and logged are the change log as Open read it, for the hub.
+	logFrom uint64
+	logged  []store.Event
 	uploads keylock.Locks
 	uses    uses
 	staged  stagedTotals
@@ -242,6 +246,8 @@ func Open(path string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
 	s.hub.Init(o.History, rev)
+	s.hub.Restore(s.logFrom, s.logged)
+	s.logged = nil
 	s.oldCopy = oldCopy
 	if oldCopy != "" {
 		s.log.Warn("database upgraded to the current schema; the file as it was is kept for the depotfs that wrote it: remove it once the upgraded depot is trusted", "db", path, "old_copy", oldCopy)

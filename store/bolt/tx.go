@@ -41,8 +41,17 @@ func (s *Store) init() (uint64, error) {
 			return fmt.Errorf("schema version %d, this build reads %d", u64(v), schemaVersion)
 		}
 		rev = u64(meta.Get(keyRevision))
+		if meta.Get(keyChangesFrom) == nil {
+			if err := meta.Put(keyChangesFrom, u64bytes(rev)); err != nil {
+				return err
+			}
+		}
+		var err error
+		if s.logFrom, s.logged, err = loadChanges(tx, rev); err != nil {
+			return err
+		}
 		var hs []hash
-		err := tx.Bucket(bucketOrphans).ForEach(func(k, _ []byte) error {
+		err = tx.Bucket(bucketOrphans).ForEach(func(k, _ []byte) error {
 			var h hash
 			copy(h[:], k)
 			hs = append(hs, h)
@@ -176,6 +185,9 @@ func (w *wtx) finish(before counters) (gcLocked bool, err error) {
 	w.settleSkip()
 	if len(w.events) > 0 {
 		if err := w.meta.Put(keyRevision, u64bytes(w.rev)); err != nil {
+			return false, err
+		}
+		if err := w.logEvents(); err != nil {
 			return false, err
 		}
 		if err := w.meta.Put(keyInode, u64bytes(w.ino)); err != nil {

@@ -107,6 +107,10 @@ func (s *Store) initReadOnly() (uint64, error) {
 				return err
 			}
 		}
+		var err error
+		if s.logFrom, s.logged, err = loadChanges(tx, rev); err != nil {
+			return err
+		}
 		if b := tx.Bucket(bucketUploads); b != nil {
 			return s.staged.load(b)
 		}

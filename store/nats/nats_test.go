@@ -43,7 +43,7 @@ func openWith(t testing.TB, c *natstest.Cluster, cfg storetest.Config, prefix st
 	t.Helper()
 	o := base
 	o.Prefix, o.MaxStoreBytes, o.MaxFileBytes, o.Now, o.KeepVersions = prefix, cfg.MaxStoreBytes, cfg.MaxFileBytes, cfg.Now, cfg.KeepVersions
-	o.Quotas = cfg.Quotas
+	o.Quotas, o.History = cfg.Quotas, cfg.History
 	s, err := nats.Open(t.Context(), c.Connect(t), &o)
 	if err != nil {
 		t.Fatal(err)

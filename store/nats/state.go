@@ -24,6 +24,7 @@ type state struct {
 	gcs      map[string]*gcRecord       // gc key → record
 	uploads  map[string]*uploadRecord   // upload key → upload
 	counters counters
+	changeN  uint64 // the number of the next change record
 	rootTime time.Time
 	depot    string      // the depot's id (keyDepot)
 	cache    *chunkCache // where inline content goes as it is applied

@@ -549,6 +549,7 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 			msgs[len(msgs)-1].Header.Set(hdrEvicted, "1")
 		}
 	}
+	t.changeMessages(add, seq)
 	if err := cmp.Or(t.versionMessages(add, seq), encErr); err != nil {
 		return nil, err
 	}

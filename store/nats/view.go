@@ -36,11 +36,13 @@ type view struct {
 	done                       <-chan struct{} // closed by Close
 	uses                       *uses
 	// openSeq is the stream's last sequence when the store opened: the
-	// events of messages up to it are not kept for watchers; from is the
-	// last entry revision among them, and opened is set once they are
-	// applied.
+	// events of messages up to it come from the change records instead;
+	// from is the store's revision as of openSeq, and opened is set once
+	// they are applied.
 	openSeq, from uint64
 	opened        bool
+	// replay holds the change records read up to openSeq, for the hub.
+	replay []changeRecord
 	// txns are the ids of the last transactions applied (hdrTxn), oldest
 	// first in txnOrder.
 	txns     map[string]bool
@@ -166,10 +168,9 @@ func (v *view) apply(msgs []msg, rev uint64) {
 			continue
 		}
 		switch {
-		case ev == nil:
 		case seq <= v.openSeq:
-			v.from = seq
-		default:
+			v.from = st.entryRev
+		case ev != nil:
 			evs = append(evs, *ev)
 		}
 		if sum != "" {
@@ -178,12 +179,18 @@ func (v *view) apply(msgs []msg, rev uint64) {
 		if id := m.header.Get(hdrTxn); id != "" {
 			v.remember(id)
 		}
+		if seq <= v.openSeq && kindOfKey(key) == 'c' && !del {
+			if r, err := decodeChanges(key, m.data); err == nil {
+				v.replay = append(v.replay, r)
+			}
+		}
 	}
 	st.rev = max(st.rev, rev)
 	entryRev := st.entryRev
 	if !v.opened && st.rev >= v.openSeq {
 		v.opened = true
-		v.hub.SetFrom(v.from)
+		v.hub.Restore(replayed(v.replay, v.from))
+		v.replay = nil
 	}
 	v.mu.Unlock()
 	v.uses.touch(touched...)
@@ -268,6 +275,13 @@ func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted
 		if g == nil {
 			delete(st.gcs, key)
 		}
+	case 'c':
+		if del {
+			return nil, "", nil
+		}
+		r, err := decodeChanges(key, data)
+		st.changeN = max(st.changeN, r.N+1)
+		return nil, "", err
 	case 'v':
 		return nil, "", st.applyVersion(key, data, del)
 	case 's':

@@ -208,9 +208,10 @@ func testExpiredUnlisted(t *testing.T, open Opener) {
 type DepotOpener func(t *testing.T) (open func(cfg Config) store.Store)
 
 // RunReopen runs the part of the suite that opens one depot again with
-// other settings: KeepVersions lowered.
+// other settings (KeepVersions lowered) or the same (the change log).
 func RunReopen(t *testing.T, depot DepotOpener) {
 	t.Run("KeepVersionsLowered", func(t *testing.T) { testKeepLowered(t, depot) })
+	t.Run("ChangesReopen", func(t *testing.T) { testChangesReopen(t, depot) })
 }
 
 // testKeepLowered checks that lowering KeepVersions takes effect at a

@@ -45,6 +45,7 @@ func RunShared(t *testing.T, open SharedOpener) {
 	t.Run("ContentAfterRemoteRemove", func(t *testing.T) { testContentAfterRemoteRemove(t, open) })
 	t.Run("LimitAcrossHosts", func(t *testing.T) { testLimitAcrossHosts(t, open) })
 	t.Run("SameTree", func(t *testing.T) { testSameTree(t, open) })
+	t.Run("ChangesOnEveryHost", func(t *testing.T) { testChangesOnEveryHost(t, open) })
 }
 
 // syncStore waits until s has applied every change committed before.

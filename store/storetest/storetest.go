@@ -29,6 +29,9 @@ type Config struct {
 	// Now is the store's clock (arrival times, expiry); nil means the
 	// implementation's default, the real time.
 	Now func() time.Time
+	// History is how many changes the store keeps for Changes and Watch
+	// (its Options.History); 0 means its default.
+	History int
 	// BigContent is set for the subtests that store files of several MiB.
 	// An implementation under test with artificially small chunks (to
 	// make reads cross chunk boundaries) may use its normal chunk size
@@ -51,7 +54,7 @@ type Expirer interface {
 
 // RunAll runs the whole conformance suite: every subtest of Run, with
 // stores opened with a zero Config, and the subtests that need limits or
-// a controlled clock: Limits, Eviction, Expiry, Stats, DirTimes, SnapshotDirTimes, PutBatch, (for a store.Streamer) PutStream and PutStreams, (for a store.UploadAdmin) UploadAdmin, Versions and Quota. Each subtest
+// a controlled clock: Limits, Eviction, Expiry, Stats, DirTimes, SnapshotDirTimes, PutBatch, (for a store.Streamer) PutStream and PutStreams, (for a store.UploadAdmin) UploadAdmin, Versions, Quota and Changes. Each subtest
 // opens its own store.
 func RunAll(t *testing.T, open Opener) {
 	Run(t, func(t *testing.T) store.Store { return open(t, Config{}) })
@@ -67,6 +70,7 @@ func RunAll(t *testing.T, open Opener) {
 	t.Run("UploadAdmin", func(t *testing.T) { testUploadAdmin(t, open) })
 	t.Run("Versions", func(t *testing.T) { testVersions(t, open) })
 	t.Run("Quota", func(t *testing.T) { testQuota(t, open) })
+	t.Run("Changes", func(t *testing.T) { testChanges(t, open) })
 }
 
 // Run runs the part of the conformance suite that needs no configuration

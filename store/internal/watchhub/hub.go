@@ -68,6 +68,43 @@ func (h *Hub) Publish(evs []store.Event, rev uint64) {
 	h.wake = make(chan struct{})
 }
 
+// Restore makes h hold evs, the changes a store kept durably, in
+// revision order, and every change after from: a store fills its hub so
+// at open, so watchers and Changes resume across restarts. Past h's
+// capacity only the newest events stay, and from moves up accordingly.
+func (h *Hub) Restore(from uint64, evs []store.Event) {
+	h.mu.Lock()
+	h.head, h.n = 0, 0
+	h.from = from
+	h.mu.Unlock()
+	h.Publish(evs, 0)
+}
+
+// Changes is store.Store.Changes over the events h holds.
+func (h *Hub) Changes(prefix string, after uint64, limit int) store.ChangePage {
+	limit = max(limit, 1)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	page := store.ChangePage{Oldest: h.from, Revision: h.last, Next: max(after, h.last)}
+	if after < h.from {
+		page.Resync, page.Next = true, h.last
+		return page
+	}
+	i := sort.Search(h.n, func(i int) bool { return h.at(i).Revision > after })
+	for ; i < h.n; i++ {
+		ev := h.at(i)
+		if !depotpath.Within(ev.Path, prefix) {
+			continue
+		}
+		if len(page.Events) == limit {
+			page.Next = page.Events[limit-1].Revision
+			break
+		}
+		page.Events = append(page.Events, ev)
+	}
+	return page
+}
+
 // Wake wakes everyone waiting on Changed without publishing anything.
 func (h *Hub) Wake() { h.Publish(nil, 0) }
 

@@ -1,0 +1,115 @@
+package nats
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/check"
+)
+
+// The change log. Every batch that changes entries also writes the events
+// it makes into change records, keys c.<n mod History> of the tree bucket,
+// in the same atomic batch: the bucket keeps one value a key, so the last
+// History records stay, replicated like the tree, and a host that opens
+// (or restarts) fills its hub from them. The hub is then only a cache in
+// front of the log: Changes and Watch resume from any revision the log
+// still holds, on every host.
+
+// changesPerRecord bounds the events of one change record, so a record
+// stays far below the servers' max_payload (a move of many files writes
+// several records).
+const changesPerRecord = 512
+
+// changeRecord is one change record: events Prev < revision ≤ the last
+// event's, every entry change of those revisions.
+type changeRecord struct {
+	N      uint64        `json:"n"`    // the record's number; keys reuse slots
+	Prev   uint64        `json:"prev"` // the entry revision before its first event
+	Events []store.Event `json:"ev"`
+}
+
+// changeKey returns the key of record n.
+func (s *Store) changeKey(n uint64) string {
+	return "c." + strconv.FormatUint(n%uint64(s.opts.History), 10)
+}
+
+// changeMessages adds the change records of t's entry changes, whose
+// messages' sequences seq holds.
+func (t *txn) changeMessages(add func(string, any), seq map[string]uint64) {
+	var evs []store.Event
+	for _, p := range t.order {
+		old, r := t.st.entries[p], t.entries[p]
+		switch {
+		case r == nil && old != nil:
+			evs = append(evs, store.Event{Kind: store.EventRemoved, Path: p, Revision: seq[p], Entry: old.entry()})
+		case r != nil:
+			kind := store.EventUpdated
+			switch {
+			case t.evicted[p]:
+				kind = store.EventEvicted
+			case old == nil:
+				kind = store.EventCreated
+			}
+			evs = append(evs, store.Event{Kind: kind, Path: p, Revision: r.Revision, Entry: r.entry()})
+		}
+	}
+	prev := t.st.entryRev
+	n := t.st.changeN
+	for chunk := range slices.Chunk(evs, changesPerRecord) {
+		add(t.s.changeKey(n), changeRecord{N: n, Prev: prev, Events: chunk})
+		prev = chunk[len(chunk)-1].Revision
+		n++
+	}
+}
+
+// replayed returns what the change records a host read at open hold for
+// its hub: the revision after which they are whole and their events.
+// Only the newest run of consecutive records counts, and nothing when
+// entries changed after the newest record (written by a host that kept no
+// log): then the log starts at the store's revision, from.
+func replayed(recs []changeRecord, from uint64) (uint64, []store.Event) {
+	if len(recs) == 0 {
+		return from, nil
+	}
+	slices.SortFunc(recs, func(a, b changeRecord) int { return cmp.Compare(a.N, b.N) })
+	i := len(recs) - 1
+	for i > 0 && recs[i-1].N+1 == recs[i].N {
+		i--
+	}
+	last := recs[len(recs)-1]
+	if len(last.Events) == 0 || last.Events[len(last.Events)-1].Revision != from {
+		return from, nil
+	}
+	var evs []store.Event
+	for _, r := range recs[i:] {
+		evs = append(evs, r.Events...)
+	}
+	return recs[i].Prev, evs
+}
+
+// decodeChanges decodes a change record.
+func decodeChanges(key string, data []byte) (changeRecord, error) {
+	var r changeRecord
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("change record %s: %w", key, err)
+	}
+	return r, nil
+}
+
+// Changes reads the change log (see store.Store.Changes) from this host's
+// hub, which holds what the log held at open and every change since. It
+// is safe for concurrent use.
+func (s *Store) Changes(ctx context.Context, prefix string, after uint64, limit int) (store.ChangePage, error) {
+	if err := s.check(ctx); err != nil {
+		return store.ChangePage{}, err
+	}
+	if err := check.Path("changes", prefix); err != nil {
+		return store.ChangePage{}, err
+	}
+	return s.view.hub.Changes(prefix, after, limit), nil
+}

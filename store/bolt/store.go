@@ -151,8 +151,8 @@ type Store struct {
 	queue commitQueue // writes waiting for wmu (group commit)
 	skip  heldSkip    // where the held content of the live lru index ends; under wmu
 
-	gc      gc
-	hub     watchhub.Hub
+	gc  gc
+	hub watchhub.Hub
 	// logFrom and logged are the change log as Open read it, for the hub.
 	logFrom uint64
 	logged  []store.Event

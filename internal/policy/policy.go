@@ -230,6 +230,20 @@ func (s Set) AnyTool(path string, access grant.Access) bool {
 	})
 }
 
+// Reaches reports whether some grant allows access to a path within
+// prefix, or to prefix itself, through any tool, within the host policy:
+// whether a caller watching prefix may see anything there at all (each
+// path it sees is then checked with AnyTool).
+func (s Set) Reaches(prefix string, access grant.Access) bool {
+	return slices.ContainsFunc(s.effective(), func(g grant.Grant) bool {
+		if g.Access&access != access {
+			return false
+		}
+		meet := max(prefix, g.Prefix) // the deeper of two paths one within the other
+		return (depotpath.Within(prefix, g.Prefix) || depotpath.Within(g.Prefix, prefix)) && s.host.reaches(meet)
+	})
+}
+
 // String lists the caller's grants as TOOL:PREFIX:ACCESS, comma-separated;
 // "all (full grants)" for full grants and "none" for none.
 func (s Set) String() string {

@@ -39,6 +39,9 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		return d.fsys.lookupSnapshots(ctx, d.EmbeddedInode(), out), 0
 	}
 	p := depotpath.Join(d.path, name)
+	if err := d.fsys.catchUp(ctx); err != nil {
+		return nil, d.fsys.errno("lookup", p, err)
+	}
 	e, err := d.fsys.st.Stat(ctx, p)
 	if err != nil {
 		return nil, d.fsys.errno("lookup", p, err)

@@ -26,6 +26,9 @@ type fsys struct {
 	started time.Time
 	pt      atomic.Pointer[blobs] // nil: passthrough off
 	snaps   snapIDs               // the snapshots' numbers in the mount
+	// syncHosts, with Options.Shared and a store that can catch up with the
+	// other hosts (catcherUp), is its CatchUp; nil otherwise.
+	syncHosts func(context.Context) error
 
 	mu sync.Mutex // guards replaced and staled
 	// replaced are file nodes a lookup replaced before the invalidator
@@ -35,6 +38,26 @@ type fsys struct {
 	// staled holds the paths an open failed with ESTALE in the last
 	// lingerFor, and when (see stale).
 	staled map[string]time.Time
+}
+
+// catcherUp is a store other hosts write (store/nats) that can wait until
+// this host has applied every change any host had acknowledged before the
+// call, as its opens and listings do.
+type catcherUp interface {
+	CatchUp(ctx context.Context) error
+}
+
+// catchUp makes a live lookup on a shared store close-to-open, like an
+// open: a name another host removed or moved away before the lookup began
+// is gone, one it created is there. The kernel keeps no live entry (see
+// nodeOptions), so every path walk reaches a lookup. Without Shared it
+// costs nothing: this host's own changes reach the kernel before their
+// writers answer.
+func (fsys *fsys) catchUp(ctx context.Context) error {
+	if fsys.syncHosts == nil {
+		return nil
+	}
+	return fsys.syncHosts(ctx)
 }
 
 // stale records that an open of the file at p failed with ESTALE, and

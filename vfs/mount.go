@@ -83,6 +83,9 @@ func Mount(ctx context.Context, dir string, st store.Store, opts *Options) (*Ser
 		}
 	}
 	fsys := &fsys{st: st, opts: o, log: o.Logger, started: time.Now()}
+	if c, ok := st.(catcherUp); ok && o.Shared {
+		fsys.syncHosts = c.CatchUp
+	}
 	root := &dirNode{node: node{fsys: fsys}, path: depotpath.Root}
 	opens := new(opens)
 	raw := &countedFS{RawFileSystem: fs.NewNodeFS(root, nodeOptions(o)), opens: opens}
@@ -274,7 +277,7 @@ func mountOptions(o Options) *fuse.MountOptions {
 }
 
 // nodeOptions configure go-fuse's node layer. The timeouts are not nil
-// (but with Options.Shared, the negative one): nil would mean 0 s, a
+// (but with Options.Shared, the entry and negative ones): nil means 0 s, a
 // round trip per path component on every access.
 func nodeOptions(o Options) *fs.Options {
 	no := &fs.Options{
@@ -294,8 +297,13 @@ func nodeOptions(o Options) *fs.Options {
 	}
 	if o.Shared {
 		// A lookup that finds nothing then answers ENOENT, which the
-		// kernel does not cache: it asks again next time.
+		// kernel does not cache: it asks again next time. A live name
+		// found is not cached either: another host may remove or move
+		// it before this kernel is told, and a path walk must then fail
+		// (the lookup catches up first, see fsys.catchUp). A snapshot's
+		// names set their own timeouts: nothing below them changes.
 		no.NegativeTimeout = nil
+		no.EntryTimeout = nil
 	}
 	return no
 }

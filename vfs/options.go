@@ -59,17 +59,20 @@ type Options struct {
 	// Shared says other hosts change the store too (a NATS depot). Their
 	// changes reach this mount's kernel only after their writers have
 	// answered, so for close-to-open reads the mount does not rely on what
-	// the kernel remembers: a name found missing is not cached (a lookup
-	// of a name another host just created reaches the store, which catches
-	// up), and an open reads the store's newest version, never the older
-	// one the kernel resolved the name to (see fileNode.openOld). A change
+	// the kernel remembers: a name, found or missing, is not cached, and a
+	// lookup first catches up with the other hosts when the store can
+	// (store/nats's CatchUp), so a name another host removed or moved away
+	// before a stat began is gone and one it created is there; an open
+	// reads the store's newest version, never the older one the kernel
+	// resolved the name to (see fileNode.openOld). A change
 	// made through this host is told to the kernel before its writer
 	// answers, so without Shared both are cached.
 	Shared bool
 
 	// EntryTimeout, AttrTimeout and NegativeTimeout are how long the
 	// kernel may cache a name, an inode's attributes and a name's absence
-	// (not at all with Shared); 0 means DefaultTimeout. Invalidation does
+	// (with Shared, live names and missing ones not at all); 0 means
+	// DefaultTimeout. Invalidation does
 	// not depend on them.
 	EntryTimeout, AttrTimeout, NegativeTimeout time.Duration
 

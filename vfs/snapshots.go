@@ -249,7 +249,10 @@ var (
 	_ listedDir = (*snapDir)(nil)
 )
 
-// Lookup finds a child as of the snapshot's revision.
+// Lookup finds a child as of the snapshot's revision. Nothing below a
+// snapshot's name changes, so the kernel keeps the entry for
+// Options.EntryTimeout even on a shared store, whose live entries it does
+// not keep.
 func (d *snapDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	if clean, err := depotpath.CleanName(name); err != nil || clean != name {
 		return nil, syscall.ENOENT
@@ -259,6 +262,7 @@ func (d *snapDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if err != nil {
 		return nil, d.fsys.errno("lookup", p, err)
 	}
+	out.SetEntryTimeout(d.fsys.opts.EntryTimeout)
 	return d.tree.child(ctx, d.fsys, d.EmbeddedInode(), e, &out.Attr), 0
 }
 
@@ -300,6 +304,7 @@ func (d *snapDir) listedAs(e store.Entry) (uint64, uint32) {
 }
 
 func (d *snapDir) lookupListed(ctx context.Context, e store.Entry, out *fuse.EntryOut) *fs.Inode {
+	out.SetEntryTimeout(d.fsys.opts.EntryTimeout)
 	return d.tree.child(ctx, d.fsys, d.EmbeddedInode(), e, &out.Attr)
 }
 

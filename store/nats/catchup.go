@@ -128,3 +128,16 @@ func (s *Store) rounds(r *round) {
 		c.mu.Unlock()
 	}
 }
+
+// CatchUp waits until this host has applied every write any host had
+// acknowledged before the call, as an open does first (see catchUp): it
+// shares a round trip with concurrent callers, waits out an election, and
+// fails with an error wrapping store.ErrUnavailable when it cannot within
+// Options.WriteTimeout. The mount calls it before each lookup of a live
+// name. It is safe for concurrent use.
+func (s *Store) CatchUp(ctx context.Context) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	return s.sync(ctx)
+}

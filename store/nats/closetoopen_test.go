@@ -126,7 +126,8 @@ func BenchmarkOpenCatchUp(b *testing.B) {
 
 // BenchmarkMountOpen measures what close-to-open costs a program on a
 // host's mount: opening (and closing) a small file, looking up a name
-// that does not exist, and listing a directory of 100 files, on a mount
+// that does not exist, stat of a file two levels down, and listing a
+// directory of 100 files, on a mount
 // with it (vfs.Options.Shared over a
 // Store that catches up on every open, as depotfs serves a NATS depot)
 // and on a mount of the same depot without it (local reads, the kernel
@@ -151,9 +152,9 @@ func BenchmarkMountOpen(b *testing.B) {
 	local := openPrefix(b, c, storetest.Config{}, prefix)
 	nats.LocalReads(local.(*nats.Store))
 	mounts := []struct {
-		name             string
-		dir              string
-		open, miss, list []time.Duration
+		name                   string
+		dir                    string
+		open, miss, stat, list []time.Duration
 	}{{name: "c2o"}, {name: "local"}}
 	for i, st := range []store.Store{openPrefix(b, c, storetest.Config{}, prefix), local} {
 		m, err := vfs.Mount(b.Context(), filepath.Join(b.TempDir(), "mnt"), st, &vfs.Options{Shared: i == 0})
@@ -190,6 +191,11 @@ func BenchmarkMountOpen(b *testing.B) {
 			}
 			m.miss = append(m.miss, time.Since(start))
 			start = time.Now()
+			if _, err := os.Stat(filepath.Join(m.dir, "d", "f050")); err != nil {
+				b.Fatalf("stat of a file: %v", err)
+			}
+			m.stat = append(m.stat, time.Since(start))
+			start = time.Now()
 			if des, err := os.ReadDir(filepath.Join(m.dir, "d")); err != nil || len(des) != 100 {
 				b.Fatalf("listing /d: %d entries, %v", len(des), err)
 			}
@@ -205,6 +211,8 @@ func BenchmarkMountOpen(b *testing.B) {
 		b.ReportMetric(pct(m.open, 0.99), m.name+"-open-p99-µs")
 		b.ReportMetric(pct(m.miss, 0.5), m.name+"-missing-p50-µs")
 		b.ReportMetric(pct(m.miss, 0.99), m.name+"-missing-p99-µs")
+		b.ReportMetric(pct(m.stat, 0.5), m.name+"-stat-p50-µs")
+		b.ReportMetric(pct(m.stat, 0.99), m.name+"-stat-p99-µs")
 		b.ReportMetric(pct(m.list, 0.5), m.name+"-list-p50-µs")
 		b.ReportMetric(pct(m.list, 0.99), m.name+"-list-p99-µs")
 	}

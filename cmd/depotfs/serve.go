@@ -69,6 +69,7 @@ type serveConfig struct {
 	http           httpConfig
 	enforce        enforceConfig
 	store          storeConfig
+	key            keyConfig
 }
 
 func (c *serveConfig) flags(fs *flag.FlagSet) {
@@ -116,6 +117,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	c.http.flags(fs)
 	c.enforce.flags(fs)
 	c.store.flags(fs)
+	c.key.flags(fs)
 }
 
 // Default size limits.
@@ -310,7 +312,12 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	// flight and files open in the mount drain under the same deadline.
 	stopBy := sync.OnceValue(func() time.Time { return time.Now().Add(cfg.shutdown) })
 	defer context.AfterFunc(ctx, func() { stopBy() })()
-	st, exchange, closeStore, err := openStore(ctx, cfg, log)
+	kek, err := cfg.key.load()
+	if err != nil {
+		return err
+	}
+	sealed := kek != nil
+	st, exchange, closeStore, err := openStore(ctx, cfg, kek, log)
 	if err != nil {
 		return err
 	}
@@ -413,6 +420,12 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		mo.Shared = exchange != nil // only a depot several hosts share has an exchange
 		mo.Passthrough = mo.Passthrough && cfg.blobCacheSize > 0
 		mo.BlobCacheDir = cmp.Or(mo.BlobCacheDir, filepath.Join(filepath.Dir(cfg.db), "blobs"))
+		if sealed && mo.Passthrough && !memoryBacked(mo.BlobCacheDir) {
+			// Passthrough serves plaintext copies from the blob cache:
+			// with sealed content they may only live in memory.
+			log.Info("passthrough off: the depot is sealed and --blob-cache-dir is not on tmpfs", "blob_cache_dir", mo.BlobCacheDir)
+			mo.Passthrough = false
+		}
 		mo.BlobCacheBytes = int64(cfg.blobCacheSize)
 		m, err := vfs.Mount(ctx, cfg.mount, st, &mo)
 		if err != nil {

@@ -175,7 +175,7 @@ func (w *wtx) Unref(sum string) error {
 func (w *wtx) writeData(h hash, data []byte) error {
 	for i, off := int64(0), int64(0); off < int64(len(data)); i, off = i+1, off+w.chunkSize {
 		end := min(off+w.chunkSize, int64(len(data)))
-		if err := w.chunks.Put(chunkKey(h, i), data[off:end]); err != nil {
+		if err := w.putBlobChunk(h, i, data[off:end]); err != nil {
 			return err
 		}
 	}

@@ -116,7 +116,7 @@ func (s *Store) hashUpload(ctx context.Context, id string) (*upload, string, err
 					return err
 				}
 			}
-			next, err = hashChunks(d, ub, next, u.Count)
+			next, err = s.sealer.hashChunks(d, ub, id, next, u.Count)
 			return err
 		})
 		if err != nil {
@@ -128,11 +128,14 @@ func (s *Store) hashUpload(ctx context.Context, id string) (*upload, string, err
 
 // hashChunks writes chunks from..count-1 of an upload into d, stopping after
 // about batchBytes; it returns the index to continue from.
-func hashChunks(d io.Writer, ub *bbolt.Bucket, from, count int) (int, error) {
+func (c sealer) hashChunks(d io.Writer, ub *bbolt.Bucket, id string, from, count int) (int, error) {
 	read := 0
 	i := from
 	for ; i < count && read < batchBytes; i++ {
-		v, ok := lookup(ub, chunkDataKey(i))
+		v, ok, err := c.uploadChunk(ub, id, i)
+		if err != nil {
+			return 0, err
+		}
 		if !ok {
 			return 0, fmt.Errorf("corrupt upload: chunk %d is missing", i)
 		}
@@ -167,7 +170,7 @@ func (s *Store) stage(ctx context.Context, id string, h hash, count int) error {
 			if err := w.orphan.Put(h[:], []byte{1}); err != nil {
 				return err
 			}
-			return w.stageBatch(h, ub, count, &next)
+			return w.stageBatch(h, ub, id, count, &next)
 		})
 		if err != nil {
 			return err
@@ -179,13 +182,23 @@ func (s *Store) stage(ctx context.Context, id string, h hash, count int) error {
 
 // stageBatch writes blob chunks from pos on until about batchBytes are
 // written or the upload is exhausted, advancing pos.
-func (w *wtx) stageBatch(h hash, ub *bbolt.Bucket, count int, pos *stagePos) error {
+func (w *wtx) stageBatch(h hash, ub *bbolt.Bucket, id string, count int, pos *stagePos) error {
 	buf := make([]byte, 0, w.chunkSize)
 	written := 0
+	var (
+		v  []byte
+		vi = -1 // the upload chunk v holds: one larger than a blob chunk is read once
+	)
 	for written < batchBytes && pos.chunk < count {
-		v, ok := lookup(ub, chunkDataKey(pos.chunk))
-		if !ok {
-			return fmt.Errorf("corrupt upload: chunk %d is missing", pos.chunk)
+		if vi != pos.chunk {
+			var ok bool
+			var err error
+			if v, ok, err = w.s.sealer.uploadChunk(ub, id, pos.chunk); err != nil {
+				return err
+			} else if !ok {
+				return fmt.Errorf("corrupt upload: chunk %d is missing", pos.chunk)
+			}
+			vi = pos.chunk
 		}
 		n := copy(buf[len(buf):cap(buf)], v[pos.off:])
 		buf = buf[:len(buf)+n]
@@ -194,7 +207,7 @@ func (w *wtx) stageBatch(h hash, ub *bbolt.Bucket, count int, pos *stagePos) err
 			pos.chunk, pos.off = pos.chunk+1, 0
 		}
 		if int64(len(buf)) == w.chunkSize || (pos.chunk == count && len(buf) > 0) {
-			if err := w.chunks.Put(chunkKey(h, pos.blob), buf); err != nil {
+			if err := w.putBlobChunk(h, pos.blob, buf); err != nil {
 				return err
 			}
 			pos.blob++

@@ -99,6 +99,10 @@ func Verify(s *Store) error {
 				if !bytes.Equal(k, chunkKey(h, i)) {
 					return fmt.Errorf("blob %x: chunk %d missing", h, i)
 				}
+				v, err := s.sealer.open(adBlob, k, v)
+				if err != nil {
+					return fmt.Errorf("blob %x: chunk %d: %w", h, i, err)
+				}
 				if int64(len(v)) != min(b.ChunkSize, b.Size-size) {
 					return fmt.Errorf("blob %x: chunk %d has %d bytes", h, i, len(v))
 				}

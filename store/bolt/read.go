@@ -114,7 +114,7 @@ func (s *Store) OpenAt(ctx context.Context, path string, rev uint64) (store.Cont
 		if !ok {
 			return fmt.Errorf("corrupt store: content %s is missing", r.SHA256)
 		}
-		src.h, sum, size, chunkSize = h, r.SHA256, b.Size, b.ChunkSize
+		src.h, src.chunkSize, sum, size, chunkSize = h, b.ChunkSize, r.SHA256, b.Size, b.ChunkSize
 		return nil
 	})
 	if err != nil {
@@ -131,8 +131,9 @@ func (s *Store) OpenAt(ctx context.Context, path string, rev uint64) (store.Cont
 // blobChunks are the chunks of blob h; an open Content pins the blob, so
 // they stay until it is closed.
 type blobChunks struct {
-	s *Store
-	h hash
+	s         *Store
+	h         hash
+	chunkSize int64
 }
 
 // Chunks reads the blob's chunks in one read transaction (see
@@ -143,6 +144,6 @@ func (b blobChunks) Chunks(read func(get func(i int64) ([]byte, error)) error) e
 	}
 	return dbErr(b.s.db.View(func(tx *bbolt.Tx) error {
 		chunks := tx.Bucket(bucketChunks)
-		return read(func(i int64) ([]byte, error) { return chunks.Get(chunkKey(b.h, i)), nil })
+		return read(func(i int64) ([]byte, error) { return b.s.sealer.blobChunk(chunks, b.h, b.chunkSize, i) })
 	}))
 }

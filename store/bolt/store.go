@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/depotfs/depotfs/internal/seal"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
 	"github.com/depotfs/depotfs/store/internal/keylock"
@@ -123,6 +124,12 @@ type Options struct {
 	// copying it to UpgradeCopyPath; without it Open refuses one with
 	// ErrUpgrade, since the depotfs that wrote it cannot read it after.
 	Upgrade bool
+
+	// Key is the key-encryption key of a sealed store: a new store opened
+	// with it seals its content (see package seal), a sealed store
+	// cannot be opened without it, and a store whose content is in the
+	// clear refuses it. nil keeps content in the clear.
+	Key seal.Wrapper
 }
 
 // Store is the bbolt implementation of store.Store. A Store is safe for
@@ -151,8 +158,9 @@ type Store struct {
 	queue commitQueue // writes waiting for wmu (group commit)
 	skip  heldSkip    // where the held content of the live lru index ends; under wmu
 
-	gc  gc
-	hub watchhub.Hub
+	gc     gc
+	sealer sealer // the data key of a sealed store; set by Open
+	hub    watchhub.Hub
 	// logFrom and logged are the change log as Open read it, for the hub.
 	logFrom uint64
 	logged  []store.Event

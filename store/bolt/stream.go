@@ -347,7 +347,7 @@ func (s *Store) stageChunks(ctx context.Context, key hash, first int64, chunks [
 			return err
 		}
 		for i, c := range chunks {
-			if err := w.chunks.Put(chunkKey(key, first+int64(i)), c); err != nil {
+			if err := w.putBlobChunk(key, first+int64(i), c); err != nil {
 				return err
 			}
 		}
@@ -379,9 +379,14 @@ func (s *Store) copyStaged(ctx context.Context, key hash, sum string, size, coun
 		err := s.db.View(func(tx *bbolt.Tx) error {
 			b := tx.Bucket(bucketChunks)
 			for j := i; j < min(i+per, count); j++ {
-				v, ok := lookup(b, chunkKey(key, j))
+				k := chunkKey(key, j)
+				v, ok := lookup(b, k)
 				if !ok {
 					return fmt.Errorf("staged chunk %d is missing", j)
+				}
+				v, err := s.sealer.open(adBlob, k, v)
+				if err != nil {
+					return err
 				}
 				chunks = append(chunks, append([]byte(nil), v...))
 			}

@@ -40,6 +40,9 @@ func (s *Store) init() (uint64, error) {
 		case u64(v) != schemaVersion:
 			return fmt.Errorf("schema version %d, this build reads %d", u64(v), schemaVersion)
 		}
+		if err := s.loadSeal(tx, s.opts.Key); err != nil {
+			return err
+		}
 		rev = u64(meta.Get(keyRevision))
 		if meta.Get(keyChangesFrom) == nil {
 			if err := meta.Put(keyChangesFrom, u64bytes(rev)); err != nil {

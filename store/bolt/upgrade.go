@@ -100,6 +100,9 @@ func (s *Store) initReadOnly() (uint64, error) {
 		if v > schemaVersion {
 			return fmt.Errorf("schema version %d, this build reads %d", v, schemaVersion)
 		}
+		if err := s.loadSeal(tx, s.opts.Key); err != nil {
+			return err
+		}
 		rev = u64(meta.Get(keyRevision))
 		if v == schemaVersion {
 			var err error

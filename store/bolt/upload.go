@@ -141,7 +141,7 @@ func (w *wtx) putChunk(c store.Chunk, sum hash) (store.UploadProgress, bool, err
 	if err := u.Admit(w.s.limits(), c); err != nil {
 		return store.UploadProgress{}, false, err
 	}
-	if err := ub.Put(chunkDataKey(c.Index), c.Data); err != nil {
+	if err := w.s.sealer.putUploadChunk(ub, c.UploadID, c.Index, c.Data); err != nil {
 		return store.UploadProgress{}, false, err
 	}
 	if err := ub.Put(chunkHashKey(c.Index), sum[:]); err != nil {

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/depotfs/depotfs/internal/seal"
+	"github.com/depotfs/depotfs/store/bolt"
+)
+
+var runKey = group("key", "Keys of a depot sealed at rest (docs/security.md, \"Encryption at rest\").", []command{
+	{"new", "write a new random key-encryption key to a file (mode 0600)", runKeyNew},
+	{"rotate", "rewrap a sealed depot's data key under a new key-encryption key, offline", runKeyRotate},
+})
+
+func runKeyNew(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("key new", `Usage: depotfs key new --out FILE
+
+Writes a new random key-encryption key (64 hex digits) to FILE, created
+with mode 0600; an existing FILE is never overwritten. Start depotfs serve
+on a new depot with --key-file FILE and its content is sealed. Keep a copy
+of the key away from the depot and its backups: without it the content
+cannot be read.
+
+Examples:
+  depotfs key new --out /etc/depotfs/depot.key
+
+Flags:
+`)
+	out := fs.String("out", "", "`file` to create (required)")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if *out == "" {
+		return usageError{errors.New("--out is required")}
+	}
+	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("key file: %w", err)
+	}
+	text := seal.NewKeyText()
+	if _, err := f.Write(text); err != nil {
+		f.Close()
+		return fmt.Errorf("key file: %w", err)
+	}
+	if err := errors.Join(f.Sync(), f.Close()); err != nil {
+		return fmt.Errorf("key file: %w", err)
+	}
+	k, err := seal.ParseKey(text)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote key %s to %s\n", k.KeyID(), *out)
+	return nil
+}
+
+func runKeyRotate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("key rotate", `Usage: depotfs key rotate --key-file CURRENT --new-key-file NEW [--db FILE]
+
+Rewraps the data key of a sealed depot under the key-encryption key in NEW:
+one small record is rewritten, whatever the depot holds, and the content
+stays sealed under the same data key. From then on serve needs NEW; CURRENT
+opens nothing the depot holds (backups taken before still need CURRENT).
+depotfs serve must be stopped first. Reencrypting the content under a new
+data key is not built yet.
+
+Examples:
+  depotfs key new --out new.key
+  systemctl stop depotfs
+  depotfs key rotate --key-file depot.key --new-key-file new.key
+  mv new.key depot.key && systemctl start depotfs
+
+Flags:
+`)
+	db := fs.String("db", defaultDB(), "bbolt database `file` of the depot")
+	var cur keyConfig
+	cur.flags(fs)
+	next := fs.String("new-key-file", "", "`file` of the new key-encryption key (required; 'depotfs key new')")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if *next == "" {
+		return usageError{errors.New("--new-key-file is required")}
+	}
+	curKey, err := cur.load()
+	if err != nil {
+		return err
+	}
+	if curKey == nil {
+		return usageError{errors.New("--key-file (or DEPOTFS_KEY) is required: the key the depot is sealed with now")}
+	}
+	nextKey, err := seal.LoadKeyFile(*next)
+	if err != nil {
+		return err
+	}
+	r, err := bolt.Rekey(ctx, *db, curKey, nextKey)
+	if err != nil {
+		if locked, ok := errors.AsType[*bolt.LockedError](err); ok {
+			return lockedAdvice(locked, err)
+		}
+		return err
+	}
+	fmt.Fprintf(stdout, "data key %s of %s is now wrapped by key %s (was %s)\n", r.ID, *db, r.KEKID, curKey.KeyID())
+	return nil
+}

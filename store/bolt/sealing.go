@@ -1,0 +1,223 @@
+package bolt
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/depotfs/depotfs/internal/seal"
+	lru "github.com/hashicorp/golang-lru/v2"
+	bbolt "go.etcd.io/bbolt"
+)
+
+// keySeal is the meta key of a sealed store's seal.Record: its data key,
+// wrapped, and the id of the key that wraps it. A store without it keeps
+// its content in the clear.
+var keySeal = []byte("seal")
+
+// Associated data prefixes: a blob chunk is bound to its chunks-bucket
+// key (the content's hash and the chunk's index), an upload's chunk to the
+// upload's id and its index, so no sealed chunk opens anywhere else.
+const (
+	adBlob   = "depotfs blob chunk\x00"
+	adUpload = "depotfs upload chunk\x00"
+)
+
+// openedChunks is how many opened blob chunks a sealed store keeps in
+// memory, so that a reader going through a chunk in pieces (the kernel
+// reads 128 KiB at a time) opens it once: 32 MiB at the default chunk
+// size, the one place besides the page cache where plaintext stays.
+const openedChunks = 32
+
+// sealer seals the chunks of a store opened with a key; with a nil key it
+// stores and returns them as they are.
+type sealer struct {
+	key    *seal.Key
+	opened *lru.Cache[openedKey, []byte] // nil without a key
+}
+
+// openedKey names an opened blob chunk; the chunk size is part of it since
+// a blob deleted and written again by a store with another chunk size
+// has other chunks under the same hash.
+type openedKey struct {
+	h         hash
+	chunkSize int64
+	i         int64
+}
+
+// loadSeal reads the store's seal record and unwraps its data key with
+// kek (Options.Key) at Open: a sealed store needs its key, and a key is
+// refused for a store whose content is in the clear, unless it holds no
+// content yet (a new store), which a writable tx then seals.
+func (s *Store) loadSeal(tx *bbolt.Tx, kek seal.Wrapper) error {
+	rec := tx.Bucket(bucketMeta).Get(keySeal)
+	switch {
+	case rec == nil && kek == nil:
+		return nil
+	case rec == nil:
+		if !tx.Writable() || !empty(tx, bucketBlobs, bucketChunks, bucketUploads) {
+			return fmt.Errorf("%w: its content was written without a key and is in the clear; open it without --key-file and DEPOTFS_KEY (sealing an existing depot is not built yet)", seal.ErrNotSealed)
+		}
+		k, r, err := seal.NewRecord(context.Background(), kek)
+		if err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketMeta).Put(keySeal, r.Marshal()); err != nil {
+			return err
+		}
+		s.log.Info("new depot sealed", "data_key", r.ID, "key", r.KEKID)
+		return s.sealWith(k)
+	}
+	r, err := seal.ParseRecord(rec)
+	if err != nil {
+		return err
+	}
+	if kek == nil {
+		return fmt.Errorf("%w: its data key %s is wrapped by key %s: give that key (--key-file or DEPOTFS_KEY)", seal.ErrNoKey, r.ID, r.KEKID)
+	}
+	k, err := seal.Open(context.Background(), kek, r)
+	if err != nil {
+		return err
+	}
+	return s.sealWith(k)
+}
+
+// sealWith makes k the store's data key.
+func (s *Store) sealWith(k *seal.Key) error {
+	c, err := lru.New[openedKey, []byte](openedChunks)
+	if err != nil {
+		return err
+	}
+	s.sealer = sealer{key: k, opened: c}
+	return nil
+}
+
+// empty reports whether every named bucket is empty.
+func empty(tx *bbolt.Tx, names ...[]byte) bool {
+	for _, n := range names {
+		if k, _ := tx.Bucket(n).Cursor().First(); k != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// seal returns what to store of chunk v under key k: v itself without a
+// key, else its sealed form bound to prefix and k.
+func (c sealer) seal(prefix string, k, v []byte) []byte {
+	if c.key == nil {
+		return v
+	}
+	return c.key.Seal(make([]byte, 0, len(v)+seal.Overhead), v, ad(prefix, k))
+}
+
+// open returns the plaintext of chunk v stored under key k (v itself
+// without a key); a chunk that fails authentication is an error wrapping
+// seal.ErrTampered, never bytes (the mount answers EIO).
+func (c sealer) open(prefix string, k, v []byte) ([]byte, error) {
+	if c.key == nil {
+		return v, nil
+	}
+	p, err := c.key.Open(make([]byte, 0, max(0, len(v)-seal.Overhead)), v, ad(prefix, k))
+	if err != nil {
+		return nil, fmt.Errorf("corrupt store: chunk %x: %w", k, err)
+	}
+	return p, nil
+}
+
+// ad is the associated data of the chunk under key k.
+func ad(prefix string, k []byte) []byte { return append([]byte(prefix), k...) }
+
+// putBlobChunk stores data as chunk i of blob h, sealed if the store is.
+func (w *wtx) putBlobChunk(h hash, i int64, data []byte) error {
+	k := chunkKey(h, i)
+	return w.chunks.Put(k, w.s.sealer.seal(adBlob, k, data))
+}
+
+// blobChunk returns chunk i of blob h (of chunkSize-byte chunks) from
+// chunks, opened; nil when absent. Opened chunks of a sealed store are
+// kept (see openedChunks).
+func (c sealer) blobChunk(chunks *bbolt.Bucket, h hash, chunkSize, i int64) ([]byte, error) {
+	k := chunkKey(h, i)
+	if c.key == nil {
+		return chunks.Get(k), nil
+	}
+	ok := openedKey{h, chunkSize, i}
+	if p, hit := c.opened.Get(ok); hit {
+		return p, nil
+	}
+	v, found := lookup(chunks, k)
+	if !found {
+		return nil, nil
+	}
+	p, err := c.open(adBlob, k, v)
+	if err != nil {
+		return nil, err
+	}
+	c.opened.Add(ok, p)
+	return p, nil
+}
+
+// uploadChunkAD is the associated data key of chunk i of upload id.
+func uploadChunkAD(id string, i int) []byte {
+	return append([]byte(id+"\x00"), chunkDataKey(i)...)
+}
+
+// uploadChunk returns chunk i of upload id from its bucket ub, opened, and
+// whether it is there.
+func (c sealer) uploadChunk(ub *bbolt.Bucket, id string, i int) ([]byte, bool, error) {
+	v, ok := lookup(ub, chunkDataKey(i))
+	if !ok {
+		return nil, false, nil
+	}
+	p, err := c.open(adUpload, uploadChunkAD(id, i), v)
+	return p, err == nil, err
+}
+
+// putUploadChunk stores data as chunk i of upload id in its bucket ub.
+func (c sealer) putUploadChunk(ub *bbolt.Bucket, id string, i int, data []byte) error {
+	return ub.Put(chunkDataKey(i), c.seal(adUpload, uploadChunkAD(id, i), data))
+}
+
+// Rekey rewraps the data key of the sealed store at path, which no process
+// may have open, from cur to next, and returns the new record: the
+// rotation of the key-encryption key, one write whatever the store holds.
+// The content stays sealed under the same data key. A clear store fails
+// with seal.ErrNotSealed, a cur other than its key with seal.ErrWrongKey;
+// either way the file is unchanged.
+func Rekey(ctx context.Context, path string, cur, next seal.Wrapper) (seal.Record, error) {
+	if _, err := os.Stat(path); err != nil {
+		return seal.Record{}, fmt.Errorf("bolt: rekey: %w", err)
+	}
+	db, lock, err := openLocked(path, &bbolt.Options{Timeout: lockTimeout})
+	if err != nil {
+		return seal.Record{}, fmt.Errorf("bolt: rekey: %w", err)
+	}
+	defer lock.Close()
+	var r seal.Record
+	err = db.Update(func(tx *bbolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			return ErrNotDepot
+		}
+		v := meta.Get(keySeal)
+		if v == nil {
+			return seal.ErrNotSealed
+		}
+		old, err := seal.ParseRecord(v)
+		if err != nil {
+			return err
+		}
+		if r, err = seal.Rewrap(ctx, old, cur, next); err != nil {
+			return err
+		}
+		return meta.Put(keySeal, r.Marshal())
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return seal.Record{}, fmt.Errorf("bolt: rekey %s: %w", path, err)
+	}
+	return r, nil
+}

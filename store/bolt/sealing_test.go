@@ -1,0 +1,276 @@
+package bolt_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/depotfs/depotfs/internal/seal"
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/bolt"
+	"github.com/depotfs/depotfs/store/storetest"
+	bbolt "go.etcd.io/bbolt"
+)
+
+// testKEK returns a new key-encryption key.
+func testKEK(t testing.TB) *seal.FileKey {
+	t.Helper()
+	k, err := seal.ParseKey(seal.NewKeyText())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestConformanceSealed runs the suite on a sealed store with small chunks,
+// so that every read opens several sealed chunks and crosses their
+// boundaries.
+func TestConformanceSealed(t *testing.T) {
+	storetest.RunAll(t, opener(bolt.Options{ChunkSize: 40, Key: testKEK(t)}))
+}
+
+// marker is plaintext the tests look for in the file.
+const marker = "PLAINTEXT-MARKER-7f3a9c"
+
+// fillSealTest writes marker-laden content to s in every way content
+// reaches the chunks and uploads buckets: a Put, a batch, a stream, a
+// completed chunked upload and one left in progress. It returns the files'
+// contents by path.
+func fillSealTest(t *testing.T, s *bolt.Store) map[string][]byte {
+	t.Helper()
+	ctx := context.Background()
+	body := func(n int) []byte { return bytes.Repeat([]byte(marker+strings.Repeat("x", n)), 40) }
+	files := map[string][]byte{"/put.txt": body(1), "/batch.txt": body(2), "/stream.txt": body(3), "/chunked.txt": body(4)}
+	if _, err := s.Put(ctx, store.PutRequest{Path: "/put.txt", Data: files["/put.txt"]}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutBatch(ctx, []store.PutRequest{{Path: "/batch.txt", Data: files["/batch.txt"]}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutStream(ctx, store.PutRequest{Path: "/stream.txt"}, bytes.NewReader(files["/stream.txt"]), -1); err != nil {
+		t.Fatal(err)
+	}
+	up := func(id, path string, data []byte, send int) {
+		sum := sha256.Sum256(data)
+		half := len(data) / 2
+		parts := [][]byte{data[:half], data[half:]}
+		for i := range send {
+			_, err := s.PutChunk(ctx, store.Chunk{UploadID: id, Index: i, Count: 2, Data: parts[i],
+				File: store.PutRequest{Path: path, SHA256: hex.EncodeToString(sum[:])}})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	up("u1", "/chunked.txt", files["/chunked.txt"], 2)
+	up("u2", "/inprogress.txt", body(5), 1)
+	return files
+}
+
+// TestSealedAtRest: with a key, none of the plaintext lands in the file
+// (the control without a key finds it), a sealed store reopens with its
+// key and reads every file back, and is refused without it or with
+// another, naming the key it wants.
+func TestSealedAtRest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, sealed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "clear", true: "sealed"}[sealed], func(t *testing.T) {
+			t.Parallel()
+			var kek seal.Wrapper
+			if sealed {
+				kek = testKEK(t)
+			}
+			path := filepath.Join(t.TempDir(), "depot.db")
+			s, err := bolt.Open(path, &bolt.Options{ChunkSize: 64, Key: kek})
+			if err != nil {
+				t.Fatal(err)
+			}
+			files := fillSealTest(t, s)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := bytes.Count(raw, []byte(marker))
+			if sealed && n != 0 {
+				t.Fatalf("the sealed file holds the plaintext %d times", n)
+			}
+			if !sealed && n == 0 {
+				t.Fatal("the control without a key does not hold its plaintext: the test looks in the wrong place")
+			}
+
+			s = openAt(t, path, &bolt.Options{ChunkSize: 64, Key: kek})
+			for p, want := range files {
+				c, err := s.Open(ctx, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := io.ReadAll(io.NewSectionReader(c, 0, c.Size()))
+				c.Close()
+				if err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("%s after reopening: %d bytes, %v; want %d bytes", p, len(got), err, len(want))
+				}
+			}
+		})
+	}
+}
+
+// TestSealedKeyRefusals: a sealed store opened without its key, or with
+// another, and a clear store opened with a key, are refused at Open with
+// an error naming what was expected, and the file is left as it was.
+func TestSealedKeyRefusals(t *testing.T) {
+	t.Parallel()
+	kek := testKEK(t)
+	dir := t.TempDir()
+	sealedPath, clearPath := filepath.Join(dir, "sealed.db"), filepath.Join(dir, "clear.db")
+	for path, k := range map[string]seal.Wrapper{sealedPath: kek, clearPath: nil} {
+		s, err := bolt.Open(path, &bolt.Options{Key: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fillSealTest(t, s)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := testKEK(t)
+	for _, c := range []struct {
+		name, path string
+		key        seal.Wrapper
+		readOnly   bool
+		want       error
+		names      []string
+	}{
+		{"no key", sealedPath, nil, false, seal.ErrNoKey, []string{kek.KeyID(), "--key-file"}},
+		{"no key, read-only", sealedPath, nil, true, seal.ErrNoKey, []string{kek.KeyID()}},
+		{"another key", sealedPath, other, false, seal.ErrWrongKey, []string{kek.KeyID(), other.KeyID()}},
+		{"a key for clear content", clearPath, kek, false, seal.ErrNotSealed, []string{"in the clear"}},
+		{"a key for clear content, read-only", clearPath, kek, true, seal.ErrNotSealed, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before, err := os.ReadFile(c.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := bolt.Open(c.path, &bolt.Options{Key: c.key, ReadOnly: c.readOnly})
+			if err == nil {
+				s.Close()
+				t.Fatal("Open accepted it")
+			}
+			if !errors.Is(err, c.want) {
+				t.Fatalf("Open = %v; want %v", err, c.want)
+			}
+			for _, n := range c.names {
+				if !strings.Contains(err.Error(), n) {
+					t.Errorf("Open = %v; want it to name %q", err, n)
+				}
+			}
+			after, err := os.ReadFile(c.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(before, after) {
+				t.Error("the refused Open changed the file")
+			}
+		})
+	}
+	// A clear store that holds nothing yet takes a key and is sealed from
+	// then on.
+	emptyPath := filepath.Join(dir, "empty.db")
+	s, err := bolt.Open(emptyPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openAt(t, emptyPath, &bolt.Options{Key: kek})
+	if _, err := s.Put(context.Background(), store.PutRequest{Path: "/a", Data: []byte(marker)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSealedTampered: a flipped byte in a sealed chunk, or a chunk moved
+// under another content's key, fails the read with seal.ErrTampered; no
+// byte of it is returned.
+func TestSealedTampered(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	kek := testKEK(t)
+	path := filepath.Join(t.TempDir(), "depot.db")
+	s, err := bolt.Open(path, &bolt.Options{ChunkSize: 64, Key: kek})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := bytes.Repeat([]byte("a"), 200), bytes.Repeat([]byte("b"), 200)
+	for p, d := range map[string][]byte{"/a": a, "/b": b} {
+		if _, err := s.Put(ctx, store.PutRequest{Path: p, Data: d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	ha, hb := sha256.Sum256(a), sha256.Sum256(b)
+	key := func(h [32]byte, i byte) []byte { return append(h[:], 0, 0, 0, 0, 0, 0, 0, i) }
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		chunks := tx.Bucket([]byte("chunks"))
+		v := bytes.Clone(chunks.Get(key(ha, 1)))
+		if v == nil {
+			return errors.New("chunk 1 of /a is not where the test expects it")
+		}
+		v[len(v)/2] ^= 1
+		if err := chunks.Put(key(ha, 1), v); err != nil {
+			return err
+		}
+		// Chunk 0 of /b replaced by chunk 0 of /a: sealed, but for
+		// another place.
+		return chunks.Put(key(hb, 0), bytes.Clone(chunks.Get(key(ha, 0))))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Not openAt: its invariant check would report the damage done here.
+	s, err = bolt.Open(path, &bolt.Options{ChunkSize: 64, Key: kek})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, c := range []struct {
+		path string
+		off  int64
+	}{{"/a", 64}, {"/a", 100}, {"/b", 0}} {
+		ct, err := s.Open(ctx, c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 10)
+		n, err := ct.ReadAt(buf, c.off)
+		ct.Close()
+		if !errors.Is(err, seal.ErrTampered) || n != 0 {
+			t.Errorf("%s at %d: ReadAt = %d, %v; want 0, ErrTampered", c.path, c.off, n, err)
+		}
+	}
+	// The chunks left alone still read.
+	ct, err := s.Open(ctx, "/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ct.Close()
+	buf := make([]byte, 64)
+	if n, err := ct.ReadAt(buf, 0); n != 64 || err != nil || !bytes.Equal(buf, a[:64]) {
+		t.Fatalf("untouched chunk 0 of /a: %d, %v", n, err)
+	}
+}

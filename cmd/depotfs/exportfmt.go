@@ -120,11 +120,13 @@ func walkTree(ctx context.Context, st store.Store, dir string, visit func(store.
 type directConfig struct {
 	db    string
 	store storeConfig
+	key   keyConfig
 }
 
 func (c *directConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.db, "db", defaultDB(), "bbolt database `file` (with --store bolt); serve must not be running on it")
 	c.store.flags(fs)
+	c.key.flags(fs)
 }
 
 // open opens the store, logging warnings to stderr. A NATS depot is opened
@@ -138,13 +140,17 @@ func (c *directConfig) open(ctx context.Context, stderr io.Writer, readOnly bool
 	if err := c.store.validate(); err != nil {
 		return nil, nil, usageError{err}
 	}
+	kek, err := c.key.load()
+	if err != nil {
+		return nil, nil, err
+	}
 	if c.store.url == "bolt" {
 		if !readOnly {
 			if err := os.MkdirAll(filepath.Dir(c.db), 0o700); err != nil {
 				return nil, nil, err
 			}
 		}
-		b, err := bolt.Open(c.db, &bolt.Options{Logger: log, ReadOnly: readOnly})
+		b, err := bolt.Open(c.db, &bolt.Options{Logger: log, ReadOnly: readOnly, Key: kek})
 		if err != nil {
 			if _, ok := errors.AsType[*bolt.LockedError](err); ok {
 				return nil, nil, fmt.Errorf("%w\na server is running on it: stop it first, or use depotfs backup", err)
@@ -152,6 +158,9 @@ func (c *directConfig) open(ctx context.Context, stderr io.Writer, readOnly bool
 			return nil, nil, err
 		}
 		return b, b.Close, nil
+	}
+	if kek != nil {
+		return nil, nil, errors.New("--key-file and DEPOTFS_KEY apply to --store bolt: sealing a NATS depot's content is not built yet")
 	}
 	create := natsstore.CreateFirst
 	if readOnly {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/audit"
 	"github.com/depotfs/depotfs/internal/backup"
+	"github.com/depotfs/depotfs/internal/seal"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/bolt"
 )
@@ -29,11 +30,19 @@ func runBackupVerify(ctx context.Context, args []string, stdout, stderr io.Write
 Checks a backup file without changing anything: the container is complete
 (a backup cut off halfway is refused), every member matches its SHA-256, the
 database opens, and every file's content matches its SHA-256. It needs free
-space in the temporary directory for a copy of the database.
+space in the temporary directory for a copy of the database. The content of a
+sealed depot is checked with its key (--key-file or DEPOTFS_KEY); without it
+everything else is, and the summary says the content was not read.
 
 Flags:
 `)
+	var key keyConfig
+	key.flags(fs)
 	pos, err := parseFlagsArgs(fs, args, stderr, 1, "FILE")
+	if err != nil {
+		return err
+	}
+	kek, err := key.load()
 	if err != nil {
 		return err
 	}
@@ -42,7 +51,11 @@ Flags:
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	h, files, n, err := unpackBackup(ctx, pos[0], tmp)
+	h, files, n, err := unpackBackup(ctx, pos[0], tmp, kek)
+	if errors.Is(err, seal.ErrNoKey) {
+		fmt.Fprintf(stdout, "ok: %s: revision %d, sealed content not read (%v), audit log of %d file(s)\n", pos[0], h.Revision, err, files)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -79,7 +92,13 @@ Flags:
 	auditLog := fs.String("audit-log", "", "audit log `file` to restore the backup's log as; default audit.log beside --db, as for serve")
 	force := fs.Bool("force", false, "replace an existing database and audit log")
 	minRev := fs.Uint64("min-revision", 0, "make the restored depot's revisions continue above this `revision` too (the highest one agents may still hold)")
+	var key keyConfig
+	key.flags(fs)
 	pos, err := parseFlagsArgs(fs, args, stderr, 1, "FILE")
+	if err != nil {
+		return err
+	}
+	kek, err := key.load()
 	if err != nil {
 		return err
 	}
@@ -117,8 +136,11 @@ Flags:
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	h, _, n, err := unpackBackup(ctx, pos[0], tmp)
-	if err != nil {
+	h, _, n, err := unpackBackup(ctx, pos[0], tmp, kek)
+	if errors.Is(err, seal.ErrNoKey) {
+		// Restored as it is, sealed: serve will need the key.
+		fmt.Fprintf(stderr, "restore: the backup's content is sealed and was not read (%v)\n", err)
+	} else if err != nil {
 		return err
 	}
 	if h.Store == "nats" {
@@ -178,7 +200,10 @@ func targetFiles(db, log string) ([]string, error) {
 // log's files under audit/), all or nothing: on an error the caller
 // removes dir. Then it checks the content of every file of the database.
 // It returns the header and the numbers of audit files and of files.
-func unpackBackup(ctx context.Context, file, dir string) (h backup.Header, audits, files int, err error) {
+//
+// A sealed database's content is read with kek; without it the error
+// wraps seal.ErrNoKey, after everything else was checked and unpacked.
+func unpackBackup(ctx context.Context, file, dir string, kek seal.Wrapper) (h backup.Header, audits, files int, err error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return h, 0, 0, err
@@ -215,7 +240,7 @@ func unpackBackup(ctx context.Context, file, dir string) (h backup.Header, audit
 	if err != nil {
 		return h, 0, 0, fmt.Errorf("%s: %w", file, err)
 	}
-	member, check := backup.DBName, checkContents
+	member, check := backup.DBName, func(ctx context.Context, db string) (int, error) { return checkContents(ctx, db, kek) }
 	if h.Store == "nats" {
 		member, check = backup.ExportName, checkExport
 	}
@@ -223,7 +248,7 @@ func unpackBackup(ctx context.Context, file, dir string) (h backup.Header, audit
 		return h, 0, 0, fmt.Errorf("%s: %w: no %s in it", file, backup.ErrCorrupt, member)
 	}
 	if files, err = check(ctx, filepath.Join(dir, member)); err != nil {
-		return h, 0, 0, fmt.Errorf("%s: %w", file, err)
+		return h, audits, 0, fmt.Errorf("%s: %w", file, err)
 	}
 	return h, audits, files, nil
 }
@@ -278,8 +303,8 @@ func checkExport(ctx context.Context, file string) (int, error) {
 
 // checkContents opens the database at db and reads every present file,
 // comparing its content with its SHA-256; it returns how many it read.
-func checkContents(ctx context.Context, db string) (int, error) {
-	st, err := bolt.Open(db, &bolt.Options{ReadOnly: true})
+func checkContents(ctx context.Context, db string, kek seal.Wrapper) (int, error) {
+	st, err := bolt.Open(db, &bolt.Options{ReadOnly: true, Key: kek})
 	if err != nil {
 		return 0, err
 	}

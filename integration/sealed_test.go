@@ -1,0 +1,170 @@
+package integration_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	bbolt "go.etcd.io/bbolt"
+)
+
+// sealMarker is plaintext the sealing tests look for on disk.
+const sealMarker = "SEALED-AT-REST-MARKER-41c7"
+
+// writeKeyFile makes a key-encryption key with depotfs key new.
+func writeKeyFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "depot.key")
+	if code, out, errOut := runDepotfs(t, "key", "new", "--out", path); code != 0 || !strings.Contains(out, "wrote key kek-") {
+		t.Fatalf("key new: exit %d\n%s%s", code, out, errOut)
+	}
+	return path
+}
+
+// countIn counts sealMarker in the file at path, or in every file under it
+// when it is a directory.
+func countIn(t *testing.T, path string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		n += bytes.Count(b, []byte(sealMarker))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestSealedAtRest pushes marked content through the tools (one file in a
+// call, one in chunks, large enough for passthrough), reads it back
+// through the mount, and counts the marker in the database, the blob cache
+// and an offline backup: none with a key, some without (the control). The
+// sealed depot refuses to start without its key, naming it.
+func TestSealedAtRest(t *testing.T) {
+	t.Parallel()
+	key := writeKeyFile(t)
+	for _, sealed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "clear", true: "sealed"}[sealed], func(t *testing.T) {
+			t.Parallel()
+			var args []string
+			if sealed {
+				args = []string{"--key-file", key}
+			}
+			d := startDaemon(t, daemonConfig{transport: overHTTP, args: args})
+			small := sealMarker + " a small report\n"
+			big := bytes.Repeat([]byte(sealMarker+" a large one\n"), 40000) // ≈ 1.3 MiB: passthrough size
+			d.mustCall("guide_cache_file", map[string]any{"path": "/small.txt", "content": small})
+			pushChunked(d, "/big.txt", big, 512<<10, "big", -1)
+			for p, want := range map[string][]byte{"/small.txt": []byte(small), "/big.txt": big} {
+				for range 2 { // cold, then from the blob cache or the page cache
+					if got, err := os.ReadFile(d.path(p)); err != nil || !bytes.Equal(got, want) {
+						t.Fatalf("%s through the mount: %d bytes, %v; want %d", p, len(got), err, len(want))
+					}
+				}
+			}
+			if sealed && !strings.Contains(d.logs.String(), "passthrough off: the depot is sealed") {
+				t.Error("a sealed depot with its blob cache on disk did not turn passthrough off")
+			}
+			d.stop()
+			bak := filepath.Join(t.TempDir(), "b.dfsbak")
+			if code, out, errOut := runDepotfs(t, "backup", "--db", d.db, "--to", bak); code != 0 {
+				t.Fatalf("offline backup: exit %d\n%s%s", code, out, errOut)
+			}
+			blobs := filepath.Join(filepath.Dir(d.db), "blobs")
+			counts := map[string]int{"database": countIn(t, d.db), "backup": countIn(t, bak)}
+			if _, err := os.Stat(blobs); err == nil {
+				counts["blob cache"] = countIn(t, blobs)
+			}
+			for where, n := range counts {
+				if sealed && n != 0 {
+					t.Errorf("the %s of a sealed depot holds the plaintext %d times", where, n)
+				}
+				if !sealed && n == 0 && where != "blob cache" {
+					t.Errorf("the %s of a depot without a key does not hold its plaintext: the test looks in the wrong place", where)
+				}
+			}
+			t.Logf("marker counts: %v", counts)
+			if !sealed {
+				return
+			}
+			code, out, errOut := runDepotfs(t, "serve", "--db", d.db, "--mount", filepath.Join(t.TempDir(), "m"), "--listen", "127.0.0.1:0")
+			if code == 0 || !strings.Contains(errOut, "sealed") || !strings.Contains(errOut, "kek-") || !strings.Contains(errOut, "--key-file") {
+				t.Fatalf("serve of a sealed depot without its key: exit %d\n%s%s", code, out, errOut)
+			}
+			other := writeKeyFile(t)
+			code, _, errOut = runDepotfs(t, "serve", "--db", d.db, "--mount", filepath.Join(t.TempDir(), "m"), "--listen", "127.0.0.1:0", "--key-file", other)
+			if code == 0 || !strings.Contains(errOut, "wrong key") {
+				t.Fatalf("serve of a sealed depot with another key: exit %d\n%s", code, errOut)
+			}
+			if code, out, errOut := runDepotfs(t, "backup", "verify", bak); code != 0 || !strings.Contains(out, "sealed content not read") {
+				t.Errorf("backup verify without the key: exit %d\n%s%s", code, out, errOut)
+			}
+			if code, out, errOut := runDepotfs(t, "backup", "verify", bak, "--key-file", key); code != 0 || !strings.Contains(out, "2 file(s) whose content matches") {
+				t.Errorf("backup verify with the key: exit %d\n%s%s", code, out, errOut)
+			}
+		})
+	}
+}
+
+// TestSealedTamperedChunk flips one byte of a sealed chunk on disk: the
+// file then reads as EIO through the mount and as an error through the
+// read tool, and a file left alone still reads.
+func TestSealedTamperedChunk(t *testing.T) {
+	t.Parallel()
+	key := writeKeyFile(t)
+	args := []string{"--key-file", key, "--tools", "guide,fs"}
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: args})
+	d.mustCall("guide_cache_file", map[string]any{"path": "/victim.txt", "content": sealMarker + " victim\n"})
+	d.mustCall("guide_cache_file", map[string]any{"path": "/bystander.txt", "content": "left alone\n"})
+	d.stop()
+
+	db, err := bbolt.Open(d.db, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sha256.Sum256([]byte(sealMarker + " victim\n"))
+	err = db.Update(func(tx *bbolt.Tx) error {
+		chunks := tx.Bucket([]byte("chunks"))
+		k := append(want[:], make([]byte, 8)...)
+		v := bytes.Clone(chunks.Get(k))
+		if v == nil {
+			return errors.New("the victim's chunk is not where the test expects it")
+		}
+		v[len(v)-5] ^= 0x20
+		return chunks.Put(k, v)
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	d2 := startDaemon(t, daemonConfig{transport: overHTTP, db: d.db, mount: d.mount, args: args})
+	if got, err := os.ReadFile(d2.path("/victim.txt")); !errors.Is(err, syscall.EIO) || len(got) != 0 {
+		t.Errorf("tampered file through the mount: %q, %v; want EIO", got, err)
+	}
+	if got, err := os.ReadFile(d2.path("/bystander.txt")); err != nil || string(got) != "left alone\n" {
+		t.Errorf("untouched file through the mount: %q, %v", got, err)
+	}
+	fc := fsClient{d2.client}
+	var out struct{ Content string }
+	if err := fc.call("read", map[string]any{"path": "victim.txt"}, &out); err == nil || out.Content != "" {
+		t.Errorf("tampered file through the read tool: %q, %v; want an error", out.Content, err)
+	} else {
+		t.Logf("read tool: %v", err)
+	}
+	if !strings.Contains(d2.logs.String(), "sealed content failed authentication") {
+		t.Error("the daemon did not log the failed authentication")
+	}
+}

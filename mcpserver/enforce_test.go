@@ -241,7 +241,7 @@ func TestEnforcement(t *testing.T) {
 // the rule.
 func TestHiddenTools(t *testing.T) {
 	e := newEnforced(t, nil, []string{"/projects"}, nil)
-	guide := []string{"guide_begin_upload", "guide_cache_file", "guide_cache_files", "guide_cache_stats", "guide_drop_uploads", "guide_file_history", "guide_list_directory", "guide_list_uploads", "guide_pending_requests", "guide_read_file", "guide_restore", "guide_snapshot"}
+	guide := []string{"guide_begin_upload", "guide_cache_file", "guide_cache_files", "guide_cache_stats", "guide_changes", "guide_drop_uploads", "guide_file_history", "guide_list_directory", "guide_list_uploads", "guide_pending_requests", "guide_read_file", "guide_restore", "guide_snapshot"}
 	provider := []string{"calculate_file_hash", "file_exists", "find_files", "get_file_stats", "list_directory", "read_file", "read_file_binary"}
 	all := slices.Sorted(slices.Values(append(slices.Clone(guide), provider...)))
 	tests := []struct {
@@ -252,7 +252,7 @@ func TestHiddenTools(t *testing.T) {
 		{"group grant", agent(t, "g", "guide:/projects/a:rw"), guide},
 		// A read-only caller sees only the tools it can use: none of the
 		// guide tools that write.
-		{"read-only group grant", agent(t, "ro", "guide:/projects/a:r"), []string{"guide_cache_stats", "guide_file_history", "guide_list_uploads", "guide_pending_requests", "guide_snapshot"}},
+		{"read-only group grant", agent(t, "ro", "guide:/projects/a:r"), []string{"guide_cache_stats", "guide_changes", "guide_file_history", "guide_list_uploads", "guide_pending_requests", "guide_snapshot"}},
 		{"tool grant", agent(t, "t", "guide_read_file:/projects:rw"), []string{"guide_read_file"}},
 		{"another group", agent(t, "p", "provider:/projects:rw"), provider},
 		{"no grants", agent(t, "n"), nil},

@@ -84,6 +84,7 @@ var toolTable = map[string]struct {
 	"guide_read_file":        {mcpserver.ProfileGuide, false, true, true, []string{"content"}, true},
 	"guide_list_directory":   {mcpserver.ProfileGuide, false, true, true, []string{"entries", "path"}, true},
 	"guide_pending_requests": {mcpserver.ProfileGuide, true, false, true, nil, true},
+	"guide_changes":          {mcpserver.ProfileGuide, true, false, true, nil, true},
 	"guide_cache_stats":      {mcpserver.ProfileGuide, true, false, true, nil, true},
 	"guide_list_uploads":     {mcpserver.ProfileGuide, true, false, true, nil, true},
 	"guide_drop_uploads":     {mcpserver.ProfileGuide, false, true, true, nil, true},

@@ -3,7 +3,7 @@
 // guide_cache_files, guide_begin_upload and its HTTP PUT, guide_read_file,
 // guide_list_directory), report on it
 // (guide_cache_stats), show what programs wait for
-// (guide_pending_requests), and keep the depot's past (guide_snapshot,
+// (guide_pending_requests), follow its changes (guide_changes), and keep the depot's past (guide_snapshot,
 // guide_file_history, guide_restore). They reply with the JSON envelope of package
 // tool.
 package guide
@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/depotfs/depotfs/feed"
 	"github.com/depotfs/depotfs/mcpserver/internal/pending"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 )
@@ -54,6 +55,8 @@ func Tools(env *tool.Env, p *pending.List, u *Uploads) []tool.Tool {
 		"{{max_batch_bytes}}", strconv.FormatInt(env.MaxBatchBytes, 10),
 		"{{upload_ttl}}", uploadTTLDoc(env),
 		"{{max_wait}}", strconv.Itoa(pending.MaxWaitSeconds),
+		"{{max_wait_ms}}", strconv.FormatInt(feed.MaxWait.Milliseconds(), 10),
+		"{{max_changes}}", strconv.Itoa(feed.MaxMax),
 		"{{fetch_timeout}}", fetchTimeoutDoc(p),
 		"{{pending_uri}}", pending.URI,
 		"{{max_snapshots}}", strconv.Itoa(env.MaxSnapshotsPerIdentity),
@@ -68,6 +71,7 @@ func Tools(env *tool.Env, p *pending.List, u *Uploads) []tool.Tool {
 		s.guideTool(toolListDirectory, "Describe a directory to the depot", writes, s.listDirectory, w("path"), w("name")),
 		s.guideTool(toolReadFile, "Send a file's content to the depot", writes, s.readFile, upload...),
 		s.guideTool(toolPendingRequests, "List the files programs are waiting for", readOnly, s.pendingRequests),
+		s.guideTool(toolChanges, "List the changes below a path since a cursor", readOnly, s.changes),
 		s.guideTool(toolCacheStats, "Show the depot's statistics and limits", readOnly, s.cacheStats),
 		s.guideTool(toolListUploads, "List the chunked uploads in progress", readOnly, s.listUploads, r("path")),
 		s.guideTool(toolDropUploads, "Drop abandoned chunked uploads", writes, s.dropUploads, w("path")),

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/depotfs/depotfs/feed"
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/internal/grant"
 	"github.com/depotfs/depotfs/internal/identity"
@@ -351,6 +352,20 @@ func (g *Store) checkDisk(n int) error {
 
 // ErrStopWalk, returned by a walk's visitor, ends the walk without error.
 var ErrStopWalk = errors.New("walk stopped")
+
+// Changes reads the change feed for the caller (package feed): refused
+// unless some grant lets it read at or below req.Prefix; each change is
+// shown only if the caller may read its path.
+func (g *Store) Changes(ctx context.Context, req feed.Request) (feed.Page, error) {
+	if err := g.admit(grant.Read, 0); err != nil {
+		return feed.Page{}, err
+	}
+	g.c.Note(req.Prefix)
+	if err := feed.CheckPrefix(g.c.perms, g.c.def.name, req.Prefix); err != nil {
+		return feed.Page{}, err
+	}
+	return feed.Read(ctx, g.rt.st, g.c.perms, req)
+}
 
 // Walk visits the entries below the directory dir in depth-first
 // pre-order, siblings in name order (the order of Store.ReadDir). When

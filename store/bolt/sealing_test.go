@@ -274,3 +274,61 @@ func TestSealedTampered(t *testing.T) {
 		t.Fatalf("untouched chunk 0 of /a: %d, %v", n, err)
 	}
 }
+
+// TestRekey rotates the key-encryption key: the store opens with the new
+// key and reads what it held, the old key is refused, and a rotation with a
+// key that is not the current one, or of a clear store, changes nothing.
+func TestRekey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	path, clearPath := filepath.Join(dir, "depot.db"), filepath.Join(dir, "clear.db")
+	cur, next, stranger := testKEK(t), testKEK(t), testKEK(t)
+	s, err := bolt.Open(path, &bolt.Options{Key: cur})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := fillSealTest(t, s)
+	s.Close()
+	c, err := bolt.Open(clearPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+
+	unchanged := func(p string, do func() error, want error) {
+		t.Helper()
+		before, _ := os.ReadFile(p)
+		if err := do(); !errors.Is(err, want) {
+			t.Fatalf("Rekey = %v; want %v", err, want)
+		}
+		if after, _ := os.ReadFile(p); !bytes.Equal(before, after) {
+			t.Fatal("a refused Rekey changed the file")
+		}
+	}
+	unchanged(path, func() error { _, err := bolt.Rekey(ctx, path, stranger, next); return err }, seal.ErrWrongKey)
+	unchanged(clearPath, func() error { _, err := bolt.Rekey(ctx, clearPath, cur, next); return err }, seal.ErrNotSealed)
+
+	r, err := bolt.Rekey(ctx, path, cur, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.KEKID != next.KeyID() {
+		t.Fatalf("rekeyed record names key %s; want %s", r.KEKID, next.KeyID())
+	}
+	if _, err := bolt.Open(path, &bolt.Options{Key: cur}); !errors.Is(err, seal.ErrWrongKey) {
+		t.Fatalf("Open with the old key after rotation = %v; want ErrWrongKey", err)
+	}
+	s = openAt(t, path, &bolt.Options{Key: next})
+	for p, want := range files {
+		ct, err := s.Open(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(io.NewSectionReader(ct, 0, ct.Size()))
+		ct.Close()
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s after rotation: %d bytes, %v", p, len(got), err)
+		}
+	}
+}

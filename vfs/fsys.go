@@ -2,6 +2,8 @@ package vfs
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -29,6 +31,9 @@ type fsys struct {
 	// syncHosts, with Options.Shared and a store that can catch up with the
 	// other hosts (catcherUp), is its CatchUp; nil otherwise.
 	syncHosts func(context.Context) error
+	// cutOff is when a lookup last failed to catch up (UnixNano), 0 when
+	// none has (see catchUp).
+	cutOff atomic.Int64
 
 	mu sync.Mutex // guards replaced and staled
 	// replaced are file nodes a lookup replaced before the invalidator
@@ -53,12 +58,35 @@ type catcherUp interface {
 // nodeOptions), so every path walk reaches a lookup. Without Shared it
 // costs nothing: this host's own changes reach the kernel before their
 // writers answer.
+//
+// A lookup that begins within cutOffGrace of one that could not catch up
+// fails at once, as that one did: the kernel runs the lookups of one name
+// one after the other (a walker waits for the lookup in flight, then sends
+// its own when it failed), so during a quorum loss each of N programs
+// walking the same path would otherwise wait the whole write time limit
+// after the one before it (three walkers of one directory took three
+// times the limit).
 func (fsys *fsys) catchUp(ctx context.Context) error {
 	if fsys.syncHosts == nil {
 		return nil
 	}
-	return fsys.syncHosts(ctx)
+	if t := fsys.cutOff.Load(); t != 0 && time.Since(time.Unix(0, t)) < cutOffGrace {
+		return errCutOff
+	}
+	err := fsys.syncHosts(ctx)
+	if errors.Is(err, store.ErrUnavailable) {
+		fsys.cutOff.Store(time.Now().UnixNano())
+	}
+	return err
 }
+
+// cutOffGrace is how long after a lookup failed to catch up with the other
+// hosts the next ones fail at once: long enough for the walkers queued
+// behind it, short enough that a cluster back a moment later is asked.
+const cutOffGrace = time.Second
+
+// errCutOff fails a lookup during cutOffGrace (see fsys.catchUp).
+var errCutOff = fmt.Errorf("%w: this host could not catch up with the other hosts a moment ago", store.ErrUnavailable)
 
 // stale records that an open of the file at p failed with ESTALE, and
 // returns ESTALE. The kernel retries such an open once, after a fresh

@@ -30,6 +30,7 @@ type storeConfig struct {
 	tlsCA, tlsCert, tlsKey string
 	prefix                 string
 	wait                   time.Duration
+	writeTimeout           time.Duration
 	maxBatch               int
 	resetSettings          bool
 	create                 bool
@@ -49,6 +50,7 @@ func (c *storeConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsCert, "nats-tls-cert", "", "client certificate `file` for NATS servers that require one (with --nats-tls-key)")
 	fs.StringVar(&c.tlsKey, "nats-tls-key", "", "private key `file` of --nats-tls-cert")
 	fs.DurationVar(&c.wait, "nats-wait", defaultNATSWait, "how long serve waits at start for the NATS cluster to accept connections and serve the depot (servers started at the same time elect their leaders first), logging what it waits for; 0: fail at once")
+	fs.DurationVar(&c.writeTimeout, "nats-write-timeout", natsstore.DefaultWriteTimeout, "how long a write (and an open, listing or lookup catching up with the cluster) may wait for the NATS cluster, through an election or a quorum loss, before it fails with a retryable error; keep it longer than an election (4-9 s); 0: the default")
 	fs.IntVar(&c.maxBatch, "nats-max-batch", natsstore.DefaultMaxBatch, "most `records` one change may write (a new small file takes 3): the NATS servers' jetstream { limits { batch { max_msgs } } } must allow as many; 0: the default")
 	fs.BoolVar(&c.resetSettings, "nats-reset-settings", false, "make this host's --max-store-size, --max-file-size, --upload-timeout and --upload-ttl the depot's: every host of a NATS depot must start with the values the first one recorded in the cluster, or it refuses to start; then restart the other hosts with them")
 	fs.BoolVar(&c.create, "nats-create", false, "create a new, empty depot when the NATS cluster holds none under --nats-prefix, although this host served one (recorded beside --db): without it such a host refuses to start, since its servers lost the depot or --store reaches other servers; a host that never served a depot creates one without it")
@@ -79,6 +81,7 @@ func (c *storeConfig) validate() error {
 	if err := cmp.Or(
 		failIf(c.maxBatch < 0, "--nats-max-batch %d: want 1 or more (0: the default)", c.maxBatch),
 		failIf(c.wait < 0, "--nats-wait %v: want 0 or more", c.wait),
+		failIf(c.writeTimeout < 0, "--nats-write-timeout %v: want 0 or more (0: the default)", c.writeTimeout),
 		failIf((c.tlsCert == "") != (c.tlsKey == ""), "--nats-tls-cert and --nats-tls-key go together"),
 	); err != nil {
 		return err
@@ -145,7 +148,7 @@ func openStore(ctx context.Context, cfg serveConfig, kek seal.Wrapper, log *slog
 		create = natsstore.CreateAlways
 	}
 	s, closeNATS, err := waitForDepot(ctx, c, opts, &natsstore.Options{
-		Prefix: c.prefix, UploadTimeout: cfg.uploadTimeout, Logger: log, MaxBatch: c.maxBatch,
+		Prefix: c.prefix, UploadTimeout: cfg.uploadTimeout, Logger: log, MaxBatch: c.maxBatch, WriteTimeout: c.writeTimeout,
 		Settings: sharedSettings(cfg), ResetSettings: c.resetSettings,
 		MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize), KeepVersions: cfg.settings.KeepVersions,
 		Depot: served, Create: create, Quotas: cfg.quotas,

@@ -56,7 +56,9 @@ func makeZip(t testing.TB, n, size int, seed uint64) []byte {
 }
 
 // TestUnzipDuringPushes runs unzip -tqq in a loop on two archives while
-// each is pushed 30 times, alternating two versions of different sizes:
+// each is pushed 12 times (30 with DEPOTFS_SOAK=1; the unzip loops keep
+// both cores busy, so the default is short), alternating two versions of
+// different sizes:
 // every run must pass. unzip stats the file, then opens it and trusts the
 // size it stat'ed; an open that raced an update used to read the new
 // bytes with the old size, and unzip found no end-of-central-directory.
@@ -97,21 +99,23 @@ func TestUnzipDuringPushes(t *testing.T) {
 			}
 		}()
 	}
-	for i := 1; i <= 30; i++ {
+	pushes := bySoak(12, 30)
+	for i := 1; i <= pushes; i++ {
 		for p, versions := range archives {
 			pushBytes(d, p, versions[i%2], nil)
 		}
 	}
 	cancel()
 	wg.Wait()
-	t.Logf("unzip -tqq: %d runs during 60 pushes, %d failed", runs.Load(), failures.Load())
+	t.Logf("unzip -tqq: %d runs during %d pushes, %d failed", runs.Load(), pushes*len(archives), failures.Load())
 	if failures.Load() > 0 {
 		t.Errorf("%d of %d unzip runs failed; the first:\n%s", failures.Load(), runs.Load(), strings.Join(firstFailures, "\n"))
 	}
 }
 
 // TestOpenSizeMatchesContent opens a file over and over while it is
-// updated between two versions of different sizes: what fstat says after
+// updated 24 times (60 with DEPOTFS_SOAK=1) between two versions of
+// different sizes: what fstat says after
 // each open must be what read returns, and a shared mapping of that size
 // must hold one whole version. (tmpfs: always.)
 func TestOpenSizeMatchesContent(t *testing.T) {
@@ -143,7 +147,8 @@ func TestOpenSizeMatchesContent(t *testing.T) {
 			}
 		}()
 	}
-	for i := 1; i <= 60; i++ {
+	updates := bySoak(24, 60)
+	for i := 1; i <= updates; i++ {
 		pushBytes(d, p, versions[i%2], nil)
 	}
 	cancel()
@@ -152,7 +157,7 @@ func TestOpenSizeMatchesContent(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	t.Logf("%d opens during 60 updates, %d mismatches", opens.Load(), mismatches.Load())
+	t.Logf("%d opens during %d updates, %d mismatches", opens.Load(), updates, mismatches.Load())
 }
 
 // readChecked opens p, reads it whole and maps it, and fails unless both

@@ -128,10 +128,11 @@ func checkReply(t *testing.T, d *daemon, env envelope, path string, content []by
 
 // TestListedFileIsAPlaceholder declares files with guide_list_directory:
 // they appear with their declared size, and reading one fails with EIO
-// until its content arrives.
+// until its content arrives (after --fetch-timeout, 2 s here rather than
+// the default 30 s: TestFetchTimeout checks the timeout itself).
 func TestListedFileIsAPlaceholder(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, daemonConfig{transport: overHTTP})
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--fetch-timeout", "2s"}})
 	mtime := time.Date(2023, 6, 7, 8, 9, 10, 0, time.UTC)
 	d.mustCall("guide_list_directory", map[string]any{
 		"path": "/repo",

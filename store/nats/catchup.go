@@ -2,6 +2,7 @@ package nats
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,9 @@ type catchUp struct {
 	running bool
 	next    *round      // the round callers arriving now join
 	local   atomic.Bool // reads never catch up (a test's baseline, LocalReads)
+	// afterRound, when set (tests only, AfterRound), runs once a round
+	// has its answer, before its callers catch up to it.
+	afterRound func()
 }
 
 // round is one request for the stream's last sequence, shared by the
@@ -58,8 +62,8 @@ func (s *Store) sync(ctx context.Context) error {
 	wctx, cancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
 	defer cancel()
 	var last error
-	for first := true; ; first = false {
-		if !first {
+	for pause := false; ; pause = true {
+		if pause && !errors.Is(last, errSkipped) {
 			select {
 			case <-wctx.Done():
 			case <-time.After(catchUpRetry):
@@ -72,6 +76,9 @@ func (s *Store) sync(ctx context.Context) error {
 			s.log.Warn("nats: a read could not catch up with the cluster; it fails rather than show this host's copy", "within", s.opts.WriteTimeout, "err", last)
 			return fmt.Errorf("%w: this host could not catch up with the cluster within %v: %w", store.ErrUnavailable, s.opts.WriteTimeout, last)
 		}
+		// Taken before the round is sent: a message skipped before it is
+		// covered by the sequence the round brings back (see errSkipped).
+		skips := s.view.skipped()
 		r, err := s.joinRound(wctx)
 		if err != nil {
 			return err
@@ -84,12 +91,31 @@ func (s *Store) sync(ctx context.Context) error {
 		if last = r.err; last != nil {
 			continue
 		}
-		last = s.waitApplied(wctx, r.seq)
-		if last == nil || wctx.Err() == nil {
-			return last
+		if last = s.waitApplied(wctx, r.seq); last != nil {
+			if wctx.Err() == nil {
+				return last
+			}
+			continue
 		}
+		if s.view.skipped() == skips {
+			return nil
+		}
+		last = errSkipped
+		s.log.Debug("nats: a read catches up again", "reached", r.seq, "err", last)
 	}
 }
+
+// errSkipped is why a read that caught up asks again at once: while
+// it applied the stream up to the round's sequence, the view skipped
+// messages the servers had deleted, and the later messages that
+// replaced them (the bucket keeps one value per key) may lie past that
+// sequence. Until the view applied those too, its state at the round's
+// sequence lacks the values the skipped messages held: a path written
+// at 1960, then at 1967, reads as it was before 1960 on a view that
+// applied up to 1961 having skipped 1960. A round sent after the skip
+// brings back a sequence at or past every replacement, which existed
+// when the skipped message was deleted.
+var errSkipped = errors.New("the view skipped messages deleted while it caught up")
 
 // joinRound returns the round a caller arriving now joins, sending it
 // when none is in flight.
@@ -119,6 +145,9 @@ func (s *Store) rounds(r *round) {
 		ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
 		r.seq, r.err = s.lastSeq(ctx)
 		cancel()
+		if c.afterRound != nil {
+			c.afterRound()
+		}
 		c.mu.Lock()
 		close(r.done)
 		r, c.next = c.next, nil

@@ -18,3 +18,19 @@ func HoldWrites(s *Store) (queued func() int, release func()) {
 		return len(s.queue)
 	}, s.unlockWrites
 }
+
+// StopFollowing stops s's consumer of the tree bucket, as a consumer
+// whose server died would stop delivering; the watchdog reads what it
+// misses from the stream's leader and starts it again after a second.
+func StopFollowing(s *Store) {
+	s.consMu.Lock()
+	defer s.consMu.Unlock()
+	s.cons.Stop()
+}
+
+// AfterRound makes fn run each time a catch-up round of s has the
+// stream's last sequence, before the readers waiting on it catch up to
+// it. Call it before s reads.
+func AfterRound(s *Store, fn func()) {
+	s.catchUp.afterRound = fn
+}

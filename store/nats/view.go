@@ -28,7 +28,10 @@ type view struct {
 	// delivered is when the consumer last delivered a message (Unix
 	// nanoseconds), for the watchdog.
 	delivered atomic.Int64
-	pending   []msg // messages of a batch not yet complete
+	// skips counts the times the view skipped messages the servers had
+	// deleted (see errSkipped).
+	skips   atomic.Uint64
+	pending []msg // messages of a batch not yet complete
 	// pendingCommit is the sequence that completes the pending batch,
 	// pendingLast the sequence of its last message so far.
 	pendingCommit, pendingLast uint64
@@ -93,6 +96,9 @@ func (v *view) deliver(gen uint64, m jetstream.Msg) {
 // reads from the stream's leader.
 func (v *view) lastDelivery() time.Time { return time.Unix(0, v.delivered.Load()) }
 
+// skipped returns how many times the view skipped deleted messages.
+func (v *view) skipped() uint64 { return v.skips.Load() }
+
 // applied returns the last stream sequence the view applied.
 func (v *view) applied() uint64 {
 	v.mu.RLock()
@@ -115,8 +121,15 @@ func (v *view) pulled(msgs []msg) {
 // pulls, which may both bring one: the second is dropped. v.pmu must be
 // held.
 func (v *view) add(m msg) {
-	if m.seq <= max(v.applied(), v.pendingLast) {
+	after := max(v.applied(), v.pendingLast)
+	if m.seq <= after {
 		return // delivered again by a restarted consumer, or pulled
+	}
+	if m.seq > after+1 {
+		// The messages between were deleted, each replaced by a later
+		// message of its key: until the view applies those, its state
+		// lacks the values the deleted ones held (see errSkipped).
+		v.skips.Add(1)
 	}
 	commit := m.seq
 	if c := m.header.Get(hdrCommit); c != "" {

@@ -47,7 +47,7 @@ func TestGuideChanges(t *testing.T) {
 
 	rev := h.revision()
 	for _, tc := range []struct {
-		args       m
+		args      m
 		typ, want string
 	}{
 		{m{"since": rev + 1}, "validation", "beyond the depot's revision"},

@@ -87,6 +87,10 @@ func (s *Server) newHandler() http.Handler {
 			s.serveExport(w, r)
 			return
 		}
+		if r.URL.Path == ChangesPath {
+			s.serveChanges(w, r)
+			return
+		}
 		if strings.HasPrefix(r.URL.Path, guide.UploadPath) || r.URL.Path == ImportPath {
 			// A raw upload's body is as large as the file, an import's
 			// as the depot: the store limits the first while it streams.

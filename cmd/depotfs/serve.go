@@ -545,6 +545,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	mux.Handle(mcpserver.BackupPath, srv.Admit(handler))
 	mux.Handle(mcpserver.ImportPath, srv.Admit(handler))
 	mux.Handle(mcpserver.ExportPath, srv.Admit(handler))
+	mux.Handle(mcpserver.ChangesPath, srv.Admit(handler)) // the change feed as Server-Sent Events
 	mux.Handle("/metrics", metricsHandler)
 	mux.Handle("/healthz", checker.Handler())
 	ln, err := net.Listen("tcp", cfg.listen)

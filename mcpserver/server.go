@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/depotfs/depotfs/dav"
 	"github.com/depotfs/depotfs/internal/clip"
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/internal/grant"
@@ -247,6 +248,7 @@ type Server struct {
 	res     *resources.Resources
 	mcp     *server.MCPServer
 	http    http.Handler
+	dav     *dav.Handler // WebDAV, one of the doors (doors.go)
 
 	streamable *server.StreamableHTTPServer
 	sessions   *sessions
@@ -330,6 +332,7 @@ func newServer(st store.Store, opts *Options) *Server {
 	if o.Requests != nil {
 		s.stopNotify = o.Requests.Notify(s.res.PendingChanged)
 	}
+	s.dav = s.newDAV()
 	s.http = s.newHandler()
 	s.env.Quotas = s.quotas
 	return s

@@ -79,6 +79,15 @@ func (s *Server) newHandler() http.Handler {
 		if !s.checkHost(w, r) {
 			return
 		}
+		if isDoor(r.URL.Path) {
+			if r.Body != nil {
+				// Doors take only small bodies (a PROPFIND's), read
+				// under the same stall limits as any other.
+				r.Body = newWatchedBody(r.Body, w, lim, doorMaxBody)
+			}
+			s.serveDoor(w, r)
+			return
+		}
 		if r.URL.Path == BackupPath {
 			s.serveBackup(w, r)
 			return

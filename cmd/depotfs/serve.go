@@ -546,6 +546,8 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	mux.Handle(mcpserver.ImportPath, srv.Admit(handler))
 	mux.Handle(mcpserver.ExportPath, srv.Admit(handler))
 	mux.Handle(mcpserver.ChangesPath, srv.Admit(handler)) // the change feed as Server-Sent Events
+	mux.Handle(mcpserver.DAVPath, srv.Admit(handler))     // read-only WebDAV
+	mux.Handle(mcpserver.LinkPath, srv.Admit(handler))    // resource links the read tools hand out
 	mux.Handle("/metrics", metricsHandler)
 	mux.Handle("/healthz", checker.Handler())
 	ln, err := net.Listen("tcp", cfg.listen)

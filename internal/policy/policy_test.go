@@ -161,6 +161,33 @@ func TestAnyTool(t *testing.T) {
 	}
 }
 
+func TestReaches(t *testing.T) {
+	h := host(t, []string{"/"}, []string{"/p/secret"})
+	set := h.For(identity.Identity{Grants: grants(t, "guide:/p/a:r", "*:/p/secret/inner:r", "provider:/q/w:w")})
+	tests := []struct {
+		path string
+		want bool
+	}{
+		{"/", true},          // leads to /p/a
+		{"/p", true},         // leads to /p/a
+		{"/p/a", true},       // granted
+		{"/p/a/x/y", true},   // below a grant
+		{"/p/ab", false},     // a sibling whose name only starts alike
+		{"/p/b", false},      // another directory
+		{"/p/secret", false}, // the grant below it is denied by the host
+		{"/q", false},        // leads only to a write grant
+		{"/r", false},        // nothing
+	}
+	for _, tt := range tests {
+		if got := set.Reaches(tt.path, grant.Read); got != tt.want {
+			t.Errorf("Reaches(%s) = %v, want %v", tt.path, got, tt.want)
+		}
+	}
+	if !h.For(identity.Identity{Full: true}).Reaches("/anything", grant.Read) {
+		t.Errorf("full grants do not reach /anything")
+	}
+}
+
 func TestNewHost(t *testing.T) {
 	h := host(t, nil, nil)
 	if got := h.Allow(); len(got) != 1 || got[0] != "/" {

@@ -35,19 +35,25 @@ const maxSnapshotName = 64
 
 // snapshotSuffix is what the caller's tenant adds to the names of its
 // snapshots in the store; "" for the operator and local tenants.
-func (g *Store) snapshotSuffix() string {
-	if g.c.tenant == tenant.Operator || g.c.tenant == tenant.Local {
+func (g *Store) snapshotSuffix() string { return snapshotSuffix(g.c.tenant) }
+
+// snapshotSuffix is what tenant t adds to the names of its snapshots.
+func snapshotSuffix(t string) string {
+	if t == tenant.Operator || t == tenant.Local {
 		return ""
 	}
-	sum := sha256.Sum256([]byte(g.c.tenant))
+	sum := sha256.Sum256([]byte(t))
 	return "." + hex.EncodeToString(sum[:4])
 }
 
 // SnapshotName returns the name by which the caller knows the snapshot
 // stored as stored: without its tenant's suffix when it is the caller's
 // tenant's, else as stored.
-func (g *Store) SnapshotName(stored string) string {
-	if sfx := g.snapshotSuffix(); sfx != "" {
+func (g *Store) SnapshotName(stored string) string { return snapshotName(g.c.tenant, stored) }
+
+// snapshotName is SnapshotName for a caller of tenant t.
+func snapshotName(t, stored string) string {
+	if sfx := snapshotSuffix(t); sfx != "" {
 		if own, ok := strings.CutSuffix(stored, sfx); ok {
 			return own
 		}

@@ -30,6 +30,11 @@ const (
 // file size limit both the provider and the fs contracts suggest.
 const DefaultMaxReadBytes = 10 << 20
 
+// DefaultLinkMinBytes is the default of Options.LinkMinBytes: a
+// whole-file read over HTTP of a file larger than 1 MiB answers with a
+// resource link, not the content.
+const DefaultLinkMinBytes = 1 << 20
+
 // Profiles returns every profile, in the order their tools are registered.
 // Each call returns a new slice; it is safe for concurrent use.
 func Profiles() []Profile { return []Profile{ProfileGuide, ProfileProvider, ProfileFS} }

@@ -170,7 +170,7 @@ type Options struct {
 // MaxBatchFiles, MaxBatchBytes, MaxListEntries, MaxReadBytes,
 // MaxRawUploadsPerIdentity, MaxUploadBytesPerIdentity,
 // MaxSnapshotsPerIdentity, MaxResourceBytes, MaxSubscriptions,
-// ResourcePageSize), its times (UploadURLTTL, UploadTTL, CommitTimeout),
+// ResourcePageSize, LinkMinBytes), its times (UploadURLTTL, UploadTTL, CommitTimeout),
 // the disk reserve (DiskFree, DiskReserve, SpoolDir), RateLocal,
 // MountPoint, KeepVersions, and the hooks Applied, Logger and Now. Zero
 // fields take the Default* values (KeepVersions excepted: 0 keeps none). A limit is declared there once; New
@@ -206,6 +206,9 @@ func (o *Options) withDefaults() Options {
 		opts.Tools = DefaultProfiles()
 	}
 	orDefault(&opts.MaxReadBytes, DefaultMaxReadBytes)
+	if opts.LinkMinBytes == 0 {
+		opts.LinkMinBytes = DefaultLinkMinBytes
+	}
 	orDefault(&opts.MaxRequestBytes, 2*opts.MaxContentBytes+1<<20)
 	opts.HTTP = opts.HTTP.withDefaults()
 	orDefault(&opts.CommitTimeout, DefaultCommitTimeout)

@@ -111,6 +111,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.mountOpts.Debug, "debug-fuse", false, "log every FUSE request (very verbose)")
 	fs.IntVar(&c.settings.ResourcePageSize, "resource-page-size", mcpserver.DefaultResourcePageSize, "`count` of files per page of the MCP resources/list")
 	fs.Int64Var(&c.settings.MaxResourceBytes, "max-resource-bytes", mcpserver.DefaultMaxResourceBytes, "largest file, in `bytes`, an MCP resources/read returns; larger files are read with tools or through the mount")
+	fs.Int64Var(&c.settings.LinkMinBytes, "link-min-bytes", mcpserver.DefaultLinkMinBytes, "a whole-file read over HTTP (fs read, provider read_file and read_file_binary) of a file larger than this many `bytes` answers with a resource link, a URL on this listener the same credentials GET (ranges, ETag = sha256), not the content; -1: never")
 	fs.StringVar(&c.tools, "tools", "guide,provider", "comma-separated tool `profiles` to serve: guide (the push tools, always on), provider (read-only file-provider tools for scanners), fs (filesystem tools: list, read, write, mkdir, delete, copy, move, info, search)")
 	fs.StringVar(&c.envFile, "env-file", "", "read DEPOTFS_<FLAG>=value settings from this `file` (systemd EnvironmentFile syntax); the command line and the environment win over it; SIGHUP re-reads its log level and grants")
 	c.auth.flags(fs)

@@ -82,10 +82,10 @@ func (fsShape) Success(_ *tool.Call, out tool.Reply) (*mcp.CallToolResult, error
 	if err != nil {
 		return nil, err
 	}
-	return &mcp.CallToolResult{
+	return tool.WithLinks(&mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.NewTextContent(string(raw))},
 		StructuredContent: json.RawMessage(raw),
-	}, nil
+	}, out), nil
 }
 
 // Failure renders err as the contract's error object (errmap.go).

@@ -32,6 +32,9 @@ type fsInfoReply struct {
 	// Revision is the store revision of the entry's last change, what
 	// write's if_revision compares; 0 when the path has no entry.
 	Revision uint64 `json:"revision,omitempty"`
+	// Link is the URL of the file's resource link (this version, read
+	// with GET and the caller's credentials), over HTTP only.
+	Link string `json:"link,omitempty"`
 }
 
 // fsPermissions says what can be done with an entry.
@@ -91,6 +94,9 @@ func (s *tools) fsInfo(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 	}
 	if !e.IsDir() {
 		out.Size = e.Size
+	}
+	if e.Present {
+		out.Link = c.Link(e)
 	}
 	return tool.Reply{Data: out}, nil
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/depotfs/depotfs/mcpserver/internal/args"
 	"github.com/depotfs/depotfs/mcpserver/internal/search"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
@@ -26,6 +28,9 @@ type fsReadReply struct {
 	Truncated bool       `json:"truncated"`
 	LineCount int        `json:"line_count"` // lines in the whole file
 	Metadata  fsMetadata `json:"metadata"`
+	// Link is the URL of the file's resource link, for a file over
+	// Settings.LinkMinBytes: a whole-file read then returns no content.
+	Link string `json:"link,omitempty"`
 }
 
 // fsRead is read: a file's content, or the lines start_line..end_line of
@@ -35,7 +40,9 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 	var p, encoding string        // encoding: args.EncodingUTF8, args.EncodingBase64 or "binary"
 	var start, end, maxSize int64 // start, end: lines, 0-based, end inclusive; -1 when not given
 	var revision uint64           // read the file as it was at this revision; 0: now
+	var part bool                 // the call asks for lines or a size: no link instead
 	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
+		part = o.Has("start_line") || o.Has("end_line") || o.Has("max_size")
 		p = fsPathArg(o, "path")
 		encoding, _ = o.Encoding("encoding", "binary")
 		start = o.Count("start_line", -1, 0, args.MaxExactInteger)
@@ -56,12 +63,20 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 	}
 	defer content.Close()
 	c.Size, c.SHA256 = content.Size(), content.SHA256()
+	e.Size = content.Size()
+	link, linked := c.FileLink(e)
+	if linked && !part {
+		maxSize = 0 // the content travels by the link; the lines are still counted
+	}
 	sel, err := selectLines(ctx, content, start, end, maxSize)
 	if err != nil {
 		return tool.Reply{}, &tool.StoreError{Op: "read", Path: p, Err: err}
 	}
-	e.Size = content.Size()
 	out := fsReadReply{Truncated: sel.truncated, LineCount: sel.lines, Metadata: newFSMetadata(e)}
+	reply := tool.Reply{Data: &out}
+	if linked {
+		out.Link, reply.Links = link.URI, []mcp.ResourceLink{link}
+	}
 	data := sel.data
 	if encoding == args.EncodingUTF8 {
 		if sel.truncated {
@@ -69,12 +84,12 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 		}
 		if bytes.IndexByte(data[:min(len(data), search.BinaryProbe)], 0) < 0 && utf8.Valid(data) {
 			out.Content, out.Encoding, out.Size = string(data), "utf8", len(data)
-			return tool.Reply{Data: out}, nil
+			return reply, nil
 		}
 		data = sel.data // binary: base64 of the bytes as selected
 	}
 	out.Content, out.Encoding, out.Size = base64.StdEncoding.EncodeToString(data), "base64", len(data)
-	return tool.Reply{Data: out}, nil
+	return reply, nil
 }
 
 // openVersion returns the entry and content of the file at p, as it is now or,

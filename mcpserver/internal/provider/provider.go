@@ -84,7 +84,7 @@ var _ tool.Shape = providerShape{}
 // Success renders out.Data as the contract's value.
 func (p providerShape) Success(_ *tool.Call, out tool.Reply) (*mcp.CallToolResult, error) {
 	if text, ok := out.Data.(string); ok {
-		return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)}}, nil
+		return tool.WithLinks(&mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)}}, out), nil
 	}
 	raw, err := json.Marshal(out.Data)
 	if err != nil {

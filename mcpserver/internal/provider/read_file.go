@@ -48,6 +48,9 @@ func (s *tools) readFile(text bool) tool.Func {
 		if err != nil {
 			return tool.Reply{}, err
 		}
+		if reply, linked, err := s.providerLink(ctx, c, a.path); linked || err != nil {
+			return reply, err
+		}
 		data, sum, err := s.providerRead(ctx, c, a.path, a.maxSize)
 		if err != nil {
 			return tool.Reply{}, err

@@ -2,7 +2,10 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"io"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 )
@@ -29,4 +32,23 @@ func (s *tools) providerRead(ctx context.Context, c *tool.Call, p providerPath, 
 		return nil, "", &tool.StoreError{Op: "read", Path: p.depot, Err: err}
 	}
 	return data, content.SHA256(), nil
+}
+
+// providerLink answers a read of a file over Settings.LinkMinBytes, over
+// HTTP, with its resource link: the text says where the content is, the
+// link block carries it (tool.Call.FileLink). linked is false for any
+// other file, which is read as before.
+func (s *tools) providerLink(ctx context.Context, c *tool.Call, p providerPath) (_ tool.Reply, linked bool, _ error) {
+	e, err := c.Store().Stat(ctx, p.depot)
+	if err != nil || !e.Present {
+		return tool.Reply{}, false, nil // the read reports it
+	}
+	link, ok := c.FileLink(e)
+	if !ok {
+		return tool.Reply{}, false, nil
+	}
+	c.Size, c.SHA256 = e.Size, e.SHA256
+	text := fmt.Sprintf("%s is %d bytes (sha256 %s), too large to send inline: its content is at %s (the resource_link of this reply). GET it with the same credentials as this session; Range requests work and the ETag is the sha256. The link reads this version (revision %d) while the depot keeps it.",
+		p.depot, e.Size, e.SHA256, link.URI, e.Revision)
+	return tool.Reply{Data: text, Links: []mcp.ResourceLink{link}}, true, nil
 }

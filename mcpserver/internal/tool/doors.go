@@ -3,9 +3,14 @@ package tool
 import (
 	"context"
 	"fmt"
+	"mime"
+	"path"
 	"slices"
 	"strings"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/internal/grant"
 	"github.com/depotfs/depotfs/internal/httpfile"
 	"github.com/depotfs/depotfs/store"
@@ -185,4 +190,44 @@ func (c *Call) Link(e store.Entry) string {
 		return ""
 	}
 	return base + httpfile.Link(c.key, e.Path, e.Revision)
+}
+
+// FileLink returns the resource link to version e of a file (see Link)
+// when the call came over HTTP and the file is larger than
+// Settings.LinkMinBytes: a read tool then hands out the link rather than
+// the content.
+func (c *Call) FileLink(e store.Entry) (mcp.ResourceLink, bool) {
+	least := c.rt.env.LinkMinBytes
+	if least < 0 || e.Size <= least {
+		return mcp.ResourceLink{}, false
+	}
+	u := c.Link(e)
+	if u == "" {
+		return mcp.ResourceLink{}, false
+	}
+	l := mcp.NewResourceLink(u, depotpath.Base(e.Path),
+		fmt.Sprintf("%s at revision %d, %d bytes, sha256 %s: GET it with this session's credentials (Range requests work; the ETag is the sha256). It reads this version while the depot keeps it.", e.Path, e.Revision, e.Size, e.SHA256),
+		linkType(e.Path))
+	size := e.Size
+	l.Size = &size
+	return l, true
+}
+
+// linkType is the media type of a link to the file at p, by its name.
+func linkType(p string) string {
+	if t := mime.TypeByExtension(path.Ext(p)); t != "" {
+		return t
+	}
+	return "application/octet-stream"
+}
+
+// WithLinks appends out's resource links to res, a shape's rendering of
+// out; res may be nil (a rendering that failed).
+func WithLinks(res *mcp.CallToolResult, out Reply) *mcp.CallToolResult {
+	if res != nil {
+		for _, l := range out.Links {
+			res.Content = append(res.Content, l)
+		}
+	}
+	return res
 }

@@ -154,6 +154,13 @@ type Settings struct {
 	// MaxSubscriptions limits the resource subscriptions held at once, over
 	// all clients; default DefaultMaxSubscriptions.
 	MaxSubscriptions int
+
+	// LinkMinBytes is the size above which a whole-file read of the fs and
+	// provider profiles over HTTP answers with a resource link (a URL on
+	// the same listener, see Call.FileLink) instead of the content; default
+	// DefaultLinkMinBytes, negative for never. Over stdio there is no
+	// listener to link to and reads answer as before.
+	LinkMinBytes int64
 }
 
 // CommitContext returns the context for the write phase of a validated

@@ -83,7 +83,8 @@ var _ Shape = EnvelopeShape{}
 
 // Success renders out in the envelope, with the call's stats.
 func (EnvelopeShape) Success(c *Call, out Reply) (*mcp.CallToolResult, error) {
-	return result(Envelope{Success: true, Data: out.Data, Message: out.Message, Warnings: out.Warnings, Stats: c.envelopeStats(out.Stats)})
+	res, err := result(Envelope{Success: true, Data: out.Data, Message: out.Message, Warnings: out.Warnings, Stats: c.envelopeStats(out.Stats)})
+	return WithLinks(res, out), err
 }
 
 // Failure renders err as the envelope's error object (Classify).

@@ -90,6 +90,9 @@ type Reply struct {
 	Message  string
 	Warnings []string
 	Stats    map[string]any
+	// Links are resource links every shape sends after its reply's text
+	// (Call.FileLink).
+	Links []mcp.ResourceLink
 }
 
 // Shape turns a tool's outcome into its reply: the envelope for the guide

@@ -63,15 +63,21 @@ type davRequest struct{ *tool.Door }
 
 var _ dav.Request = davRequest{}
 
-// Finish records the request about p, a refused form as the client's
-// mistake (validation), not a failure of depotfs.
+// Finish records the request about p: a write as a denial, a refused
+// form as the client's mistake (validation), not a failure of depotfs.
 func (d davRequest) Finish(p string, err error) error {
 	if p != "" {
 		d.Call().Path = p
 	}
-	if errors.Is(err, dav.ErrRequest) {
+	switch {
+	case errors.Is(err, dav.ErrReadOnly):
+		// A write through a read-only door is refused like a write no
+		// grant allows: audited as a denial (and grouped in bursts).
+		err = &tool.Refusal{Type: tool.ErrorSecurity, Deny: true, Message: err.Error(),
+			Instruction: "Write through the MCP tools; WebDAV on depotfs only reads."}
+	case errors.Is(err, dav.ErrRequest):
 		err = &tool.Refusal{Type: tool.ErrorValidation, Message: err.Error(),
-			Instruction: "WebDAV on depotfs is read-only and lists one directory at a time (Depth 0 or 1)."}
+			Instruction: "WebDAV on depotfs lists one directory at a time (Depth 0 or 1) and takes clean paths only."}
 	}
 	return d.Door.Finish(err)
 }

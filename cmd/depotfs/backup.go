@@ -76,11 +76,17 @@ Flags:
 	asJSON := fs.Bool("json", false, "print the result as one JSON object instead of a summary line, and draw no progress bar")
 	timeout := fs.Duration("timeout", 0, "give up after this long; 0: no limit")
 	creds.flags(fs)
+	var rcpt recipientsConfig
+	rcpt.flags(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if *to == "" {
 		return usageError{errors.New("--to FILE is required")}
+	}
+	recipients, err := rcpt.load()
+	if err != nil {
+		return err
 	}
 	if *timeout < 0 {
 		return usageError{fmt.Errorf("--timeout %v: want a positive duration, or 0", *timeout)}
@@ -103,15 +109,21 @@ Flags:
 			prog.bytes.Add(n)
 		}
 	}}
-	if *db != "" {
+	// Encrypted here, in the client: the server never learns the
+	// recipients, and the file never holds the container in the clear.
+	out, err := encrypt(count, recipients)
+	if err == nil && *db != "" {
 		log := cmp.Or(*auditLog, defaultAuditLog(*db))
 		err = bolt.BackupFile(*db, func(c bolt.Copy) error {
 			prog = newProgress(stderr, 1, c.Size, bar)
 			res.Revision = c.Revision
-			return writeBackup(count, copyOf(c), log)
+			return writeBackup(out, copyOf(c), log)
 		})
-	} else {
-		res.Revision, err = fetchBackup(ctx, &creds, *mcpURL, count, func(size int64) { prog = newProgress(stderr, 1, size, bar) })
+	} else if err == nil {
+		res.Revision, err = fetchBackup(ctx, &creds, *mcpURL, out, func(size int64) { prog = newProgress(stderr, 1, size, bar) })
+	}
+	if err == nil {
+		err = out.Close()
 	}
 	if prog != nil {
 		prog.stop()

@@ -61,11 +61,17 @@ Flags:
 	serverURL := fs.String("url", "", "MCP `endpoint` of a running depotfs serve to export (fetched from /export beside it), instead of reading the store with --db or --store")
 	cfg.flags(fs)
 	creds.flags(fs)
+	var rcpt recipientsConfig
+	rcpt.flags(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if *to == "" {
 		return usageError{errors.New("--to FILE is required")}
+	}
+	recipients, err := rcpt.load()
+	if err != nil {
+		return err
 	}
 	var direct []string
 	fs.Visit(func(f *flag.Flag) {
@@ -79,7 +85,6 @@ Flags:
 	var st store.Store
 	if *serverURL == "" {
 		var closeStore func() error
-		var err error
 		if st, closeStore, err = cfg.open(ctx, stderr, true); err != nil {
 			return err
 		}
@@ -91,12 +96,16 @@ Flags:
 	}
 	start := time.Now()
 	var res exportResult
-	if *serverURL != "" {
-		res, err = fetchExport(ctx, &creds, *serverURL, f)
-	} else {
+	out, err := encrypt(f, recipients)
+	if err == nil && *serverURL != "" {
+		res, err = fetchExport(ctx, &creds, *serverURL, out)
+	} else if err == nil {
 		// A bolt database opened read only has no other writer: its live
 		// tree is the tree at one revision.
-		res, err = exportStore(ctx, st, cfg.store.url == "bolt", f, func(uint64) {})
+		res, err = exportStore(ctx, st, cfg.store.url == "bolt", out, func(uint64) {})
+	}
+	if err == nil {
+		err = out.Close()
 	}
 	if err == nil {
 		err = f.Sync()

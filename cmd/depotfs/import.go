@@ -72,6 +72,8 @@ Flags:
 	pol.flags(fs)
 	cfg.flags(fs)
 	creds.flags(fs)
+	var ids identitiesConfig
+	ids.flags(fs)
 	pos, err := parseFlagsArgs(fs, args, stderr, 1, "FILE")
 	if err != nil {
 		return err
@@ -94,12 +96,18 @@ Flags:
 		return err
 	}
 	defer f.Close()
+	// An export encrypted to age recipients is decrypted here, so a
+	// server importing it through --url receives the tar it expects.
+	r, err := ids.open(f)
+	if err != nil {
+		return fmt.Errorf("import %s: %w", pos[0], err)
+	}
 	start := time.Now()
 	var stats mcpserver.ImportResult
 	if *serverURL != "" {
-		stats, err = sendImport(ctx, &creds, *serverURL, f)
+		stats, err = sendImport(ctx, &creds, *serverURL, r)
 	} else {
-		stats, err = importDirect(ctx, &cfg, f, may, stderr)
+		stats, err = importDirect(ctx, &cfg, r, may, stderr)
 	}
 	if err != nil {
 		return fmt.Errorf("import %s: %w", pos[0], err)

@@ -38,6 +38,8 @@ Flags:
 `)
 	var key keyConfig
 	key.flags(fs)
+	var ids identitiesConfig
+	ids.flags(fs)
 	pos, err := parseFlagsArgs(fs, args, stderr, 1, "FILE")
 	if err != nil {
 		return err
@@ -51,7 +53,7 @@ Flags:
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	h, files, n, err := unpackBackup(ctx, pos[0], tmp, kek)
+	h, files, n, err := unpackBackup(ctx, pos[0], tmp, &ids, kek)
 	if errors.Is(err, seal.ErrNoKey) {
 		fmt.Fprintf(stdout, "ok: %s: revision %d, sealed content not read (%v), audit log of %d file(s)\n", pos[0], h.Revision, err, files)
 		return nil
@@ -94,6 +96,8 @@ Flags:
 	minRev := fs.Uint64("min-revision", 0, "make the restored depot's revisions continue above this `revision` too (the highest one agents may still hold)")
 	var key keyConfig
 	key.flags(fs)
+	var ids identitiesConfig
+	ids.flags(fs)
 	pos, err := parseFlagsArgs(fs, args, stderr, 1, "FILE")
 	if err != nil {
 		return err
@@ -136,7 +140,7 @@ Flags:
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	h, _, n, err := unpackBackup(ctx, pos[0], tmp, kek)
+	h, _, n, err := unpackBackup(ctx, pos[0], tmp, &ids, kek)
 	if errors.Is(err, seal.ErrNoKey) {
 		// Restored as it is, sealed: serve will need the key.
 		fmt.Fprintf(stderr, "restore: the backup's content is sealed and was not read (%v)\n", err)
@@ -201,15 +205,20 @@ func targetFiles(db, log string) ([]string, error) {
 // removes dir. Then it checks the content of every file of the database.
 // It returns the header and the numbers of audit files and of files.
 //
-// A sealed database's content is read with kek; without it the error
+// A backup encrypted to age recipients is decrypted with ids. A sealed
+// database's content is read with kek; without it the error
 // wraps seal.ErrNoKey, after everything else was checked and unpacked.
-func unpackBackup(ctx context.Context, file, dir string, kek seal.Wrapper) (h backup.Header, audits, files int, err error) {
+func unpackBackup(ctx context.Context, file, dir string, ids *identitiesConfig, kek seal.Wrapper) (h backup.Header, audits, files int, err error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return h, 0, 0, err
 	}
 	defer f.Close()
-	h, err = backup.Read(f, func(h backup.Header, name string, size int64, r io.Reader) error {
+	r, err := ids.open(f)
+	if err != nil {
+		return h, 0, 0, fmt.Errorf("%s: %w", file, err)
+	}
+	h, err = backup.Read(r, func(h backup.Header, name string, size int64, r io.Reader) error {
 		var dst string
 		switch {
 		case name == backup.DBName || name == backup.ExportName:

@@ -414,10 +414,34 @@ func TestResourceNotificationsWithoutStream(t *testing.T) {
 	if n := len(s.notes); n < 99 || n > writes {
 		t.Fatalf("%d notifications with the next reply, want the 100 queued (up to %d)", n, writes)
 	}
+	var lastRev float64
 	for len(s.notes) > 0 {
-		if n := <-s.notes; n.Params.AdditionalFields["uri"] != uri {
-			t.Fatalf("notified %v", n.Params.AdditionalFields)
+		n := <-s.notes
+		if n.Params.AdditionalFields["uri"] != uri || n.Params.Meta["resync"] != nil {
+			t.Fatalf("notified %v %v", n.Params.AdditionalFields, n.Params.Meta)
 		}
+		lastRev = max(lastRev, n.Params.Meta["revision"].(float64))
+	}
+	// The next notification that reaches the client says some were lost,
+	// and after which revision, so it can read them from the feed.
+	rev := h.put("/busy", []byte("after")).Revision
+	var n mcp.JSONRPCNotification
+	deadline := time.Now().Add(3 * time.Second)
+	for len(s.notes) == 0 {
+		if time.Now().After(deadline) {
+			// mcp-go's forwarder lost it, as above (one run in five):
+			// depotfs queued it, so nothing more is to be checked here.
+			t.Log("the notification after the drops never reached the client: lost by mcp-go's per-request forwarder")
+			return
+		}
+		if _, err := s.c.ListTools(testerCtx, mcp.ListToolsRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n = <-s.notes
+	lost, _ := n.Params.Meta["lost_after"].(float64)
+	if n.Params.Meta["resync"] != true || n.Params.Meta["revision"] != float64(rev) || lost < lastRev || lost >= float64(rev) {
+		t.Fatalf("first notification after the drops: %v; want resync, revision %d, lost_after from %v (the last one received) to %d", n.Params.Meta, rev, lastRev, rev)
 	}
 }
 
@@ -466,5 +490,44 @@ func TestResourceNotificationAfterMount(t *testing.T) {
 	close(release)
 	if got := s.updated(); got != "depot:///m" {
 		t.Fatalf("notified %s", got)
+	}
+}
+
+// TestResourceSubscriptionPrefix: a subscription to a directory, spelled
+// with or without a trailing slash, or to the root, is told of every
+// change below it, with the change in _meta; one to a sibling is not.
+func TestResourceSubscriptionPrefix(t *testing.T) {
+	for _, kind := range []string{"inprocess", "http"} {
+		t.Run(kind, func(t *testing.T) {
+			h := newHarness(t, nil)
+			s := newSubscriber(t, h.srv, kind, sessionEra)
+			s.subscribe("depot:///src/")
+			h.put("/doc/x", []byte("x"))
+			a := h.put("/src/deep/a.go", []byte("a"))
+			if err := h.st.Remove(context.Background(), store.RemoveRequest{Path: "/src/deep", Recursive: true}); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for range 6 { // created /src, /src/deep, /src/deep/a.go; removed a.go, deep and /src, a parent only
+				n := s.next(string(mcp.MethodNotificationResourceUpdated))
+				meta := n.Params.Meta
+				if n.Params.AdditionalFields["uri"] != "depot:///src/" || meta == nil {
+					t.Fatalf("notification %+v", n.Params)
+				}
+				got = append(got, fmt.Sprintf("%v %v", meta["kind"], meta["path"]))
+				if meta["path"] == "/src/deep/a.go" && meta["kind"] == "created" && (meta["sha256"] != a.SHA256 || fmt.Sprint(meta["revision"]) != fmt.Sprint(a.Revision)) {
+					t.Errorf("notification of a.go: %+v, want sha256 %s at %d", meta, a.SHA256, a.Revision)
+				}
+			}
+			want := "[created /src created /src/deep created /src/deep/a.go removed /src/deep/a.go removed /src/deep removed /src]"
+			if fmt.Sprint(got) != want {
+				t.Errorf("notifications %v, want %s", got, want)
+			}
+			select {
+			case n := <-s.notes:
+				t.Errorf("one notification too many: %+v", n.Params)
+			default:
+			}
+		})
 	}
 }

@@ -35,6 +35,6 @@ func (s *Resources) PendingResource() server.ServerResource {
 // blocks (a notification for a session whose queue is full is dropped).
 func (s *Resources) PendingChanged() {
 	for _, t := range s.subs.to(pending.URI) {
-		s.notifyUpdated(t)
+		s.notifyUpdated(t, nil)
 	}
 }

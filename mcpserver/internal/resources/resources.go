@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/depotfs/depotfs/feed"
 	"github.com/depotfs/depotfs/mcpserver/internal/pending"
 	"github.com/depotfs/depotfs/mcpserver/internal/rpcerr"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
@@ -152,33 +153,31 @@ func subscriptionPath(uri string) (string, error) {
 }
 
 // maySubscribe refuses a subscription to uri that is not a resource, or
-// names a file the caller in ctx may not read (a subscriber learns when a
-// file changes, which is reading it).
+// names a file or directory at or below which the caller in ctx may read
+// nothing (a subscriber learns when a file changes, which is reading it;
+// a subscriber to a directory hears only of the paths it may read).
 func (s *Resources) maySubscribe(ctx context.Context, uri string) error {
 	p, err := subscriptionPath(uri)
 	if err != nil || p == pending.URI {
 		return err
 	}
-	if v := s.rt.View(ctx); !v.Readable(p) {
-		return v.Denied(p)
-	}
-	return nil
+	return feed.CheckPrefix(s.rt.View(ctx).Perms(), "resources", p)
 }
 
 // subscribe records a resources/subscribe of the session in ctx, which
 // lasts until resources/unsubscribe or the end of the session.
 func (s *Resources) subscribe(ctx context.Context, uri string) {
 	if session := server.ClientSessionFromContext(ctx); session != nil {
-		s.record(session, session, uri)
+		s.record(ctx, session, session, uri)
 	}
 }
 
 // record records that owner, notified through session, subscribed to uri;
 // a failure is logged.
-func (s *Resources) record(owner any, session server.ClientSession, uri string) {
+func (s *Resources) record(ctx context.Context, owner any, session server.ClientSession, uri string) {
 	p, err := subscriptionPath(uri)
 	if err == nil {
-		err = s.subs.add(owner, session, uri, p)
+		err = s.subs.add(owner, session, s.rt.View(ctx).Perms(), uri, p)
 	}
 	if err != nil {
 		s.log.Warn("mcp resource subscription not recorded", "uri", uri, "err", err)
@@ -199,7 +198,7 @@ func (s *Resources) listen(ctx context.Context, id any, req *mcp.SubscriptionsLi
 	owner := listenKey(session, id)
 	context.AfterFunc(ctx, func() { s.subs.drop(owner) })
 	for _, uri := range req.Params.Notifications.ResourceSubscriptions {
-		s.record(owner, session, uri)
+		s.record(ctx, owner, session, uri)
 	}
 }
 

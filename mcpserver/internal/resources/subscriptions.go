@@ -2,6 +2,7 @@ package resources
 
 import (
 	"context"
+	"path"
 	"errors"
 	"fmt"
 	"sync"
@@ -9,7 +10,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/depotfs/depotfs/feed"
 	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/internal/policy"
 	"github.com/depotfs/depotfs/store"
 )
 
@@ -46,18 +49,32 @@ type subscriptions struct {
 	max int
 
 	mu      sync.Mutex
-	byPath  map[string]map[subKey]server.ClientSession // clean path → subscription → session to notify
-	byOwner map[any]map[string]string                  // owner → URI → clean path
+	byPath  map[string]map[subKey]sub // clean path → subscription → who to notify
+	byOwner map[any]map[string]string // owner → URI → clean path
 	count   int
 	dropped map[server.ClientSession]bool // sessions whose full queue was logged
+	// lost holds the subscriptions a notification was dropped for, with
+	// the revision of the last one sent before: the next one sent says so.
+	lost map[subKey]uint64
+	sent map[subKey]uint64 // the revision of the last notification sent
+}
+
+// sub is one subscription's session and what its owner may read when it
+// subscribed: a subscription to a directory is told only of the changes
+// below it that its owner may read.
+type sub struct {
+	session server.ClientSession
+	perms   policy.Set
 }
 
 func newSubscriptions(max int) *subscriptions {
 	return &subscriptions{
 		max:     max,
-		byPath:  map[string]map[subKey]server.ClientSession{},
+		byPath:  map[string]map[subKey]sub{},
 		byOwner: map[any]map[string]string{},
 		dropped: map[server.ClientSession]bool{},
+		lost:    map[subKey]uint64{},
+		sent:    map[subKey]uint64{},
 	}
 }
 
@@ -72,8 +89,9 @@ func (r *subscriptions) room(n int) error {
 }
 
 // add records that owner, notified through session, subscribed to uri,
-// which names the clean path p. Subscribing twice is one subscription.
-func (r *subscriptions) add(owner any, session server.ClientSession, uri, p string) error {
+// which names the clean path p, with perms. Subscribing twice is one
+// subscription.
+func (r *subscriptions) add(owner any, session server.ClientSession, perms policy.Set, uri, p string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	uris := r.byOwner[owner]
@@ -90,10 +108,10 @@ func (r *subscriptions) add(owner any, session server.ClientSession, uri, p stri
 	uris[uri] = p
 	subs := r.byPath[p]
 	if subs == nil {
-		subs = map[subKey]server.ClientSession{}
+		subs = map[subKey]sub{}
 		r.byPath[p] = subs
 	}
-	subs[subKey{owner, uri}] = session
+	subs[subKey{owner, uri}] = sub{session, perms}
 	r.count++
 	return nil
 }
@@ -115,6 +133,8 @@ func (r *subscriptions) removeLocked(owner any, uri string) {
 		delete(r.byOwner, owner)
 	}
 	delete(r.byPath[p], subKey{owner, uri})
+	delete(r.lost, subKey{owner, uri})
+	delete(r.sent, subKey{owner, uri})
 	if len(r.byPath[p]) == 0 {
 		delete(r.byPath, p)
 	}
@@ -150,34 +170,68 @@ func (r *subscriptions) firstDrop(session server.ClientSession) bool {
 
 // target is one notification to send.
 type target struct {
+	key     subKey
 	session server.ClientSession
 	uri     string
 }
 
-// affected returns the subscriptions an event concerns: those to its path,
-// or, when events were lost (EventResync, whose path is the watched
-// prefix), all of them. The store emits one event per entry a change
-// touches (each file of a recursive removal or a moved tree), so a
-// directory's event concerns no file below it.
+// affected returns the subscriptions an event concerns: those to its path
+// or to a directory above it whose owner may read the path, or, when
+// events were lost (EventResync, whose path is the watched prefix), all of
+// them. The store emits one event per entry a change touches (each file
+// of a recursive removal or a moved tree), so a subscription to a
+// directory hears of every one below it.
 func (r *subscriptions) affected(ev store.Event) []target {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []target
-	collect := func(subs map[subKey]server.ClientSession) {
-		for k, session := range subs {
-			out = append(out, target{session, k.uri})
+	if ev.Kind == store.EventResync {
+		for p, subs := range r.byPath {
+			if depotpath.Within(p, ev.Path) {
+				for k, s := range subs {
+					out = append(out, target{k, s.session, k.uri})
+				}
+			}
 		}
-	}
-	if ev.Kind != store.EventResync {
-		collect(r.byPath[ev.Path])
 		return out
 	}
-	for p, subs := range r.byPath {
-		if depotpath.Within(p, ev.Path) {
-			collect(subs)
+	for p := ev.Path; ; p = path.Dir(p) {
+		for k, s := range r.byPath[p] {
+			if feed.Visible(s.perms, ev.Path) {
+				out = append(out, target{k, s.session, k.uri})
+			}
+		}
+		if p == depotpath.Root {
+			return out
 		}
 	}
-	return out
+}
+
+// gap returns, for a subscription a notification was dropped for, the
+// revision of the last one sent before.
+func (r *subscriptions) gap(k subKey) (lostAfter uint64, lost bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lostAfter, lost = r.lost[k]
+	return lostAfter, lost
+}
+
+// delivered records whether the notification of revision rev (0: of no
+// change) reached t's session.
+func (r *subscriptions) delivered(t target, rev uint64, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, live := r.byOwner[t.key.owner][t.key.uri]; !live {
+		return // unsubscribed meanwhile: nothing to remember
+	}
+	if !ok {
+		if _, already := r.lost[t.key]; !already {
+			r.lost[t.key] = r.sent[t.key]
+		}
+		return
+	}
+	delete(r.lost, t.key)
+	r.sent[t.key] = max(r.sent[t.key], rev)
 }
 
 // to returns the subscriptions to the resource recorded under key (see
@@ -186,26 +240,46 @@ func (r *subscriptions) to(key string) []target {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]target, 0, len(r.byPath[key]))
-	for k, session := range r.byPath[key] {
-		out = append(out, target{session, k.uri})
+	for k, s := range r.byPath[key] {
+		out = append(out, target{k, s.session, k.uri})
 	}
 	return out
 }
 
-// notifyUpdated sends notifications/resources/updated for t. It never
-// blocks: a session whose notification queue is full (its client is not
-// reading) misses the notification; the first miss of a session is logged.
-func (s *Resources) notifyUpdated(t target) {
+// notifyUpdated sends notifications/resources/updated for t, with the
+// change in _meta (package feed: path, kind, type, revision, size,
+// sha256) when there is one. It never blocks: a session whose
+// notification queue is full (its client is not reading) misses the
+// notification; the next one that reaches it carries resync: true and
+// lost_after, the revision of the last one it got, so the client can
+// read what it missed from guide_changes or GET /changes. The first miss
+// of a session is logged.
+func (s *Resources) notifyUpdated(t target, ev *store.Event) {
+	params := mcp.NotificationParams{AdditionalFields: map[string]any{"uri": t.uri}}
+	var rev uint64
+	if ev != nil && ev.Kind != store.EventResync {
+		c := feed.ChangeOf(*ev)
+		rev = c.Revision
+		params.Meta = map[string]any{"path": c.Path, "kind": c.Kind, "type": c.Type, "revision": c.Revision, "size": c.Size}
+		if c.SHA256 != "" {
+			params.Meta["sha256"] = c.SHA256
+		}
+	}
+	if after, lost := s.subs.gap(t.key); lost {
+		if params.Meta == nil {
+			params.Meta = map[string]any{}
+		}
+		params.Meta["resync"], params.Meta["lost_after"] = true, after
+	}
 	n := mcp.JSONRPCNotification{
-		JSONRPC: mcp.JSONRPC_VERSION,
-		Notification: mcp.Notification{
-			Method: mcp.MethodNotificationResourceUpdated,
-			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"uri": t.uri}},
-		},
+		JSONRPC:      mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{Method: mcp.MethodNotificationResourceUpdated, Params: params},
 	}
 	select {
 	case t.session.NotificationChannel() <- n:
+		s.subs.delivered(t, rev, true)
 	default:
+		s.subs.delivered(t, rev, false)
 		if s.subs.firstDrop(t.session) {
 			s.log.Warn("mcp resource notifications dropped: the client is not reading them and its queue is full (further drops for this session are not logged)", "uri", t.uri, "session", t.session.SessionID())
 		}
@@ -228,7 +302,7 @@ func (s *Resources) Watch(ctx context.Context) {
 		}
 		s.waitApplied(ctx, ev.Revision)
 		for _, t := range targets {
-			s.notifyUpdated(t)
+			s.notifyUpdated(t, &ev)
 		}
 	}
 }

@@ -242,6 +242,10 @@ func (s *Runtime) View(ctx context.Context) View {
 	return View{rt: s, perms: s.policy.For(who)}
 }
 
+// Perms returns the caller's permissions, for decisions made later on
+// its behalf (a subscription's notifications).
+func (v View) Perms() policy.Set { return v.perms }
+
 // Readable reports whether the caller may read the clean path p.
 func (v View) Readable(p string) bool { return v.perms.AnyTool(p, grant.Read) }
 

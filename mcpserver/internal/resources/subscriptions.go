@@ -2,9 +2,9 @@ package resources
 
 import (
 	"context"
-	"path"
 	"errors"
 	"fmt"
+	"path"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"

@@ -64,6 +64,7 @@ type serveConfig struct {
 	envStarted     map[string]string   // --env-file's settings at start
 	profiles       []mcpserver.Profile // --tools parsed by validate
 	settings       mcpserver.Settings  // the flags that set one as they are
+	feedHistory    int                 // --feed-history
 	mountOpts      vfs.Options         // the flags that set one as they are
 	auth           authConfig
 	http           httpConfig
@@ -100,6 +101,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.Var(&c.uploadBytesPer, "max-upload-bytes-per-identity", "`size` one authenticated tenant's chunked uploads in progress may hold (every credential with the same grants; the local user's too with --rate-local); a chunk beyond is refused, other tenants' are not; 0: a quarter of --max-store-size")
 	fs.IntVar(&c.settings.MaxSnapshotsPerIdentity, "max-snapshots-per-identity", mcpserver.DefaultMaxSnapshotsPerIdentity, "snapshots (guide_snapshot) one tenant (every credential with the same grants) may hold at once; its next one is refused until it deletes one, other tenants' are not (their content is never evicted, so one tenant must not hold the store forever)")
 	fs.IntVar(&c.settings.KeepVersions, "keep-versions", store.DefaultKeepVersions, "replaced versions of each file kept besides the live one, for guide_file_history and guide_restore; they count against --max-store-size and are dropped first, oldest first, when room is needed; 0: keep none (snapshots still keep theirs)")
+	fs.IntVar(&c.feedHistory, "feed-history", bolt.DefaultHistory, "changes the depot keeps for its change feed (guide_changes, GET /changes, resource subscriptions): a reader resumes from any of them, after a restart too; an older cursor is told to resync; also kept in memory (about 300 bytes each); every host of a NATS depot should use the same")
 	fs.DurationVar(&c.uploadTTL, "upload-ttl", 24*time.Hour, "remove a filename-only upload (under /uploads) after this long, unless the call gave ttl_seconds or pin; 0: keep uploads")
 	fs.DurationVar(&c.fetchTimeout, "fetch-timeout", fetch.DefaultTimeout, "how long a program opening a file whose content is not stored waits for an agent to send it, before it gets an I/O error")
 	fs.Var(&c.diskReserve, "disk-reserve", "free `size` kept on the disks of the database and the audit log: a write that would leave less is refused with a disk_full error (reads keep working, and the audit log and database can still commit); 0: no check")
@@ -235,6 +237,7 @@ func (c *serveConfig) validate() error {
 		failIf(c.settings.MaxRawUploadsPerIdentity < 1, "--max-raw-uploads-per-identity %d: want at least 1", c.settings.MaxRawUploadsPerIdentity),
 		failIf(c.settings.MaxSnapshotsPerIdentity < 1, "--max-snapshots-per-identity %d: want at least 1", c.settings.MaxSnapshotsPerIdentity),
 		failIf(c.settings.KeepVersions < 0, "--keep-versions %d: want 0 (keep none) or more", c.settings.KeepVersions),
+		failIf(c.feedHistory < 1, "--feed-history %d: want 1 or more", c.feedHistory),
 		failIf(c.uploadTTL < 0, "--upload-ttl %v: want a positive duration, or 0 to keep uploads", c.uploadTTL),
 		failIf(c.maxStoreSize > 0 && c.maxFileSize > c.maxStoreSize,
 			"--max-file-size %v is larger than --max-store-size %v: such a file could never be stored", &c.maxFileSize, &c.maxStoreSize),

@@ -110,7 +110,7 @@ func openStore(ctx context.Context, cfg serveConfig, kek seal.Wrapper, log *slog
 	}
 	if cfg.store.url == "bolt" {
 		b, err := bolt.Open(cfg.db, &bolt.Options{
-			UploadTimeout: cfg.uploadTimeout, Logger: log, KeepVersions: cfg.settings.KeepVersions,
+			UploadTimeout: cfg.uploadTimeout, Logger: log, KeepVersions: cfg.settings.KeepVersions, History: cfg.feedHistory,
 			MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize), Quotas: cfg.quotas,
 			Upgrade: true, // serve upgrades an older database, keeping a copy of it
 			Key:     kek,
@@ -151,7 +151,7 @@ func openStore(ctx context.Context, cfg serveConfig, kek seal.Wrapper, log *slog
 		Prefix: c.prefix, UploadTimeout: cfg.uploadTimeout, Logger: log, MaxBatch: c.maxBatch, WriteTimeout: c.writeTimeout,
 		Settings: sharedSettings(cfg), ResetSettings: c.resetSettings,
 		MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize), KeepVersions: cfg.settings.KeepVersions,
-		Depot: served, Create: create, Quotas: cfg.quotas,
+		History: cfg.feedHistory, Depot: served, Create: create, Quotas: cfg.quotas,
 	}, log)
 	if err != nil {
 		return nil, nil, nil, depotAdvice(err, record)

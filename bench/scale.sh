@@ -1,0 +1,14 @@
+#!/bin/sh
+# bench/scale.sh: the growth table (see bench/scalebench). Builds depotfs,
+# grows a depot by pushes to each size and measures memory, restart,
+# snapshot and walks against the FUSE floor and tmpfs in the same run.
+# Arguments go to scalebench, e.g.
+#   sudo bench/scale.sh -files 20000,100000,300000
+#   sudo DEPOTFS_SOAK=1 bench/scale.sh      # adds 1,000,000 and 10,000,000
+set -eu
+cd "$(dirname "$0")/.."
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+go build -o "$bin/depotfs" ./cmd/depotfs
+go build -o "$bin/scalebench" ./bench/scalebench
+"$bin/scalebench" -depotfs "$bin/depotfs" "$@"

@@ -1,0 +1,467 @@
+// Command scalebench grows a depot and measures, at each size, what must
+// not grow with it, and prints a growth table:
+//
+//   - push: files a second of `depotfs push` of the files added since the
+//     previous size, as a user sends them;
+//   - memory: the server's anonymous and file-backed resident memory
+//     (RssAnon, RssFile: bbolt's mapped pages, which the kernel can drop)
+//     and Go heap in use, after the pushes and after the walks, against an
+//     empty server's measured at the start of the run; the database size;
+//   - restart-to-ready: SIGTERM, start, until the server's ready line (the
+//     mount and the listener up);
+//   - snapshot create of the whole tree (`depotfs snapshot create`);
+//   - find -type f, ls -lR and cat of every file over the mount, a first
+//     pass on a fresh mount and a repeated pass, in µs a file and as
+//     ratios against the FUSE floor (bench/internal/floor: a go-fuse
+//     server of the same tree in memory, same mount options, run as its
+//     own process) and tmpfs (the tree pushed from), measured in the same
+//     run.
+//
+// The tree is /bK/dDDDD/fNNNNNNNN.txt: -per-dir files of 64 to 2048 bytes
+// in each directory, so a directory's size stays the same as the depot
+// grows and a walk's cost a file should too. It needs root (tmpfs, FUSE).
+// bench/scale.sh builds depotfs and runs it. The machine may be shared:
+// the ratios are what to compare; the load average is printed with them.
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/depotfs/depotfs/bench/internal/benchd"
+	"github.com/depotfs/depotfs/bench/internal/floor"
+)
+
+func main() {
+	bin := flag.String("depotfs", "depotfs", "depotfs `binary` to run")
+	sizes := flag.String("files", "20000,100000,300000", "comma-separated depot sizes in files, growing")
+	soak := flag.Bool("soak", os.Getenv("DEPOTFS_SOAK") == "1", "add 1,000,000 and 10,000,000 files to -files (also DEPOTFS_SOAK=1)")
+	perDir := flag.Int("per-dir", 1000, "files in each directory")
+	works := flag.String("works", "find,ls,cat", "walks to time: find, ls, cat")
+	pause := flag.Duration("pause", 2*time.Second, "pause before a repeated pass")
+	work := flag.String("dir", "", "work `dir`ectory (default: a new one under /var/tmp)")
+	floorTree := flag.Int("floor-serve", -1, "internal: serve the floor's tree of this many files at -floor-mount")
+	floorMount := flag.String("floor-mount", "", "internal: where -floor-serve mounts")
+	flag.Parse()
+	log.SetFlags(0)
+	if *floorTree >= 0 {
+		serveFloor(*floorMount, *floorTree, *perDir)
+		return
+	}
+	if os.Geteuid() != 0 {
+		log.Fatal("scalebench needs root (tmpfs and FUSE mounts)")
+	}
+	var ns []int
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			log.Fatalf("-files: %v", err)
+		}
+		ns = append(ns, n)
+	}
+	if *soak {
+		ns = append(ns, 1_000_000, 10_000_000)
+	}
+	dir := *work
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("/var/tmp", "scalebench-"); err != nil {
+			log.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		log.Fatal(err)
+	}
+	b := &bench{bin: *bin, self: self, dir: dir, perDir: *perDir, pause: *pause, works: strings.Split(*works, ",")}
+	b.run(ns)
+}
+
+type bench struct {
+	bin, self, dir string
+	perDir         int
+	pause          time.Duration
+	works          []string
+	src            string // the tmpfs the tree is pushed from: the tmpfs baseline
+	db, mnt        string
+}
+
+// file is file i of the tree: its depot path and content.
+func file(i, perDir int) (string, []byte) {
+	r := rand.New(rand.NewPCG(uint64(i), 42))
+	data := make([]byte, 64+r.IntN(2048-64+1))
+	for j := range data {
+		data[j] = 'a' + byte(r.IntN(26))
+	}
+	return fmt.Sprintf("/b%d/d%05d/f%08d.txt", i/100_000, i/perDir, i), data
+}
+
+// row is what one size measured.
+type row struct {
+	n                       int
+	pushRate                float64
+	anon, rssFile, heap, db int64 // after the pushes
+	anonWalk, heapWalk      int64 // after the walks
+	restart, snapshot       time.Duration
+	walks                   map[string][3][2]time.Duration // work: depotfs, floor, tmpfs × first, repeated
+	loadBefore, loadAfter   string
+}
+
+func (b *bench) run(ns []int) {
+	b.src = filepath.Join(b.dir, "src")
+	b.db = filepath.Join(b.dir, "depot.db")
+	b.mnt = filepath.Join(b.dir, "mnt")
+	if err := os.MkdirAll(b.src, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", b.src, "tmpfs", 0, "size=80%"); err != nil {
+		log.Fatalf("mount tmpfs: %v", err)
+	}
+	defer syscall.Unmount(b.src, syscall.MNT_DETACH)
+
+	fmt.Printf("scalebench: %s, kernel %s, %d CPUs, %d files a directory; load average at start: %s\n",
+		time.Now().UTC().Format(time.RFC3339), kernel(), runtime.NumCPU(), b.perDir, loadavg())
+	d := b.start()
+	time.Sleep(b.pause)
+	emptyAnon, _ := d.rss()
+	emptyHeap := d.heap()
+	fmt.Printf("empty server: RssAnon %s, heap in use %s\n\n", mib(emptyAnon), mib(emptyHeap))
+
+	var rows []row
+	have := 0
+	for _, n := range ns {
+		if n <= have {
+			log.Fatalf("-files must grow: %d after %d", n, have)
+		}
+		r := row{n: n, walks: map[string][3][2]time.Duration{}, loadBefore: loadavg()}
+		took := b.push(d, have, n)
+		r.pushRate = float64(n-have) / took.Seconds()
+		have = n
+		time.Sleep(b.pause) // let the store flush what the pushes left
+		r.anon, r.rssFile = d.rss()
+		r.heap = d.heap()
+		r.db = size(b.db)
+		r.snapshot = d.snapshot(fmt.Sprintf("scale%d", n))
+		d.stop()
+		d, r.restart = b.restart()
+		for _, w := range b.works {
+			cmd, ok := walkCmd[w]
+			if !ok {
+				log.Fatalf("-works: unknown %q", w)
+			}
+			var t [3][2]time.Duration
+			// depotfs: a fresh server (mount) for the first pass.
+			d.stop()
+			d, _ = b.restart()
+			t[0][0], t[0][1] = b.twice(fmt.Sprintf(cmd, b.mnt))
+			r.anonWalk, _ = d.rss()
+			r.heapWalk = d.heap()
+			f := b.startFloor(n)
+			t[1][0], t[1][1] = b.twice(fmt.Sprintf(cmd, f.mnt))
+			f.stop()
+			tf, tr := b.twice(fmt.Sprintf(cmd, b.src))
+			t[2][0], t[2][1] = min(tf, tr), min(tf, tr)
+			r.walks[w] = t
+		}
+		r.loadAfter = loadavg()
+		rows = append(rows, r)
+		b.print(rows, emptyAnon, emptyHeap)
+	}
+	d.stop()
+}
+
+var walkCmd = map[string]string{
+	"find": "find %s -type f >/dev/null",
+	"ls":   "ls -lR %s >/dev/null",
+	"cat":  "find %s -type f -exec cat {} + >/dev/null",
+}
+
+// print prints the growth table and the walk table of every size so far
+// (each size reprints both, so an interrupted run keeps what it measured).
+func (b *bench) print(rows []row, emptyAnon, emptyHeap int64) {
+	fmt.Printf("\n| files | push files/s | RssAnon after push (Δ empty) | RssFile | heap in use (Δ empty) | db size | B a file | restart to ready | snapshot create | RssAnon after walks (Δ empty) | heap after walks | load before/after |\n")
+	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Printf("| %d | %.0f | %s (%+.0f MiB) | %s | %s (%+.0f MiB) | %s | %.0f | %s | %s | %s (%+.0f MiB) | %s | %s / %s |\n",
+			r.n, r.pushRate, mib(r.anon), float64(r.anon-emptyAnon)/(1<<20), mib(r.rssFile), mib(r.heap), float64(r.heap-emptyHeap)/(1<<20),
+			mib(r.db), float64(r.db)/float64(r.n), secs(r.restart), secs(r.snapshot),
+			mib(r.anonWalk), float64(r.anonWalk-emptyAnon)/(1<<20), mib(r.heapWalk), r.loadBefore, r.loadAfter)
+	}
+	fmt.Printf("\nWalks over the mount: µs a file; ratio = depotfs / floor and depotfs / tmpfs in the same run. First: one run on a fresh mount (a fresh floor process); repeated: best of 3, each %s after the previous; tmpfs: best of 4.\n\n", b.pause)
+	fmt.Printf("| files | work | depotfs first | floor first | tmpfs | ×floor | ×tmpfs | depotfs repeated | floor repeated | ×floor | ×tmpfs |\n")
+	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		for _, w := range b.works {
+			t := r.walks[w]
+			us := func(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/float64(r.n)) }
+			fmt.Printf("| %d | %s | %s | %s | %s | **%.2f×** | %.2f× | %s | %s | **%.2f×** | %.2f× |\n", r.n, w,
+				us(t[0][0]), us(t[1][0]), us(t[2][0]), ratio(t[0][0], t[1][0]), ratio(t[0][0], t[2][0]),
+				us(t[0][1]), us(t[1][1]), ratio(t[0][1], t[1][1]), ratio(t[0][1], t[2][1]))
+		}
+	}
+	fmt.Println()
+}
+
+// push writes files have..n-1 into the tmpfs and pushes each new
+// directory with `depotfs push`, returning the time the pushes took.
+func (b *bench) push(d *daemon, have, n int) time.Duration {
+	var dirs []string
+	seen := map[string]bool{}
+	for i := have; i < n; i++ {
+		p, data := file(i, b.perDir)
+		full := filepath.Join(b.src, p)
+		if dd := filepath.Dir(full); !seen[dd] {
+			seen[dd] = true
+			dirs = append(dirs, dd)
+			if err := os.MkdirAll(dd, 0o755); err != nil {
+				log.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(full, data, 0o444); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// The new directories, one push for those of each /bK: a push of /bK
+	// would send again the directories an earlier size filled.
+	byParent := map[string][]string{}
+	var parents []string
+	for _, dd := range dirs {
+		p := filepath.Dir(dd)
+		if byParent[p] == nil {
+			parents = append(parents, p)
+		}
+		byParent[p] = append(byParent[p], dd)
+	}
+	return benchd.Timed(func() {
+		for _, p := range parents {
+			rel, _ := filepath.Rel(b.src, p)
+			args := append([]string{"push", "--url", d.url, "--to", "/" + rel}, byParent[p]...)
+			if out, err := exec.Command(b.bin, args...).CombinedOutput(); err != nil {
+				log.Fatalf("push %s: %v\n%s", p, err, out)
+			}
+		}
+	})
+}
+
+// daemon is one running depotfs serve.
+type daemon struct {
+	cmd     *exec.Cmd
+	url     string
+	metrics string
+	bin     string
+}
+
+func (b *bench) start() *daemon {
+	metrics := freeAddr()
+	cmd, url := benchd.Serve(b.bin, "--db", b.db, "--mount", b.mnt, "--max-store-size", "1TiB",
+		"--metrics-listen", metrics, "--blob-cache-dir", filepath.Join(b.dir, "blobs"))
+	return &daemon{cmd: cmd, url: url, metrics: "http://" + metrics + "/metrics", bin: b.bin}
+}
+
+// restart starts the server and returns how long it took to be ready.
+func (b *bench) restart() (*daemon, time.Duration) {
+	var d *daemon
+	took := benchd.Timed(func() { d = b.start() })
+	return d, took
+}
+
+// rss returns the server's RssAnon and RssFile in bytes.
+func (d *daemon) rss() (anon, file int64) {
+	return status(d.cmd.Process.Pid, "RssAnon"), status(d.cmd.Process.Pid, "RssFile")
+}
+
+// heap is the server's Go heap in use, from its metrics.
+func (d *daemon) heap() int64 {
+	resp, err := http.Get(d.metrics)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return int64(f)
+		}
+	}
+	log.Fatal("no go_memstats_heap_inuse_bytes in the metrics")
+	return 0
+}
+
+// snapshot creates a snapshot of the whole tree and returns how long the
+// command took.
+func (d *daemon) snapshot(name string) time.Duration {
+	return benchd.Timed(func() {
+		if out, err := exec.Command(d.bin, "snapshot", "create", "--url", d.url, "--timeout", "5m", name).CombinedOutput(); err != nil {
+			log.Fatalf("snapshot create: %v\n%s", err, out)
+		}
+	})
+}
+
+// stop ends the server with SIGTERM (it unmounts) and waits for it.
+func (d *daemon) stop() {
+	stopProc(d.cmd)
+}
+
+func stopProc(cmd *exec.Cmd) {
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+}
+
+// floorProc is the floor server, a process of its own.
+type floorProc struct {
+	cmd *exec.Cmd
+	mnt string
+}
+
+// startFloor runs this program as the floor server of the first n files
+// and waits until it has mounted.
+func (b *bench) startFloor(n int) *floorProc {
+	mnt := filepath.Join(b.dir, "floor")
+	cmd := exec.Command(b.self, "-floor-serve", strconv.Itoa(n), "-floor-mount", mnt, "-per-dir", strconv.Itoa(b.perDir))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		log.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		log.Fatalf("floor server: %q %v", line, err)
+	}
+	go io.Copy(io.Discard, out)
+	return &floorProc{cmd: cmd, mnt: mnt}
+}
+
+func (f *floorProc) stop() { stopProc(f.cmd) }
+
+// serveFloor builds the tree of n files in memory, mounts it at mnt, says
+// "ready" on stdout and serves until SIGTERM.
+func serveFloor(mnt string, n, perDir int) {
+	t := floor.New(time.Now())
+	for i := range n {
+		p, data := file(i, perDir)
+		t.Add(p, data)
+	}
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	srv, err := floor.Mount(mnt, t)
+	if err != nil {
+		log.Fatal(err)
+	}
+	runtime.GC()
+	fmt.Println("ready")
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	go func() {
+		<-sig
+		if err := srv.Unmount(); err != nil {
+			syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+	}()
+	srv.Wait()
+}
+
+// twice runs cmd once (the first pass), then three more times a pause
+// apart: the repeated pass is the fastest of those.
+func (b *bench) twice(cmd string) (first, repeated time.Duration) {
+	first = run(cmd)
+	for range 3 {
+		time.Sleep(b.pause)
+		if d := run(cmd); repeated == 0 || d < repeated {
+			repeated = d
+		}
+	}
+	return first, repeated
+}
+
+func run(cmd string) time.Duration {
+	return benchd.Timed(func() {
+		if out, err := exec.Command("sh", "-c", cmd).CombinedOutput(); err != nil {
+			log.Fatalf("%s: %v\n%s", cmd, err, out)
+		}
+	})
+}
+
+// status returns a field of /proc/PID/status in bytes.
+func status(pid int, field string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			kb, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func size(p string) int64 {
+	fi, err := os.Stat(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return 0
+		}
+		log.Fatal(err)
+	}
+	return fi.Size()
+}
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(b))[0]
+}
+
+func kernel() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func mib(n int64) string               { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
+func secs(d time.Duration) string      { return fmt.Sprintf("%.3f s", d.Seconds()) }
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }

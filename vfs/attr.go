@@ -16,6 +16,9 @@ import (
 // size their buffers by st_blksize read in the largest useful chunks.
 const blockSize = 1 << 20
 
+// dirBlockSize is a directory's st_blksize, as ext4's.
+const dirBlockSize = 4096
+
 // Ino returns the inode number the mount shows for an entry: its number
 // in package inode (inode.Of), shared with every other door onto the depot.
 // A directory has the store's inode number for its whole life; each
@@ -59,6 +62,9 @@ func (fsys *fsys) fillAttr(e store.Entry, out *fuse.Attr) {
 		out.Size = uint64(e.Size)
 	}
 	out.Blksize = blockSize
+	if e.IsDir() {
+		out.Blksize = dirBlockSize
+	}
 	out.Blocks = (out.Size + 511) / 512
 	mtime := fsys.orStart(e.MTime)
 	ctime := fsys.orStart(e.Updated)

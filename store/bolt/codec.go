@@ -104,6 +104,10 @@ func appendTime(b []byte, t time.Time) []byte {
 type decoder struct {
 	b   []byte
 	err error
+	// strs, when not nil, interns the strings decoded: a listing's
+	// records share a few writers, sources and encodings, and one string
+	// each saves an allocation per record and field (see ReadDirAt).
+	strs map[string]string
 }
 
 func (d *decoder) byte() byte {
@@ -152,7 +156,18 @@ func (d *decoder) bytes(n uint64) []byte {
 	return v
 }
 
-func (d *decoder) string() string { return string(d.bytes(d.uvarint())) }
+func (d *decoder) string() string {
+	b := d.bytes(d.uvarint())
+	if d.strs == nil || len(b) == 0 {
+		return string(b)
+	}
+	if s, ok := d.strs[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	d.strs[s] = s
+	return s
+}
 
 func (d *decoder) time() time.Time {
 	if d.byte() == 0 {
@@ -179,7 +194,13 @@ func decodeRecord(v []byte) (*record, error) {
 
 // decodeInto sets r from an encoded record.
 func decodeInto(r *record, v []byte) error {
-	d := decoder{b: v}
+	return decodeShared(r, v, nil)
+}
+
+// decodeShared is decodeInto with its strings interned in strs (nil: not
+// interned).
+func decodeShared(r *record, v []byte, strs map[string]string) error {
+	d := decoder{b: v, strs: strs}
 	if d.byte() != recordFormat {
 		return errCorrupt
 	}

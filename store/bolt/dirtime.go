@@ -142,8 +142,11 @@ func decodeDirTime(k, v []byte) (rules.DirTime, error) {
 // whose record until replaced, to those it had at rev (rules.DirTimeAt).
 // The live tree (rev math.MaxUint64) and files have none to read.
 func dirTimeAt(tx *bbolt.Tx, e *store.Entry, rev, until uint64) error {
+	if rev == math.MaxUint64 || !e.IsDir() {
+		return nil // before the bucket lookup: a listing calls this per entry
+	}
 	b := tx.Bucket(bucketDirTimes)
-	if rev == math.MaxUint64 || !e.IsDir() || b == nil {
+	if b == nil {
 		return nil
 	}
 	key := versionKey(e.Path, rev+1)

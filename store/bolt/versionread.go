@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 
+	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/rules"
 	bbolt "go.etcd.io/bbolt"
@@ -97,6 +98,14 @@ func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.
 		}
 		j := 0
 		c := tx.Bucket(bucketTree).Cursor()
+		// Sized once: a directory of a thousand files would otherwise
+		// copy its entries ten times as the slice grows.
+		n := len(vis)
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			n++
+		}
+		out = make([]store.Entry, 0, n)
+		strs := map[string]string{}
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			name := k[len(prefix):]
 			for ; j < len(names) && bytes.Compare(names[j], name) < 0; j++ {
@@ -113,11 +122,11 @@ func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.
 				}
 			}
 			var r record
-			if err := decodeInto(&r, v); err != nil {
+			if err := decodeShared(&r, v, strs); err != nil {
 				return err
 			}
 			if r.Revision <= rev {
-				e := r.Entry(keyPath(k))
+				e := r.Entry(depotpath.Join(dir, string(name)))
 				if err := dirTimeAt(tx, &e, rev, math.MaxUint64); err != nil {
 					return err
 				}

@@ -95,7 +95,18 @@ type Problems struct {
 	list     []problem
 	paths    []Path
 	warnings []string
+	// mount is the host directory where the depot is mounted, when path
+	// arguments under it are taken as the depot paths they show (see
+	// SetMount); "" leaves such paths as they are.
+	mount string
 }
+
+// SetMount makes DepotPath take a path under mount, the host directory
+// where the depot is mounted ("/mnt/depot/a/b"), as the depot path it
+// shows ("/a/b"), with a warning: an agent that was told a mount_path
+// often sends it back, and storing "/mnt/depot/a/b" inside the depot is
+// never what it meant.
+func (p *Problems) SetMount(mount string) { p.mount = mount }
 
 // Path is one clean depot path decoded from an argument.
 type Path struct {

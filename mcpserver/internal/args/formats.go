@@ -52,11 +52,30 @@ func (o *Object) DepotPath(field string, required bool) (string, bool) {
 		o.probs.Add(o.Name(field), err)
 		return "", false
 	}
+	if in, ok := UnderMount(p, o.probs.mount); ok && strings.HasPrefix(s, "/") {
+		o.probs.Warn("%s: %s is under the mount point %s; it was taken as the depot path %s (send depot paths, such as %s)", o.Name(field), Quote(s), Quote(o.probs.mount), Quote(in), Quote(in))
+		p = in
+	}
 	o.probs.AddPath(o.Name(field), p)
 	if why := hostPathLook(s); why != "" {
 		o.probs.Warn("%s: %s was taken as the depot path %s: %s", o.Name(field), Quote(s), Quote(p), why)
 	}
 	return p, true
+}
+
+// UnderMount returns the depot path that p, a clean path, shows when it
+// lies under mount, the host directory where the depot is mounted
+// ("/mnt/depot/a" shows "/a"), and whether it does. A mount of "" or "/"
+// contains nothing: every path would be under it.
+func UnderMount(p, mount string) (string, bool) {
+	if mount == "" {
+		return "", false
+	}
+	m, err := depotpath.Clean(mount)
+	if err != nil || m == depotpath.Root || !depotpath.Within(p, m) {
+		return "", false
+	}
+	return "/" + strings.TrimLeft(strings.TrimPrefix(p, m), "/"), true
 }
 
 // hostPathLook says why s, a path argument, looks like a path on the
@@ -80,6 +99,10 @@ func (o *Object) SHA256(field string, required bool) (string, bool) {
 		return "", false
 	}
 	s = strings.ToLower(s)
+	if digits, ok := strings.CutPrefix(s, "sha256:"); ok {
+		o.probs.Addf(o.Name(field), "send the 64 hexadecimal digits without the \"sha256:\" prefix, such as %s", Quote(digits))
+		return "", false
+	}
 	if len(s) != 64 {
 		o.probs.Addf(o.Name(field), "expected 64 hexadecimal digits, got %d characters", len(s))
 		return "", false

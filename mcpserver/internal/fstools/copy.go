@@ -33,11 +33,11 @@ type fsTransferArgs struct {
 	recursive bool // copy only
 }
 
-func decodeTransfer(raw json.RawMessage, isCopy bool) (fsTransferArgs, error) {
+func (s *tools) decodeTransfer(raw json.RawMessage, isCopy bool) (fsTransferArgs, error) {
 	a := fsTransferArgs{recursive: true}
 	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
-		a.from = fsPathArg(o, "source")
-		a.to = fsPathArg(o, "destination")
+		a.from = s.pathArg(o, "source")
+		a.to = s.pathArg(o, "destination")
 		a.overwrite = o.Bool("overwrite", false)
 		if isCopy {
 			a.recursive = o.Bool("recursive", true)

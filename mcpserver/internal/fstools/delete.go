@@ -32,7 +32,7 @@ func (s *tools) fsDelete(ctx context.Context, c *tool.Call, raw json.RawMessage)
 	var p string
 	var recursive, force bool
 	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
-		p = fsPathArg(o, "path")
+		p = s.pathArg(o, "path")
 		if p == depotpath.Root {
 			o.Problems().Addf("path", "the depot root cannot be deleted; delete the entries in it")
 		}

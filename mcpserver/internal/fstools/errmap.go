@@ -95,11 +95,11 @@ var storeCodes = []struct {
 	code string
 	msg  string
 }{
-	{store.ErrNotExist, fsNotFound, "The specified path does not exist: %s"},
-	{store.ErrNotPresent, fsNotFound, "The file's content has not arrived yet (it was listed, never pushed): %s"},
+	{store.ErrNotExist, fsNotFound, "The specified path does not exist: %s; list its directory to see what is there"},
+	{store.ErrNotPresent, fsNotFound, "The file's content has not arrived yet (it was listed, never pushed): %s; the agent that listed it sends it with guide_read_file when guide_pending_requests asks for it: read it again later"},
 	{store.ErrExist, fsExists, "The path already exists and overwrite is not enabled: %s"},
-	{store.ErrIsDir, fsInvalid, "The path is a directory: %s"},
-	{store.ErrNotDir, fsInvalid, "The path is not a directory: %s"},
+	{store.ErrIsDir, fsInvalid, "The path is a directory, and this call takes a file: %s; list shows a directory's entries"},
+	{store.ErrNotDir, fsInvalid, "The path is not a directory, and this call takes one: %s; read or info describe a file"},
 	{store.ErrConflict, fsInvalid, "A path is either a file or a directory, never both: %s or one of its parents is a file where a directory is needed, or the reverse"},
 	{store.ErrNotEmpty, fsInvalid, "The directory is not empty; set recursive to delete it with everything in it: %s"},
 	{store.ErrLimit, fsInvalid, "The file does not fit the depot's size limits, so nothing was stored: %s"},

@@ -119,14 +119,23 @@ func relPath(p string) string {
 	return strings.TrimPrefix(p, "/")
 }
 
-// fsPathArg reads a path argument: relative to the depot root ("a/b"),
-// or absolute in the depot ("/a/b"); "" and "." are the root.
-func fsPathArg(o *args.Object, field string) string {
+// pathArg reads a path argument: relative to the depot root ("a/b"),
+// or absolute in the depot ("/a/b"); "" and "." are the root. An absolute
+// path under the server's mount point is refused, naming the depot path
+// it shows: the contract's paths are relative to its root, and the reply
+// has no warning to say that a mount path was translated.
+func (s *tools) pathArg(o *args.Object, field string) string {
 	raw, ok := o.Raw(field)
 	if ok && string(raw) == `""` {
 		return depotpath.Root
 	}
 	p, _ := o.DepotPath(field, true)
+	if in, ok := args.UnderMount(p, s.opts.MountPoint); ok {
+		if str, _ := args.DecodeString(raw); strings.HasPrefix(str, "/") {
+			o.Problems().Addf(o.Name(field), "%s is a path in the server's mount, not in the depot: send the depot path %s", args.Quote(str), args.Quote(relPath(in)))
+			return ""
+		}
+	}
 	return p
 }
 

@@ -49,7 +49,7 @@ type fsPermissions struct {
 func (s *tools) fsInfo(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
 	var p string
 	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
-		p = fsPathArg(o, "path")
+		p = s.pathArg(o, "path")
 	})
 	c.Path = p
 	if err != nil {

@@ -25,7 +25,7 @@ func (s *tools) fsMkdir(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 	var p string
 	recursive := true
 	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
-		p = fsPathArg(o, "path")
+		p = s.pathArg(o, "path")
 		recursive = o.Bool("recursive", true)
 	})
 	c.Path = p

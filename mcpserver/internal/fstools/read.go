@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -43,7 +44,7 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 	var part bool                 // the call asks for lines or a size: no link instead
 	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		part = o.Has("start_line") || o.Has("end_line") || o.Has("max_size")
-		p = fsPathArg(o, "path")
+		p = s.pathArg(o, "path")
 		encoding, _ = o.Encoding("encoding", "binary")
 		start = o.Count("start_line", -1, 0, args.MaxExactInteger)
 		end = o.Count("end_line", -1, 0, args.MaxExactInteger)
@@ -57,9 +58,12 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 	if err != nil {
 		return tool.Reply{}, err
 	}
+	if err := checkRevision(ctx, c, p, revision); err != nil {
+		return tool.Reply{}, err
+	}
 	e, content, err := openVersion(ctx, c, p, revision)
 	if err != nil {
-		return tool.Reply{}, fsStoreError(err, p)
+		return tool.Reply{}, s.readError(ctx, c, err, p, revision)
 	}
 	defer content.Close()
 	c.Size, c.SHA256 = content.Size(), content.SHA256()
@@ -90,6 +94,44 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 	}
 	out.Content, out.Encoding, out.Size = base64.StdEncoding.EncodeToString(data), "base64", len(data)
 	return reply, nil
+}
+
+// checkRevision refuses a revision the depot has not reached: the tree
+// "as of" a future revision would be today's, which the agent did not ask
+// for and which may change before that revision comes.
+func checkRevision(ctx context.Context, c *tool.Call, p string, rev uint64) error {
+	if rev == 0 {
+		return nil
+	}
+	cur, err := c.Store().Revision(ctx)
+	if err != nil {
+		return &tool.StoreError{Op: "revision", Path: p, Err: err}
+	}
+	if rev > cur {
+		return &fsError{code: fsInvalid, path: p, err: args.ErrInvalid,
+			msg: fmt.Sprintf("Revision %d is beyond the depot's current revision %d: read without revision for the file as it is now, or with a revision info or guide_file_history gave you", rev, cur)}
+	}
+	return nil
+}
+
+// readError words a failed read of p at revision rev (0: now): a revision
+// beyond the depot's names the current one, a version no longer kept
+// names the kept ones, and a missing path names the one it probably meant.
+func (s *tools) readError(ctx context.Context, c *tool.Call, err error, p string, rev uint64) error {
+	if !errors.Is(err, store.ErrNotExist) {
+		return fsStoreError(err, p)
+	}
+	if rev != 0 {
+		if kept, kerr := c.Store().Kept(ctx, p); kerr == nil && len(kept) > 0 {
+			return &fsError{code: fsNotFound, path: p, err: err,
+				msg: fmt.Sprintf("The version of %s live at revision %d is not kept, or the file did not exist yet (kept: %v): read with one of the kept revisions, or without revision for the file as it is now", relPath(p), rev, kept)}
+		}
+	}
+	if near := c.Store().Nearby(ctx, p); near != "" {
+		return &fsError{code: fsNotFound, path: p, err: err,
+			msg: fmt.Sprintf("The specified path does not exist: %s; paths are relative to the depot's root: did you mean %s?", relPath(p), args.Quote(relPath(near)))}
+	}
+	return fsStoreError(err, p)
 }
 
 // openVersion returns the entry and content of the file at p, as it is now or,

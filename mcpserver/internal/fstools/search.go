@@ -57,7 +57,7 @@ func (s *tools) fsSearch(ctx context.Context, c *tool.Call, raw json.RawMessage)
 	q := search.Query{Recursive: true}
 	var files args.Glob
 	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
-		q.Root = fsPathArg(o, "root_path")
+		q.Root = s.pathArg(o, "root_path")
 		pattern, hasPattern := o.Str("pattern", true)
 		regex := o.Bool("regex", false)
 		caseSensitive := o.Bool("case_sensitive", false)

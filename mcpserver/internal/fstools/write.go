@@ -59,7 +59,7 @@ func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 	var makeDirs bool
 	var cond tool.Condition
 	err := args.Parse(raw, &probs, func(o *args.Object) {
-		p = fsPathArg(o, "path")
+		p = s.pathArg(o, "path")
 		if p == depotpath.Root {
 			o.Problems().Addf("path", "names the depot root, which is a directory; give a file path such as \"notes/todo.txt\"")
 		}

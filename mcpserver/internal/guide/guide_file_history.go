@@ -44,13 +44,23 @@ func (s *tools) fileHistory(ctx context.Context, c *tool.Call, raw json.RawMessa
 	if err != nil {
 		return tool.Reply{}, err
 	}
-	versions, err := c.Store().History(ctx, p)
-	if err != nil {
-		return tool.Reply{}, &tool.StoreError{Op: "history", Path: p, Err: err}
-	}
 	live, err := c.Store().Stat(ctx, p)
 	if err != nil && !errors.Is(err, store.ErrNotExist) {
 		return tool.Reply{}, &tool.StoreError{Op: "stat", Path: p, Err: err}
+	}
+	if err == nil && live.IsDir() {
+		return tool.Reply{}, &tool.Refusal{Type: tool.ErrorValidation,
+			Message:     fmt.Sprintf("%s is a directory: guide_file_history lists the versions of one file", p),
+			Instruction: "Call again with the path of a file below it (the mount, or a snapshot under /.snapshots/NAME, shows the directory's files). Nothing was changed."}
+	}
+	versions, herr := c.Store().History(ctx, p)
+	if errors.Is(herr, store.ErrNotExist) {
+		return tool.Reply{}, &tool.Refusal{Type: tool.ErrorNotFound,
+			Message:     fmt.Sprintf("%s has no history: no file was stored there, or none of its versions is kept any more", p),
+			Instruction: "Check the path: send the depot path of a file (such as the path a guide_cache_file reply gave you). Nothing was changed."}
+	}
+	if herr != nil {
+		return tool.Reply{}, &tool.StoreError{Op: "history", Path: p, Err: herr}
 	}
 	d := HistoryData{Path: p, Versions: make([]VersionInfo, 0, len(versions))}
 	for _, e := range versions {

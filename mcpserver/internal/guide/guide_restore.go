@@ -56,10 +56,31 @@ func (s *tools) restore(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 			return tool.Reply{}, args.Problem("path", "%s is not in snapshot %s, which holds %s", p, snapName, snap.Prefix)
 		}
 		rev, from = snap.Revision, "snapshot "+snapName
-	} else if err := s.checkKept(ctx, c, p, rev); err != nil {
-		return tool.Reply{}, err
 	}
 	c.Attrs = append(c.Attrs, slog.Uint64("from_revision", rev))
+	live, same, err := s.restoreTarget(ctx, c, p, rev)
+	if err != nil {
+		return tool.Reply{}, err
+	}
+	if snapName == "" {
+		if err := s.checkKept(ctx, c, p, rev); err != nil {
+			return tool.Reply{}, err
+		}
+	}
+	if same {
+		// Idempotent, as annotated: a second restore of the same version,
+		// or of a version whose bytes and metadata are the live file's,
+		// writes nothing.
+		c.Status = "unchanged"
+		c.Size, c.SHA256 = live.Size, live.SHA256
+		data := s.fileData(store.PutResult{Status: store.StatusUnchanged, Entry: live}, "")
+		return tool.Reply{
+			Data:     data,
+			Message:  fmt.Sprintf("%s already has the content of %s (%d bytes, revision %d): nothing was changed.", p, from, data.Size, data.Revision),
+			Warnings: s.opts.MountWarnings(),
+			Stats:    map[string]any{"revision": data.Revision, "from_revision": rev},
+		}, nil
+	}
 	ctx, cancel := s.opts.CommitContext(ctx)
 	defer cancel()
 	res, err := c.Store().Copy(ctx, store.CopyRequest{From: p, To: p, FromRevision: rev,
@@ -85,19 +106,40 @@ func (s *tools) restore(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 	}, nil
 }
 
+// restoreTarget checks that p is a file at rev and not a directory now,
+// and returns the live entry and whether
+// it already has that version's content, mode and mtime.
+func (s *tools) restoreTarget(ctx context.Context, c *tool.Call, p string, rev uint64) (store.Entry, bool, error) {
+	ver, verr := c.Store().StatAt(ctx, p, rev)
+	if verr != nil && !errors.Is(verr, store.ErrNotExist) && !errors.Is(verr, store.ErrIsDir) {
+		return store.Entry{}, false, &tool.StoreError{Op: "stat", Path: p, Err: verr}
+	}
+	live, lerr := c.Store().Stat(ctx, p)
+	if lerr != nil && !errors.Is(lerr, store.ErrNotExist) {
+		return store.Entry{}, false, &tool.StoreError{Op: "stat", Path: p, Err: lerr}
+	}
+	// A directory is refused rather than restored as a tree: whether the
+	// files added since should go is the agent's choice, not a default,
+	// and the store keeps no earlier version of a directory itself.
+	if verr == nil && ver.IsDir() || errors.Is(verr, store.ErrIsDir) || lerr == nil && live.IsDir() {
+		return store.Entry{}, false, &tool.Refusal{Type: tool.ErrorValidation,
+			Message:     fmt.Sprintf("%s is a directory: guide_restore restores only files", p),
+			Instruction: "Call guide_restore once for each file below the directory that you want back, with the same revision or snapshot (a snapshot's tree is readable in the mount under /.snapshots/NAME). Nothing was changed."}
+	}
+	same := verr == nil && lerr == nil && ver.Present && live.Present && ver.SHA256 == live.SHA256 &&
+		ver.Mode == live.Mode && ver.MTime.Equal(live.MTime)
+	return live, same, nil
+}
+
 // checkKept refuses a revision that is not one of p's kept versions, with
 // the ones that are.
 func (s *tools) checkKept(ctx context.Context, c *tool.Call, p string, rev uint64) error {
-	versions, err := c.Store().History(ctx, p)
-	if err != nil && !errors.Is(err, store.ErrNotExist) {
+	kept, err := c.Store().Kept(ctx, p)
+	if err != nil {
 		return &tool.StoreError{Op: "history", Path: p, Err: err}
 	}
-	if slices.ContainsFunc(versions, func(e store.Entry) bool { return e.Revision == rev }) {
+	if slices.Contains(kept, rev) {
 		return nil
-	}
-	kept := make([]string, len(versions))
-	for i, e := range versions {
-		kept[i] = strconv.FormatUint(e.Revision, 10)
 	}
 	msg := fmt.Sprintf("revision %d of %s is not kept", rev, p)
 	if len(kept) > 0 {

@@ -3,6 +3,7 @@ package guide
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path"
@@ -111,6 +112,11 @@ func (s *tools) createSnapshot(ctx context.Context, c *tool.Call, a snapshotArgs
 	ctx, cancel := s.opts.CommitContext(ctx)
 	defer cancel()
 	snap, err := c.Store().CreateSnapshot(ctx, req)
+	if errors.Is(err, store.ErrExist) {
+		return tool.Reply{}, &tool.Refusal{Type: tool.ErrorConflict,
+			Message:     fmt.Sprintf("a snapshot named %s already exists", a.name),
+			Instruction: "Choose another name, or delete the existing snapshot first (action delete) if you mean to replace it; action list shows the snapshots. Nothing was changed."}
+	}
 	if err != nil {
 		return tool.Reply{}, &tool.StoreError{Op: "create snapshot " + a.name, Path: shownDir(a.path), Err: err}
 	}
@@ -129,6 +135,11 @@ func (s *tools) deleteSnapshot(ctx context.Context, c *tool.Call, name string) (
 	ctx, cancel := s.opts.CommitContext(ctx)
 	defer cancel()
 	snap, err := c.Store().DeleteSnapshot(ctx, name)
+	if errors.Is(err, store.ErrNotExist) {
+		return tool.Reply{}, &tool.Refusal{Type: tool.ErrorNotFound,
+			Message:     fmt.Sprintf("no snapshot named %s that you may delete", name),
+			Instruction: "guide_snapshot with action list shows the snapshots you may read; call again with one of their names. Nothing was changed."}
+	}
 	if err != nil {
 		return tool.Reply{}, &tool.StoreError{Op: "delete snapshot " + name, Path: store.SnapshotsDir, Err: err}
 	}

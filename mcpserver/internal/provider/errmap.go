@@ -74,11 +74,11 @@ var storeTypes = []struct {
 	typ string
 	msg string
 }{
-	{store.ErrNotExist, providerNotFound, "%s not found: %s"},
+	{store.ErrNotExist, providerNotFound, "%s not found: %s; list_directory or find_files show what exists"},
 	{store.ErrLimit, providerTooLarge, ""},
-	{store.ErrNotPresent, providerFailed, "File content has not arrived yet: %[2]s was listed but its content was never pushed"},
-	{store.ErrIsDir, providerFailed, "Path is not a file: %[2]s"},
-	{store.ErrNotDir, providerFailed, "Path is not a directory: %[2]s"},
+	{store.ErrNotPresent, providerFailed, "File content has not arrived yet: %[2]s was listed but its content was never pushed; the agent that listed it sends it with guide_read_file when guide_pending_requests asks for it: read it again later"},
+	{store.ErrIsDir, providerFailed, "Path is not a file: %[2]s; list_directory lists a directory"},
+	{store.ErrNotDir, providerFailed, "Path is not a directory: %[2]s; read_file or get_file_stats read a file"},
 	{store.ErrConflict, providerFailed, ""},
 	{store.ErrNotEmpty, providerFailed, ""},
 	{store.ErrExist, providerFailed, ""},

@@ -9,12 +9,10 @@ import (
 	"embed"
 	"encoding/json"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/mcpserver/internal/args"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 )
@@ -135,14 +133,10 @@ func (s *tools) providerPathArg(o *args.Object, field string) providerPath {
 	if !ok {
 		return providerPath{}
 	}
-	if s.opts.MountPoint == "" {
-		return providerPath{depot: p}
+	if in, ok := args.UnderMount(p, s.opts.MountPoint); ok {
+		return providerPath{depot: in, mount: s.opts.MountPoint}
 	}
-	mount, err := depotpath.Clean(s.opts.MountPoint)
-	if err != nil || mount == depotpath.Root || !depotpath.Within(p, mount) {
-		return providerPath{depot: p}
-	}
-	return providerPath{depot: "/" + strings.TrimLeft(strings.TrimPrefix(p, mount), "/"), mount: s.opts.MountPoint}
+	return providerPath{depot: p}
 }
 
 // isoTime formats t as Python's datetime.isoformat does for an aware UTC

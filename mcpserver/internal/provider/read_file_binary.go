@@ -2,12 +2,15 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/depotfs/depotfs/mcpserver/internal/args"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
+	"github.com/depotfs/depotfs/store"
 )
 
 // providerRead returns the whole content of the file at p and its hash,
@@ -16,6 +19,11 @@ import (
 // in base64; read_file decodes them as text.
 func (s *tools) providerRead(ctx context.Context, c *tool.Call, p providerPath, maxSize int64) ([]byte, string, error) {
 	content, err := c.Store().Open(ctx, p.depot)
+	if errors.Is(err, store.ErrNotExist) {
+		if near := c.Store().Nearby(ctx, p.depot); near != "" {
+			return nil, "", &providerError{providerNotFound, fmt.Sprintf("File not found: %s; paths start at the depot's root: did you mean %s?", p.show(p.depot), args.Quote(p.show(near))), err}
+		}
+	}
 	if err != nil {
 		return nil, "", providerStoreError(err, "File", p)
 	}

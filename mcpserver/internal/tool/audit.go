@@ -38,6 +38,7 @@ func (s *Runtime) NewCall(ctx context.Context, name, group string) *Call {
 		c.session = cs.SessionID()
 	}
 	c.store = &Store{rt: s, c: c}
+	c.args.SetMount(s.env.MountPoint)
 	return c
 }
 

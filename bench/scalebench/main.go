@@ -55,6 +55,7 @@ func main() {
 	perDir := flag.Int("per-dir", 1000, "files in each directory")
 	works := flag.String("works", "find,ls,cat", "walks to time: find, ls, cat")
 	pause := flag.Duration("pause", 2*time.Second, "pause before a repeated pass")
+	firsts := flag.Int("firsts", 3, "first passes of each walk, each on a fresh mount: the median is reported")
 	work := flag.String("dir", "", "work `dir`ectory (default: a new one under /var/tmp)")
 	floorTree := flag.Int("floor-serve", -1, "internal: serve the floor's tree of this many files at -floor-mount")
 	floorMount := flag.String("floor-mount", "", "internal: where -floor-serve mounts")
@@ -90,13 +91,13 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	b := &bench{bin: *bin, self: self, dir: dir, perDir: *perDir, pause: *pause, works: strings.Split(*works, ",")}
+	b := &bench{bin: *bin, self: self, dir: dir, perDir: *perDir, pause: *pause, firsts: max(*firsts, 1), works: strings.Split(*works, ",")}
 	b.run(ns)
 }
 
 type bench struct {
 	bin, self, dir string
-	perDir         int
+	perDir, firsts int
 	pause          time.Duration
 	works          []string
 	src            string // the tmpfs the tree is pushed from: the tmpfs baseline
@@ -135,6 +136,17 @@ func (b *bench) run(ns []int) {
 		log.Fatalf("mount tmpfs: %v", err)
 	}
 	defer syscall.Unmount(b.src, syscall.MNT_DETACH)
+	// Interrupted, leave no mount behind (the servers get SIGTERM as
+	// this process ends, and unmount; the tmpfs is this process's).
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	go func() {
+		<-sig
+		for _, m := range []string{b.mnt, filepath.Join(b.dir, "floor"), b.src} {
+			syscall.Unmount(m, syscall.MNT_DETACH)
+		}
+		os.Exit(1)
+	}()
 
 	fmt.Printf("scalebench: %s, kernel %s, %d CPUs, %d files a directory; load average at start: %s\n",
 		time.Now().UTC().Format(time.RFC3339), kernel(), runtime.NumCPU(), b.perDir, loadavg())
@@ -166,16 +178,26 @@ func (b *bench) run(ns []int) {
 			if !ok {
 				log.Fatalf("-works: unknown %q", w)
 			}
+			// First passes: each on a fresh server (mount) and a fresh
+			// floor, alternating, the median of -firsts; the repeated
+			// passes on the last of them.
 			var t [3][2]time.Duration
-			// depotfs: a fresh server (mount) for the first pass.
-			d.stop()
-			d, _ = b.restart()
-			t[0][0], t[0][1] = b.twice(fmt.Sprintf(cmd, b.mnt))
+			var dFirst, fFirst []time.Duration
+			for k := range b.firsts {
+				d.stop()
+				d, _ = b.restart()
+				dFirst = append(dFirst, run(fmt.Sprintf(cmd, b.mnt)))
+				f := b.startFloor(n)
+				fFirst = append(fFirst, run(fmt.Sprintf(cmd, f.mnt)))
+				if k == b.firsts-1 {
+					t[1][1] = b.repeated(fmt.Sprintf(cmd, f.mnt))
+				}
+				f.stop()
+			}
+			t[0][1] = b.repeated(fmt.Sprintf(cmd, b.mnt))
+			t[0][0], t[1][0] = benchd.Quantile(dFirst, 0.5), benchd.Quantile(fFirst, 0.5)
 			r.anonWalk, _ = d.rss()
 			r.heapWalk = d.heap()
-			f := b.startFloor(n)
-			t[1][0], t[1][1] = b.twice(fmt.Sprintf(cmd, f.mnt))
-			f.stop()
 			tf, tr := b.twice(fmt.Sprintf(cmd, b.src))
 			t[2][0], t[2][1] = min(tf, tr), min(tf, tr)
 			r.walks[w] = t
@@ -204,7 +226,7 @@ func (b *bench) print(rows []row, emptyAnon, emptyHeap int64) {
 			mib(r.db), float64(r.db)/float64(r.n), secs(r.restart), secs(r.snapshot),
 			mib(r.anonWalk), float64(r.anonWalk-emptyAnon)/(1<<20), mib(r.heapWalk), r.loadBefore, r.loadAfter)
 	}
-	fmt.Printf("\nWalks over the mount: µs a file; ratio = depotfs / floor and depotfs / tmpfs in the same run. First: one run on a fresh mount (a fresh floor process); repeated: best of 3, each %s after the previous; tmpfs: best of 4.\n\n", b.pause)
+	fmt.Printf("\nWalks over the mount: µs a file; ratio = depotfs / floor and depotfs / tmpfs in the same run. First: median of %d runs, each on a fresh mount (depotfs restarted, a fresh floor process), the two alternating; repeated: best of 3, each %s after the previous; tmpfs: best of 4.\n\n", b.firsts, b.pause)
 	fmt.Printf("| files | work | depotfs first | floor first | tmpfs | ×floor | ×tmpfs | depotfs repeated | floor repeated | ×floor | ×tmpfs |\n")
 	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
@@ -390,17 +412,21 @@ func serveFloor(mnt string, n, perDir int) {
 	srv.Wait()
 }
 
-// twice runs cmd once (the first pass), then three more times a pause
-// apart: the repeated pass is the fastest of those.
+// twice runs cmd once (the first pass), then the repeated passes.
 func (b *bench) twice(cmd string) (first, repeated time.Duration) {
 	first = run(cmd)
+	return first, b.repeated(cmd)
+}
+
+// repeated runs cmd three times a pause apart and returns the fastest.
+func (b *bench) repeated(cmd string) (best time.Duration) {
 	for range 3 {
 		time.Sleep(b.pause)
-		if d := run(cmd); repeated == 0 || d < repeated {
-			repeated = d
+		if d := run(cmd); best == 0 || d < best {
+			best = d
 		}
 	}
-	return first, repeated
+	return best
 }
 
 func run(cmd string) time.Duration {

@@ -119,7 +119,14 @@ func (fsys *fsys) staledRecently(p string) bool {
 	fsys.mu.Lock()
 	defer fsys.mu.Unlock()
 	at, ok := fsys.staled[p]
-	return ok && time.Since(at) < lingerFor
+	if ok && time.Since(at) >= lingerFor {
+		// Expired: stale prunes the others, and this one goes now, so a
+		// burst of failed opens leaves nothing behind once its paths are
+		// looked up again.
+		delete(fsys.staled, p)
+		return false
+	}
+	return ok
 }
 
 // noteReplaced queues f for the invalidator (see replaced).

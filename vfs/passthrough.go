@@ -35,12 +35,18 @@ type blobs struct {
 
 	mu     sync.Mutex
 	byPath map[string]string // depot path → SHA-256 of the blob cached for it
+	// pruneAt is the size of byPath at which note drops the paths whose
+	// blob the cache no longer holds (evicted since): without it byPath
+	// grew by a path for every large file ever opened, whatever the
+	// cache's bound. Twice the size after the last pruning, so pruning
+	// costs O(1) a note.
+	pruneAt, minPruneAt int
 
 	prefetch chan store.Entry
 }
 
 func newBlobs(cache *blobcache.Cache, log *slog.Logger) *blobs {
-	return &blobs{cache: cache, log: log, byPath: make(map[string]string), prefetch: make(chan store.Entry, prefetchQueue)}
+	return &blobs{cache: cache, log: log, byPath: make(map[string]string), pruneAt: minPruneAt, minPruneAt: minPruneAt, prefetch: make(chan store.Entry, prefetchQueue)}
 }
 
 // wants reports whether the version e of a file is served from the cache.
@@ -48,11 +54,33 @@ func wants(e store.Entry) bool {
 	return e.Kind == store.KindFile && e.Present && e.Size >= PassthroughMinSize
 }
 
+// minPruneAt is the smallest size of blobs.byPath that is pruned (a
+// variable for tests).
+var minPruneAt = 1024
+
 // note records that p's content is the cached blob sum.
 func (b *blobs) note(p, sum string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.byPath[p] = sum
+	if len(b.byPath) < b.pruneAt {
+		return
+	}
+	// A path whose blob was evicted has nothing to drop when it changes;
+	// if the blob is filled again, its open notes the path again.
+	for q, s := range b.byPath {
+		if q != p && !b.cache.Has(s) {
+			delete(b.byPath, q)
+		}
+	}
+	b.pruneAt = max(2*len(b.byPath), b.minPruneAt)
+}
+
+// paths returns how many paths the mount remembers a cached blob for.
+func (b *blobs) paths() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.byPath)
 }
 
 // changed drops the blob cached for p, if any, unless it is still p's

@@ -3,7 +3,9 @@ package vfs_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -97,4 +99,29 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestBlobPathsBounded: the paths the mount remembers a cached blob for
+// (to drop the blob when the path changes) are bounded by what the cache
+// holds, not by how many large files were ever read: those whose blob was
+// evicted are forgotten. It grew by one path for every large file read.
+func TestBlobPathsBounded(t *testing.T) {
+	defer vfs.SetMinPruneAt(8)()
+	st, _ := newStore(t, nil)
+	m := mount(t, st, &vfs.Options{Passthrough: true, BlobCacheDir: filepath.Join(t.TempDir(), "blobs"), BlobCacheBytes: 3 * vfs.PassthroughMinSize})
+	if !m.Passthrough() {
+		t.Skip("passthrough is off (not root, no kernel support, or DEPOTFS_PASSTHROUGH=false)")
+	}
+	const files = 40
+	for i := range files {
+		p := fmt.Sprintf("/big%02d", i)
+		data := pattern(vfs.PassthroughMinSize, byte(i))
+		put(t, st, m, store.PutRequest{Path: p, Data: data})
+		if got := readFile(t, m.path(p)); !bytes.Equal(got, data) {
+			t.Fatalf("%s reads wrong", p)
+		}
+	}
+	if n := vfs.BlobPaths(m.Server); n > 16 {
+		t.Errorf("the mount remembers blobs for %d paths after reading %d large files through a cache of 3 blobs", n, files)
+	}
 }

@@ -159,14 +159,11 @@ func (c *directConfig) open(ctx context.Context, stderr io.Writer, readOnly bool
 		}
 		return b, b.Close, nil
 	}
-	if kek != nil {
-		return nil, nil, errors.New("--key-file and DEPOTFS_KEY apply to --store bolt: sealing a NATS depot's content is not built yet")
-	}
 	create := natsstore.CreateFirst
 	if readOnly {
 		create = natsstore.CreateNever
 	}
-	s, closeNATS, err := waitForDepot(ctx, c.store, nil, &natsstore.Options{Prefix: c.store.prefix, Logger: log, MaxBatch: c.store.maxBatch, Create: create}, log)
+	s, closeNATS, err := waitForDepot(ctx, c.store, nil, &natsstore.Options{Prefix: c.store.prefix, Logger: log, MaxBatch: c.store.maxBatch, Create: create, Key: kek}, log)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -123,9 +123,6 @@ func openStore(ctx context.Context, cfg serveConfig, kek seal.Wrapper, log *slog
 		}
 		return b, nil, b.Close, nil
 	}
-	if kek != nil {
-		return nil, nil, nil, errors.New("--key-file and DEPOTFS_KEY apply to --store bolt: sealing a NATS depot's content is not built yet (docs/security.md)")
-	}
 	c := cfg.store
 	opts := []nats.Option{
 		nats.Name("depotfs"),
@@ -151,7 +148,7 @@ func openStore(ctx context.Context, cfg serveConfig, kek seal.Wrapper, log *slog
 		Prefix: c.prefix, UploadTimeout: cfg.uploadTimeout, Logger: log, MaxBatch: c.maxBatch, WriteTimeout: c.writeTimeout,
 		Settings: sharedSettings(cfg), ResetSettings: c.resetSettings,
 		MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize), KeepVersions: cfg.settings.KeepVersions,
-		History: cfg.feedHistory, Depot: served, Create: create, Quotas: cfg.quotas,
+		History: cfg.feedHistory, Depot: served, Create: create, Quotas: cfg.quotas, Key: kek,
 	}, log)
 	if err != nil {
 		return nil, nil, nil, depotAdvice(err, record)
@@ -218,6 +215,10 @@ func waitForDepot(ctx context.Context, c storeConfig, opts []nats.Option, so *na
 			case errors.Is(err, natsstore.ErrSettingsDiffer):
 				nc.Close()
 				return nil, nil, fmt.Errorf("open NATS store: %w, or make this host's the depot's with --nats-reset-settings", err)
+			case errors.Is(err, seal.ErrNoKey), errors.Is(err, seal.ErrWrongKey), errors.Is(err, seal.ErrNotSealed):
+				// The depot's seal record answers for good too.
+				nc.Close()
+				return nil, nil, fmt.Errorf("open NATS store: %w", err)
 			case errors.Is(err, natsstore.ErrOtherDepot):
 				// The id read from the cluster answers for good. A
 				// cluster without the depot is waited for: one

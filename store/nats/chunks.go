@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/depotfs/depotfs/internal/seal"
 	"github.com/depotfs/depotfs/store"
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/nats-io/nats.go"
@@ -31,6 +32,9 @@ type chunkStore struct {
 	// acknowledge: the time limit of every write (Options.WriteTimeout).
 	writeTimeout time.Duration
 	cache        chunkCache
+	// key seals the chunks of a sealed depot (see sealing.go); nil in a
+	// clear one. Set by Open before any chunk is read or written.
+	key *seal.Key
 }
 
 // newChunks returns the chunk store of stream name, with its cache; create
@@ -137,7 +141,8 @@ func (w *chunkWriter) write(p []byte) error {
 }
 
 func (w *chunkWriter) flush() error {
-	f, err := w.c.js.PublishAsync(w.subject(w.n), w.buf)
+	subject := w.subject(w.n)
+	f, err := w.c.js.PublishAsync(subject, w.c.sealData(subject, w.buf))
 	if err != nil {
 		return fmt.Errorf("storing chunk %d: %w", w.n, err)
 	}
@@ -230,7 +235,11 @@ func (c *chunkStore) read(ctx context.Context, subject string) ([]byte, error) {
 // readUncached returns the chunk at subject without caching it (upload
 // chunks are read once).
 func (c *chunkStore) readUncached(ctx context.Context, subject string) ([]byte, error) {
-	return lastMsg(ctx, c.js.Conn(), c.stream, subject, c.writeTimeout)
+	b, err := lastMsg(ctx, c.js.Conn(), c.stream, subject, c.writeTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return c.openData(subject, b)
 }
 
 // lastMsg returns the data of the last message on subject in st. Any
@@ -322,16 +331,18 @@ func inlineCacheKey(sum string) string { return "inline." + sum }
 
 // inlineData returns content stored inline in the tree bucket, from the
 // cache (where every host puts it as it applies the tree) or the bucket.
+// The cache holds it as stored, sealed in a sealed depot: it is opened on
+// each read (at most the inline limit, 16 KiB by default).
 func (s *Store) inlineData(ctx context.Context, sum string) ([]byte, error) {
-	if b, ok := s.chunks.cache.get(inlineCacheKey(sum)); ok {
-		return b, nil
+	b, ok := s.chunks.cache.get(inlineCacheKey(sum))
+	if !ok {
+		var err error
+		if b, err = lastMsg(ctx, s.nc, s.tree, s.subject(dataKey(sum)), s.opts.WriteTimeout); err != nil {
+			return nil, err
+		}
+		s.chunks.cache.add(inlineCacheKey(sum), b)
 	}
-	b, err := lastMsg(ctx, s.nc, s.tree, s.subject(dataKey(sum)), s.opts.WriteTimeout)
-	if err != nil {
-		return nil, err
-	}
-	s.chunks.cache.add(inlineCacheKey(sum), b)
-	return b, nil
+	return s.chunks.openData(dataKey(sum), b)
 }
 
 // drop deletes the subjects under prefix (a content generation or an

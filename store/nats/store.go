@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/depotfs/depotfs/internal/seal"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
 	"github.com/depotfs/depotfs/store/internal/keylock"
@@ -121,6 +122,13 @@ type Options struct {
 	// none; the zero value, CreateFirst, only for a host that never
 	// served one.
 	Create CreateMode
+
+	// Key is the key-encryption key of a sealed depot: every host of a
+	// sealed depot must hold the key that wraps its data key, and a depot
+	// created by a host with a key is sealed (content, inline content and
+	// uploads' chunks; see package seal). nil keeps content in the clear
+	// and is refused by a sealed depot.
+	Key seal.Wrapper
 
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -309,6 +317,9 @@ func (s *Store) setup(ctx context.Context) error {
 		return err
 	}
 	if err := s.agree(ctx); err != nil {
+		return err
+	}
+	if err := s.unseal(ctx, !exists); err != nil {
 		return err
 	}
 	return s.chunks.create(ctx, s.opts.Replicas)

@@ -473,7 +473,7 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 		case b.Refs > 0:
 			if b.Gen == genInline && t.st.blobs[sum] == nil {
 				m := nats.NewMsg(t.s.subject(dataKey(sum)))
-				m.Data = t.inline[sum]
+				m.Data = t.s.chunks.sealData(dataKey(sum), t.inline[sum])
 				msgs = append(msgs, m)
 			}
 			add(blobKey(sum), b)

@@ -48,8 +48,13 @@ func (s *tools) changes(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 		}
 		req.Since = rev
 	}
+	// A long poll ends when the server closes, as guide_pending_requests
+	// does, so a shutdown does not wait it out.
+	pollCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.pending.Closing(), cancel)()
 	start := time.Now()
-	page, err := c.Store().Changes(ctx, req)
+	page, err := c.Store().Changes(pollCtx, req)
 	if errors.Is(err, feed.ErrCursor) {
 		return tool.Reply{}, &tool.Refusal{Type: tool.ErrorValidation, Message: "since: " + err.Error(),
 			Instruction: "Pass a cursor a reply of guide_changes gave (its data.cursor), or leave since out to start from now."}

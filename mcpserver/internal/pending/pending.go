@@ -79,6 +79,11 @@ func New(r Requests, done context.Context, mountPath func(string) string) *List 
 	return &List{requests: r, epoch: strconv.FormatInt(time.Now().UnixNano(), 36), done: done, mountPath: mountPath}
 }
 
+// Closing returns the context that ends when the server closes: every
+// long poll (this list's, and guide_changes's) returns then, so a
+// shutdown does not wait out a poll.
+func (l *List) Closing() context.Context { return l.done }
+
 // Broker returns the fetch broker, nil without one.
 func (l *List) Broker() Requests { return l.requests }
 

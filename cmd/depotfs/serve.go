@@ -26,6 +26,7 @@ import (
 	"github.com/depotfs/depotfs/internal/metrics"
 	"github.com/depotfs/depotfs/internal/sdnotify"
 	"github.com/depotfs/depotfs/mcpserver"
+	"github.com/depotfs/depotfs/nfsserver"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/bolt"
 	"github.com/depotfs/depotfs/store/fetch"
@@ -71,6 +72,7 @@ type serveConfig struct {
 	enforce        enforceConfig
 	store          storeConfig
 	key            keyConfig
+	nfs            nfsConfig
 }
 
 func (c *serveConfig) flags(fs *flag.FlagSet) {
@@ -121,6 +123,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	c.enforce.flags(fs)
 	c.store.flags(fs)
 	c.key.flags(fs)
+	c.nfs.flags(fs)
 }
 
 // Default size limits.
@@ -243,6 +246,7 @@ func (c *serveConfig) validate() error {
 			"--max-file-size %v is larger than --max-store-size %v: such a file could never be stored", &c.maxFileSize, &c.maxStoreSize),
 		checkListen(c.listen, c.insecure || c.stdio, &c.auth), // --stdio does not listen (nor take --listen: above)
 		checkMetricsListen(c.metricsListen, c.insecure),
+		c.nfs.validate(),
 	)
 }
 
@@ -405,7 +409,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		}
 	}
 	var broker *fetch.Broker
-	if !cfg.noMount {
+	if !cfg.noMount || cfg.nfs.addr != "" {
 		// The broker asks agents for files a program opens without their
 		// content; it is closed before the unmount, so waiting programs
 		// get an I/O error instead of holding the unmount up.
@@ -466,6 +470,18 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		opts.Applied = m.WaitApplied
 		opts.Requests = broker
 	}
+	var fetcher nfsserver.Fetcher
+	if broker != nil {
+		fetcher = broker
+		if cfg.noMount {
+			defer broker.Close()
+		}
+	}
+	stopNFS, err := startNFS(cfg, st, fetcher, cfg.enforce.host, calls, log)
+	if err != nil {
+		return err
+	}
+	defer nfsStopper(ctx, stopNFS, log)()
 	checker := healthChecks(ctx, st, opts.MountPoint, log)
 	srv := mcpserver.New(st, opts)
 	met.WatchSessions(srv)

@@ -122,6 +122,7 @@ type row struct {
 	anonWalk, heapWalk      int64 // after the walks
 	restart, snapshot       time.Duration
 	walks                   map[string][3][2]time.Duration // work: depotfs, floor, tmpfs × first, repeated
+	cpu                     map[string][2]time.Duration    // work: the server's CPU time in a first pass, depotfs and floor
 	loadBefore, loadAfter   string
 }
 
@@ -162,7 +163,7 @@ func (b *bench) run(ns []int) {
 		if n <= have {
 			log.Fatalf("-files must grow: %d after %d", n, have)
 		}
-		r := row{n: n, walks: map[string][3][2]time.Duration{}, loadBefore: loadavg()}
+		r := row{n: n, walks: map[string][3][2]time.Duration{}, cpu: map[string][2]time.Duration{}, loadBefore: loadavg()}
 		took := b.push(d, have, n)
 		r.pushRate = float64(n-have) / took.Seconds()
 		have = n
@@ -182,13 +183,15 @@ func (b *bench) run(ns []int) {
 			// floor, alternating, the median of -firsts; the repeated
 			// passes on the last of them.
 			var t [3][2]time.Duration
-			var dFirst, fFirst []time.Duration
+			var dFirst, fFirst, dCPU, fCPU []time.Duration
 			for k := range b.firsts {
 				d.stop()
 				d, _ = b.restart()
-				dFirst = append(dFirst, run(fmt.Sprintf(cmd, b.mnt)))
+				wall, cpu := runOn(fmt.Sprintf(cmd, b.mnt), d.cmd.Process.Pid)
+				dFirst, dCPU = append(dFirst, wall), append(dCPU, cpu)
 				f := b.startFloor(n)
-				fFirst = append(fFirst, run(fmt.Sprintf(cmd, f.mnt)))
+				wall, cpu = runOn(fmt.Sprintf(cmd, f.mnt), f.cmd.Process.Pid)
+				fFirst, fCPU = append(fFirst, wall), append(fCPU, cpu)
 				if k == b.firsts-1 {
 					t[1][1] = b.repeated(fmt.Sprintf(cmd, f.mnt))
 				}
@@ -201,6 +204,7 @@ func (b *bench) run(ns []int) {
 			tf, tr := b.twice(fmt.Sprintf(cmd, b.src))
 			t[2][0], t[2][1] = min(tf, tr), min(tf, tr)
 			r.walks[w] = t
+			r.cpu[w] = [2]time.Duration{benchd.Quantile(dCPU, 0.5), benchd.Quantile(fCPU, 0.5)}
 		}
 		r.loadAfter = loadavg()
 		rows = append(rows, r)
@@ -226,16 +230,18 @@ func (b *bench) print(rows []row, emptyAnon, emptyHeap int64) {
 			mib(r.db), float64(r.db)/float64(r.n), secs(r.restart), secs(r.snapshot),
 			mib(r.anonWalk), float64(r.anonWalk-emptyAnon)/(1<<20), mib(r.heapWalk), r.loadBefore, r.loadAfter)
 	}
-	fmt.Printf("\nWalks over the mount: µs a file; ratio = depotfs / floor and depotfs / tmpfs in the same run. First: median of %d runs, each on a fresh mount (depotfs restarted, a fresh floor process), the two alternating; repeated: best of 3, each %s after the previous; tmpfs: best of 4.\n\n", b.firsts, b.pause)
-	fmt.Printf("| files | work | depotfs first | floor first | tmpfs | ×floor | ×tmpfs | depotfs repeated | floor repeated | ×floor | ×tmpfs |\n")
-	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Printf("\nWalks over the mount: µs a file; ratio = depotfs / floor and depotfs / tmpfs in the same run; server CPU: the CPU time the server (depotfs, the floor) spent during the first pass, median, in µs a file. First: median of %d runs, each on a fresh mount (depotfs restarted, a fresh floor process), the two alternating; repeated: best of 3, each %s after the previous; tmpfs: best of 4.\n\n", b.firsts, b.pause)
+	fmt.Printf("| files | work | depotfs first | floor first | tmpfs | ×floor | ×tmpfs | depotfs repeated | floor repeated | ×floor | ×tmpfs | server CPU first, depotfs / floor | ×floor |\n")
+	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		for _, w := range b.works {
 			t := r.walks[w]
 			us := func(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/float64(r.n)) }
-			fmt.Printf("| %d | %s | %s | %s | %s | **%.2f×** | %.2f× | %s | %s | **%.2f×** | %.2f× |\n", r.n, w,
+			c := r.cpu[w]
+			fmt.Printf("| %d | %s | %s | %s | %s | **%.2f×** | %.2f× | %s | %s | **%.2f×** | %.2f× | %s / %s | %.2f× |\n", r.n, w,
 				us(t[0][0]), us(t[1][0]), us(t[2][0]), ratio(t[0][0], t[1][0]), ratio(t[0][0], t[2][0]),
-				us(t[0][1]), us(t[1][1]), ratio(t[0][1], t[1][1]), ratio(t[0][1], t[2][1]))
+				us(t[0][1]), us(t[1][1]), ratio(t[0][1], t[1][1]), ratio(t[0][1], t[2][1]),
+				us(c[0]), us(c[1]), ratio(c[0], c[1]))
 		}
 	}
 	fmt.Println()
@@ -427,6 +433,36 @@ func (b *bench) repeated(cmd string) (best time.Duration) {
 		}
 	}
 	return best
+}
+
+// runOn runs cmd and returns how long it took and the CPU time the
+// process pid (the server it walks) spent meanwhile: on a loaded machine
+// the wall time is mostly waiting for a core, the CPU time is not.
+func runOn(cmd string, pid int) (wall, cpu time.Duration) {
+	before := cpuTime(pid)
+	wall = run(cmd)
+	return wall, cpuTime(pid) - before
+}
+
+// cpuTime is the CPU time the threads of process pid have run, from
+// their schedstat (nanoseconds, where /proc/PID/stat counts ticks).
+func cpuTime(pid int) time.Duration {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil {
+		log.Fatal(err)
+	}
+	var ns int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue // the thread ended
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			v, _ := strconv.ParseInt(f[0], 10, 64)
+			ns += v
+		}
+	}
+	return time.Duration(ns)
 }
 
 func run(cmd string) time.Duration {

@@ -71,6 +71,51 @@ func (s *Store) treeExists(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
+// createTree creates the tree bucket, with its first revision above
+// Options.FirstRevision. A bucket is a stream; the key-value API cannot set
+// a first sequence, so with one the stream is created as that API would
+// create it (jetstream's prepareKeyValueConfig for this bucket), with
+// FirstSeq. Another opener creating it at the same moment wins the name;
+// its bucket is then bound as it is.
+func (s *Store) createTree(ctx context.Context) error {
+	if s.opts.FirstRevision == 0 {
+		_, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      s.bucket,
+			Description: treeDescription,
+			History:     1,
+			Replicas:    s.opts.Replicas,
+			Storage:     jetstream.FileStorage,
+		})
+		return err
+	}
+	_, err := s.js.CreateStream(ctx, jetstream.StreamConfig{
+		Name:               "KV_" + s.bucket,
+		Description:        treeDescription,
+		Subjects:           []string{"$KV." + s.bucket + ".>"},
+		MaxMsgsPerSubject:  1,
+		MaxBytes:           -1,
+		MaxMsgSize:         -1,
+		MaxMsgs:            -1,
+		MaxConsumers:       -1,
+		Storage:            jetstream.FileStorage,
+		Replicas:           max(s.opts.Replicas, 1),
+		AllowRollup:        true,
+		DenyDelete:         true,
+		Duplicates:         2 * time.Minute,
+		AllowDirect:        true,
+		Discard:            jetstream.DiscardNew,
+		AllowAtomicPublish: true,
+		FirstSeq:           s.opts.FirstRevision + 1,
+	})
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return nil
+	}
+	return err
+}
+
+// treeDescription describes the tree bucket's stream.
+const treeDescription = "depotfs tree: entries, blobs, uploads"
+
 // mayCreate decides, before anything is created, whether Open may go on
 // in a cluster that holds no depot under the prefix.
 func (s *Store) mayCreate() error {

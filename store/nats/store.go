@@ -122,6 +122,13 @@ type Options struct {
 	// none; the zero value, CreateFirst, only for a host that never
 	// served one.
 	Create CreateMode
+	// FirstRevision, when Open creates the depot, makes its revisions
+	// start above it (the tree stream's first sequence is FirstRevision
+	// plus one), so a depot loaded from an export continues above every
+	// revision the lost depot can have handed out. A depot that exists is
+	// bound as it is: JetStream cannot raise the sequence of a stream that
+	// holds messages without deleting them.
+	FirstRevision uint64
 
 	// Key is the key-encryption key of a sealed depot: every host of a
 	// sealed depot must hold the key that wraps its data key, and a depot
@@ -267,13 +274,7 @@ func (s *Store) setup(ctx context.Context) error {
 		if err := s.mayCreate(); err != nil {
 			return err
 		}
-		if _, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      s.bucket,
-			Description: "depotfs tree: entries, blobs, uploads",
-			History:     1,
-			Replicas:    s.opts.Replicas,
-			Storage:     jetstream.FileStorage,
-		}); err != nil {
+		if err := s.createTree(ctx); err != nil {
 			return fmt.Errorf("tree bucket: %w", err)
 		}
 	}
@@ -305,6 +306,13 @@ func (s *Store) setup(ctx context.Context) error {
 	s.view.hub.Init(s.opts.History, 0)
 	s.view.done = s.done
 	s.view.openSeq = last
+	if info.State.Msgs == 0 {
+		// An empty tree has nothing to read up to last, which is not 0
+		// when the depot was created with a FirstRevision.
+		s.view.mu.Lock()
+		s.view.st.rev = last
+		s.view.mu.Unlock()
+	}
 	if err := s.follow(ctx, 1); err != nil {
 		return err
 	}

@@ -121,6 +121,9 @@ type directConfig struct {
 	db    string
 	store storeConfig
 	key   keyConfig
+	// firstRevision is a NATS depot's Options.FirstRevision, should open
+	// create it (import).
+	firstRevision uint64
 }
 
 func (c *directConfig) flags(fs *flag.FlagSet) {
@@ -163,7 +166,7 @@ func (c *directConfig) open(ctx context.Context, stderr io.Writer, readOnly bool
 	if readOnly {
 		create = natsstore.CreateNever
 	}
-	s, closeNATS, err := waitForDepot(ctx, c.store, nil, &natsstore.Options{Prefix: c.store.prefix, Logger: log, MaxBatch: c.store.maxBatch, Create: create, Key: kek}, log)
+	s, closeNATS, err := waitForDepot(ctx, c.store, nil, &natsstore.Options{Prefix: c.store.prefix, Logger: log, MaxBatch: c.store.maxBatch, Create: create, Key: kek, FirstRevision: c.firstRevision}, log)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -51,6 +52,15 @@ the backup right to write, a grant naming it: backup:/:w (full grants also
 do; a group or * does not). The depot's size limits are not applied: it
 takes what the export holds.
 
+A NATS depot that the import creates (a new --nats-prefix, or a new
+cluster: how a lost depot is loaded from its backup) hands out revisions
+above every revision the exported depot can have handed out: above the
+export's revision plus a million a second since it was taken, and above
+--min-revision, as restore does for bolt. A stale if_revision an agent
+holds then conflicts instead of matching another version. An existing
+depot keeps its own revisions (JetStream cannot raise them); import says
+so when they are below that floor.
+
 Paths the server's policy refuses are not imported: through --url, the
 running server checks every path of the export against its own --allow,
 --deny and the caller's grants; directly, import applies --allow and
@@ -67,6 +77,7 @@ Examples:
 Flags:
 `)
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
+	minRev := fs.Uint64("min-revision", 0, "a NATS depot the import creates hands out revisions above this `revision` too (the highest one agents may still hold); see above")
 	serverURL := fs.String("url", "", "MCP `endpoint` of a running depotfs serve to import through (sent to /import beside it), instead of writing the store with --db or --store")
 	var pol importPolicy
 	pol.flags(fs)
@@ -107,6 +118,13 @@ Flags:
 	if *serverURL != "" {
 		stats, err = sendImport(ctx, &creds, *serverURL, r)
 	} else {
+		if cfg.store.url != "bolt" {
+			var h exportHeader
+			if h, r, err = peekExportHeader(r); err != nil {
+				return fmt.Errorf("import %s: %w", pos[0], err)
+			}
+			cfg.firstRevision = max(*minRev, h.Revision+revisionMargin(h.Created, time.Now()))
+		}
 		stats, err = importDirect(ctx, &cfg, r, may, stderr)
 	}
 	if err != nil {
@@ -182,10 +200,29 @@ func importDirect(ctx context.Context, cfg *directConfig, f io.Reader, may func(
 	if errors.Is(err, policy.ErrDenied) {
 		return stats, err
 	}
+	if rev, rerr := st.Revision(ctx); cfg.firstRevision > 0 && rerr == nil && rev <= cfg.firstRevision {
+		fmt.Fprintf(stderr, "import: warning: the depot existed before this import and keeps its own revisions (now %d), below %d: they may repeat revisions the exported depot handed out, so an if_revision an agent still holds could match another version; import into a new depot (a new --nats-prefix) to continue above them\n", rev, cfg.firstRevision)
+	}
 	if err != nil {
 		return stats, fmt.Errorf("%w (%d files in %d batches were imported before it; run it again to finish)", err, stats.Files, stats.Batches)
 	}
 	return stats, nil
+}
+
+// peekExportHeader reads the header of the export r streams, and
+// returns it with a reader of the whole stream again.
+func peekExportHeader(r io.Reader) (exportHeader, io.Reader, error) {
+	var h exportHeader
+	var seen bytes.Buffer
+	tr := tar.NewReader(io.TeeReader(r, &seen))
+	th, err := tr.Next()
+	if err != nil || th.Name != exportHeaderName {
+		return h, nil, fmt.Errorf("not a depotfs export: no %s at its start (%v)", exportHeaderName, err)
+	}
+	if err := json.NewDecoder(io.LimitReader(tr, 1<<20)).Decode(&h); err != nil || h.Format != exportFormat {
+		return h, nil, fmt.Errorf("not a depotfs export of format %d: %v", exportFormat, err)
+	}
+	return h, io.MultiReader(&seen, r), nil
 }
 
 // sendImport streams the export in f to the server at mcpURL, which

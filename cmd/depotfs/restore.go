@@ -148,7 +148,7 @@ Flags:
 		return err
 	}
 	if h.Store == "nats" {
-		return fmt.Errorf("restore: %s is the backup of a NATS depot, the depot's export at revision %d (verified): load it into a depot with import, e.g.\n  tar -xOf %s %s > depot-export.tar\n  depotfs import depot-export.tar --store nats://... --nats-prefix NEW\nand restore the host's audit log from its %s members with tar if needed",
+		return fmt.Errorf("restore: %s is the backup of a NATS depot, the depot's export at revision %d (verified): load it into a depot with import, e.g.\n  tar -xOf %s %s > depot-export.tar\n  depotfs import depot-export.tar --store nats://... --nats-prefix NEW\n(a new prefix: its revisions then continue above the lost depot's) and restore the host's audit log from its %s members with tar if needed",
 			pos[0], h.Revision, pos[0], backup.ExportName, backup.AuditDir)
 	}
 	floor := max(oldRev, *minRev, h.Revision+revisionMargin(h.Created, time.Now()))

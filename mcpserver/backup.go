@@ -1,9 +1,11 @@
 package mcpserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 
@@ -32,34 +34,68 @@ const (
 // log's key, so the right is given on purpose.
 const BackupTool = "backup"
 
-// serveBackup streams a backup to a caller with the backup right, and
-// audits it as one call. A failure once the body has started cuts the
-// response off: the container then lacks its last member, which every
-// reader refuses.
+// serveBackup streams a backup to a caller with the backup right (see
+// serveTar); the container then lacks its last member when it is cut
+// off, which every reader refuses.
 func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
+	t := tarStream{tool: BackupTool, one: "a backup", many: "backups", revisionHeader: BackupRevisionHeader,
+		rule: fmt.Sprintf("a backup needs a grant naming it (%s:/:r)", BackupTool),
+		none: &tool.Refusal{Type: tool.ErrorNotFound, Message: "this server offers no online backup",
+			Instruction: "Use depotfs backup --db or depotfs export on the depot itself."}}
+	if s.opts.Backup != nil {
+		t.write = func(ctx context.Context, w io.Writer, start func(rev uint64, h http.Header)) error {
+			return s.opts.Backup(ctx, w, func(rev uint64, dbSize int64) {
+				start(rev, http.Header{BackupSizeHeader: {strconv.FormatInt(dbSize, 10)}})
+			})
+		}
+	}
+	s.serveTar(w, r, t)
+}
+
+// tarStream is a tar the listener streams to a caller with the backup
+// right: a backup or an export.
+type tarStream struct {
+	tool           string // the audit log's name
+	one, many      string // "a backup", "backups"
+	revisionHeader string // carries the revision the tar is as of
+	rule           string // why a caller without the right is refused
+	none           *tool.Refusal
+	// write streams the tar to w, calling start with its revision and
+	// any other headers before the first byte; nil when the server
+	// offers none (the caller gets none).
+	write func(ctx context.Context, w io.Writer, start func(rev uint64, h http.Header)) error
+}
+
+// serveTar streams t to a caller with the backup right, and audits it as
+// one call. A client reading slower than the HTTP limits allow is cut (a
+// backup or an export holds its revision for as long as it runs), and a
+// failure once the body has started cuts the response off, so the client
+// sees no end of the tar and fails.
+func (s *Server) serveTar(w http.ResponseWriter, r *http.Request, t tarStream) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
-		http.Error(w, "ask for a backup with GET", http.StatusMethodNotAllowed)
+		http.Error(w, "ask for "+t.one+" with GET", http.StatusMethodNotAllowed)
 		return
 	}
-	c := s.rt.NewCall(r.Context(), BackupTool, BackupTool)
+	c := s.rt.NewCall(r.Context(), t.tool, t.tool)
 	c.Path = depotpath.Root
 	var err error
 	started := false
 	switch {
-	case s.opts.Backup == nil:
-		err = &tool.Refusal{Type: tool.ErrorNotFound, Message: "this server offers no online backup",
-			Instruction: "Use depotfs backup --db or depotfs export on the depot itself."}
+	case t.write == nil:
+		err = t.none
 	case !c.Perms().Explicit(BackupTool, depotpath.Root, grant.Read):
-		err = &policy.Denied{Tool: BackupTool, Path: depotpath.Root, Access: grant.Read,
-			Rule: fmt.Sprintf("a backup needs a grant naming it (%s:/:r); grants: %s", BackupTool, c.Perms())}
+		err = &policy.Denied{Tool: t.tool, Path: depotpath.Root, Access: grant.Read,
+			Rule: fmt.Sprintf("%s; grants: %s", t.rule, c.Perms())}
 	default:
-		err = s.opts.Backup(r.Context(), newWatchedResponse(w, s.opts.HTTP), func(rev uint64, dbSize int64) {
+		err = t.write(r.Context(), newWatchedResponse(w, s.opts.HTTP), func(rev uint64, h http.Header) {
 			started = true
 			c.Status = "revision " + strconv.FormatUint(rev, 10)
 			w.Header().Set("Content-Type", "application/x-tar")
-			w.Header().Set(BackupRevisionHeader, strconv.FormatUint(rev, 10))
-			w.Header().Set(BackupSizeHeader, strconv.FormatInt(dbSize, 10))
+			w.Header().Set(t.revisionHeader, strconv.FormatUint(rev, 10))
+			for k, v := range h {
+				w.Header()[k] = v
+			}
 			w.WriteHeader(http.StatusOK)
 		})
 	}
@@ -70,7 +106,7 @@ func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 	case started:
 		return
 	case auditErr != nil:
-		http.Error(w, "depotfs cannot write its audit log, so it refuses backups until it can", http.StatusServiceUnavailable)
+		http.Error(w, "depotfs cannot write its audit log, so it refuses "+t.many+" until it can", http.StatusServiceUnavailable)
 	case err != nil:
 		writeNotStarted(w, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -287,4 +288,34 @@ func FuzzRequests(f *testing.F) {
 			t.Fatalf("%s %q shows /b's content", method, p)
 		}
 	})
+}
+
+// BenchmarkPropfind lists a directory of 200 files at depth 1: the work
+// the server does for each directory a client walks.
+func BenchmarkPropfind(b *testing.B) {
+	st, err := bolt.Open(filepath.Join(b.TempDir(), "depot.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	reqs := make([]store.PutRequest, 200)
+	for i := range reqs {
+		reqs[i] = store.PutRequest{Path: fmt.Sprintf("/a/d/f%06d.txt", i), Data: []byte(fmt.Sprint(i))}
+	}
+	if _, err := st.PutBatch(context.Background(), reqs); err != nil {
+		b.Fatal(err)
+	}
+	var done []error
+	h := dav.New(dav.Options{Begin: func(context.Context, string) dav.Request { return tree{st: st, prefix: "/a", done: &done} }})
+	b.ReportAllocs()
+	for b.Loop() {
+		r := httptest.NewRequest("PROPFIND", "http://depot/dav/a/d/", nil)
+		r.Header.Set("Depth", "1")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != 207 {
+			b.Fatal(w.Code)
+		}
+		done = done[:0]
+	}
 }

@@ -118,6 +118,21 @@ func TestResourceLinks(t *testing.T) {
 		t.Errorf("read_file_binary's link %+v differs from fs read's %s", pres.Content[1], link.URI)
 	}
 
+	// fs info and get_file_stats hand out the same link directly.
+	for _, call := range []struct{ tool, arg string }{{"info", "big/data.bin"}, {"get_file_stats", "/big/data.bin"}} {
+		ires, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: call.tool, Arguments: map[string]any{"path": call.arg}})
+		if err != nil || ires.IsError {
+			t.Fatalf("%s: %v %+v", call.tool, err, ires)
+		}
+		raw, _ := json.Marshal(ires.StructuredContent)
+		var info struct {
+			Link string `json:"link"`
+		}
+		if err := json.Unmarshal(raw, &info); err != nil || info.Link != link.URI {
+			t.Errorf("%s's link %q, want %q (%v)", call.tool, info.Link, link.URI, err)
+		}
+	}
+
 	get := func(tok, u string, hdr ...string) (*http.Response, []byte) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)

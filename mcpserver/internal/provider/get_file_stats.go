@@ -16,6 +16,9 @@ type fileStats struct {
 	ModifiedTime string `json:"modified_time"`
 	IsReadable   bool   `json:"is_readable"`
 	IsDirectory  bool   `json:"is_directory"`
+	// Link, beyond the contract: the URL of the file's resource link
+	// (this version, GET with the caller's credentials), over HTTP only.
+	Link string `json:"link,omitempty"`
 }
 
 // providerFileStats is get_file_stats.
@@ -38,6 +41,9 @@ func (s *tools) providerFileStats(ctx context.Context, c *tool.Call, raw json.Ra
 	}
 	if !e.IsDir() {
 		st.Size = e.Size
+	}
+	if e.Present {
+		st.Link = c.Link(e)
 	}
 	return tool.Reply{Data: st}, nil
 }

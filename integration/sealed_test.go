@@ -168,3 +168,42 @@ func TestSealedTamperedChunk(t *testing.T) {
 		t.Error("the daemon did not log the failed authentication")
 	}
 }
+
+// TestSealExistingDepot seals a depot written without a key with depotfs
+// seal: afterwards the database holds no plaintext, serve needs the key,
+// and every file reads through the mount as it was.
+func TestSealExistingDepot(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, daemonConfig{transport: overHTTP})
+	want := map[string][]byte{
+		"/a.txt":   []byte(sealMarker + " a\n"),
+		"/big.bin": bytes.Repeat([]byte(sealMarker+" big\n"), 100000),
+	}
+	d.mustCall("guide_cache_file", map[string]any{"path": "/a.txt", "content": string(want["/a.txt"])})
+	pushChunked(d, "/big.bin", want["/big.bin"], 1<<20, "big", -1)
+	d.stop()
+	if countIn(t, d.db) == 0 {
+		t.Fatal("the clear depot does not hold its plaintext: the test looks in the wrong place")
+	}
+	key := writeKeyFile(t)
+	code, out, errOut := runDepotfs(t, "seal", "--db", d.db)
+	if code != 2 || !strings.Contains(errOut, "--key-file") {
+		t.Errorf("seal without a key: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runDepotfs(t, "seal", "--db", d.db, "--key-file", key); code != 0 || !strings.Contains(out, "sealed "+d.db) {
+		t.Fatalf("seal: exit %d\n%s%s", code, out, errOut)
+	}
+	if n := countIn(t, d.db); n != 0 {
+		t.Fatalf("the sealed database holds the plaintext %d times", n)
+	}
+	code, _, errOut = runDepotfs(t, "serve", "--db", d.db, "--mount", filepath.Join(t.TempDir(), "m"), "--listen", "127.0.0.1:0")
+	if code == 0 || !strings.Contains(errOut, "sealed") {
+		t.Fatalf("serve of the sealed depot without its key: exit %d\n%s", code, errOut)
+	}
+	d2 := startDaemon(t, daemonConfig{transport: overHTTP, db: d.db, mount: d.mount, args: []string{"--key-file", key}})
+	for p, w := range want {
+		if got, err := os.ReadFile(d2.path(p)); err != nil || !bytes.Equal(got, w) {
+			t.Errorf("%s after sealing: %d bytes, %v; want %d", p, len(got), err, len(w))
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/depotfs/depotfs/internal/seal"
 	"github.com/depotfs/depotfs/store/bolt"
@@ -104,5 +105,68 @@ Flags:
 		return err
 	}
 	fmt.Fprintf(stdout, "data key %s of %s is now wrapped by key %s (was %s)\n", r.ID, *db, r.KEKID, curKey.KeyID())
+	return nil
+}
+
+func runSeal(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("seal", `Usage: depotfs seal --key-file FILE [--db FILE]
+
+Seals the content of an existing depot written without a key, offline:
+every chunk of stored content and of uploads in progress is rewritten
+sealed under a new data key wrapped by the key in --key-file (or
+DEPOTFS_KEY), in transactions of about 32 MiB, then the file is compacted
+so that no clear copy stays in its free pages. Stopped or killed, it goes
+on where it stopped when run again with the same key; until it finishes,
+serve refuses the depot. depotfs serve must be stopped first, and the
+compaction needs free disk space for a second copy of the live data.
+
+Backups, exports and upgrade copies made before still hold the content in
+the clear: delete them, or keep them as securely as before.
+
+Examples:
+  depotfs key new --out /etc/depotfs/depot.key
+  systemctl stop depotfs
+  depotfs seal --db /var/lib/depotfs/depot.db --key-file /etc/depotfs/depot.key
+  # then start serve with --key-file /etc/depotfs/depot.key
+
+Flags:
+`)
+	db := fs.String("db", defaultDB(), "bbolt database `file` of the depot")
+	var key keyConfig
+	key.flags(fs)
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	kek, err := key.load()
+	if err != nil {
+		return err
+	}
+	if kek == nil {
+		return usageError{errors.New("--key-file (or DEPOTFS_KEY) is required")}
+	}
+	start := time.Now()
+	last := time.Time{}
+	err = bolt.SealFile(ctx, *db, kek, func(p bolt.SealProgress) {
+		if time.Since(last) >= time.Second || p.Done == p.Total {
+			last = time.Now()
+			fmt.Fprintf(stderr, "sealed %d of %d chunks\n", p.Done, p.Total)
+		}
+	})
+	switch {
+	case errors.Is(err, bolt.ErrAlreadySealed):
+		// Compacted all the same: a run killed after sealing and before
+		// its compaction left clear bytes in the free pages.
+		fmt.Fprintf(stderr, "%s: the content is sealed already; compacting\n", *db)
+	case err != nil:
+		if locked, ok := errors.AsType[*bolt.LockedError](err); ok {
+			return lockedAdvice(locked, err)
+		}
+		return err
+	}
+	res, err := bolt.Compact(*db)
+	if err != nil {
+		return fmt.Errorf("sealed, but compacting failed (the clear bytes stay in the file's free pages until 'depotfs compact' succeeds): %w", err)
+	}
+	fmt.Fprintf(stdout, "sealed %s under key %s in %v; compacted to %s\n", *db, kek.KeyID(), time.Since(start).Round(time.Millisecond), humanSize(res.After))
 	return nil
 }

@@ -36,6 +36,7 @@ func commands() []command {
 		{"snapshot", "create, list and delete the snapshots of a running server", runSnapshot},
 		{"push", "send files and directory trees to a running server over raw HTTP uploads", runPush},
 		{"key", "make and rotate the keys of a depot sealed at rest", runKey},
+		{"seal", "seal the content of an existing depot written without a key, offline and resumable", runSeal},
 		{"compact", "shrink the database file offline to its live data", runCompact},
 		{"upgrade", "upgrade an older database to this depotfs's layout offline, keeping a copy of the old file", runUpgrade},
 		{"backup", "write a backup of the depot (online or offline) to a file, or verify one", runBackup},

@@ -2,10 +2,12 @@ package bolt
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
 
+	"github.com/depotfs/depotfs/internal/seal"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/entryrec"
 	bbolt "go.etcd.io/bbolt"
@@ -299,4 +301,10 @@ func DowngradeTo2(path string) error {
 		return tx.Bucket(bucketMeta).Put(keySchema, u64bytes(2))
 	})
 	return errors.Join(err, db.Close())
+}
+
+// SealFileBatch is SealFile in transactions of about batch bytes, so a
+// test can stop it between two.
+func SealFileBatch(ctx context.Context, path string, kek seal.Wrapper, batch int, progress func(SealProgress)) error {
+	return sealFile(ctx, path, kek, batch, progress)
 }

@@ -51,6 +51,9 @@ type openedKey struct {
 // content yet (a new store), which a writable tx then seals.
 func (s *Store) loadSeal(tx *bbolt.Tx, kek seal.Wrapper) error {
 	rec := tx.Bucket(bucketMeta).Get(keySeal)
+	if tx.Bucket(bucketMeta).Get(keySealing) != nil {
+		return ErrSealing
+	}
 	switch {
 	case rec == nil && kek == nil:
 		return nil

@@ -332,3 +332,85 @@ func TestRekey(t *testing.T) {
 		}
 	}
 }
+
+// TestSealFileResumed seals a depot written in the clear, stopping after
+// its first transaction as a kill would: the part-sealed file is refused
+// by Open, and sealing again with another key is refused; sealing again
+// with the key finishes it, and after a compaction the file holds no
+// plaintext while every file reads back identical and the upload left in
+// progress completes.
+func TestSealFileResumed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "depot.db")
+	s, err := bolt.Open(path, &bolt.Options{ChunkSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := fillSealTest(t, s)
+	s.Close()
+	kek := testKEK(t)
+
+	stopped, cancel := context.WithCancel(ctx)
+	calls := 0
+	err = bolt.SealFileBatch(stopped, path, kek, 512, func(p bolt.SealProgress) {
+		calls++
+		if p.Done == 0 || p.Done >= p.Total {
+			t.Errorf("progress after the first transaction: %+v", p)
+		}
+		cancel()
+	})
+	if !errors.Is(err, context.Canceled) || calls != 1 {
+		t.Fatalf("SealFile stopped after one transaction = %v after %d; want context.Canceled after 1", err, calls)
+	}
+	for _, k := range []seal.Wrapper{nil, kek} {
+		if _, err := bolt.Open(path, &bolt.Options{Key: k}); !errors.Is(err, bolt.ErrSealing) {
+			t.Fatalf("Open of a part-sealed file with key %v = %v; want ErrSealing", k, err)
+		}
+	}
+	if err := bolt.SealFile(ctx, path, testKEK(t), nil); !errors.Is(err, seal.ErrWrongKey) {
+		t.Fatalf("SealFile resumed with another key = %v; want ErrWrongKey", err)
+	}
+	var last bolt.SealProgress
+	if err := bolt.SealFileBatch(ctx, path, kek, 512, func(p bolt.SealProgress) { last = p }); err != nil {
+		t.Fatal(err)
+	}
+	if last.Done != last.Total || last.Total == 0 {
+		t.Fatalf("last progress %+v; want every chunk done", last)
+	}
+	if err := bolt.SealFile(ctx, path, kek, nil); !errors.Is(err, bolt.ErrAlreadySealed) {
+		t.Fatalf("SealFile of a sealed depot = %v", err)
+	}
+	if _, err := bolt.Compact(path); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(raw, []byte(marker)); n != 0 {
+		t.Fatalf("the sealed, compacted file holds the plaintext %d times", n)
+	}
+
+	s = openAt(t, path, &bolt.Options{ChunkSize: 64, Key: kek})
+	for p, want := range files {
+		ct, err := s.Open(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(io.NewSectionReader(ct, 0, ct.Size()))
+		ct.Close()
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s after sealing: %d bytes, %v; want %d", p, len(got), err, len(want))
+		}
+	}
+	// The upload left in progress before sealing completes with its
+	// second half: its first, sealed meanwhile, still reads.
+	in := bytes.Repeat([]byte(marker+strings.Repeat("x", 5)), 40)
+	sum := sha256.Sum256(in)
+	res, err := s.PutChunk(ctx, store.Chunk{UploadID: "u2", Index: 1, Count: 2, Data: in[len(in)/2:],
+		File: store.PutRequest{Path: "/inprogress.txt", SHA256: hex.EncodeToString(sum[:])}})
+	if err != nil || !res.Complete {
+		t.Fatalf("completing the upload begun before sealing: %+v, %v", res, err)
+	}
+}

@@ -152,11 +152,15 @@ func TestTools(t *testing.T) {
 			if info.Profile != want.profile {
 				t.Errorf("profile %q, want %q", info.Profile, want.profile)
 			}
+			// A hint left out means the specification's default (false,
+			// true unless read-only, false).
 			a := tool.Annotations
-			if a.ReadOnlyHint == nil || *a.ReadOnlyHint != want.readOnly || a.DestructiveHint == nil || *a.DestructiveHint != want.destructive ||
-				a.IdempotentHint == nil || *a.IdempotentHint != want.idempotent {
+			readOnly := a.ReadOnlyHint != nil && *a.ReadOnlyHint
+			destructive := !readOnly && (a.DestructiveHint == nil || *a.DestructiveHint)
+			idempotent := a.IdempotentHint != nil && *a.IdempotentHint
+			if readOnly != want.readOnly || destructive != want.destructive || idempotent != want.idempotent {
 				t.Errorf("annotations readOnly %v destructive %v idempotent %v, want %v %v %v",
-					a.ReadOnlyHint, a.DestructiveHint, a.IdempotentHint, want.readOnly, want.destructive, want.idempotent)
+					readOnly, destructive, idempotent, want.readOnly, want.destructive, want.idempotent)
 			}
 			if _, ok := outputs[name]; ok != want.output {
 				t.Errorf("has an output schema: %v, want %v", ok, want.output)

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 )
 
 // Tool is one tool to document: its definition as the server registers it
@@ -78,8 +80,9 @@ func writeTool(b *bytes.Buffer, t Tool) error {
 		fmt.Fprintf(b, "**%s**. ", inline(title))
 	}
 	a := d.Annotations
+	h := tool.Effective(a)
 	fmt.Fprintf(b, "Profile `%s`; read-only: %s; destructive: %s; idempotent: %s; open world: %s.\n",
-		t.Profile, hint(a.ReadOnlyHint), hint(a.DestructiveHint), hint(a.IdempotentHint), hint(a.OpenWorldHint))
+		t.Profile, yes(h.ReadOnly), yes(h.Destructive), yes(h.Idempotent), yes(a.OpenWorldHint == nil || *a.OpenWorldHint))
 
 	text := cmp.Or(t.Reference, d.Description)
 	body, security := splitSecurity(text)
@@ -176,11 +179,9 @@ func indent(raw json.RawMessage) (string, error) {
 	return out.String(), nil
 }
 
-func hint(v *bool) string {
-	switch {
-	case v == nil:
-		return "unspecified"
-	case *v:
+// yes renders a hint as the reference shows it.
+func yes(v bool) string {
+	if v {
 		return "yes"
 	}
 	return "no"

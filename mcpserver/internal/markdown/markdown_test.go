@@ -71,7 +71,7 @@ func TestWrite(t *testing.T) {
 	out := render(t, sample())
 	for _, want := range []string{
 		"| [`put_tree`](#put_tree) | fs | Store a tree of files. |",
-		"\n### `put_tree`\n\n**Put a tree**. Profile `fs`; read-only: no; destructive: yes; idempotent: yes; open world: unspecified.\n",
+		"\n### `put_tree`\n\n**Put a tree**. Profile `fs`; read-only: no; destructive: yes; idempotent: yes; open world: yes.\n",
 		"| `path` | string | required |  | length 1 to 4096 | Depot path \\| of the tree. |",
 		"| `mode` | string | optional | `\"0644\"` | matches `^(0o\\|0)?[0-7]{1,3}$` |  |",
 		"| `mtime` | string or number | optional |",
@@ -135,7 +135,9 @@ func TestWriteReference(t *testing.T) {
 func TestWriteEdgeCases(t *testing.T) {
 	bare := markdown.Tool{Profile: "guide", Def: mcp.Tool{Name: "ping", Description: "Ping."}}
 	out := render(t, bare)
-	for _, want := range []string{"#### Arguments\n\nNone.\n", "#### Examples\n\nNone.\n", "No notes beyond those of the server.", "read-only: unspecified"} {
+	// Hints left out are the specification's defaults.
+	for _, want := range []string{"#### Arguments\n\nNone.\n", "#### Examples\n\nNone.\n", "No notes beyond those of the server.",
+		"read-only: no; destructive: yes; idempotent: no; open world: yes"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q\n%s", want, out)
 		}

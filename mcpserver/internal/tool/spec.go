@@ -96,16 +96,37 @@ func (d *Docs) Spec(name, title string, h Hints) mcp.Tool {
 	return mcp.Tool{
 		Name:           name,
 		Title:          title,
-		Description:    d.doc(name + ".md"),
+		Description:    strings.TrimSpace(d.doc(name + ".md")),
 		RawInputSchema: json.RawMessage(input),
-		Annotations: mcp.ToolAnnotation{
-			Title:           title,
-			ReadOnlyHint:    mcp.ToBoolPtr(h.ReadOnly),
-			DestructiveHint: mcp.ToBoolPtr(h.Destructive),
-			IdempotentHint:  mcp.ToBoolPtr(h.Idempotent),
-			OpenWorldHint:   mcp.ToBoolPtr(false),
-		},
+		Annotations:    h.annotations(),
 	}
+}
+
+// annotations returns h as MCP's tool annotations, each hint only where
+// it differs from the default the specification gives it (readOnlyHint
+// false, destructiveHint true and meaningful only when not read-only,
+// idempotentHint false, openWorldHint true): every client pays for
+// tools/list on every session, and a hint left out means its default.
+// The title is the tool's own (Tool.Title), not repeated here.
+func (h Hints) annotations() mcp.ToolAnnotation {
+	a := mcp.ToolAnnotation{OpenWorldHint: mcp.ToBoolPtr(false)}
+	if h.ReadOnly {
+		a.ReadOnlyHint = mcp.ToBoolPtr(true)
+	} else if !h.Destructive {
+		a.DestructiveHint = mcp.ToBoolPtr(false)
+	}
+	if h.Idempotent {
+		a.IdempotentHint = mcp.ToBoolPtr(true)
+	}
+	return a
+}
+
+// Effective returns the hints a tool's annotations a declare, reading a
+// hint left out as the default the specification gives it.
+func Effective(a mcp.ToolAnnotation) Hints {
+	h := Hints{ReadOnly: a.ReadOnlyHint != nil && *a.ReadOnlyHint, Idempotent: a.IdempotentHint != nil && *a.IdempotentHint}
+	h.Destructive = !h.ReadOnly && (a.DestructiveHint == nil || *a.DestructiveHint)
+	return h
 }
 
 // Reference returns a tool's long reference: its <tool>.reference.md, or

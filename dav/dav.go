@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/depotfs/depotfs/httpfile"
 	"github.com/depotfs/depotfs/internal/depotpath"
-	"github.com/depotfs/depotfs/internal/httpfile"
 	"github.com/depotfs/depotfs/internal/policy"
 	"github.com/depotfs/depotfs/store"
 )

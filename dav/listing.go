@@ -8,7 +8,7 @@ import (
 	"path"
 	"time"
 
-	"github.com/depotfs/depotfs/internal/httpfile"
+	"github.com/depotfs/depotfs/httpfile"
 	"github.com/depotfs/depotfs/store"
 )
 

@@ -10,7 +10,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/depotfs/depotfs/internal/httpfile"
+	"github.com/depotfs/depotfs/httpfile"
 	"github.com/depotfs/depotfs/store"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/depotfs/depotfs/dav"
-	"github.com/depotfs/depotfs/internal/httpfile"
+	"github.com/depotfs/depotfs/httpfile"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 	"github.com/depotfs/depotfs/store"
 )

@@ -10,9 +10,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/depotfs/depotfs/httpfile"
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/internal/grant"
-	"github.com/depotfs/depotfs/internal/httpfile"
 	"github.com/depotfs/depotfs/store"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/depotfs/depotfs/internal/httpfile"
+	"github.com/depotfs/depotfs/httpfile"
 )
 
 // decoded is a link's URL path as net/http decodes it.

@@ -107,7 +107,7 @@ func TestVersionsAcrossHostsAndRestart(t *testing.T) {
 func TestSnapshotReleaseInSeveralCommits(t *testing.T) {
 	t.Parallel()
 	c := natstest.Start(t, 3)
-	for _, batch := range []int{40, 12, 8} {
+	for _, batch := range []int{40, 12, 10} {
 		t.Run(fmt.Sprint(batch), func(t *testing.T) {
 			s := openWith(t, c, storetest.Config{}, fmt.Sprintf("t%d", depots.Add(1)), nats.Options{MaxBatch: batch})
 			ctx := t.Context()

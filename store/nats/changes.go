@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -67,29 +68,47 @@ func (t *txn) changeMessages(add func(string, any), seq map[string]uint64) {
 	}
 }
 
+// rawChanges is a change record read at open, kept undecoded until the
+// hub is filled (see replayed).
+type rawChanges struct {
+	n    uint64 // the record's number
+	key  string
+	data []byte
+}
+
 // replayed returns what the change records a host read at open hold for
-// its hub: the revision after which they are whole and their events.
-// Only the newest run of consecutive records counts, and nothing when
-// entries changed after the newest record (written by a host that kept no
-// log): then the log starts at the store's revision, from.
-func replayed(recs []changeRecord, from uint64) (uint64, []store.Event) {
-	if len(recs) == 0 {
-		return from, nil
+// its hub, which keeps the newest capacity events: the revision after
+// which they are whole and their events. Only the newest run of
+// consecutive records counts, and nothing when entries changed after the
+// newest record (written by a host that kept no log): then the log starts
+// at the store's revision, from. Records are decoded newest first and
+// only until they fill the hub: the log may hold History records of up to
+// changesPerRecord events each, and decoding every event at open, to keep
+// the newest History of them, was half of a host's start-up.
+func replayed(recs []rawChanges, from uint64, capacity int) (uint64, []store.Event) {
+	slices.SortFunc(recs, func(a, b rawChanges) int { return cmp.Compare(a.n, b.n) })
+	var runs [][]store.Event // newest first
+	n := 0
+	for i := len(recs) - 1; i >= 0 && n < capacity; i-- {
+		if i < len(recs)-1 && recs[i].n+1 != recs[i+1].n {
+			break
+		}
+		r, err := decodeChanges(recs[i].key, recs[i].data)
+		if err != nil {
+			break
+		}
+		if i == len(recs)-1 && (len(r.Events) == 0 || r.Events[len(r.Events)-1].Revision != from) {
+			return from, nil
+		}
+		runs = append(runs, r.Events)
+		n += len(r.Events)
+		from = r.Prev
 	}
-	slices.SortFunc(recs, func(a, b changeRecord) int { return cmp.Compare(a.N, b.N) })
-	i := len(recs) - 1
-	for i > 0 && recs[i-1].N+1 == recs[i].N {
-		i--
+	evs := make([]store.Event, 0, n)
+	for _, run := range slices.Backward(runs) {
+		evs = append(evs, run...)
 	}
-	last := recs[len(recs)-1]
-	if len(last.Events) == 0 || last.Events[len(last.Events)-1].Revision != from {
-		return from, nil
-	}
-	var evs []store.Event
-	for _, r := range recs[i:] {
-		evs = append(evs, r.Events...)
-	}
-	return recs[i].Prev, evs
+	return from, evs
 }
 
 // decodeChanges decodes a change record.
@@ -99,6 +118,34 @@ func decodeChanges(key string, data []byte) (changeRecord, error) {
 		return r, fmt.Errorf("change record %s: %w", key, err)
 	}
 	return r, nil
+}
+
+// changeNumber reads the number of a change record without decoding its
+// events: every host applies every record, and needs only the number
+// (events come from the entry records, and at open from replayed).
+func changeNumber(key string, data []byte) (uint64, error) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return 0, fmt.Errorf("change record %s: not an object", key)
+	}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return 0, fmt.Errorf("change record %s: %w", key, err)
+		}
+		if t == "n" {
+			var n uint64
+			if err := d.Decode(&n); err != nil {
+				return 0, fmt.Errorf("change record %s: number: %w", key, err)
+			}
+			return n, nil
+		}
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			return 0, fmt.Errorf("change record %s: %w", key, err)
+		}
+	}
+	return 0, fmt.Errorf("change record %s: no number", key)
 }
 
 // Changes reads the change log (see store.Store.Changes) from this host's

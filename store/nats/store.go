@@ -304,6 +304,7 @@ func (s *Store) setup(ctx context.Context) error {
 	// What the view reads up to last is the tree as it was, not history
 	// for watchers (see view.apply).
 	s.view.hub.Init(s.opts.History, 0)
+	s.view.history = s.opts.History
 	s.view.done = s.done
 	s.view.openSeq = last
 	if info.State.Msgs == 0 {

@@ -44,8 +44,10 @@ type view struct {
 	// they are applied.
 	openSeq, from uint64
 	opened        bool
-	// replay holds the change records read up to openSeq, for the hub.
-	replay []changeRecord
+	// replay holds the change records read up to openSeq, for the hub
+	// (history events long).
+	replay  []rawChanges
+	history int
 	// txns are the ids of the last transactions applied (hdrTxn), oldest
 	// first in txnOrder.
 	txns     map[string]bool
@@ -193,8 +195,8 @@ func (v *view) apply(msgs []msg, rev uint64) {
 			v.remember(id)
 		}
 		if seq <= v.openSeq && kindOfKey(key) == 'c' && !del {
-			if r, err := decodeChanges(key, m.data); err == nil {
-				v.replay = append(v.replay, r)
+			if n, err := changeNumber(key, m.data); err == nil {
+				v.replay = append(v.replay, rawChanges{n: n, key: key, data: m.data})
 			}
 		}
 	}
@@ -202,7 +204,7 @@ func (v *view) apply(msgs []msg, rev uint64) {
 	entryRev := st.entryRev
 	if !v.opened && st.rev >= v.openSeq {
 		v.opened = true
-		v.hub.Restore(replayed(v.replay, v.from))
+		v.hub.Restore(replayed(v.replay, v.from, v.history))
 		v.replay = nil
 	}
 	v.mu.Unlock()
@@ -292,8 +294,8 @@ func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted
 		if del {
 			return nil, "", nil
 		}
-		r, err := decodeChanges(key, data)
-		st.changeN = max(st.changeN, r.N+1)
+		n, err := changeNumber(key, data)
+		st.changeN = max(st.changeN, n+1)
 		return nil, "", err
 	case 'v':
 		return nil, "", st.applyVersion(key, data, del)

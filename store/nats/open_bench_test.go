@@ -1,0 +1,91 @@
+package nats_test
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/nats"
+	"github.com/depotfs/depotfs/store/nats/natstest"
+)
+
+// openSink keeps the last store BenchmarkOpenLarge opened, so that the
+// in-use view of -memprofile shows what a host holds.
+var openSink store.Store
+
+// BenchmarkOpenLarge measures what a host pays to open a depot that holds
+// many small files (inline, as depotfs push stores them): the time Open
+// takes to read the tree and the live heap it then holds, with the host
+// that wrote them closed so only the opening host's memory counts.
+// DEPOTFS_SCALE_FILES sets the count (20,000). To profile a host's start:
+//
+//	go test ./store/nats -run '^$' -bench OpenLarge -benchtime 3x -cpuprofile cpu.out -memprofile mem.out
+func BenchmarkOpenLarge(b *testing.B) {
+	files := 20000
+	if n, err := strconv.Atoi(os.Getenv("DEPOTFS_SCALE_FILES")); err == nil && n > 0 {
+		files = n
+	}
+	c := natstest.Start(b, 3)
+	const prefix = "openlarge"
+	wc := c.Connect(b)
+	w, err := nats.Open(b.Context(), wc, &nats.Options{Prefix: prefix})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const perBatch = 1000 // three records a file, within the servers' 10,000
+	for i := 0; i < files; i += perBatch {
+		reqs := make([]store.PutRequest, 0, perBatch)
+		for j := i; j < min(i+perBatch, files); j++ {
+			reqs = append(reqs, store.PutRequest{
+				Path: fmt.Sprintf("/scale/d%04d/f%07d.txt", j/1000, j),
+				Data: fmt.Appendf(nil, "file %d: %0*d\n", j, 100+j*37%400, j),
+			})
+		}
+		if _, err := w.PutBatch(b.Context(), reqs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Closed with their connections: a connection keeps a closed store's
+	// consumer, and so its state, reachable for a while.
+	w.Close()
+	wc.Close()
+	var opened time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		openSink = nil
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		b.StartTimer()
+		start := time.Now()
+		nc := c.Connect(b)
+		s, err := nats.Open(b.Context(), nc, &nats.Options{Prefix: prefix})
+		if err != nil {
+			b.Fatal(err)
+		}
+		opened += time.Since(start)
+		b.StopTimer()
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		st, err := s.Stats(b.Context())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st.Files != int64(files) {
+			b.Fatalf("opened a depot of %d files, want %d", st.Files, files)
+		}
+		heap := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+		b.ReportMetric(heap/float64(files), "heap-B/file")
+		b.ReportMetric(heap/(1<<20), "heap-MiB")
+		s.Close()
+		nc.Close()
+		openSink = s
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(files)/(opened.Seconds()/float64(b.N)), "files/s")
+}

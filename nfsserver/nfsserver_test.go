@@ -318,7 +318,9 @@ func TestHostileRequests(t *testing.T) {
 
 	_, srcFh := c.walkPath(t, "src")
 	for _, name := range []string{"..", "../secret", "../../secret/key.txt", "src/main.go", "lib/../../readme.txt",
-		"main.go\x00", "\x00", "", ".", "ma\u200bin.go", strings.Repeat("a", 256), strings.Repeat("a", 5000), "main.go/"} {
+		"main.go\x00", "\x00", "", ".", "ma\u200bin.go", strings.Repeat("a", 256), strings.Repeat("a", 5000), "main.go/",
+		// Escapes mean nothing to NFS: each is a name of its own, not found.
+		"%2e%2e", "%2E%2E", "..%2fsecret", "%2e%2e%2f%2e%2e%2fsecret", "..\\secret", "..\x00", ".\x00.", "...", " .."} {
 		status, fh := c.lookup(t, srcFh, name)
 		if name == ".." || name == "." {
 			// go-nfs answers these itself: the parent and the directory,

@@ -56,3 +56,46 @@ func TestServeNFS(t *testing.T) {
 		t.Errorf("the audit log has no allowed and refused NFS mounts:\n%s", log)
 	}
 }
+
+// TestServeNFSGrants serves the whole depot with --nfs-grants naming /a
+// only: libnfs's client lists and reads /a, and no name of /b shows by
+// any path (the root's listing, a mount of /b, a walk of it, a path that
+// climbs or hides a slash); /b's file reads as missing.
+func TestServeNFSGrants(t *testing.T) {
+	nfsLs, nfsCat := needProgram(t, "nfs-ls"), needProgram(t, "nfs-cat") // Debian: libnfs-utils
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--nfs", "127.0.0.1:0", "--nfs-grants", "nfs:/a:r"}})
+	d.mustCall("guide_cache_file", map[string]any{"path": "/a/x.txt", "content": "for a\n"})
+	d.mustCall("guide_cache_file", map[string]any{"path": "/b/secret-b.txt", "content": "secret of b\n"})
+	d.mustCall("guide_cache_file", map[string]any{"path": "/b/hidden-dir/z.txt", "content": "z\n"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	out, err := exec.CommandContext(ctx, nfsLs, "-R", nfsURL(d, "/")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "a/x.txt") {
+		t.Fatalf("nfs-ls -R /: %v\n%s", err, out)
+	}
+	if out, err := exec.CommandContext(ctx, nfsCat, nfsURL(d, "/a/x.txt")).Output(); err != nil || string(out) != "for a\n" {
+		t.Fatalf("nfs-cat /a/x.txt: %q, %v", out, err)
+	}
+	shown := string(out)
+	// libnfs's error messages repeat the URL asked for; what must not
+	// show is what only the depot knows.
+	for _, p := range []string{"/b", "/b/", "/b/hidden-dir", "/a/../b", "/a/%2e%2e/b", "/a/..%2fb", "/./b"} {
+		u := nfsURL(d, p)
+		o, _ := exec.CommandContext(ctx, nfsLs, "-R", u).CombinedOutput()
+		shown += strings.ReplaceAll(string(o), u, "URL")
+	}
+	for _, p := range []string{"/b/secret-b.txt", "/a/../b/secret-b.txt", "/a/%2e%2e/b/secret-b.txt", "/b/hidden-dir/z.txt"} {
+		u := nfsURL(d, p)
+		o, err := exec.CommandContext(ctx, nfsCat, u).CombinedOutput()
+		if err == nil {
+			t.Errorf("nfs-cat %s under a grant of /a: %q", p, o)
+		}
+		shown += strings.ReplaceAll(string(o), u, "URL")
+	}
+	for _, name := range []string{"secret", "hidden", "z.txt", "of b"} {
+		if strings.Contains(shown, name) {
+			t.Errorf("an NFS client granted /a only was shown %q:\n%s", name, shown)
+		}
+	}
+}

@@ -1,15 +1,21 @@
 package integration_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/depotfs/depotfs/internal/audit"
 )
@@ -351,5 +357,71 @@ func TestWebDAVRclone(t *testing.T) {
 	all := []string{"--config", "/dev/null", "--webdav-url", d.base() + "/dav/", "--webdav-bearer-token", tokA, "check", "--download", local, ":webdav:a"}
 	if out, err := exec.Command("rclone", all...).CombinedOutput(); err == nil || !strings.Contains(string(out), "1 differences found") {
 		t.Errorf("rclone check of a changed file: %v\n%s", err, out)
+	}
+}
+
+// stalledCut sends a GET for u (size bytes) on a connection whose
+// receive buffer is small from its start (set before connecting, so the
+// window stays small and the stall reaches the server at once), reads
+// nothing for 4 s, then reads on: the server must have closed the
+// connection (EOF within the deadline) short of size bytes.
+func stalledCut(t *testing.T, tok, u string, size int) {
+	t.Helper()
+	pu, _ := url.Parse(u)
+	dialer := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var err error
+		if cerr := rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) }); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	c, err := dialer.Dial("tcp", pu.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", pu.EscapedPath(), pu.Host, tok)
+	br := bufio.NewReaderSize(c, 4096)
+	if _, err := br.Peek(1); err != nil {
+		t.Fatalf("stalled GET: no answer: %v", err)
+	}
+	time.Sleep(4 * time.Second) // the stall: the server's idle timeout is 2 s
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	n, err := io.Copy(io.Discard, br)
+	if err != nil || n >= int64(size) {
+		t.Errorf("after a 4 s stall the reader got %d of %d bytes and then %v; want the connection closed short of the file", n, size, err)
+	}
+}
+
+// TestWebDAVSlowReader GETs an 8 MiB file over WebDAV on a connection
+// that stops reading: the server cuts the response once
+// --http-body-idle-timeout (2 s) passes rather than hold the file open
+// for the client's pace, and answers the next request at once.
+func TestWebDAVSlowReader(t *testing.T) {
+	t.Parallel()
+	tokens := filepath.Join(t.TempDir(), "tokens.json")
+	op, _ := issueToken(t, tokens, "operator", "*:/:rw")
+	reader, _ := issueToken(t, tokens, "reader", "*:/big:r")
+	d := startDaemon(t, daemonConfig{transport: overHTTP, client: clientAuth{bearer: op},
+		args: []string{"--tokens", tokens, "--rate-calls", "0", "--http-body-idle-timeout", "2s"}})
+	size := 8 << 20
+	src := filepath.Join(t.TempDir(), "data.bin")
+	if err := os.WriteFile(src, pseudoRandom(size, 30), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tokFile := filepath.Join(t.TempDir(), "op.token")
+	if err := os.WriteFile(tokFile, []byte(op), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runDepotfs(t, "push", "--url", d.url, "--token-file", tokFile, "--to", "/big", src); code != 0 {
+		t.Fatalf("push: %d %s %s", code, stdout, stderr)
+	}
+	u := d.base() + "/dav/big/data.bin"
+	stalledCut(t, reader, u, size)
+	if _, err := exec.LookPath("curl"); err != nil {
+		return
+	}
+	if r := curl(t, reader, "-r", "0-9", u); r.status != 206 || len(r.body) != 10 {
+		t.Errorf("a GET after the stalled one = %d, %d bytes", r.status, len(r.body))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -317,5 +318,85 @@ func BenchmarkPropfind(b *testing.B) {
 			b.Fatal(w.Code)
 		}
 		done = done[:0]
+	}
+}
+
+// wide is a Tree of 100,000 files in 1,000 directories below /w, made
+// up as they are asked for, that counts the listings read.
+type wide struct{ readDirs *atomic.Int64 }
+
+func (w wide) Stat(_ context.Context, p string) (store.Entry, error) {
+	if p == "/" || p == "/w" || strings.Count(p, "/") == 2 {
+		return store.Entry{Path: p, Kind: store.KindDir}, nil
+	}
+	return store.Entry{Path: p, Kind: store.KindFile, Size: 1}, nil
+}
+
+func (w wide) ReadDir(_ context.Context, dir string) ([]store.Entry, error) {
+	w.readDirs.Add(1)
+	var es []store.Entry
+	switch {
+	case dir == "/":
+		es = append(es, store.Entry{Path: "/w", Kind: store.KindDir})
+	case dir == "/w":
+		for i := range 1000 {
+			es = append(es, store.Entry{Path: fmt.Sprintf("/w/d%03d", i), Kind: store.KindDir})
+		}
+	default:
+		for i := range 100 {
+			es = append(es, store.Entry{Path: fmt.Sprintf("%s/f%03d", dir, i), Kind: store.KindFile, Size: 1})
+		}
+	}
+	return es, nil
+}
+
+func (w wide) Open(context.Context, string) (store.Content, error) { return nil, store.ErrNotExist }
+func (w wide) StatAt(ctx context.Context, p string, _ uint64) (store.Entry, error) {
+	return w.Stat(ctx, p)
+}
+func (w wide) ReadDirAt(ctx context.Context, p string, _ uint64) ([]store.Entry, error) {
+	return w.ReadDir(ctx, p)
+}
+func (w wide) OpenAt(context.Context, string, uint64) (store.Content, error) {
+	return nil, store.ErrNotExist
+}
+func (w wide) Snapshots(context.Context) ([]store.Snapshot, error) { return nil, nil }
+func (w wide) Finish(string, error) error                          { return nil }
+
+// TestPropfindInfinityOnWideTree asks for the whole of a 100,000-file
+// tree at once, with Depth infinity and with no Depth (which means
+// infinity): refused with 403 before any directory is read, in well
+// under a second and a few KiB. Depth 1 of the same tree lists one
+// directory.
+func TestPropfindInfinityOnWideTree(t *testing.T) {
+	t.Parallel()
+	var reads atomic.Int64
+	h := dav.New(dav.Options{Begin: func(context.Context, string) dav.Request { return wide{&reads} }})
+	for _, depth := range []string{"infinity", "Infinity", "", "2", "1 ", "-1"} {
+		for _, target := range []string{"/dav/", "/dav/w/"} {
+			r := httptest.NewRequest("PROPFIND", "http://depot"+target, nil)
+			if depth != "" {
+				r.Header.Set("Depth", depth)
+			}
+			w := httptest.NewRecorder()
+			start := time.Now()
+			h.ServeHTTP(w, r)
+			if took := time.Since(start); took > time.Second {
+				t.Errorf("PROPFIND %s depth %q took %v", target, depth, took)
+			}
+			if w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "propfind-finite-depth") || w.Body.Len() > 4096 {
+				t.Errorf("PROPFIND %s depth %q = %d, %d bytes: %.200s", target, depth, w.Code, w.Body.Len(), w.Body.String())
+			}
+		}
+	}
+	if n := reads.Load(); n != 0 {
+		t.Errorf("refused PROPFINDs read %d directories", n)
+	}
+	r := httptest.NewRequest("PROPFIND", "http://depot/dav/w/", nil)
+	r.Header.Set("Depth", "1")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if got := strings.Count(w.Body.String(), "<D:response>"); w.Code != http.StatusMultiStatus || got != 1001 || reads.Load() != 1 {
+		t.Errorf("PROPFIND /w/ depth 1 = %d with %d responses after %d listings; want 207, 1001 and 1", w.Code, got, reads.Load())
 	}
 }

@@ -93,7 +93,7 @@ func (s *Server) serverInstructions() string {
 	if s.serves(ProfileProvider) {
 		text += `
 
-File-provider tools (read_file, read_file_binary, list_directory, file_exists, get_file_stats, calculate_file_hash, find_files) read the depot for a scanner: they reply with the value itself (text, base64, a list of paths, true/false, a stats object, a hex digest) or, on failure, {"error": "...", "error_type": "FileNotFoundError|PermissionError|FileSizeLimitExceededError|FileProviderError"}. A path may be a depot path or the same file under the mount point.`
+File-provider tools (read_file, read_file_binary, list_directory, file_exists, get_file_stats, calculate_file_hash, find_files) read the depot for a scanner: they reply with the value itself (text, base64, a list of paths, true/false, a stats object, a hex digest) or, on failure, {"error": "...", "error_type": "FileNotFoundError|PermissionError|FileSizeLimitExceededError|FileProviderError"}. A path may be a depot path or the same file under the mount point; a path under /.snapshots/NAME reads snapshot NAME (guide_snapshot).`
 	}
 	if s.serves(ProfileFS) {
 		text += `

@@ -17,7 +17,8 @@ import (
 // once (guide_cache_files' entries, guide_read_file's and
 // guide_begin_upload's arguments shared with guide_cache_file) and the
 // descriptions without their pointer to docs/tools.md: 23,507 bytes for
-// 20 tools, guide_changes (792) included, 1 KiB left for the next tool.
+// 20 tools, guide_changes (792) included; 23,967 with the snapshot
+// argument of read_file, read_file_binary and list_directory.
 const toolsListBudget = 24 * 1024
 
 // maxMountGrowth is how many bytes tools/list may grow for each byte of

@@ -47,20 +47,27 @@ type fsPermissions struct {
 // fsInfo is info: what the depot knows of a path. A path with no entry is
 // not an error: the reply says exists false.
 func (s *tools) fsInfo(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var p string
+	var p, snap string
 	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		p = s.pathArg(o, "path")
+		snap = tool.SnapshotName(o)
 	})
 	c.Path = p
 	if err != nil {
 		return tool.Reply{}, err
 	}
-	e, err := c.Store().Stat(ctx, p)
+	pl, err := c.Store().Locate(ctx, "path", p, snap)
+	if err != nil {
+		return tool.Reply{}, err
+	}
+	p, c.Path = pl.Path, pl.Path
+	shown := relPath(pl.Show(p))
+	e, err := c.Store().Tree(pl).Stat(ctx, p)
 	if err != nil {
 		if !errors.Is(err, store.ErrNotExist) {
 			return tool.Reply{}, fsStoreError(err, p)
 		}
-		return tool.Reply{Data: fsInfoReply{Path: relPath(p), IsHidden: strings.HasPrefix(depotpath.Base(p), ".")}}, nil
+		return tool.Reply{Data: fsInfoReply{Path: shown, IsHidden: strings.HasPrefix(depotpath.Base(p), ".")}}, nil
 	}
 	name := depotpath.Base(p)
 	modified := fsTime(tool.EntryTime(e))
@@ -75,7 +82,7 @@ func (s *tools) fsInfo(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 		Exists:   true,
 		Type:     e.Kind.String(),
 		Name:     name,
-		Path:     relPath(p),
+		Path:     shown,
 		Created:  created,
 		Modified: modified,
 		// The depot does not record reads: accessed is the last change
@@ -83,13 +90,13 @@ func (s *tools) fsInfo(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 		Accessed: fsTime(accessed),
 		Permissions: &fsPermissions{
 			Readable:   e.IsDir() || e.Present,
-			Writable:   true,
+			Writable:   pl.Snap == nil, // a snapshot's tree is read-only
 			Executable: e.IsDir() || e.Mode&0o111 != 0,
 		},
 		IsHidden:  strings.HasPrefix(name, "."),
 		SHA256:    e.SHA256,
 		Mode:      args.FormatMode(e.Mode),
-		MountPath: s.opts.MountPath(p),
+		MountPath: s.opts.MountPath(pl.MountShown(p)),
 		Revision:  e.Revision,
 	}
 	if !e.IsDir() {

@@ -38,18 +38,26 @@ func (s *tools) fsList(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 	var pattern args.Glob
 	var recursive, hidden bool
 	metadata := true
+	var snap string
 	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		dir = s.pathArg(o, "path")
 		pattern = o.Glob("pattern")
 		recursive = o.Bool("recursive", false)
 		hidden = o.Bool("include_hidden", false)
 		metadata = o.Bool("metadata", true)
+		snap = tool.SnapshotName(o)
 	})
 	c.Path = dir
 	if err != nil {
 		return tool.Reply{}, err
 	}
-	e, err := c.Store().Stat(ctx, dir)
+	pl, err := c.Store().Locate(ctx, "path", dir, snap)
+	if err != nil {
+		return tool.Reply{}, err
+	}
+	dir, c.Path = pl.Path, pl.Path
+	tree := c.Store().Tree(pl)
+	e, err := tree.Stat(ctx, dir)
 	if err != nil {
 		return tool.Reply{}, fsStoreError(err, dir)
 	}
@@ -57,7 +65,7 @@ func (s *tools) fsList(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 		return tool.Reply{}, fsStoreError(store.ErrNotDir, dir)
 	}
 	out := fsListReply{Entries: []fsEntry{}}
-	err = c.Store().Walk(ctx, dir, recursive, func(e store.Entry) (bool, error) {
+	err = tree.Walk(ctx, dir, recursive, func(e store.Entry) (bool, error) {
 		name := depotpath.Base(e.Path)
 		isHidden := strings.HasPrefix(name, ".")
 		if isHidden && !hidden {
@@ -70,7 +78,7 @@ func (s *tools) fsList(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 			out.Truncated = true
 			return false, tool.ErrStopWalk
 		}
-		out.Entries = append(out.Entries, fsListEntry(e, name, isHidden, metadata))
+		out.Entries = append(out.Entries, fsListEntry(e, relPath(pl.Show(e.Path)), isHidden, metadata))
 		return true, nil
 	})
 	if err != nil {
@@ -80,8 +88,9 @@ func (s *tools) fsList(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 	return tool.Reply{Data: out}, nil
 }
 
-func fsListEntry(e store.Entry, name string, hidden, metadata bool) fsEntry {
-	out := fsEntry{Name: name, Path: relPath(e.Path), Type: e.Kind.String(), IsHidden: hidden}
+// fsListEntry is entry e of a listing, shown at path (relative).
+func fsListEntry(e store.Entry, path string, hidden, metadata bool) fsEntry {
+	out := fsEntry{Name: depotpath.Base(e.Path), Path: path, Type: e.Kind.String(), IsHidden: hidden}
 	if metadata {
 		if !e.IsDir() {
 			size := e.Size

@@ -42,6 +42,7 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 	var start, end, maxSize int64 // start, end: lines, 0-based, end inclusive; -1 when not given
 	var revision uint64           // read the file as it was at this revision; 0: now
 	var part bool                 // the call asks for lines or a size: no link instead
+	var snap string               // the snapshot argument
 	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		part = o.Has("start_line") || o.Has("end_line") || o.Has("max_size")
 		p = s.pathArg(o, "path")
@@ -50,6 +51,7 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 		end = o.Count("end_line", -1, 0, args.MaxExactInteger)
 		maxSize = o.Count("max_size", min(defaultFSReadBytes, s.opts.MaxReadBytes), 1, s.opts.MaxReadBytes)
 		revision = uint64(o.Count("revision", 0, 1, args.MaxExactInteger))
+		snap = tool.SnapshotName(o)
 		if start >= 0 && end >= 0 && end < start {
 			o.Problems().Addf("end_line", "%d is before start_line %d (end_line is inclusive)", end, start)
 		}
@@ -58,12 +60,23 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 	if err != nil {
 		return tool.Reply{}, err
 	}
+	pl, err := c.Store().Locate(ctx, "path", p, snap)
+	if err != nil {
+		return tool.Reply{}, err
+	}
+	if pl.Snap != nil && revision != 0 {
+		return tool.Reply{}, args.Problem("revision", "give either revision or a snapshot (its revision is %d), not both", pl.Revision())
+	}
 	if err := checkRevision(ctx, c, p, revision); err != nil {
 		return tool.Reply{}, err
 	}
+	p, c.Path = pl.Path, pl.Path
+	if pl.Snap != nil {
+		revision = pl.Revision()
+	}
 	e, content, err := openVersion(ctx, c, p, revision)
 	if err != nil {
-		return tool.Reply{}, s.readError(ctx, c, err, p, revision)
+		return tool.Reply{}, s.readError(ctx, c, err, pl, revision)
 	}
 	defer content.Close()
 	c.Size, c.SHA256 = content.Size(), content.SHA256()
@@ -77,6 +90,7 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 		return tool.Reply{}, &tool.StoreError{Op: "read", Path: p, Err: err}
 	}
 	out := fsReadReply{Truncated: sel.truncated, LineCount: sel.lines, Metadata: newFSMetadata(e)}
+	out.Metadata.Path = relPath(pl.Show(e.Path))
 	reply := tool.Reply{Data: &out}
 	if linked {
 		out.Link, reply.Links = link.URI, []mcp.ResourceLink{link}
@@ -114,12 +128,18 @@ func checkRevision(ctx context.Context, c *tool.Call, p string, rev uint64) erro
 	return nil
 }
 
-// readError words a failed read of p at revision rev (0: now): a revision
+// readError words a failed read of place pl at revision rev (0: now): a
+// path missing from a snapshot names the snapshot, a revision
 // beyond the depot's names the current one, a version no longer kept
 // names the kept ones, and a missing path names the one it probably meant.
-func (s *tools) readError(ctx context.Context, c *tool.Call, err error, p string, rev uint64) error {
+func (s *tools) readError(ctx context.Context, c *tool.Call, err error, pl tool.Place, rev uint64) error {
+	p := pl.Path
 	if !errors.Is(err, store.ErrNotExist) {
 		return fsStoreError(err, p)
+	}
+	if pl.Snap != nil {
+		return &fsError{code: fsNotFound, path: p, err: err,
+			msg: fmt.Sprintf("%s did not exist in snapshot %s (the tree below %s as of revision %d): list the snapshot's directory to see what it holds", relPath(pl.Show(p)), c.Store().SnapshotName(pl.Snap.Name), relPath(pl.Snap.Prefix), pl.Snap.Revision)}
 	}
 	if rev != 0 {
 		if kept, kerr := c.Store().Kept(ctx, p); kerr == nil && len(kept) > 0 {

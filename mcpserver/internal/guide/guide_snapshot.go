@@ -122,7 +122,8 @@ func (s *tools) createSnapshot(ctx context.Context, c *tool.Call, a snapshotArgs
 	}
 	c.Status = "created"
 	info := s.snapshotInfo(c, snap)
-	msg := fmt.Sprintf("Snapshot %s holds %s as of revision %d", info.Name, snap.Prefix, snap.Revision)
+	msg := fmt.Sprintf("Snapshot %s holds %s as of revision %d. Read it with snapshot %q and a path below %s on the read and list tools (read_file, list_directory; read, list), or at %s/%s/..., or a file below it as the resource depot:///PATH?revision=%d",
+		info.Name, snap.Prefix, snap.Revision, info.Name, snap.Prefix, store.SnapshotsDir, info.Name, snap.Revision)
 	if info.MountPath != "" {
 		msg += "; programs read it at " + info.MountPath
 	}

@@ -32,10 +32,13 @@ func (s *tools) providerFileHash(ctx context.Context, c *tool.Call, raw json.Raw
 	if err != nil {
 		return tool.Reply{}, err
 	}
+	if err := s.locate(ctx, c, &p, ""); err != nil {
+		return tool.Reply{}, err
+	}
 	var h hash.Hash
 	switch algorithm {
 	case "sha256":
-		e, err := c.Store().Stat(ctx, p.depot)
+		e, err := p.tree(c).Stat(ctx, p.depot)
 		if err != nil {
 			return tool.Reply{}, providerStoreError(err, "File", p)
 		}
@@ -54,7 +57,7 @@ func (s *tools) providerFileHash(ctx context.Context, c *tool.Call, raw json.Raw
 	default:
 		return tool.Reply{}, &providerError{providerFailed, fmt.Sprintf("Invalid hash algorithm: %s (use md5, sha1, sha256)", args.Quote(algorithm)), args.ErrInvalid}
 	}
-	content, err := c.Store().Open(ctx, p.depot)
+	content, err := p.tree(c).Open(ctx, p.depot)
 	if err != nil {
 		return tool.Reply{}, providerStoreError(err, "File", p)
 	}

@@ -24,6 +24,11 @@ func (s *tools) providerFileExists(ctx context.Context, c *tool.Call, raw json.R
 	case err != nil:
 		return tool.Reply{}, err
 	}
-	_, err = c.Store().Stat(ctx, p.depot)
+	if err := s.locate(ctx, c, &p, ""); err != nil {
+		// A path under /.snapshots that names no snapshot the caller may
+		// read: nothing exists there for it.
+		return tool.Reply{Data: false}, nil
+	}
+	_, err = p.tree(c).Stat(ctx, p.depot)
 	return tool.Reply{Data: err == nil}, nil
 }

@@ -46,6 +46,9 @@ func (s *tools) providerFindFiles(ctx context.Context, c *tool.Call, raw json.Ra
 	if err != nil {
 		return tool.Reply{}, err
 	}
+	if err := s.locate(ctx, c, &dir, ""); err != nil {
+		return tool.Reply{}, err
+	}
 	return s.providerWalk(ctx, c, dir, recursive, maxFiles, func(e store.Entry) bool {
 		if e.IsDir() {
 			return false

@@ -28,7 +28,10 @@ func (s *tools) providerFileStats(ctx context.Context, c *tool.Call, raw json.Ra
 	if err != nil {
 		return tool.Reply{}, err
 	}
-	e, err := c.Store().Stat(ctx, p.depot)
+	if err := s.locate(ctx, c, &p, ""); err != nil {
+		return tool.Reply{}, err
+	}
+	e, err := p.tree(c).Stat(ctx, p.depot)
 	if err != nil {
 		return tool.Reply{}, providerStoreError(err, "Path", p)
 	}

@@ -19,14 +19,19 @@ func (s *tools) providerListDirectory(ctx context.Context, c *tool.Call, raw jso
 	var pattern args.Glob
 	var recursive bool
 	var maxFiles int64
+	var snap string
 	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
 		dir = s.providerPathArg(o, "directory_path")
 		pattern = o.Glob("pattern")
 		recursive = o.Bool("recursive", false)
 		maxFiles = o.Count("max_files", 0, 0, args.MaxExactInteger)
+		snap = tool.SnapshotName(o)
 	})
 	c.Path = dir.depot
 	if err != nil {
+		return tool.Reply{}, err
+	}
+	if err := s.locate(ctx, c, &dir, snap); err != nil {
 		return tool.Reply{}, err
 	}
 	return s.providerWalk(ctx, c, dir, recursive, maxFiles, func(e store.Entry) bool {
@@ -38,7 +43,7 @@ func (s *tools) providerListDirectory(ctx context.Context, c *tool.Call, raw jso
 // entries below dir that keep accepts, at most maxFiles of them (see
 // listLimit), in depth-first order with siblings by name.
 func (s *tools) providerWalk(ctx context.Context, c *tool.Call, dir providerPath, recursive bool, maxFiles int64, keep func(store.Entry) bool) (tool.Reply, error) {
-	e, err := c.Store().Stat(ctx, dir.depot)
+	e, err := dir.tree(c).Stat(ctx, dir.depot)
 	if err != nil {
 		return tool.Reply{}, providerStoreError(err, "Directory", dir)
 	}
@@ -47,7 +52,7 @@ func (s *tools) providerWalk(ctx context.Context, c *tool.Call, dir providerPath
 	}
 	limit := s.listLimit(maxFiles)
 	paths := []string{}
-	err = c.Store().Walk(ctx, dir.depot, recursive, func(e store.Entry) (bool, error) {
+	err = dir.tree(c).Walk(ctx, dir.depot, recursive, func(e store.Entry) (bool, error) {
 		if keep(e) {
 			if len(paths) >= limit {
 				return false, tool.ErrStopWalk

@@ -6,6 +6,7 @@
 package provider
 
 import (
+	"context"
 	"embed"
 	"encoding/json"
 	"path/filepath"
@@ -108,21 +109,42 @@ func (p providerShape) Failure(c *tool.Call, err error) *mcp.CallToolResult {
 }
 
 // providerPath is a path argument of the provider profile: the depot path
-// it names and how to show paths back to the caller.
+// it names, the tree it is read in and how to show paths back to the
+// caller.
 type providerPath struct {
 	depot string // clean depot path
+	field string // the argument it came from
 	// mount is the host mount point when the caller named the entry under
 	// it ("/mnt/depot/a/b"); replies then name entries the same way.
 	mount string
+	// place is where the path is read (locate): the live tree, or a
+	// snapshot's named by a /.snapshots/NAME path or the snapshot
+	// argument.
+	place tool.Place
 }
 
 // show returns depot path p as the caller names entries.
 func (p providerPath) show(depot string) string {
+	shown := p.place.Show(depot)
 	if p.mount == "" {
-		return depot
+		return shown
 	}
-	return filepath.Join(p.mount, filepath.FromSlash(depot))
+	return filepath.Join(p.mount, filepath.FromSlash(shown))
 }
+
+// locate resolves p (decoded) to the tree it is read in, given the
+// snapshot argument snap ("" when absent), and sets the call's path.
+func (s *tools) locate(ctx context.Context, c *tool.Call, p *providerPath, snap string) error {
+	pl, err := c.Store().Locate(ctx, p.field, p.depot, snap)
+	if err != nil {
+		return err
+	}
+	p.place, p.depot, c.Path = pl, pl.Path, pl.Path
+	return nil
+}
+
+// tree returns the tree p is read in.
+func (p providerPath) tree(c *tool.Call) tool.Tree { return c.Store().Tree(p.place) }
 
 // providerPathArg reads a path argument: a depot path ("/a/b", or "a/b"
 // from the root), or the same entry under Options.MountPoint
@@ -131,12 +153,12 @@ func (p providerPath) show(depot string) string {
 func (s *tools) providerPathArg(o *args.Object, field string) providerPath {
 	p, ok := o.DepotPath(field, true)
 	if !ok {
-		return providerPath{}
+		return providerPath{field: field}
 	}
 	if in, ok := args.UnderMount(p, s.opts.MountPoint); ok {
-		return providerPath{depot: in, mount: s.opts.MountPoint}
+		return providerPath{depot: in, field: field, mount: s.opts.MountPoint}
 	}
-	return providerPath{depot: p}
+	return providerPath{depot: p, field: field}
 }
 
 // isoTime formats t as Python's datetime.isoformat does for an aware UTC

@@ -16,6 +16,7 @@ type readArgs struct {
 	path     providerPath
 	encoding string // read_file only
 	maxSize  int64  // 0: the server's limit only
+	snapshot string // the snapshot argument, "" when absent
 }
 
 // decodeReadArgs reads the arguments of read_file (text true) or
@@ -35,6 +36,7 @@ func (s *tools) decodeReadArgs(raw json.RawMessage, text bool) (readArgs, error)
 			}
 		}
 		a.maxSize = o.Count("max_size", 0, 0, args.MaxExactInteger)
+		a.snapshot = tool.SnapshotName(o)
 	})
 	return a, err
 }
@@ -46,6 +48,9 @@ func (s *tools) readFile(text bool) tool.Func {
 		a, err := s.decodeReadArgs(raw, text)
 		c.Path = a.path.depot
 		if err != nil {
+			return tool.Reply{}, err
+		}
+		if err := s.locate(ctx, c, &a.path, a.snapshot); err != nil {
 			return tool.Reply{}, err
 		}
 		if reply, linked, err := s.providerLink(ctx, c, a.path); linked || err != nil {

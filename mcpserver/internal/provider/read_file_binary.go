@@ -18,8 +18,8 @@ import (
 // reading it. read_file_binary (readFile(false)) replies with these bytes
 // in base64; read_file decodes them as text.
 func (s *tools) providerRead(ctx context.Context, c *tool.Call, p providerPath, maxSize int64) ([]byte, string, error) {
-	content, err := c.Store().Open(ctx, p.depot)
-	if errors.Is(err, store.ErrNotExist) {
+	content, err := p.tree(c).Open(ctx, p.depot)
+	if errors.Is(err, store.ErrNotExist) && p.place.Snap == nil {
 		if near := c.Store().Nearby(ctx, p.depot); near != "" {
 			return nil, "", &providerError{providerNotFound, fmt.Sprintf("File not found: %s; paths start at the depot's root: did you mean %s?", p.show(p.depot), args.Quote(p.show(near))), err}
 		}
@@ -47,7 +47,7 @@ func (s *tools) providerRead(ctx context.Context, c *tool.Call, p providerPath, 
 // link block carries it (tool.Call.FileLink). linked is false for any
 // other file, which is read as before.
 func (s *tools) providerLink(ctx context.Context, c *tool.Call, p providerPath) (_ tool.Reply, linked bool, _ error) {
-	e, err := c.Store().Stat(ctx, p.depot)
+	e, err := p.tree(c).Stat(ctx, p.depot)
 	if err != nil || !e.Present {
 		return tool.Reply{}, false, nil // the read reports it
 	}
@@ -57,6 +57,6 @@ func (s *tools) providerLink(ctx context.Context, c *tool.Call, p providerPath) 
 	}
 	c.Size, c.SHA256 = e.Size, e.SHA256
 	text := fmt.Sprintf("%s is %d bytes (sha256 %s), too large to send inline: its content is at %s (the resource_link of this reply). GET it with the same credentials as this session; Range requests work and the ETag is the sha256. The link reads this version (revision %d) while the depot keeps it.",
-		p.depot, e.Size, e.SHA256, link.URI, e.Revision)
+		p.show(p.depot), e.Size, e.SHA256, link.URI, e.Revision)
 	return tool.Reply{Data: text, Links: []mcp.ResourceLink{link}}, true, nil
 }

@@ -378,34 +378,7 @@ func (g *Store) Changes(ctx context.Context, req feed.Request) (feed.Page, error
 // walk is not one snapshot, and entries changed meanwhile may be seen or
 // missed. Errors from the store are wrapped in StoreError.
 func (g *Store) Walk(ctx context.Context, dir string, recursive bool, visit func(e store.Entry) (descend bool, err error)) error {
-	err := g.walkDir(ctx, dir, recursive, visit)
-	if errors.Is(err, ErrStopWalk) {
-		return nil
-	}
-	return err
-}
-
-func (g *Store) walkDir(ctx context.Context, dir string, recursive bool, visit func(e store.Entry) (bool, error)) error {
-	entries, err := g.ReadDir(ctx, dir)
-	if err != nil {
-		return &StoreError{Op: "readdir", Path: dir, Err: err}
-	}
-	for _, e := range entries {
-		descend, err := visit(e)
-		if err != nil {
-			return err
-		}
-		if recursive && descend && e.IsDir() {
-			if err := g.walkDir(ctx, e.Path, true, visit); err != nil {
-				// A directory removed while the walk runs is skipped.
-				if errors.Is(err, store.ErrNotExist) {
-					continue
-				}
-				return err
-			}
-		}
-	}
-	return nil
+	return g.Tree(Place{}).Walk(ctx, dir, recursive, visit)
 }
 
 // EntryTime is the modification time shown for e: its mtime, else its last

@@ -79,11 +79,85 @@ func callAny(d *daemon, tool string, args map[string]any) (reply, error) {
 	return r, nil
 }
 
+// mistakesFile is the table of mistaken calls (see its header).
+const mistakesFile = "testdata/mistakes.jsonl"
+
+// loadMistakes reads mistakesFile, with its placeholders filled: strings
+// holds the values substituted inside strings ({{mnt}}), numbers those
+// that replace a whole string ("{{gone}}").
+func loadMistakes(t *testing.T, strs map[string]string, numbers map[string]uint64) []mistake {
+	t.Helper()
+	raw, err := os.ReadFile(mistakesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []mistake
+	seen := map[string]bool{}
+	for i, line := range strings.Split(string(raw), "\n") {
+		if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		var c struct {
+			Name   string         `json:"name"`
+			Tool   string         `json:"tool"`
+			Args   map[string]any `json:"args"`
+			Fix    []string       `json:"fix"`
+			Accept bool           `json:"accept"`
+			Same   bool           `json:"same"`
+		}
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil || c.Name == "" || c.Tool == "" || c.Args == nil || seen[c.Name] {
+			t.Fatalf("%s:%d: not a case with a new name, a tool and args (%v): %s", mistakesFile, i+1, err, line)
+		}
+		seen[c.Name] = true
+		out = append(out, mistake{name: c.Name, tool: c.Tool, args: fillCase(c.Args, strs, numbers).(map[string]any), fix: c.Fix, accept: c.Accept, same: c.Same})
+	}
+	return out
+}
+
+// fillCase substitutes the placeholders of loadMistakes in v, a decoded JSON
+// value.
+func fillCase(v any, strs map[string]string, numbers map[string]uint64) any {
+	switch v := v.(type) {
+	case string:
+		if n, ok := numbers[v]; ok {
+			return n
+		}
+		for k, s := range strs {
+			v = strings.ReplaceAll(v, k, s)
+		}
+		return v
+	case map[string]any:
+		for k, x := range v {
+			v[k] = fillCase(x, strs, numbers)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = fillCase(x, strs, numbers)
+		}
+	}
+	return v
+}
+
+// tally counts the outcomes of the mistaken calls, as the issue tracker
+// counts them.
+type tally struct {
+	refusedWithFix, acceptedAsMeant, unclear, internal, acceptedSilently, silentMount, refusedGood int
+}
+
+func (n tally) String() string {
+	return fmt.Sprintf("%d refused naming the fix, %d accepted saying what was done, %d unclear (the fix not named), %d internal errors, %d accepted silently (%d of them at a mount path), %d good calls refused",
+		n.refusedWithFix, n.acceptedAsMeant, n.unclear, n.internal, n.acceptedSilently, n.silentMount, n.refusedGood)
+}
+
 // TestMistakenCalls replays the mistakes agents make with every profile's
-// tools and counts what the issue tracker counts: internal errors,
-// mount paths accepted without a word, and refusals that do not name the
-// fix. Each must be 0; each refusal must also leave the depot unchanged.
-// Run it alone to see the counts: go test ./integration -run TestMistakenCalls -v
+// tools (testdata/mistakes.jsonl) and counts what the issue tracker
+// counts: refusals that name the fix, unclear ones, internal errors and
+// calls accepted silently (mount paths above all). Every refusal must name
+// the fix and leave the depot unchanged; there must be no internal error
+// and no silent acceptance. bench/mistakes.sh runs it and prints the
+// tally: go test ./integration -run TestMistakenCalls -v
 func TestMistakenCalls(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--tools", "guide,provider,fs", "--rate-calls", "0"}})
@@ -100,106 +174,13 @@ func TestMistakenCalls(t *testing.T) {
 		map[string]any{"name": "pushed.bin", "type": "file", "size": 10},
 	}})
 	d.mustCall("guide_snapshot", map[string]any{"action": "create", "name": "snap1", "path": "/m"})
-	current := revs[len(revs)-1] + 100
-	gone := revs[0] // six writes: the first is no longer kept
-	hex64 := strings.Repeat("ab", 32)
+	cases := loadMistakes(t, map[string]string{"{{mnt}}": mnt}, map[string]uint64{
+		"{{gone}}":    revs[0], // six writes: the first is no longer kept
+		"{{rev3}}":    revs[3],
+		"{{current}}": revs[len(revs)-1] + 100,
+	})
 
-	cases := []mistake{
-		// guide_cache_file
-		{name: "cache_file at a mount path", tool: "guide_cache_file", args: map[string]any{"path": mnt + "/m/new.txt", "content": "x"}, fix: []string{`"/m/new.txt"`}, accept: true},
-		{name: "cache_file sha256 with prefix", tool: "guide_cache_file", args: map[string]any{"path": "/m/p.txt", "content": "x", "sha256": "sha256:" + hex64}, fix: []string{`without the "sha256:" prefix`}},
-		{name: "cache_file sha256 too short", tool: "guide_cache_file", args: map[string]any{"path": "/m/p.txt", "content": "x", "sha256": hex64[:63]}, fix: []string{"64 hexadecimal digits"}},
-		{name: "cache_file content as a number", tool: "guide_cache_file", args: map[string]any{"path": "/m/p.txt", "content": 42}, fix: []string{"string"}},
-		{name: "cache_file encoding binary", tool: "guide_cache_file", args: map[string]any{"path": "/m/p.txt", "content": "x", "encoding": "binary"}, fix: []string{`"base64"`}},
-		{name: "cache_file mode as a number", tool: "guide_cache_file", args: map[string]any{"path": "/m/p.txt", "content": "x", "mode": 644}, fix: []string{`"0644"`}},
-		{name: "cache_file mtime in milliseconds", tool: "guide_cache_file", args: map[string]any{"path": "/m/p.txt", "content": "x", "mtime": 1714564800000}, fix: []string{"1714564800"}},
-		{name: "cache_file ttl 0", tool: "guide_cache_file", args: map[string]any{"path": "/m/p.txt", "content": "x", "ttl_seconds": 0}, fix: []string{"minimum 1"}},
-		{name: "cache_file if_revision 0", tool: "guide_cache_file", args: map[string]any{"path": "/m/a.txt", "content": "x", "if_revision": 0}, fix: []string{"minimum 1"}},
-		{name: "cache_file if_absent on a file", tool: "guide_cache_file", args: map[string]any{"path": "/m/a.txt", "content": "x", "if_absent": true}, fix: []string{"if_revision"}},
-		{name: "cache_file stale if_revision", tool: "guide_cache_file", args: map[string]any{"path": "/m/v.txt", "content": "x", "if_revision": revs[0]}, fix: []string{"read it again"}},
-		{name: "cache_file empty path", tool: "guide_cache_file", args: map[string]any{"path": "", "content": "x"}, fix: []string{"path"}},
-		{name: "cache_file over a directory", tool: "guide_cache_file", args: map[string]any{"path": "/m/dir", "content": "x"}, fix: []string{"choose a path"}},
-		{name: "cache_file below a file", tool: "guide_cache_file", args: map[string]any{"path": "/m/a.txt/x", "content": "x"}, fix: []string{"choose a path"}},
-		{name: "cache_file path and filename", tool: "guide_cache_file", args: map[string]any{"path": "/m/p.txt", "filename": "p.txt", "content": "x"}, fix: []string{"either|not both"}},
-		{name: "cache_file unknown argument", tool: "guide_cache_file", args: map[string]any{"path": "/m/p.txt", "content": "x", "overwrite": true}, fix: []string{"overwrite"}},
-		{name: "cache_file escape", tool: "guide_cache_file", args: map[string]any{"path": "../../etc/passwd", "content": "x"}, fix: []string{"inside the depot"}},
-		// guide_cache_files
-		{name: "cache_files empty", tool: "guide_cache_files", args: map[string]any{"files": []any{}}, fix: []string{"files"}},
-		{name: "cache_files duplicate path", tool: "guide_cache_files", args: map[string]any{"files": []any{map[string]any{"path": "/m/d.txt", "content": "1"}, map[string]any{"path": "/m/d.txt", "content": "2"}}}, fix: []string{"/m/d.txt"}},
-		{name: "cache_files files as an object", tool: "guide_cache_files", args: map[string]any{"files": map[string]any{"path": "/m/d.txt", "content": "1"}}, fix: []string{"array"}},
-		{name: "cache_files at a mount path", tool: "guide_cache_files", args: map[string]any{"files": []any{map[string]any{"path": mnt + "/m/many.txt", "content": "1"}}}, fix: []string{`"/m/many.txt"`}, accept: true},
-		// guide_read_file
-		{name: "read_file chunk beyond count", tool: "guide_read_file", args: map[string]any{"path": "/m/c.bin", "upload_id": "u1", "chunk_index": 2, "chunk_count": 2, "content": "eA==", "encoding": "base64"}, fix: []string{"chunk_index"}},
-		{name: "read_file chunk without upload_id", tool: "guide_read_file", args: map[string]any{"path": "/m/c.bin", "chunk_index": 0, "chunk_count": 2, "content": "eA==", "encoding": "base64"}, fix: []string{"upload_id"}},
-		{name: "read_file at a mount path", tool: "guide_read_file", args: map[string]any{"path": mnt + "/m/ph/pushed.bin", "content": "0123456789"}, fix: []string{`"/m/ph/pushed.bin"`}, accept: true},
-		// guide_list_directory
-		{name: "list_directory symlink entry", tool: "guide_list_directory", args: map[string]any{"path": "/m/l", "entries": []any{map[string]any{"name": "x", "type": "symlink"}}}, fix: []string{"file", "directory"}},
-		{name: "list_directory entry name ..", tool: "guide_list_directory", args: map[string]any{"path": "/m/l", "entries": []any{map[string]any{"name": "..", "type": "file"}}}, fix: []string{"inside the depot|name"}},
-		{name: "list_directory over a file", tool: "guide_list_directory", args: map[string]any{"path": "/m/a.txt", "entries": []any{map[string]any{"name": "x", "type": "file"}}}, fix: []string{"choose a path"}},
-		{name: "list_directory at a mount path", tool: "guide_list_directory", args: map[string]any{"path": mnt + "/m/l2", "entries": []any{map[string]any{"name": "x", "type": "file", "size": 1}}}, fix: []string{`"/m/l2"`}, accept: true},
-		// guide_snapshot
-		{name: "snapshot taken name", tool: "guide_snapshot", args: map[string]any{"action": "create", "name": "snap1"}, fix: []string{"another name", "delete"}},
-		{name: "snapshot delete unknown", tool: "guide_snapshot", args: map[string]any{"action": "delete", "name": "nosuch"}, fix: []string{"action list|\"list\""}},
-		{name: "snapshot without action", tool: "guide_snapshot", args: map[string]any{"name": "s2"}, fix: []string{"create, list or delete"}},
-		{name: "snapshot unknown action", tool: "guide_snapshot", args: map[string]any{"action": "take", "name": "s2"}, fix: []string{"create"}},
-		{name: "snapshot name with slash", tool: "guide_snapshot", args: map[string]any{"action": "create", "name": "a/b"}, fix: []string{"A-Z a-z 0-9"}},
-		{name: "snapshot ttl on list", tool: "guide_snapshot", args: map[string]any{"action": "list", "ttl_seconds": 60}, fix: []string{"action create"}},
-		{name: "snapshot at a mount path", tool: "guide_snapshot", args: map[string]any{"action": "create", "name": "s3", "path": mnt + "/m/dir"}, fix: []string{`"/m/dir"`}, accept: true},
-		// guide_file_history
-		{name: "file_history of a directory", tool: "guide_file_history", args: map[string]any{"path": "/m/dir"}, fix: []string{"is a directory", "file"}},
-		{name: "file_history of nothing", tool: "guide_file_history", args: map[string]any{"path": "/m/none.txt"}, fix: []string{"guide_cache_file|path"}},
-		{name: "file_history at a mount path", tool: "guide_file_history", args: map[string]any{"path": mnt + "/m/v.txt"}, fix: []string{`"/m/v.txt"`}, accept: true},
-		// guide_restore
-		{name: "restore a directory", tool: "guide_restore", args: map[string]any{"path": "/m/dir", "snapshot": "snap1"}, fix: []string{"only files", "once for each file"}},
-		{name: "restore a directory at a revision", tool: "guide_restore", args: map[string]any{"path": "/m/dir", "revision": revs[0]}, fix: []string{"only files"}},
-		{name: "restore a revision no longer kept", tool: "guide_restore", args: map[string]any{"path": "/m/v.txt", "revision": gone}, fix: []string{"kept:", "guide_file_history"}},
-		{name: "restore a future revision", tool: "guide_restore", args: map[string]any{"path": "/m/v.txt", "revision": current}, fix: []string{"kept:"}},
-		{name: "restore revision and snapshot", tool: "guide_restore", args: map[string]any{"path": "/m/v.txt", "revision": revs[3], "snapshot": "snap1"}, fix: []string{"exactly one"}},
-		{name: "restore neither", tool: "guide_restore", args: map[string]any{"path": "/m/v.txt"}, fix: []string{"exactly one"}},
-		{name: "restore unknown snapshot", tool: "guide_restore", args: map[string]any{"path": "/m/v.txt", "snapshot": "nosuch"}, fix: []string{"action list"}},
-		{name: "restore outside the snapshot", tool: "guide_restore", args: map[string]any{"path": "/elsewhere.txt", "snapshot": "snap1"}, fix: []string{"/m"}},
-		{name: "restore identical content", tool: "guide_restore", args: map[string]any{"path": "/m/a.txt", "snapshot": "snap1"}, fix: []string{"unchanged"}, accept: true, same: true},
-		// other guide tools
-		{name: "drop_uploads without arguments", tool: "guide_drop_uploads", args: map[string]any{}, fix: []string{"upload_ids", "idle_seconds"}},
-		{name: "pending_requests unknown argument", tool: "guide_pending_requests", args: map[string]any{"path": "/m"}, fix: []string{"path"}},
-		{name: "begin_upload negative size", tool: "guide_begin_upload", args: map[string]any{"path": "/m/big.bin", "size": -1}, fix: []string{"size"}},
-		// provider
-		{name: "provider read_file of a directory", tool: "read_file", args: map[string]any{"file_path": "/m/dir"}, fix: []string{"list_directory"}},
-		{name: "provider read_file of a placeholder", tool: "read_file", args: map[string]any{"file_path": "/m/ph/later.bin"}, fix: []string{"guide_pending_requests|guide_read_file"}},
-		{name: "provider read_file missing", tool: "read_file", args: map[string]any{"file_path": "/m/none.txt"}, fix: []string{"list_directory|find_files"}},
-		{name: "provider read_file under another mount", tool: "read_file", args: map[string]any{"file_path": "/mnt/depot/m/a.txt"}, fix: []string{`"/m/a.txt"`}},
-		{name: "provider read_file unknown encoding", tool: "read_file", args: map[string]any{"file_path": "/m/a.txt", "encoding": "klingon"}, fix: []string{"utf-8"}},
-		{name: "provider read_file_binary max_size word", tool: "read_file_binary", args: map[string]any{"file_path": "/m/a.txt", "max_size": "big"}, fix: []string{"integer"}},
-		{name: "provider list_directory of a file", tool: "list_directory", args: map[string]any{"directory_path": "/m/a.txt"}, fix: []string{"read_file|get_file_stats"}},
-		{name: "provider hash unknown algorithm", tool: "calculate_file_hash", args: map[string]any{"file_path": "/m/a.txt", "algorithm": "crc32"}, fix: []string{"sha256"}},
-		{name: "provider find_files patterns as a string", tool: "find_files", args: map[string]any{"directory_path": "/m", "patterns": "*.txt"}, fix: []string{"array"}},
-		{name: "provider get_file_stats missing", tool: "get_file_stats", args: map[string]any{"path": "/m/none.txt"}, fix: []string{"list_directory|find_files"}},
-		{name: "provider get_file_stats with file_path", tool: "get_file_stats", args: map[string]any{"file_path": "/m/a.txt"}, fix: []string{"accepted: path"}},
-		{name: "provider file_exists without path", tool: "file_exists", args: map[string]any{}, fix: []string{"path: required"}},
-		// fs
-		{name: "fs read of a directory", tool: "read", args: map[string]any{"path": "m/dir"}, fix: []string{"list"}},
-		{name: "fs read of a placeholder", tool: "read", args: map[string]any{"path": "m/ph/later.bin"}, fix: []string{"guide_pending_requests|guide_read_file"}},
-		{name: "fs read missing", tool: "read", args: map[string]any{"path": "m/none.txt"}, fix: []string{"list"}},
-		{name: "fs read at a revision no longer kept", tool: "read", args: map[string]any{"path": "m/v.txt", "revision": gone}, fix: []string{"not kept", "kept:"}},
-		{name: "fs read beyond the current revision", tool: "read", args: map[string]any{"path": "m/v.txt", "revision": current}, fix: []string{"current revision"}},
-		{name: "fs read end before start", tool: "read", args: map[string]any{"path": "m/a.txt", "start_line": 3, "end_line": 1}, fix: []string{"inclusive"}},
-		{name: "fs read under another mount", tool: "read", args: map[string]any{"path": "/mnt/depot/m/a.txt"}, fix: []string{`"m/a.txt"|"/m/a.txt"`}},
-		{name: "fs read at the mount path", tool: "read", args: map[string]any{"path": mnt + "/m/a.txt"}, fix: []string{`"m/a.txt"|"/m/a.txt"`}},
-		{name: "fs write at the mount path", tool: "write", args: map[string]any{"path": mnt + "/m/w.txt", "content": "x"}, fix: []string{`"m/w.txt"|"/m/w.txt"`}},
-		{name: "fs write encoding latin1", tool: "write", args: map[string]any{"path": "m/w.txt", "content": "x", "encoding": "latin1"}, fix: []string{"base64"}},
-		{name: "fs mkdir over a file", tool: "mkdir", args: map[string]any{"path": "m/a.txt"}, fix: []string{"already exists|another"}},
-		{name: "fs delete non-empty directory", tool: "delete", args: map[string]any{"path": "m/dir"}, fix: []string{"recursive"}},
-		{name: "fs delete the root", tool: "delete", args: map[string]any{"path": "/", "recursive": true}, fix: []string{"root"}},
-		{name: "fs copy onto itself", tool: "copy", args: map[string]any{"source": "m/a.txt", "destination": "/m/a.txt"}, fix: []string{"inside the source"}},
-		{name: "fs copy onto an existing file", tool: "copy", args: map[string]any{"source": "m/a.txt", "destination": "m/v.txt"}, fix: []string{"overwrite"}},
-		{name: "fs move into itself", tool: "move", args: map[string]any{"source": "m/dir", "destination": "m/dir/inner"}, fix: []string{"inside|below|into"}},
-		{name: "fs search bad regex", tool: "search", args: map[string]any{"root_path": "m", "pattern": "(", "regex": true}, fix: []string{"regex|regular expression"}},
-		{name: "fs list of a file", tool: "list", args: map[string]any{"path": "m/a.txt"}, fix: []string{"read|info"}},
-		{name: "fs list at the mount path", tool: "list", args: map[string]any{"path": mnt + "/m"}, fix: []string{`"m"|"/m"`}},
-		{name: "fs info revision argument", tool: "info", args: map[string]any{"path": "m/a.txt", "revision": 1}, fix: []string{"revision"}},
-	}
-
-	var internal, silentMount, noFix, refused int
+	var n tally
 	for _, tc := range cases {
 		before := depotRevision(d)
 		r, err := callAny(d, tc.tool, tc.args)
@@ -209,33 +190,40 @@ func TestMistakenCalls(t *testing.T) {
 		}
 		t.Logf("%s: %s", tc.name, r.raw)
 		if r.internal {
-			internal++
+			n.internal++
 			t.Errorf("%s: internal error: %s", tc.name, r.text)
+			continue
 		}
 		missing := missingFixes(r.text, tc.fix)
 		switch {
 		case tc.accept && r.isError:
+			n.refusedGood++
 			t.Errorf("%s: refused, want it accepted: %s", tc.name, r.text)
 		case tc.accept:
 			if after := depotRevision(d); tc.same && after != before {
 				t.Errorf("%s: the call changed the depot: revision %d, then %d", tc.name, before, after)
 			}
-			if len(missing) > 0 {
-				if usesMount(tc.args, mnt) {
-					silentMount++
-				}
-				t.Errorf("%s: accepted without saying %q: %s", tc.name, missing, r.text)
+			if len(missing) == 0 {
+				n.acceptedAsMeant++
+				break
 			}
-		case !r.isError:
+			n.acceptedSilently++
 			if usesMount(tc.args, mnt) {
-				silentMount++
+				n.silentMount++
+			}
+			t.Errorf("%s: accepted without saying %q: %s", tc.name, missing, r.text)
+		case !r.isError:
+			n.acceptedSilently++
+			if usesMount(tc.args, mnt) {
+				n.silentMount++
 			}
 			t.Errorf("%s: accepted, want a refusal: %s", tc.name, r.text)
 		default:
-			refused++
 			if len(missing) > 0 {
-				noFix++
+				n.unclear++
 				t.Errorf("%s: the refusal does not say %q: %s", tc.name, missing, r.text)
+			} else {
+				n.refusedWithFix++
 			}
 			if after := depotRevision(d); after != before {
 				t.Errorf("%s: the refused call changed the depot: revision %d, then %d", tc.name, before, after)
@@ -250,13 +238,13 @@ func TestMistakenCalls(t *testing.T) {
 	// A mount path taken literally would have put the mount's own path
 	// inside the depot.
 	if _, err := os.Stat(filepath.Join(mnt, mnt)); err == nil {
-		silentMount++
+		n.acceptedSilently++
+		n.silentMount++
 		t.Errorf("a mount path was stored inside the depot at %s", mnt)
 	}
-	t.Logf("%d mistaken calls: %d refused, %d internal errors, %d mount paths accepted silently, %d refusals without the fix named",
-		len(cases), refused, internal, silentMount, noFix)
-	if len(cases) < 60 {
-		t.Errorf("only %d cases", len(cases))
+	t.Logf("TALLY %d mistaken calls: %v", len(cases), n)
+	if len(cases) < 90 {
+		t.Errorf("only %d cases in %s", len(cases), mistakesFile)
 	}
 }
 

@@ -425,3 +425,38 @@ func TestWebDAVSlowReader(t *testing.T) {
 		t.Errorf("a GET after the stalled one = %d, %d bytes", r.status, len(r.body))
 	}
 }
+
+// TestWebDAVLitmus runs the litmus WebDAV test suite against /dav/. Every
+// suite of litmus begins by creating a collection of its own (MKCOL) and
+// stops if it cannot, so against a read-only server only their first step
+// runs: OPTIONS, which must pass (DAV class 1 announced) in each suite,
+// and the MKCOL, which must be refused with 405 and create nothing.
+func TestWebDAVLitmus(t *testing.T) {
+	t.Parallel()
+	litmus := needProgram(t, "litmus") // Debian: litmus
+	d := startDaemon(t, daemonConfig{transport: overHTTP})
+	dav := d.base() + "/dav/"
+	cmd := exec.Command(litmus, "-k", dav)
+	cmd.Dir = t.TempDir() // litmus writes debug.log and child.log here
+	suites := []string{"basic", "copymove", "props", "locks", "http"}
+	cmd.Env = append(os.Environ(), "TESTS="+strings.Join(suites, " "))
+	// litmus -k exits 0 whatever failed: its report is the result.
+	out, _ := cmd.CombinedOutput()
+	text := string(out)
+	for _, s := range suites {
+		if !strings.Contains(text, "-> running `"+s+"'") {
+			t.Errorf("litmus did not run suite %s:\n%s", s, text)
+		}
+	}
+	if n := strings.Count(text, "init.................. pass"); n != len(suites) {
+		t.Errorf("litmus's OPTIONS step passed in %d of %d suites:\n%s", n, len(suites), text)
+	}
+	if n := strings.Count(text, "begin................. FAIL (Could not create new collection `/dav/litmus/' for tests: 405 Method Not Allowed"); n != len(suites) {
+		t.Errorf("litmus's MKCOL was refused with 405 in %d of %d suites:\n%s", n, len(suites), text)
+	}
+	if _, err := exec.LookPath("curl"); err == nil {
+		if r := curl(t, "", "-X", "PROPFIND", "-H", "Depth: 0", dav+"litmus/"); r.status != 404 {
+			t.Errorf("PROPFIND /dav/litmus/ after litmus = %d, want 404 (nothing created)", r.status)
+		}
+	}
+}

@@ -118,11 +118,11 @@ func (t *txn) evict(sum string, ev *store.Evictions) error {
 // do, as of the transaction.
 func (t *txn) users(sum string) ([]string, []rules.Version) {
 	var users []string
-	for p := range t.st.refs[sum] {
+	for p := range t.st.refs[sum].all {
 		users = append(users, p)
 	}
 	for p, r := range t.entries {
-		if entryrec.PresentSum(r.rec()) == sum && !t.st.refs[sum][p] {
+		if entryrec.PresentSum(r.rec()) == sum && !t.st.refs[sum].has(p) {
 			users = append(users, p)
 		}
 	}

@@ -1,6 +1,8 @@
 package nats
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"time"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
@@ -13,16 +15,16 @@ import (
 // messages in stream order: what reads and write transactions see. Its
 // fields are guarded by view.mu.
 type state struct {
-	rev      uint64                     // the stream sequence applied last
-	entryRev uint64                     // the revision of the last entry change: the store's revision
-	entries  map[string]*record         // path → entry
-	keyPath  map[string]string          // entry key → path (a deletion names only the key)
-	children map[string]map[string]bool // directory → paths of its children
-	refs     map[string]map[string]bool // content sha256 → paths of present files using it
-	expiring map[string]time.Time       // paths that may expire → when
-	blobs    map[string]*blobRecord     // content sha256 → blob
-	gcs      map[string]*gcRecord       // gc key → record
-	uploads  map[string]*uploadRecord   // upload key → upload
+	rev      uint64                       // the stream sequence applied last
+	entryRev uint64                       // the revision of the last entry change: the store's revision
+	entries  map[string]*record           // path → entry
+	keyPath  map[[sha256.Size]byte]string // sha256 of the path (its entry key) → path (a deletion names only the key)
+	children map[string]map[string]bool   // directory → paths of its children
+	refs     map[string]refSet            // content sha256 → paths of present files using it
+	expiring map[string]time.Time         // paths that may expire → when
+	blobs    map[string]*blobRecord       // content sha256 → blob
+	gcs      map[string]*gcRecord         // gc key → record
+	uploads  map[string]*uploadRecord     // upload key → upload
 	counters counters
 	changeN  uint64 // the number of the next change record
 	rootTime time.Time
@@ -41,9 +43,9 @@ type state struct {
 func newState() *state {
 	return &state{
 		entries:  make(map[string]*record),
-		keyPath:  make(map[string]string),
+		keyPath:  make(map[[sha256.Size]byte]string),
 		children: make(map[string]map[string]bool),
-		refs:     make(map[string]map[string]bool),
+		refs:     make(map[string]refSet),
 		expiring: make(map[string]time.Time),
 		blobs:    make(map[string]*blobRecord),
 		gcs:      make(map[string]*gcRecord),
@@ -78,10 +80,14 @@ func (st *state) setEntry(p string, r *record) {
 	st.counts.Add(old.rec(), -1)
 	st.counts.Add(r.rec(), 1)
 	if s := entryrec.PresentSum(old.rec()); s != "" {
-		removeFrom(st.refs, s, p)
+		if set := st.refs[s].without(p); set.empty() {
+			delete(st.refs, s)
+		} else {
+			st.refs[s] = set
+		}
 	}
 	if s := entryrec.PresentSum(r.rec()); s != "" {
-		addTo(st.refs, s, p)
+		st.refs[s] = st.refs[s].with(p)
 	}
 	delete(st.expiring, p)
 	if t := entryrec.Expires(r.rec()); !t.IsZero() {
@@ -90,13 +96,83 @@ func (st *state) setEntry(p string, r *record) {
 	dir, _ := depotpath.Split(p)
 	if r == nil {
 		delete(st.entries, p)
-		delete(st.keyPath, entryKey(p))
+		delete(st.keyPath, sha256.Sum256([]byte(p)))
 		removeFrom(st.children, dir, p)
 		return
 	}
 	st.entries[p] = r
-	st.keyPath[entryKey(p)] = p
+	st.keyPath[sha256.Sum256([]byte(p))] = p
 	addTo(st.children, dir, p)
+}
+
+// pathOf returns the path of the entry at key (entryKey), if this host
+// has it.
+func (st *state) pathOf(key string) (string, bool) {
+	var h [sha256.Size]byte
+	if len(key) != 2+hex.EncodedLen(len(h)) {
+		return "", false
+	}
+	if _, err := hex.Decode(h[:], []byte(key[2:])); err != nil {
+		return "", false
+	}
+	p, ok := st.keyPath[h]
+	return p, ok
+}
+
+// refSet is a set of paths kept for its common case, one path, without a
+// map: every file has one in state.refs, and a map of one path cost about
+// 200 bytes a file.
+type refSet struct {
+	one  string          // a member, or "" for none
+	more map[string]bool // the other members, nil for none
+}
+
+// with returns s with p added.
+func (s refSet) with(p string) refSet {
+	switch {
+	case s.one == "" || s.one == p:
+		s.one = p
+	case !s.more[p]:
+		if s.more == nil {
+			s.more = make(map[string]bool)
+		}
+		s.more[p] = true
+	}
+	return s
+}
+
+// without returns s with p removed.
+func (s refSet) without(p string) refSet {
+	if s.one == p {
+		s.one = ""
+		for q := range s.more {
+			s.one = q
+			delete(s.more, q)
+			break
+		}
+	} else {
+		delete(s.more, p)
+	}
+	if len(s.more) == 0 {
+		s.more = nil
+	}
+	return s
+}
+
+func (s refSet) empty() bool { return s.one == "" }
+
+func (s refSet) has(p string) bool { return p != "" && (s.one == p || s.more[p]) }
+
+// all yields the members of s.
+func (s refSet) all(yield func(string) bool) {
+	if s.one == "" || !yield(s.one) {
+		return
+	}
+	for p := range s.more {
+		if !yield(p) {
+			return
+		}
+	}
 }
 
 func (st *state) setBlob(sum string, b *blobRecord) {

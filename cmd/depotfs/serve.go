@@ -417,6 +417,9 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 		mopts.Fetch = func() metrics.FetchStats { return metrics.FetchStats(broker.Stats()) }
 	}
 	met := metrics.New(mopts)
+	if t, ok := st.(interface{ TamperedChunks() uint64 }); ok && kek != nil {
+		met.WatchTampered(t.TamperedChunks)
+	}
 	opts.Audit = meteredAudit{Auditor: calls, m: met}
 	// drainMount closes the broker and, after a signal, waits until stopBy
 	// for the files open in the mount; nil without a mount.

@@ -213,6 +213,14 @@ func (m *Metrics) WatchBlobCache(read func() (BlobCache, bool)) {
 	m.reg.MustRegister(scraped[BlobCache]{stats: blobCacheStats, read: read})
 }
 
+// WatchTampered exports read's count as
+// depotfs_store_tampered_chunks_total: reads of sealed content that failed
+// authentication (a damaged or altered chunk; each is an I/O error to its
+// reader, never bytes). Call it once, for a store that seals content.
+func (m *Metrics) WatchTampered(read func() uint64) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts(opts("store", "tampered_chunks_total", "Reads of sealed content that failed authentication (a damaged or altered chunk, never served), since the server started.")), func() float64 { return float64(read()) }))
+}
+
 // WatchSessions exports src's count as depotfs_mcp_sessions_live, read
 // at each scrape. Call it once, when the server exists.
 func (m *Metrics) WatchSessions(src SessionSource) {

@@ -35,6 +35,9 @@ type chunkStore struct {
 	// key seals the chunks of a sealed depot (see sealing.go); nil in a
 	// clear one. Set by Open before any chunk is read or written.
 	key *seal.Key
+	// tampered counts the sealed chunks that failed to open and logs each
+	// once; set with key.
+	tampered *seal.Tally
 }
 
 // newChunks returns the chunk store of stream name, with its cache; create

@@ -35,6 +35,7 @@ func (c *chunkStore) openData(ad string, b []byte) ([]byte, error) {
 	}
 	p, err := c.key.Open(make([]byte, 0, max(0, len(b)-seal.Overhead)), b, []byte(ad))
 	if err != nil {
+		c.tampered.Failed(ad, err)
 		return nil, fmt.Errorf("corrupt store: %s: %w", ad, err)
 	}
 	return p, nil
@@ -68,7 +69,7 @@ func (s *Store) unseal(ctx context.Context, created bool) error {
 		}
 		if r2, err := seal.ParseRecord(data); err == nil && r2.ID == r.ID {
 			s.log.Info("nats: new depot sealed", "prefix", s.opts.Prefix, "data_key", r.ID, "key", r.KEKID)
-			s.chunks.key = k
+			s.chunks.key, s.chunks.tampered = k, seal.NewTally(s.log)
 			return nil
 		}
 	case err != nil:
@@ -85,8 +86,18 @@ func (s *Store) unseal(ctx context.Context, created bool) error {
 	if err != nil {
 		return fmt.Errorf("every host of a depot needs the key that wraps its data key: %w", err)
 	}
-	s.chunks.key = k
+	s.chunks.key, s.chunks.tampered = k, seal.NewTally(s.log)
 	return nil
+}
+
+// TamperedChunks is how many times sealed content failed to open on this
+// host since the store was opened (a damaged or altered chunk, read again
+// counts again): depotfs_store_tampered_chunks_total.
+func (s *Store) TamperedChunks() uint64 {
+	if s.chunks.tampered == nil {
+		return 0
+	}
+	return s.chunks.tampered.Count()
 }
 
 // recordSeal records r unless a seal record exists already.

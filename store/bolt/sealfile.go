@@ -138,6 +138,7 @@ func sealDB(ctx context.Context, db *bbolt.DB, kek seal.Wrapper, batch int, prog
 		return err
 	}
 	s := sealer{key: key}
+	clear := func(prefix string, ad, v []byte) ([]byte, bool, error) { return s.seal(prefix, ad, v), true, nil }
 	for pos != nil {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -146,9 +147,9 @@ func sealDB(ctx context.Context, db *bbolt.DB, kek seal.Wrapper, batch int, prog
 			var n int64
 			var err error
 			if pos[0] == phaseBlobs {
-				pos, n, err = sealBlobBatch(tx, s, pos, batch)
+				pos, n, err = sealBlobBatch(tx, clear, pos, batch)
 			} else {
-				pos, n, err = sealUploadBatch(tx, s, pos)
+				pos, n, err = sealUploadBatch(tx, clear, pos)
 			}
 			if err != nil {
 				return err
@@ -179,10 +180,17 @@ func countUploadChunks(ub *bbolt.Bucket) int {
 	return n
 }
 
-// sealBlobBatch seals blob chunks after the key in pos (phaseBlobs and the
-// last key sealed) until about batchBytes; it returns where to go on
-// (the uploads phase after the last chunk) and how many it sealed.
-func sealBlobBatch(tx *bbolt.Tx, s sealer, pos []byte, batchBytes int) ([]byte, int64, error) {
+// rewrite returns what to store in place of chunk v, whose associated
+// data is prefix and ad, and whether to store it at all: SealFile seals
+// clear chunks, the resealer opens a chunk and seals it under the current
+// data key unless it is sealed under it already.
+type rewrite func(prefix string, ad, v []byte) ([]byte, bool, error)
+
+// sealBlobBatch rewrites blob chunks after the key in pos (phaseBlobs and
+// the last key done) with rw until about batchBytes; it returns where to
+// go on (the uploads phase after the last chunk) and how many it went
+// through.
+func sealBlobBatch(tx *bbolt.Tx, rw rewrite, pos []byte, batchBytes int) ([]byte, int64, error) {
 	b := tx.Bucket(bucketChunks)
 	c := b.Cursor()
 	var k, v []byte
@@ -193,28 +201,40 @@ func sealBlobBatch(tx *bbolt.Tx, s sealer, pos []byte, batchBytes int) ([]byte, 
 	}
 	type kv struct{ k, v []byte }
 	var batch []kv
-	size := 0
+	var last []byte
+	size, n := 0, int64(0)
 	for ; k != nil && size < batchBytes; k, v = c.Next() {
-		batch = append(batch, kv{bytes.Clone(k), s.seal(adBlob, k, v)})
+		out, write, err := rw(adBlob, k, v)
+		if err != nil {
+			return nil, 0, err
+		}
+		if write {
+			batch = append(batch, kv{bytes.Clone(k), out})
+		}
 		size += len(v)
+		last = k
+		n++
 	}
 	// Written after the cursor is done: bbolt's cursors do not survive
 	// changes to their bucket.
+	if k != nil {
+		last = bytes.Clone(last)
+	}
 	for _, e := range batch {
 		if err := b.Put(e.k, e.v); err != nil {
 			return nil, 0, err
 		}
 	}
 	if k == nil {
-		return []byte{phaseUploads}, int64(len(batch)), nil
+		return []byte{phaseUploads}, n, nil
 	}
-	return append([]byte{phaseBlobs}, batch[len(batch)-1].k...), int64(len(batch)), nil
+	return append([]byte{phaseBlobs}, last...), n, nil
 }
 
-// sealUploadBatch seals the chunks of the next upload after the one named
-// in pos (phaseUploads and the last upload id sealed): one upload a
+// sealUploadBatch rewrites with rw the chunks of the next upload after the
+// one named in pos (phaseUploads and the last upload id done): one upload a
 // transaction. It returns nil after the last.
-func sealUploadBatch(tx *bbolt.Tx, s sealer, pos []byte) ([]byte, int64, error) {
+func sealUploadBatch(tx *bbolt.Tx, rw rewrite, pos []byte) ([]byte, int64, error) {
 	ups := tx.Bucket(bucketUploads)
 	c := ups.Cursor()
 	var k, v []byte
@@ -237,9 +257,14 @@ func sealUploadBatch(tx *bbolt.Tx, s sealer, pos []byte) ([]byte, int64, error) 
 		keys, vals = append(keys, bytes.Clone(ck)), append(vals, bytes.Clone(cv))
 	}
 	for i, ck := range keys {
-		idx := int(u64(ck[1:]))
-		if err := s.putUploadChunk(ub, string(id), idx, vals[i]); err != nil {
+		out, write, err := rw(adUpload, uploadChunkAD(string(id), int(u64(ck[1:]))), vals[i])
+		if err != nil {
 			return nil, 0, err
+		}
+		if write {
+			if err := ub.Put(ck, out); err != nil {
+				return nil, 0, err
+			}
 		}
 	}
 	return append([]byte{phaseUploads}, id...), int64(len(keys)), nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
+	"sync/atomic"
 
 	"github.com/depotfs/depotfs/internal/seal"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -34,6 +36,19 @@ const openedChunks = 32
 type sealer struct {
 	key    *seal.Key
 	opened *lru.Cache[openedKey, []byte] // nil without a key
+	// st is what the copies of the store's sealer share and what changes
+	// while it runs; nil in SealFile's, which only seals.
+	st *sealState
+}
+
+// sealState is the changing part of a Store's sealer.
+type sealState struct {
+	// prev is the data key content is being resealed from (Reencrypt),
+	// still accepted until the resealer has rewritten every chunk under
+	// key; nil when no reencryption is in progress.
+	prev atomic.Pointer[seal.Key]
+	// tampered counts the chunks that failed to open and logs each once.
+	tampered *seal.Tally
 }
 
 // openedKey names an opened blob chunk; the chunk size is part of it since
@@ -54,6 +69,7 @@ func (s *Store) loadSeal(tx *bbolt.Tx, kek seal.Wrapper) error {
 	if tx.Bucket(bucketMeta).Get(keySealing) != nil {
 		return ErrSealing
 	}
+	s.sealer.st = &sealState{tampered: seal.NewTally(s.log)}
 	switch {
 	case rec == nil && kek == nil:
 		return nil
@@ -82,6 +98,17 @@ func (s *Store) loadSeal(tx *bbolt.Tx, kek seal.Wrapper) error {
 	if err != nil {
 		return err
 	}
+	if tx.Bucket(bucketMeta).Get(keyResealing) != nil {
+		pr, err := seal.ParseRecord(tx.Bucket(bucketMeta).Get(keySealPrev))
+		if err != nil {
+			return fmt.Errorf("reencryption in progress: previous data key: %w", err)
+		}
+		pk, err := seal.Open(context.Background(), kek, pr)
+		if err != nil {
+			return fmt.Errorf("reencryption in progress: previous data key: %w", err)
+		}
+		s.sealer.st.prev.Store(pk)
+	}
 	return s.sealWith(k)
 }
 
@@ -91,7 +118,7 @@ func (s *Store) sealWith(k *seal.Key) error {
 	if err != nil {
 		return err
 	}
-	s.sealer = sealer{key: k, opened: c}
+	s.sealer.key, s.sealer.opened = k, c
 	return nil
 }
 
@@ -116,16 +143,47 @@ func (c sealer) seal(prefix string, k, v []byte) []byte {
 
 // open returns the plaintext of chunk v stored under key k (v itself
 // without a key); a chunk that fails authentication is an error wrapping
-// seal.ErrTampered, never bytes (the mount answers EIO).
+// seal.ErrTampered, never bytes (the mount answers EIO), counted and
+// logged once.
 func (c sealer) open(prefix string, k, v []byte) ([]byte, error) {
+	p, _, err := c.openAny(prefix, k, v)
+	return p, err
+}
+
+// openAny is open, and tells whether the chunk is sealed under the current
+// data key (false: under the one a reencryption is moving away from).
+func (c sealer) openAny(prefix string, k, v []byte) ([]byte, bool, error) {
 	if c.key == nil {
-		return v, nil
+		return v, true, nil
 	}
-	p, err := c.key.Open(make([]byte, 0, max(0, len(v)-seal.Overhead)), v, ad(prefix, k))
-	if err != nil {
-		return nil, fmt.Errorf("corrupt store: chunk %x: %w", k, err)
+	buf := make([]byte, 0, max(0, len(v)-seal.Overhead))
+	p, err := c.key.Open(buf, v, ad(prefix, k))
+	if err == nil {
+		return p, true, nil
 	}
-	return p, nil
+	if c.st == nil {
+		return nil, false, fmt.Errorf("corrupt store: chunk %x: %w", k, err)
+	}
+	// A failed open costs one Poly1305 pass, not a decryption: trying the
+	// previous key after the current one is cheap, and only happens while
+	// a reencryption runs.
+	if prev := c.st.prev.Load(); prev != nil {
+		if p, perr := prev.Open(buf, v, ad(prefix, k)); perr == nil {
+			return p, false, nil
+		}
+	}
+	c.st.tampered.Failed(fmt.Sprintf("%s %x", strings.TrimSuffix(prefix, "\x00"), k), err)
+	return nil, false, fmt.Errorf("corrupt store: chunk %x: %w", k, err)
+}
+
+// TamperedChunks is how many times a sealed chunk failed to open since the
+// store was opened (a damaged or altered chunk, read again counts again):
+// depotfs_store_tampered_chunks_total.
+func (s *Store) TamperedChunks() uint64 {
+	if s.sealer.st == nil {
+		return 0
+	}
+	return s.sealer.st.tampered.Count()
 }
 
 // ad is the associated data of the chunk under key k.

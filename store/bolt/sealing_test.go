@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/depotfs/depotfs/internal/seal"
@@ -243,7 +245,8 @@ func TestSealedTampered(t *testing.T) {
 	}
 
 	// Not openAt: its invariant check would report the damage done here.
-	s, err = bolt.Open(path, &bolt.Options{ChunkSize: 64, Key: kek})
+	var logs syncBuffer
+	s, err = bolt.Open(path, &bolt.Options{ChunkSize: 64, Key: kek, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,6 +265,14 @@ func TestSealedTampered(t *testing.T) {
 		if !errors.Is(err, seal.ErrTampered) || n != 0 {
 			t.Errorf("%s at %d: ReadAt = %d, %v; want 0, ErrTampered", c.path, c.off, n, err)
 		}
+	}
+	// Three failed reads of two damaged chunks: counted three times,
+	// logged once each.
+	if n := s.TamperedChunks(); n != 3 {
+		t.Errorf("TamperedChunks = %d; want 3", n)
+	}
+	if n := strings.Count(logs.String(), `msg="sealed content failed authentication`); n != 2 {
+		t.Errorf("%d log lines about the damaged chunks; want 2, one each:\n%s", n, logs.String())
 	}
 	// The chunks left alone still read.
 	ct, err := s.Open(ctx, "/a")
@@ -413,4 +424,23 @@ func TestSealFileResumed(t *testing.T) {
 	if err != nil || !res.Complete {
 		t.Fatalf("completing the upload begun before sealing: %+v, %v", res, err)
 	}
+}
+
+// syncBuffer is a bytes.Buffer that a store's logger may write to from
+// its goroutines while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -130,6 +130,10 @@ type Options struct {
 	// cannot be opened without it, and a store whose content is in the
 	// clear refuses it. nil keeps content in the clear.
 	Key seal.Wrapper
+	// ResealRate bounds the bytes per second the resealer rewrites while
+	// a reencryption (Reencrypt) is in progress; 0 means
+	// DefaultResealRate.
+	ResealRate int64
 }
 
 // Store is the bbolt implementation of store.Store. A Store is safe for
@@ -194,7 +198,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		o = *opts
 	}
 	if o.ChunkSize < 0 || o.UploadTimeout < 0 || o.History < 0 || o.MaxStoreBytes < 0 || o.MaxFileBytes < 0 ||
-		o.SweepInterval < 0 || o.FlushInterval < 0 || o.KeepVersions < 0 {
+		o.SweepInterval < 0 || o.FlushInterval < 0 || o.KeepVersions < 0 || o.ResealRate < 0 {
 		return nil, fmt.Errorf("bolt: open: %w: negative option", fs.ErrInvalid)
 	}
 	if o.ChunkSize > maxChunkSize {
@@ -264,6 +268,9 @@ func Open(path string, opts *Options) (*Store, error) {
 	if !o.ReadOnly {
 		s.wg.Go(s.janitor)
 		s.wg.Go(s.sweeper)
+		if s.Resealing() {
+			s.wg.Go(s.resealer)
+		}
 	}
 	return s, nil
 }

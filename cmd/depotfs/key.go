@@ -14,7 +14,7 @@ import (
 
 var runKey = group("key", "Keys of a depot sealed at rest (docs/security.md, \"Encryption at rest\").", []command{
 	{"new", "write a new random key-encryption key to a file (mode 0600)", runKeyNew},
-	{"rotate", "rewrap a sealed depot's data key under a new key-encryption key, offline", runKeyRotate},
+	{"rotate", "rewrap a sealed depot's data key under a new key-encryption key, offline; --reencrypt: also a new data key, the content resealed by serve in the background", runKeyRotate},
 })
 
 func runKeyNew(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -59,20 +59,29 @@ Flags:
 }
 
 func runKeyRotate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("key rotate", `Usage: depotfs key rotate --key-file CURRENT --new-key-file NEW [--db FILE]
+	fs := newFlagSet("key rotate", `Usage: depotfs key rotate --key-file CURRENT --new-key-file NEW [--reencrypt] [--db FILE]
 
 Rewraps the data key of a sealed depot under the key-encryption key in NEW:
 one small record is rewritten, whatever the depot holds, and the content
 stays sealed under the same data key. From then on serve needs NEW; CURRENT
 opens nothing the depot holds (backups taken before still need CURRENT).
-depotfs serve must be stopped first. Reencrypting the content under a new
-data key is not built yet.
+depotfs serve must be stopped first.
+
+With --reencrypt, also for a data key that may have leaked, the depot gets
+a new data key wrapped by NEW (which may be the same file as CURRENT), and
+the next depotfs serve with NEW reseals every chunk under it in the
+background, at --reseal-rate, while it serves as usual: content not yet
+resealed is read with the previous data key, which serve keeps (wrapped by
+NEW) until the last chunk is done, across restarts. It logs
+"reencryption finished"; then run 'depotfs compact' offline to drop the
+old sealed pages from the file. Bolt depots only.
 
 Examples:
   depotfs key new --out new.key
   systemctl stop depotfs
   depotfs key rotate --key-file depot.key --new-key-file new.key
   mv new.key depot.key && systemctl start depotfs
+  depotfs key rotate --key-file depot.key --new-key-file depot.key --reencrypt
 
 Flags:
 `)
@@ -80,6 +89,7 @@ Flags:
 	var cur keyConfig
 	cur.flags(fs)
 	next := fs.String("new-key-file", "", "`file` of the new key-encryption key (required; 'depotfs key new')")
+	reencrypt := fs.Bool("reencrypt", false, "also make a new data key, under which the next serve reseals the content in the background")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -97,12 +107,20 @@ Flags:
 	if err != nil {
 		return err
 	}
-	r, err := bolt.Rekey(ctx, *db, curKey, nextKey)
+	rotate := bolt.Rekey
+	if *reencrypt {
+		rotate = bolt.Reencrypt
+	}
+	r, err := rotate(ctx, *db, curKey, nextKey)
 	if err != nil {
 		if locked, ok := errors.AsType[*bolt.LockedError](err); ok {
 			return lockedAdvice(locked, err)
 		}
 		return err
+	}
+	if *reencrypt {
+		fmt.Fprintf(stdout, "new data key %s of %s wrapped by key %s; start serve with that key to reseal the content under it\n", r.ID, *db, r.KEKID)
+		return nil
 	}
 	fmt.Fprintf(stdout, "data key %s of %s is now wrapped by key %s (was %s)\n", r.ID, *db, r.KEKID, curKey.KeyID())
 	return nil

@@ -72,6 +72,7 @@ type serveConfig struct {
 	enforce        enforceConfig
 	store          storeConfig
 	key            keyConfig
+	resealRate     byteSize // --reseal-rate
 	nfs            nfsConfig
 }
 
@@ -123,6 +124,8 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	c.enforce.flags(fs)
 	c.store.flags(fs)
 	c.key.flags(fs)
+	c.resealRate = bolt.DefaultResealRate
+	fs.Var(&c.resealRate, "reseal-rate", "`size` of content per second a sealed bolt depot reseals in the background after 'depotfs key rotate --reencrypt', bounding the extra I/O")
 	c.nfs.flags(fs)
 }
 

@@ -113,7 +113,7 @@ func openStore(ctx context.Context, cfg serveConfig, kek seal.Wrapper, log *slog
 			UploadTimeout: cfg.uploadTimeout, Logger: log, KeepVersions: cfg.settings.KeepVersions, History: cfg.feedHistory,
 			MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize), Quotas: cfg.quotas,
 			Upgrade: true, // serve upgrades an older database, keeping a copy of it
-			Key:     kek,
+			Key:     kek, ResealRate: int64(cfg.resealRate),
 		})
 		if err != nil {
 			if locked, ok := errors.AsType[*bolt.LockedError](err); ok {

@@ -266,7 +266,13 @@ func mountOptions(o Options) *fuse.MountOptions {
 			// that may not enter the page cache, see fileNode.serve)
 			// with MAP_SHARED; Linux 6.6 and later, else mmap fails
 			// with ENODEV.
-			fuse.CAP_DIRECT_IO_ALLOW_MMAP,
+			fuse.CAP_DIRECT_IO_ALLOW_MMAP |
+			// Lets the kernel revive a file handle whose inode it no
+			// longer has (open_by_handle_at, the kernel's NFS server
+			// re-exporting the mount, after a restart): it asks the
+			// node ID, depotfs's inode number, of the root (see
+			// dirNode.LookupNode).
+			fuse.CAP_EXPORT_SUPPORT,
 		MaxReadAhead: maxRead,
 		// Not IgnoreSecurityLabels: it answers ENODATA for ACLs, where
 		// Getxattr's EOPNOTSUPP lets ls stop asking.

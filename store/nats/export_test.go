@@ -1,5 +1,10 @@
 package nats
 
+import (
+	"testing"
+	"time"
+)
+
 // LocalReads makes s read only what it has applied, never catching up
 // with the cluster first: the baseline that BenchmarkMountOpen compares
 // close-to-open with.
@@ -33,4 +38,12 @@ func StopFollowing(s *Store) {
 // it. Call it before s reads.
 func AfterRound(s *Store, fn func()) {
 	s.catchUp.afterRound = fn
+}
+
+// SlowApply makes every host of the process wait d before it applies
+// each batch of the tree, until the test ends. Only for tests that do
+// not run in parallel.
+func SlowApply(t testing.TB, d time.Duration) {
+	applyPause.Store(int64(d))
+	t.Cleanup(func() { applyPause.Store(0) })
 }

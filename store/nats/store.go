@@ -262,9 +262,10 @@ func chunkSizeFor(max int, maxPayload int64) int {
 const chunkHeadroom = 4 << 10
 
 // setup creates or binds the bucket and the stream, starts the consumer
-// and waits until the view has read the whole tree.
-func (s *Store) setup(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+// and waits until the view has read the whole tree. Each step but the
+// reading is bounded by Timeout; the reading, by its progress (readTree).
+func (s *Store) setup(outer context.Context) error {
+	ctx, cancel := context.WithTimeout(outer, s.opts.Timeout)
 	defer cancel()
 	exists, err := s.treeExists(ctx)
 	if err != nil {
@@ -317,9 +318,11 @@ func (s *Store) setup(ctx context.Context) error {
 	if err := s.follow(ctx, 1); err != nil {
 		return err
 	}
-	if err := s.view.waitFor(ctx, last); err != nil {
+	if err := s.readTree(outer, last); err != nil {
 		return fmt.Errorf("reading the tree: %w", err)
 	}
+	ctx, cancel = context.WithTimeout(outer, s.opts.Timeout)
+	defer cancel()
 	// Nothing else is created or recorded before the depot is known to
 	// be this host's.
 	if err := s.identify(ctx, !exists); err != nil {
@@ -332,6 +335,24 @@ func (s *Store) setup(ctx context.Context) error {
 		return err
 	}
 	return s.chunks.create(ctx, s.opts.Replicas)
+}
+
+// readTree waits until the view has applied the tree stream up to
+// sequence last, for as long as it moves: it fails once the view applied
+// nothing for Timeout. A depot of many files takes longer to read than
+// any one request's time limit; bounded by Timeout as a whole, a host
+// whose read took longer failed, and started over at every attempt (a
+// restart at 100,000 files on a loaded machine never served).
+func (s *Store) readTree(ctx context.Context, last uint64) error {
+	for {
+		before := s.view.applied()
+		wctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+		err := s.view.waitFor(wctx, last)
+		cancel()
+		if err == nil || ctx.Err() != nil || s.view.applied() == before {
+			return err
+		}
+	}
 }
 
 // follow (re)starts the ordered consumer that feeds the view, from stream

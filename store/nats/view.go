@@ -166,9 +166,16 @@ func (v *view) fail(err error) {
 	v.hub.Wake()
 }
 
+// applyPause is waited before each batch is applied: 0 but in tests of
+// a host slow to read the tree (SlowApply).
+var applyPause atomic.Int64
+
 // apply applies whole batches up to sequence rev and publishes their
 // events.
 func (v *view) apply(msgs []msg, rev uint64) {
+	if d := applyPause.Load(); d > 0 {
+		time.Sleep(time.Duration(d))
+	}
 	var evs []store.Event
 	var touched []string
 	v.mu.Lock()

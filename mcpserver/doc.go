@@ -65,6 +65,8 @@
 // (doc/<tool>.reference.md) and the output schema are in docs/tools.md,
 // because every client pays for tools/list in its context window on every
 // session (TestToolsListSize keeps the default profiles under 24 KiB).
+// With Settings.OutputSchemas, tools/list also declares each output
+// schema and every structured result is checked against it.
 //
 // # Files fetched on demand
 //

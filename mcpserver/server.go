@@ -318,16 +318,24 @@ func newServer(st store.Store, opts *Options) *Server {
 	hooks.AddBeforeCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest) {
 		req.Params.Name = clip.String(req.Params.Name)
 	})
-	s.mcp = server.NewMCPServer(o.Name, o.Version,
+	serverOpts := []server.ServerOption{
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(true, false),
 		server.WithInstructions(s.serverInstructions()),
 		server.WithToolFilter(s.rt.VisibleTools),
 		server.WithHooks(hooks),
-	)
+	}
+	if o.OutputSchemas {
+		serverOpts = append(serverOpts, server.WithOutputSchemaValidation())
+	}
+	s.mcp = server.NewMCPServer(o.Name, o.Version, serverOpts...)
 	registered := make([]server.ServerTool, len(s.list))
 	for i, t := range s.list {
-		registered[i] = server.ServerTool{Tool: t.Spec, Handler: s.rt.Handler(t)}
+		spec := t.Spec
+		if out, ok := t.Docs.OutputSchema(spec.Name); ok && o.OutputSchemas {
+			spec.RawOutputSchema = out
+		}
+		registered[i] = server.ServerTool{Tool: spec, Handler: s.rt.Handler(t)}
 	}
 	s.mcp.AddTools(registered...)
 	s.mcp.AddResourceTemplates(s.res.Template())

@@ -155,6 +155,15 @@ type Settings struct {
 	// all clients; default DefaultMaxSubscriptions.
 	MaxSubscriptions int
 
+	// OutputSchemas declares each tool's output schema in tools/list, for
+	// every tool whose results are structured (the guide and fs tools,
+	// get_file_stats), and has the server check each structured result
+	// against it before it is sent. Off by default: the schemas take
+	// 62 KB, several times the rest of tools/list, which every client
+	// pays in its context window on every session; docs/tools.md shows
+	// them either way.
+	OutputSchemas bool
+
 	// LinkMinBytes is the size above which a whole-file read of the fs and
 	// provider profiles over HTTP answers with a resource link (a URL on
 	// the same listener, see Call.FileLink) instead of the content; default

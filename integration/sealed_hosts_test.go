@@ -29,6 +29,20 @@ func TestSeveralHostsSealed(t *testing.T) {
 	if n != 0 {
 		t.Errorf("the NATS servers' files hold the plaintext %d times", n)
 	}
+	// The control: a depot without a key on the same servers puts the
+	// plaintext in their files.
+	plain := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--store", h.cluster.URL(), "--nats-prefix", h.prefix + "-clear"}})
+	plain.mustCall("guide_cache_file", map[string]any{"path": "/small.txt", "content": sealMarker + " small\n"})
+	pushChunked(plain, "/big.txt", content, 64<<10, "big", -1)
+	plain.stop()
+	n = 0
+	for _, node := range h.cluster.Nodes {
+		n += countIn(t, node.Dir)
+	}
+	if n == 0 {
+		t.Error("the NATS servers' files do not hold the plaintext of a depot without a key: the test looks in the wrong place")
+	}
+	t.Logf("marker in the servers' files after the clear depot's writes: %d", n)
 	other := writeKeyFile(t)
 	for _, c := range []struct {
 		args []string

@@ -208,6 +208,15 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) (_ *http.Requ
 	return r, body, func() { settle(); charged() }, ok
 }
 
+// mayName reports whether body may hold the JSON string word (letters
+// only): spelled out, or with \u escapes, the only other way to write a
+// letter in JSON. A body without either cannot, which is cheaper to see
+// than to parse it: the tool call of a push carries the file's content,
+// and encoding/json scans every byte of a string, even one it skips.
+func mayName(body []byte, word string) bool {
+	return bytes.Contains(body, []byte(word)) || bytes.Contains(body, []byte(`\u`))
+}
+
 // opensSession reports whether mcp-go will start a session for a POST
 // with this header and body: an initialize on a protocol revision with
 // sessions. It parses the body whole, as mcp-go does (the same
@@ -215,6 +224,9 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) (_ *http.Requ
 // (escapes, white space, case, duplicate keys, position) parses one way
 // here and another there.
 func opensSession(h http.Header, body []byte) bool {
+	if !mayName(body, "initialize") {
+		return false
+	}
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
 		Result json.RawMessage `json:"result,omitempty"`

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -197,6 +198,68 @@ func TestOpensSession(t *testing.T) {
 	} {
 		if got := opensSession(http.Header{}, []byte(body)); got != want {
 			t.Errorf("opensSession(%.80s) = %v, want %v", body, got, want)
+		}
+	}
+}
+
+// FuzzMayName: a body whose method encoding/json reads as initialize, or
+// as a notification's, is never one mayName rules out, whatever its
+// spelling (escapes, case of the key, duplicates), so the shortcut never
+// changes what opensSession and protocolEdge decide.
+func FuzzMayName(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`,
+		`{"jsonrpc":"2.0","id":0,"method":"\u0069nitialize"}`,
+		`{"jsonrpc":"2.0","METHOD":"notifications\/cancelled"}`,
+		`{"jsonrpc":"2.0","method":"notific\u0061tions/initialized"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"guide_cache_file","arguments":{"content":"initialize"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"guide_cache_file","arguments":{"content":"\\u0041"}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var msg struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(body, &msg) != nil {
+			return
+		}
+		if msg.Method == "initialize" && !mayName(body, "initialize") {
+			t.Fatalf("mayName(%q, initialize) = false for method %q", body, msg.Method)
+		}
+		if strings.HasPrefix(msg.Method, "notifications") && !mayName(body, "notifications") {
+			t.Fatalf("mayName(%q, notifications) = false for method %q", body, msg.Method)
+		}
+	})
+}
+
+// TestOpensSessionSkipsContent: a tool call is not an initialize, with or
+// without the word in its content, and an initialize with escapes still is.
+func TestOpensSessionSkipsContent(t *testing.T) {
+	call := func(content string) []byte {
+		return []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"guide_cache_file","arguments":{"path":"/a","content":"` + content + `"}}}`)
+	}
+	for _, body := range [][]byte{call(strings.Repeat("x", 2000)), call("initialize " + strings.Repeat("x", 2000)), call(`\u0069nitialize`)} {
+		if opensSession(http.Header{}, body) {
+			t.Errorf("opensSession(%.60s...) = true for a tool call", body)
+		}
+	}
+	if mayName(call(strings.Repeat("x", 2000)), "initialize") {
+		t.Error("mayName found initialize in a body without it")
+	}
+	if !opensSession(http.Header{}, []byte(`{"jsonrpc":"2.0","id":0,"method":"init\u0069alize","params":{}}`)) {
+		t.Error("an initialize spelled with an escape no longer opens a session")
+	}
+}
+
+// BenchmarkOpensSession: what telling a session's opening from a tool call
+// of a push costs each POST, for a call with a 1.5 KiB file.
+func BenchmarkOpensSession(b *testing.B) {
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"guide_cache_file","arguments":{"path":"/bench/d1/f1.txt","content":"` +
+		strings.Repeat("QUJD", 384) + `"}}}`)
+	for b.Loop() {
+		if opensSession(http.Header{}, body) {
+			b.Fatal("a tool call opens a session")
 		}
 	}
 }

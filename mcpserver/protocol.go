@@ -69,6 +69,11 @@ func protocolEdge(next http.Handler) http.Handler {
 				writeRPCError(w, http.StatusBadRequest, id, mcp.INVALID_PARAMS, tool.MissingNameMessage("guide_cache_file"), nil)
 				return
 			}
+			// Only a notification, whose method starts with
+			// notifications/, can need a version.
+			if !mayName(head, "notifications") {
+				break
+			}
 			if fixed, ok := withMetaVersion(head, version); ok {
 				head = fixed
 				r.ContentLength = int64(len(head))

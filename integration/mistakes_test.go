@@ -243,7 +243,7 @@ func TestMistakenCalls(t *testing.T) {
 		t.Errorf("a mount path was stored inside the depot at %s", mnt)
 	}
 	t.Logf("TALLY %d mistaken calls: %v", len(cases), n)
-	if len(cases) < 90 {
+	if len(cases) < 93 {
 		t.Errorf("only %d cases in %s", len(cases), mistakesFile)
 	}
 }

@@ -162,8 +162,14 @@ func (s *tools) limitDetails(ctx context.Context, c *tool.Call, err error) error
 }
 
 // parentExists fails with not_found unless the parent directory of p
-// exists (without make_dirs, write creates no directory).
+// exists (without make_dirs, write creates no directory). A path under
+// .snapshots is refused first: no parent made there would help, the
+// snapshots are read-only.
 func (s *tools) parentExists(ctx context.Context, c *tool.Call, p string) error {
+	if depotpath.Within(p, store.SnapshotsDir) {
+		return &fsError{code: fsPathInvalid, path: p, err: depotpath.ErrInvalid,
+			msg: fmt.Sprintf("%s is under %s, where snapshots are shown read-only: write to a path outside it (guide_restore makes a file's version in a snapshot current again)", relPath(p), relPath(store.SnapshotsDir))}
+	}
 	dir, _ := depotpath.Split(p)
 	e, err := c.Store().Stat(ctx, dir)
 	switch {

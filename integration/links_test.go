@@ -1,14 +1,12 @@
 package integration_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -211,7 +209,7 @@ func TestResourceLinks(t *testing.T) {
 
 	// A reader that stops reading is cut once --http-body-idle-timeout
 	// passes: the response does not hold the server for ever.
-	stalled(t, reader, link.URI, size)
+	stalledCut(t, reader, link.URI, size)
 
 	// The link is pinned to its version: after one change (kept, with
 	// --keep-versions 1) it still reads the old bytes; after two it is
@@ -229,29 +227,3 @@ type writerFunc func(p []byte)
 
 func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
 
-// stalled sends a GET for u (size bytes) on a connection with a small
-// receive buffer, reads nothing for 6 s, then reads what is left: the
-// server must have cut the response short.
-func stalled(t *testing.T, tok, u string, size int) {
-	t.Helper()
-	pu, _ := url.Parse(u)
-	c, err := net.Dial("tcp", pu.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.(*net.TCPConn).SetReadBuffer(4096); err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", pu.EscapedPath(), pu.Host, tok)
-	br := bufio.NewReaderSize(c, 4096)
-	if _, err := br.Peek(1); err != nil {
-		t.Fatalf("stalled GET: no answer: %v", err)
-	}
-	time.Sleep(6 * time.Second) // the stall itself: the server's idle timeout is 2 s
-	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	n, err := io.Copy(io.Discard, br)
-	if n >= int64(size) {
-		t.Errorf("a reader stalled for 6 s got all %d bytes (err %v): the server waited for it", n, err)
-	}
-}

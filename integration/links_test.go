@@ -226,4 +226,3 @@ func TestResourceLinks(t *testing.T) {
 type writerFunc func(p []byte)
 
 func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
-

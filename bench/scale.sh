@@ -5,10 +5,14 @@
 # Arguments go to scalebench, e.g.
 #   sudo bench/scale.sh -files 20000,100000,300000
 #   sudo DEPOTFS_SOAK=1 bench/scale.sh      # adds 1,000,000 and 10,000,000
+#   sudo bench/scale.sh -files 100000 -profile /tmp/prof   # heap and CPU profiles
 set -eu
 cd "$(dirname "$0")/.."
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
-go build -o "$bin/depotfs" ./cmd/depotfs
+# -profile needs the server's pprof handlers, only in a -tags pprof build.
+tags=
+case " $* " in *" -profile"*) tags=pprof ;; esac
+go build -tags "$tags" -o "$bin/depotfs" ./cmd/depotfs
 go build -o "$bin/scalebench" ./bench/scalebench
 "$bin/scalebench" -depotfs "$bin/depotfs" "$@"

@@ -17,6 +17,11 @@
 //     own process) and tmpfs (the tree pushed from), measured in the same
 //     run.
 //
+// With -profile DIR (bench/scale.sh then builds depotfs with -tags pprof)
+// it also saves, at each size, the server's heap profile after the
+// pushes and after the walks, and a CPU profile of one more first pass of
+// each walk on a fresh mount, for `go tool pprof`.
+//
 // The tree is /bK/dDDDD/fNNNNNNNN.txt: -per-dir files of 64 to 2048 bytes
 // in each directory, so a directory's size stays the same as the depot
 // grows and a walk's cost a file should too. It needs root (tmpfs, FUSE).
@@ -57,6 +62,7 @@ func main() {
 	pause := flag.Duration("pause", 2*time.Second, "pause before a repeated pass")
 	firsts := flag.Int("firsts", 3, "first passes of each walk, each on a fresh mount: the median is reported")
 	work := flag.String("dir", "", "work `dir`ectory (default: a new one under /var/tmp)")
+	profile := flag.String("profile", "", "save heap and CPU profiles of the server in this `dir`ectory (needs depotfs built with -tags pprof)")
 	floorTree := flag.Int("floor-serve", -1, "internal: serve the floor's tree of this many files at -floor-mount")
 	floorMount := flag.String("floor-mount", "", "internal: where -floor-serve mounts")
 	flag.Parse()
@@ -92,6 +98,16 @@ func main() {
 		log.Fatal(err)
 	}
 	b := &bench{bin: *bin, self: self, dir: dir, perDir: *perDir, pause: *pause, firsts: max(*firsts, 1), works: strings.Split(*works, ",")}
+	if *profile != "" {
+		if err := os.MkdirAll(*profile, 0o755); err != nil {
+			log.Fatal(err)
+		}
+		// Every server this run starts inherits the address; one runs at
+		// a time.
+		addr := freeAddr()
+		os.Setenv("DEPOTFS_PPROF", addr)
+		b.profDir, b.pprof = *profile, "http://"+addr+"/debug/pprof/"
+	}
 	b.run(ns)
 }
 
@@ -102,6 +118,7 @@ type bench struct {
 	works          []string
 	src            string // the tmpfs the tree is pushed from: the tmpfs baseline
 	db, mnt        string
+	profDir, pprof string // -profile: where to save profiles, the server's pprof URL
 }
 
 // file is file i of the tree: its depot path and content.
@@ -171,6 +188,7 @@ func (b *bench) run(ns []int) {
 		r.anon, r.rssFile = d.rss()
 		r.heap = d.heap()
 		r.db = size(b.db)
+		b.save("heap?gc=1", fmt.Sprintf("heap-push-%d.pb.gz", n))
 		r.snapshot = d.snapshot(fmt.Sprintf("scale%d", n))
 		d.stop()
 		d, r.restart = b.restart()
@@ -197,6 +215,19 @@ func (b *bench) run(ns []int) {
 				}
 				f.stop()
 			}
+			if b.pprof != "" {
+				// One more first pass, profiled: the timed ones are not.
+				d.stop()
+				d, _ = b.restart()
+				secs := int(benchd.Quantile(dFirst, 0.5).Seconds()) + 2
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					b.save(fmt.Sprintf("profile?seconds=%d", secs), fmt.Sprintf("cpu-%s-%d.pb.gz", w, n))
+				}()
+				run(fmt.Sprintf(cmd, b.mnt))
+				<-done
+			}
 			t[0][1] = b.repeated(fmt.Sprintf(cmd, b.mnt))
 			t[0][0], t[1][0] = benchd.Quantile(dFirst, 0.5), benchd.Quantile(fFirst, 0.5)
 			r.anonWalk, _ = d.rss()
@@ -206,6 +237,7 @@ func (b *bench) run(ns []int) {
 			r.walks[w] = t
 			r.cpu[w] = [2]time.Duration{benchd.Quantile(dCPU, 0.5), benchd.Quantile(fCPU, 0.5)}
 		}
+		b.save("heap?gc=1", fmt.Sprintf("heap-walks-%d.pb.gz", n))
 		r.loadAfter = loadavg()
 		rows = append(rows, r)
 		b.print(rows, emptyAnon, emptyHeap)
@@ -245,6 +277,30 @@ func (b *bench) print(rows []row, emptyAnon, emptyHeap int64) {
 		}
 	}
 	fmt.Println()
+}
+
+// save saves the server's profile at pprof path q into file name in the
+// -profile directory; without -profile it does nothing.
+func (b *bench) save(q, name string) {
+	if b.pprof == "" {
+		return
+	}
+	resp, err := http.Get(b.pprof + q)
+	if err != nil {
+		log.Fatalf("profile: %v (is depotfs built with -tags pprof?)", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		log.Fatalf("profile %s: %s", q, resp.Status)
+	}
+	f, err := os.Create(filepath.Join(b.profDir, name))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		log.Fatalf("profile %s: %v", q, err)
+	}
 }
 
 // push writes files have..n-1 into the tmpfs and pushes each new

@@ -14,11 +14,12 @@ import (
 // $DEPOTFS_PPROF, for profiling the server under a benchmark
 // (bench/scale.sh -profile). Release builds have no such door: the
 // handlers are unauthenticated and a CPU profile costs the server time.
-// The profile is taken of the process as it serves; nothing else in the
-// binary uses http.DefaultServeMux, so this is all it serves.
+// Only `depotfs serve` listens: the clients a benchmark runs (push,
+// snapshot) inherit the variable too. Nothing else in the binary uses
+// http.DefaultServeMux, so the profiles are all it serves.
 func init() {
 	addr := os.Getenv("DEPOTFS_PPROF")
-	if addr == "" {
+	if addr == "" || len(os.Args) < 2 || os.Args[1] != "serve" {
 		return
 	}
 	ln, err := net.Listen("tcp", addr)

@@ -52,3 +52,70 @@ func TestLimitMemory(t *testing.T) {
 		t.Errorf("memory limit %d with GOMEMLIMIT set, want the runtime's own (none here)", got)
 	}
 }
+
+// TestIdleReturn checks when the heap is given back: on the first idle
+// tick after a burst of at least 32 MiB (and half the live heap) and on
+// the tick after it, never during the burst, never after small work.
+func TestIdleReturn(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name  string
+		ticks []uint64 // allocated in each second
+		live  uint64
+		gives []bool // a give-back at each tick
+	}{
+		{"burst then idle", []uint64{20 * mib, 20 * mib, 0, 0, 0}, 10 * mib, []bool{false, false, true, true, false}},
+		{"small work", []uint64{5 * mib, 5 * mib, 0, 0}, 10 * mib, []bool{false, false, false, false}},
+		{"small work adds up", []uint64{20 * mib, 0, 0, 15 * mib, 0}, 10 * mib, []bool{false, false, false, false, true}},
+		{"work resumes between the two", []uint64{40 * mib, 0, 2 * mib, 0}, 10 * mib, []bool{false, true, false, false}},
+		{"a large live heap needs a larger burst", []uint64{40 * mib, 0, 40 * mib, 0}, 120 * mib, []bool{false, false, false, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r idleReturn
+			var allocs uint64 = 100 * mib
+			r.tick(allocs, tc.live) // the start: what came before is not this burst
+			r.burst = 0
+			for i, a := range tc.ticks {
+				allocs += a
+				if got := r.tick(allocs, tc.live); got != tc.gives[i] {
+					t.Errorf("tick %d (%d MiB allocated): give back %v, want %v", i, a/mib, got, tc.gives[i])
+				}
+			}
+		})
+	}
+}
+
+// TestLimitMemoryGivesBack keeps 64 MiB live and allocates 56 MiB of
+// garbage, less than the collector's headroom, then idles: the garbage
+// and the free pages go back to the system within a few seconds. Without
+// the give-back they stay mapped: nothing allocates, so nothing collects.
+func TestLimitMemoryGivesBack(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	live := make([][]byte, 64)
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	runtime.GC()
+	stop := limitMemory(1<<30, quiet)
+	defer stop()
+	var garbage [][]byte
+	for range 56 {
+		b := make([]byte, 1<<20)
+		b[0] = 1
+		garbage = append(garbage, b)
+	}
+	runtime.KeepAlive(garbage)
+	mapped := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+	heap := func() uint64 {
+		rtmetrics.Read(mapped)
+		return mapped[0].Value.Uint64() + mapped[1].Value.Uint64() + mapped[2].Value.Uint64()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for heap() > 80<<20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("heap of %d MiB still mapped 10 s after the garbage, with 64 MiB live", heap()>>20)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	runtime.KeepAlive(live)
+}

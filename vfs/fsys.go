@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -180,7 +181,7 @@ func (fsys *fsys) child(ctx context.Context, parent *fs.Inode, name string, e st
 	}
 	var n fs.InodeEmbedder
 	if e.IsDir() {
-		n = &dirNode{node: node{fsys: fsys}, path: e.Path}
+		n = &dirNode{node: node{fsys: fsys}, path: strings.Clone(e.Path)}
 	} else {
 		f := &fileNode{primer: primer{node: node{fsys: fsys}}, version: newFileVersion(e)}
 		if replacing || justUpdated(e) || fsys.staledRecently(e.Path) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -58,11 +59,14 @@ func wants(e store.Entry) bool {
 // variable for tests).
 var minPruneAt = 1024
 
-// note records that p's content is the cached blob sum.
+// note records that p's content is the cached blob sum. It keeps copies:
+// a listing's entries share one string (see store/bolt).
 func (b *blobs) note(p, sum string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.byPath[p] = sum
+	if old, ok := b.byPath[p]; !ok || old != sum {
+		b.byPath[strings.Clone(p)] = strings.Clone(sum)
+	}
 	if len(b.byPath) < b.pruneAt {
 		return
 	}

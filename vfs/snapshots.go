@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -229,7 +230,7 @@ func (t snapTree) child(ctx context.Context, fsys *fsys, parent *fs.Inode, e sto
 	out.Ino = snapIno(t.id, e)
 	var n fs.InodeEmbedder = &snapFile{primer: primer{node: node{fsys: fsys}}, tree: t, version: newFileVersion(e)}
 	if e.IsDir() {
-		n = &snapDir{node: node{fsys: fsys}, tree: t, path: e.Path, ino: e.Ino}
+		n = &snapDir{node: node{fsys: fsys}, tree: t, path: strings.Clone(e.Path), ino: e.Ino}
 	}
 	return parent.NewInode(ctx, n, fs.StableAttr{Mode: out.Mode & syscall.S_IFMT, Ino: out.Ino, Gen: snapGen(t.rev)})
 }

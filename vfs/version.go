@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	iofs "io/fs"
+	"strings"
 	"time"
 
 	"github.com/depotfs/depotfs/store"
@@ -27,8 +28,11 @@ type fileVersion struct {
 	present          bool
 }
 
+// newFileVersion is the version of e. It copies e's path: an entry of a
+// listing shares one string with all the listing's (see store/bolt), and
+// a node lives as long as the kernel keeps its inode.
 func newFileVersion(e store.Entry) fileVersion {
-	v := fileVersion{path: e.Path, source: e.Source, encoding: e.Encoding,
+	v := fileVersion{path: strings.Clone(e.Path), source: e.Source, encoding: e.Encoding,
 		size: e.Size, rev: e.Revision, mode: e.Mode, present: e.Present}
 	sum := e.SHA256
 	if !e.Present {

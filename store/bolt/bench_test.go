@@ -126,6 +126,27 @@ func BenchmarkReadDir(b *testing.B) {
 	}
 }
 
+// BenchmarkReadDirFiles lists a directory of 1,000 stored files, as the
+// mount does for each directory a walk opens (bench/scale.sh's tree).
+func BenchmarkReadDirFiles(b *testing.B) {
+	s, _ := openTemp(b, nil)
+	ctx := context.Background()
+	var reqs []store.PutRequest
+	for i := range 1000 {
+		reqs = append(reqs, store.PutRequest{Path: fmt.Sprintf("/b0/d00000/f%08d.txt", i), Data: []byte(fmt.Sprint(i))})
+	}
+	if _, err := s.PutBatch(ctx, reqs); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		es, err := s.ReadDir(ctx, "/b0/d00000")
+		if err != nil || len(es) != len(reqs) {
+			b.Fatal(len(es), err)
+		}
+	}
+}
+
 // BenchmarkPutEvict compares, at the same sizes, a Put that replaces a
 // file's content (the old content is deleted, nothing is evicted) with
 // one that must evict the least recently used file to stay within

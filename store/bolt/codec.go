@@ -200,9 +200,26 @@ func decodeInto(r *record, v []byte) error {
 // decodeShared is decodeInto with its strings interned in strs (nil: not
 // interned).
 func decodeShared(r *record, v []byte, strs map[string]string) error {
+	sum, declared, err := decodeListed(r, v, strs)
+	if err != nil {
+		return err
+	}
+	if sum != nil {
+		r.SHA256 = hex.EncodeToString(sum)
+	}
+	if declared != nil {
+		r.Declared = hex.EncodeToString(declared)
+	}
+	return nil
+}
+
+// decodeListed is decodeShared that leaves the record's hashes empty and
+// returns them raw instead (nil when absent; valid while v is), for a
+// listing to spell all of them into one string (see listing).
+func decodeListed(r *record, v []byte, strs map[string]string) (sum, declared []byte, err error) {
 	d := decoder{b: v, strs: strs}
 	if d.byte() != recordFormat {
-		return errCorrupt
+		return nil, nil, errCorrupt
 	}
 	*r = record{Kind: store.Kind(d.byte())}
 	flags := d.byte()
@@ -212,10 +229,10 @@ func decodeShared(r *record, v []byte, strs map[string]string) error {
 	r.Ino = d.uvarint()
 	r.Size = d.varint()
 	if flags&flagHash != 0 {
-		r.SHA256 = hex.EncodeToString(d.bytes(32))
+		sum = d.bytes(32)
 	}
 	if flags&flagDeclared != 0 {
-		r.Declared = hex.EncodeToString(d.bytes(32))
+		declared = d.bytes(32)
 	}
 	r.Mode = fs.FileMode(d.uvarint())
 	r.MTime = d.time()
@@ -230,5 +247,8 @@ func decodeShared(r *record, v []byte, strs map[string]string) error {
 	if d.err == nil && (len(d.b) != 0 || (r.Kind != store.KindFile && r.Kind != store.KindDir) || flags >= flagDeclared<<1) {
 		d.err = errCorrupt
 	}
-	return d.err
+	if d.err != nil {
+		return nil, nil, d.err
+	}
+	return sum, declared, nil
 }

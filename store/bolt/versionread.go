@@ -5,7 +5,6 @@ import (
 	"context"
 	"math"
 
-	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/rules"
 	bbolt "go.etcd.io/bbolt"
@@ -99,13 +98,17 @@ func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.
 		j := 0
 		c := tx.Bucket(bucketTree).Cursor()
 		// Sized once: a directory of a thousand files would otherwise
-		// copy its entries ten times as the slice grows.
-		n := len(vis)
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		// copy its entries ten times as the slice grows; so is the
+		// listing's string.
+		n, live, size := len(vis), 0, 0
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			n++
+			live++
+			size += spelled(dir, len(k)-len(prefix), v)
 		}
 		out = make([]store.Entry, 0, n)
 		strs := map[string]string{}
+		l := newListing(live, size)
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			name := k[len(prefix):]
 			for ; j < len(names) && bytes.Compare(names[j], name) < 0; j++ {
@@ -122,18 +125,26 @@ func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.
 				}
 			}
 			var r record
-			if err := decodeShared(&r, v, strs); err != nil {
+			sum, declared, err := decodeListed(&r, v, strs)
+			if err != nil {
 				return err
 			}
 			if r.Revision <= rev {
-				e := r.Entry(depotpath.Join(dir, string(name)))
-				if err := dirTimeAt(tx, &e, rev, math.MaxUint64); err != nil {
-					return err
-				}
-				out = append(out, e)
+				l.add(len(out), dir, name, sum, declared)
+				out = append(out, r.Entry(""))
 			}
 		}
 		out = append(out, vis[j:]...)
+		l.spell(out)
+		// dirTimeAt needs the paths; the live tree's directories show
+		// their own times.
+		if rev != math.MaxUint64 {
+			for _, ref := range l.refs {
+				if err := dirTimeAt(tx, &out[ref.i], rev, math.MaxUint64); err != nil {
+					return err
+				}
+			}
+		}
 		return ctx.Err()
 	})
 	if err != nil {

@@ -1,0 +1,88 @@
+package bolt
+
+import (
+	"encoding/hex"
+	"unsafe"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/store"
+)
+
+// listing spells the paths and content hashes of a listing's entries into
+// one string, which the entries' fields are substrings of: one allocation
+// a listing instead of two an entry (the path, the hash in hex), which
+// were most of a listing's allocations and a good part of its collector
+// work. A caller that keeps one entry of a listing for long (the mount's
+// nodes) copies its strings, or it keeps the whole listing's.
+type listing struct {
+	buf  []byte
+	refs []listed
+}
+
+// listed is where one entry's strings are in listing.buf: its path from
+// from, pathLen bytes, then its hash and its declared hash in hex, 64
+// bytes each, when it has them.
+type listed struct {
+	i, from       int32 // the entry's index in the listing, where its strings begin
+	pathLen       int32
+	sum, declared bool
+}
+
+// newListing returns a listing of n entries whose strings take size
+// bytes (the sum of spelled).
+func newListing(n, size int) *listing {
+	return &listing{buf: make([]byte, 0, size), refs: make([]listed, 0, n)}
+}
+
+// spelled is how many bytes the strings of the entry named name (of
+// length name) in dir, whose record is v, take in a listing: its path and
+// its hashes in hex, read from the record's flags (a corrupt record only
+// sizes the listing wrong; decoding it fails).
+func spelled(dir string, name int, v []byte) int {
+	n := len(dir) + 1 + name
+	if len(v) > 2 {
+		if v[2]&flagHash != 0 {
+			n += 64
+		}
+		if v[2]&flagDeclared != 0 {
+			n += 64
+		}
+	}
+	return n
+}
+
+// add spells the path of entry i, dir/name, and its hashes (nil: none).
+func (l *listing) add(i int, dir string, name, sum, declared []byte) {
+	from := len(l.buf)
+	if dir != depotpath.Root {
+		l.buf = append(l.buf, dir...)
+	}
+	l.buf = append(l.buf, '/')
+	l.buf = append(l.buf, name...)
+	ref := listed{i: int32(i), from: int32(from), pathLen: int32(len(l.buf) - from), sum: sum != nil, declared: declared != nil}
+	if sum != nil {
+		l.buf = hex.AppendEncode(l.buf, sum)
+	}
+	if declared != nil {
+		l.buf = hex.AppendEncode(l.buf, declared)
+	}
+	l.refs = append(l.refs, ref)
+}
+
+// spell sets the strings of the entries added, in out. The string shares
+// the listing's bytes, which nothing writes after this.
+func (l *listing) spell(out []store.Entry) {
+	s := unsafe.String(unsafe.SliceData(l.buf), len(l.buf))
+	for _, ref := range l.refs {
+		e := &out[ref.i]
+		at := int(ref.from) + int(ref.pathLen)
+		e.Path = s[ref.from:at]
+		if ref.sum {
+			e.SHA256 = s[at : at+64]
+			at += 64
+		}
+		if ref.declared {
+			e.DeclaredSHA256 = s[at : at+64]
+		}
+	}
+}

@@ -184,7 +184,9 @@ func (b *bench) run(ns []int) {
 		took := b.push(d, have, n)
 		r.pushRate = float64(n-have) / took.Seconds()
 		have = n
-		time.Sleep(b.pause) // let the store flush what the pushes left
+		// The server at rest: the store has flushed what the pushes left,
+		// and the server given back the heap they grew (two seconds idle).
+		time.Sleep(max(b.pause, 4*time.Second))
 		r.anon, r.rssFile = d.rss()
 		r.heap = d.heap()
 		r.db = size(b.db)

@@ -419,6 +419,60 @@ func TestConcurrentAppend(t *testing.T) {
 	}
 }
 
+// TestCheckpointCoversAcknowledged: while appends run concurrently, with
+// rotations, every Append returns only once the checkpoint on disk names
+// its record or a later one, and the checkpoint only ever names a record
+// that was appended (its seq and hash), so a crash at any moment leaves no
+// acknowledged record past the checkpoint.
+func TestCheckpointCoversAcknowledged(t *testing.T) {
+	l, path := newLog(t, &audit.Options{MaxSize: 8 << 10})
+	const workers, each = 8, 40
+	var mu sync.Mutex
+	hashes := map[uint64]string{}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				r := record(w*each + i)
+				if err := l.Append(r); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				hashes[r.Seq] = r.Hash
+				mu.Unlock()
+				seq, hash, err := audit.ReadCheckpoint(path)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if seq < r.Seq {
+					t.Errorf("Append of seq %d returned with the checkpoint at %d", r.Seq, seq)
+					return
+				}
+				mu.Lock()
+				want, known := hashes[seq]
+				mu.Unlock()
+				if known && want != hash {
+					t.Errorf("checkpoint names seq %d with hash %.12s, the record's is %.12s", seq, hash, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seq, hash, err := audit.ReadCheckpoint(path)
+	if err != nil || seq != workers*each || hash != hashes[seq] {
+		t.Fatalf("final checkpoint = %d %.12s, %v; want %d %.12s", seq, hash, err, workers*each, hashes[workers*each])
+	}
+	if rep, err := audit.Verify(path); err != nil || rep.Records != workers*each {
+		t.Fatalf("Verify = %+v, %v", rep, err)
+	}
+}
+
 func TestClosed(t *testing.T) {
 	l, _ := newLog(t, nil)
 	l.Close()

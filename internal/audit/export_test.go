@@ -42,3 +42,14 @@ func WriteCheckpoint(path string, seq uint64, hash string) error {
 	}
 	return cp.f.Close()
 }
+
+// ReadCheckpoint returns the seq and hash the checkpoint of the log at path
+// names.
+func ReadCheckpoint(path string) (uint64, string, error) {
+	key, err := loadKey(path, true)
+	if err != nil {
+		return 0, "", err
+	}
+	cp, _, _, err := readCheckpoint(path, key)
+	return cp.Seq, cp.Hash, err
+}

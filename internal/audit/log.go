@@ -70,11 +70,17 @@ type Log struct {
 	key  []byte
 	lock *os.File // the writer lock, held until Close
 
-	// syncMu serializes syncs, checkpoint writes and rotation; it is taken
-	// before mu.
-	syncMu sync.Mutex
-	synced uint64 // seq known durable and checkpointed
-	cp     *checkpointFile
+	// syncMu serializes the syncs of the current file and rotation; cpMu
+	// serializes checkpoint writes. They are two stages, so one group's
+	// checkpoint is flushed while the next group's records are: a
+	// checkpoint only ever names records already durable. Taken in the
+	// order syncMu, cpMu, mu.
+	syncMu      sync.Mutex
+	durable     uint64 // seq known durable, under syncMu
+	durableHead string // hash of record durable
+	cpMu        sync.Mutex
+	synced      uint64 // seq known durable and checkpointed, under cpMu
+	cp          *checkpointFile
 
 	mu        sync.Mutex
 	f         file
@@ -205,7 +211,7 @@ func (l *Log) load() (tailRange, error) {
 	if err != nil {
 		return tailRange{}, err
 	}
-	l.synced = cp.Seq
+	l.synced, l.durable, l.durableHead = cp.Seq, cp.Seq, cp.Hash
 	l.f, err = openAppend(l.path)
 	if err != nil {
 		l.cp.f.Close()
@@ -299,11 +305,13 @@ func (l *Log) Append(r *Record) error {
 			return err
 		}
 		if l.opts.MaxSize > 0 && l.size > 0 && l.size+int64(len(line)) > l.opts.MaxSize {
-			// Rotation takes syncMu, which is taken before mu.
+			// Rotation takes syncMu and cpMu, which are taken before mu.
 			l.mu.Unlock()
 			l.syncMu.Lock()
+			l.cpMu.Lock()
 			l.mu.Lock()
 			err := l.rotate(int64(len(line)))
+			l.cpMu.Unlock()
 			l.syncMu.Unlock()
 			if err != nil {
 				l.mu.Unlock()
@@ -385,7 +393,7 @@ func (l *Log) fail(err error) error {
 // rotate renames a current file that cannot take another n bytes, seals
 // it, starts a new one and applies the retention. The checkpoint is
 // brought up to the renamed file's last record first, so it never points
-// into a sealed file. syncMu and mu are held.
+// into a sealed file. syncMu, cpMu and mu are held.
 func (l *Log) rotate(n int64) error {
 	if l.size == 0 || l.size+n <= l.opts.MaxSize {
 		return nil // another Append rotated already
@@ -393,6 +401,7 @@ func (l *Log) rotate(n int64) error {
 	if err := l.syncFile(l.f); err != nil {
 		return l.fail(err)
 	}
+	l.durable, l.durableHead = l.seq, l.head
 	if l.synced < l.seq {
 		if err := l.cp.write(l.seq, l.head); err != nil {
 			return l.fail(err)
@@ -442,20 +451,32 @@ func (l *Log) syncFile(f file) error {
 
 // sync returns once record seq is durable and checkpointed. Appends that
 // arrive while a sync runs wait and are covered by the next one, so
-// concurrent appends share fsyncs.
+// concurrent appends share fsyncs. The file's sync and the checkpoint's
+// are two stages: while one group's checkpoint is flushed, the next
+// group's records already are, and the checkpoint names only records a
+// finished sync made durable, as it did when both were one stage.
 func (l *Log) sync(seq uint64) error {
 	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	if l.synced >= seq {
-		return nil
+	if l.durable < seq {
+		// Rotation needs syncMu, so the current file stays the same
+		// while it is synced; records already rotated away were synced
+		// by rotate.
+		l.mu.Lock()
+		f, target, head := l.f, l.seq, l.head
+		l.mu.Unlock()
+		if err := l.syncFile(f); err != nil {
+			l.syncMu.Unlock()
+			return l.failLocked(err)
+		}
+		l.durable, l.durableHead = target, head
 	}
-	// Rotation needs syncMu, so the current file stays the same while it
-	// is synced; records already rotated away were synced by rotate.
-	l.mu.Lock()
-	f, target, head := l.f, l.seq, l.head
-	l.mu.Unlock()
-	if err := l.syncFile(f); err != nil {
-		return l.failLocked(err)
+	target, head := l.durable, l.durableHead
+	l.syncMu.Unlock()
+
+	l.cpMu.Lock()
+	defer l.cpMu.Unlock()
+	if l.synced >= seq {
+		return nil // a later group's checkpoint, or a rotation, covers seq
 	}
 	if err := l.cp.write(target, head); err != nil {
 		return l.failLocked(err)
@@ -496,6 +517,8 @@ func (l *Log) Path() string { return l.path }
 func (l *Log) Close() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
+	l.cpMu.Lock()
+	defer l.cpMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {

@@ -10,8 +10,8 @@ import (
 // or older than Options.RetainAge. It first moves the log's base past
 // them (the seal of the last one deleted gives the link), so the files
 // kept still verify and a deletion by anyone else still shows. A file
-// without a valid seal is never deleted, nor anything after it. syncMu and
-// mu are held.
+// without a valid seal is never deleted, nor anything after it. syncMu,
+// cpMu and mu are held.
 func (l *Log) retain() error {
 	if l.opts.RetainSize <= 0 && l.opts.RetainAge <= 0 {
 		return nil

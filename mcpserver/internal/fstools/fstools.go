@@ -46,14 +46,14 @@ func Tools(env *tool.Env) []tool.Tool {
 	write := s.fsTool("write", "Write a file in the depot", tool.Hints{Destructive: true}, s.fsWrite, w("path"))
 	write.Spec = tool.ConditionSchema(write.Spec)
 	return s.docs.Tools(
-		s.fsTool("list", "List a depot directory", readOnly, s.fsList, r("path")),
-		s.fsTool("read", "Read a depot file", readOnly, s.fsRead, r("path")),
+		tool.InSnapshots(s.fsTool("list", "List a depot directory", readOnly, s.fsList, r("path"))),
+		tool.InSnapshots(s.fsTool("read", "Read a depot file", readOnly, s.fsRead, r("path"))),
 		write,
 		s.fsTool("mkdir", "Create a depot directory", tool.Hints{Idempotent: true}, s.fsMkdir, w("path")),
 		s.fsTool("delete", "Delete a depot file or directory", tool.Hints{Destructive: true, Idempotent: true}, s.fsDelete, w("path")),
 		s.fsTool("copy", "Copy a depot file or directory", tool.Hints{Destructive: true, Idempotent: true}, s.fsTransfer(true), r("source"), w("destination")),
 		s.fsTool("move", "Move or rename a depot file or directory", tool.Hints{Destructive: true, Idempotent: true}, s.fsTransfer(false), rw("source"), w("destination")),
-		s.fsTool("info", "Describe a depot path", readOnly, s.fsInfo, r("path")),
+		tool.InSnapshots(s.fsTool("info", "Describe a depot path", readOnly, s.fsInfo, r("path"))),
 		s.fsTool("search", "Search depot files for text", readOnly, s.fsSearch, r("root_path")),
 	)
 }

@@ -37,9 +37,9 @@ func Tools(env *tool.Env) []tool.Tool {
 	s.docs = tool.NewDocs(docs, "doc", "result", map[string]string{"error": "error.json"}, env)
 	r := tool.Read
 	return s.docs.Tools(
-		s.providerTool("read_file", "Read a text file from the depot", r("file_path"), providerShape{}, s.readFile(true)),
-		s.providerTool("read_file_binary", "Read a file from the depot as base64", r("file_path"), providerShape{}, s.readFile(false)),
-		s.providerTool("list_directory", "List a depot directory", r("directory_path"), providerShape{}, s.providerListDirectory),
+		tool.InSnapshots(s.providerTool("read_file", "Read a text file from the depot", r("file_path"), providerShape{}, s.readFile(true))),
+		tool.InSnapshots(s.providerTool("read_file_binary", "Read a file from the depot as base64", r("file_path"), providerShape{}, s.readFile(false))),
+		tool.InSnapshots(s.providerTool("list_directory", "List a depot directory", r("directory_path"), providerShape{}, s.providerListDirectory)),
 		s.providerTool("file_exists", "Check whether a depot path exists", r("path"), providerShape{falseOnError: true}, s.providerFileExists),
 		s.providerTool("get_file_stats", "Get a depot entry's statistics", r("path"), providerShape{}, s.providerFileStats),
 		s.providerTool("calculate_file_hash", "Hash a file in the depot", r("file_path"), providerShape{}, s.providerFileHash),

@@ -38,17 +38,24 @@ var conditionProperties = map[string]any{
 // keeps its bytes and order, which docs/tools.md shows. A schema without
 // such an object is a build defect: it panics.
 func ConditionSchema(spec mcp.Tool, within ...string) mcp.Tool {
+	return addProperties(spec, conditionProperties, within...)
+}
+
+// addProperties returns spec with props added, after the others, to the
+// properties of the object its input schema holds at the path of keys
+// within, as ConditionSchema describes.
+func addProperties(spec mcp.Tool, props map[string]any, within ...string) mcp.Tool {
 	raw := []byte(spec.RawInputSchema)
 	lo, hi := 0, len(raw)
 	for _, key := range append(within, "properties") {
 		s, e, ok := member(raw[lo:hi], key)
 		if !ok {
-			panic(fmt.Sprintf("mcpserver: %s input schema has no %q to add conditions to", spec.Name, key))
+			panic(fmt.Sprintf("mcpserver: %s input schema has no %q to add arguments to", spec.Name, key))
 		}
 		lo, hi = lo+s, lo+e
 	}
-	add, _ := json.Marshal(conditionProperties) // numbers, strings and booleans: it cannot fail
-	add[0] = ','                                // the members follow those already there, if any
+	add, _ := json.Marshal(props) // numbers, strings and booleans: it cannot fail
+	add[0] = ','                  // the members follow those already there, if any
 	if len(bytes.TrimSpace(raw[lo+1:hi-1])) == 0 {
 		add = add[1:]
 	}

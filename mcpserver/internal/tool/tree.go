@@ -25,6 +25,21 @@ import (
 // SnapshotArg is the name of the argument that reads in a snapshot.
 const SnapshotArg = "snapshot"
 
+// snapshotProperty is the snapshot argument as every input schema that
+// takes it declares it, short because every client pays for it in
+// tools/list (the tools' references say it in full).
+var snapshotProperty = map[string]any{SnapshotArg: map[string]any{
+	"type": "string", "description": "Read in this snapshot (guide_snapshot); paths under /.snapshots/NAME do too."}}
+
+// InSnapshots returns t with the snapshot argument, which SnapshotName
+// decodes, added to its input schema after the others: the one
+// declaration of the argument every read and list tool that takes it
+// sends.
+func InSnapshots(t Tool) Tool {
+	t.Spec = addProperties(t.Spec, snapshotProperty)
+	return t
+}
+
 // Place is where a read tool reads: a depot path in the live tree or in a
 // snapshot's tree. A plain value.
 type Place struct {

@@ -159,14 +159,26 @@ func Read(ctx context.Context, st store.Store, perms policy.Set, req Request) (P
 	}
 	var f folder
 	after := req.Since
-	for first := true; ; first = false {
+	synced, check := false, true
+	for {
 		page, err := st.Changes(ctx, req.Prefix, after, req.Max)
 		if err != nil {
 			return Page{}, fmt.Errorf("reading the changes below %s after %d: %w", req.Prefix, after, err)
 		}
-		if first && after > page.Revision {
-			return Page{}, fmt.Errorf("%w: since %d, the depot is at revision %d", ErrCursor, after, page.Revision)
+		if check && after > page.Revision {
+			// On a depot several hosts share, this one may be behind the
+			// host that gave the cursor: catch up once before refusing.
+			sy, ok := st.(syncer)
+			if !ok || synced {
+				return Page{}, fmt.Errorf("%w: since %d, the depot is at revision %d", ErrCursor, after, page.Revision)
+			}
+			synced = true
+			if err := sy.Sync(ctx); err != nil {
+				return Page{}, fmt.Errorf("catching up with the depot for since %d: %w", after, err)
+			}
+			continue
 		}
+		check = false
 		if page.Resync {
 			return Page{Changes: []Change{}, Cursor: page.Next, Revision: page.Revision, Resync: true, Oldest: page.Oldest}, nil
 		}
@@ -195,6 +207,12 @@ func Read(ctx context.Context, st store.Store, perms policy.Set, req Request) (P
 			return f.page(after, page), nil
 		}
 	}
+}
+
+// syncer is a store shared by several hosts (store/nats): Sync waits until
+// this host has applied every change committed anywhere before the call.
+type syncer interface {
+	Sync(ctx context.Context) error
 }
 
 // waitChange waits for a change below prefix after rev; it reports false

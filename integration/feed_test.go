@@ -48,6 +48,7 @@ type feedLog struct {
 	resyncs  int
 	pushed   int // changes a subscription notification brought
 	caughtUp int // changes a subscriber read from guide_changes after a gap
+	refused  int // calls that refused a cursor this depot gave
 	errs     []string
 }
 
@@ -67,6 +68,9 @@ func (l *feedLog) at() uint64 {
 func (l *feedLog) fail(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if strings.Contains(err.Error(), "beyond the depot's revision") {
+		l.refused++
+	}
 	if len(l.errs) < 5 {
 		l.errs = append(l.errs, err.Error())
 	}
@@ -335,6 +339,9 @@ func checkLog(t *testing.T, l *feedLog, want map[string]uint64, visible func(str
 	}
 	t.Logf("%s: %d changes, %d files of %d written, %d resyncs, %d pushed by notifications, %d read after a gap; reconnection errors: %q",
 		l.name, len(l.changes), n, len(want), l.resyncs, l.pushed, l.caughtUp, l.errs)
+	if l.refused != 0 {
+		t.Errorf("%s: a cursor the depot gave was refused %d times", l.name, l.refused)
+	}
 	if l.resyncs != 0 {
 		t.Errorf("%s: told to resync %d times, with every change kept", l.name, l.resyncs)
 	}
@@ -469,5 +476,76 @@ func TestChangeFeedResync(t *testing.T) {
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		t.Fatal("timed out")
+	}
+}
+
+// roam follows prefix with guide_changes, each call on the next of the
+// endpoints: the cursor one host gave is good on every other.
+func roam(ctx context.Context, eps []*endpoint, prefix string, l *feedLog) {
+	for i := 0; ctx.Err() == nil; i++ {
+		cs, err := sdkSession(ctx, eps[i%len(eps)].get(), "", nil)
+		if err != nil {
+			l.fail(err)
+			retry(ctx)
+			continue
+		}
+		page, err := pollChanges(ctx, cs, prefix, l.at(), 200)
+		cs.Close()
+		if err != nil {
+			l.fail(err)
+			retry(ctx)
+			continue
+		}
+		if page.Resync {
+			l.mu.Lock()
+			l.resyncs++
+			l.mu.Unlock()
+		}
+		l.add(page.Changes, page.Cursor)
+	}
+}
+
+// TestChangeFeedSeveralHosts: on a NATS depot of three hosts, a long poll
+// on host B, which is killed and restarted in the middle, a subscriber and
+// a Server-Sent Events reader on host C, and a reader that asks a
+// different host each call, each receive every one of 1,000 changes
+// written through host A, in revision order, exactly once.
+func TestChangeFeedSeveralHosts(t *testing.T) {
+	t.Parallel()
+	h := startHosts(t, 3)
+	a, b, c := h.all[0], h.all[1], h.all[2]
+	var epA, epB, epC endpoint
+	epA.set(a.url)
+	epB.set(b.url)
+	epC.set(c.url)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	poll := &feedLog{name: "long poll on B"}
+	sub := &feedLog{name: "subscriber on C"}
+	sse := &feedLog{name: "server-sent events on C"}
+	roaming := &feedLog{name: "long poll on A, B and C in turn"}
+	wg.Go(func() { longPoll(ctx, &epB, "", "/work", poll) })
+	wg.Go(func() { subscribe(ctx, &epC, "", "depot:///work/", "/work", sub) })
+	wg.Go(func() { followSSE(ctx, &epC, "", "/work", sse) })
+	wg.Go(func() { roam(ctx, []*endpoint{&epA, &epB, &epC}, "/work", roaming) })
+
+	want := map[string]uint64{}
+	half := feedSize / 2
+	rev := writeFiles(t, a.call, "/work", 0, 50, want)
+	waitCaughtUp(t, rev, poll, sub, sse, roaming)
+	writeFiles(t, a.call, "/work", 50, half-50, want)
+	b.kill()
+	b = startDaemon(t, daemonConfig{transport: overHTTP, db: b.db, mount: b.mount, args: b.cfg.args})
+	epB.set(b.url)
+	rev = writeFiles(t, a.call, "/work", half, feedSize-half, want)
+	waitCaughtUp(t, rev, poll, sub, sse, roaming)
+	cancel()
+	wg.Wait()
+
+	below := func(p string) bool { return p == "/work" || strings.HasPrefix(p, "/work/") }
+	for _, l := range []*feedLog{poll, sub, sse, roaming} {
+		checkLog(t, l, want, below)
 	}
 }

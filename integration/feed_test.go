@@ -481,9 +481,9 @@ func TestChangeFeedResync(t *testing.T) {
 
 // roam follows prefix with guide_changes, each call on the next of the
 // endpoints: the cursor one host gave is good on every other.
-func roam(ctx context.Context, eps []*endpoint, prefix string, l *feedLog) {
+func roam(ctx context.Context, eps []*endpoint, token, prefix string, l *feedLog) {
 	for i := 0; ctx.Err() == nil; i++ {
-		cs, err := sdkSession(ctx, eps[i%len(eps)].get(), "", nil)
+		cs, err := sdkSession(ctx, eps[i%len(eps)].get(), token, nil)
 		if err != nil {
 			l.fail(err)
 			retry(ctx)
@@ -509,10 +509,25 @@ func roam(ctx context.Context, eps []*endpoint, prefix string, l *feedLog) {
 // on host B, which is killed and restarted in the middle, a subscriber and
 // a Server-Sent Events reader on host C, and a reader that asks a
 // different host each call, each receive every one of 1,000 changes
-// written through host A, in revision order, exactly once.
+// written through host A, in revision order, exactly once; a second
+// tenant whose grants cover only /work/t1, following the whole depot on
+// B, receives exactly the changes below /work/t1. Then, once the depot
+// kept fewer changes than it made, every host tells a reader from
+// revision 1 to resync, with the same oldest revision, from which it
+// reads every change kept.
 func TestChangeFeedSeveralHosts(t *testing.T) {
 	t.Parallel()
-	h := startHosts(t, 3)
+	tokens := t.TempDir() + "/tokens.json"
+	writer, _ := issueToken(t, tokens, "writer", "*:/:rw")
+	reader, _ := issueToken(t, tokens, "reader", "*:/:r")
+	narrow, _ := issueToken(t, tokens, "narrow", "*:/work/t1:r")
+	// Room for the changes of the first part, not for those after.
+	history := feedSize + 100
+	h := startHostsB(t, 0)
+	for range 3 {
+		h.all = append(h.all, startDaemon(t, daemonConfig{transport: overHTTP, client: clientAuth{bearer: writer}, args: []string{
+			"--store", h.cluster.URL(), "--nats-prefix", h.prefix, "--tokens", tokens, "--feed-history", strconv.Itoa(history)}}))
+	}
 	a, b, c := h.all[0], h.all[1], h.all[2]
 	var epA, epB, epC endpoint
 	epA.set(a.url)
@@ -526,26 +541,75 @@ func TestChangeFeedSeveralHosts(t *testing.T) {
 	sub := &feedLog{name: "subscriber on C"}
 	sse := &feedLog{name: "server-sent events on C"}
 	roaming := &feedLog{name: "long poll on A, B and C in turn"}
-	wg.Go(func() { longPoll(ctx, &epB, "", "/work", poll) })
-	wg.Go(func() { subscribe(ctx, &epC, "", "depot:///work/", "/work", sub) })
-	wg.Go(func() { followSSE(ctx, &epC, "", "/work", sse) })
-	wg.Go(func() { roam(ctx, []*endpoint{&epA, &epB, &epC}, "/work", roaming) })
+	tenant := &feedLog{name: "second tenant, long poll of / on B"}
+	wg.Go(func() { longPoll(ctx, &epB, reader, "/work", poll) })
+	wg.Go(func() { subscribe(ctx, &epC, reader, "depot:///work/", "/work", sub) })
+	wg.Go(func() { followSSE(ctx, &epC, reader, "/work", sse) })
+	wg.Go(func() { roam(ctx, []*endpoint{&epA, &epB, &epC}, reader, "/work", roaming) })
+	wg.Go(func() { longPoll(ctx, &epB, narrow, "/", tenant) })
 
 	want := map[string]uint64{}
 	half := feedSize / 2
 	rev := writeFiles(t, a.call, "/work", 0, 50, want)
-	waitCaughtUp(t, rev, poll, sub, sse, roaming)
+	waitCaughtUp(t, rev, poll, sub, sse, roaming, tenant)
 	writeFiles(t, a.call, "/work", 50, half-50, want)
 	b.kill()
-	b = startDaemon(t, daemonConfig{transport: overHTTP, db: b.db, mount: b.mount, args: b.cfg.args})
+	b = startDaemon(t, b.cfg)
 	epB.set(b.url)
 	rev = writeFiles(t, a.call, "/work", half, feedSize-half, want)
-	waitCaughtUp(t, rev, poll, sub, sse, roaming)
+	waitCaughtUp(t, rev, poll, sub, sse, roaming, tenant)
 	cancel()
 	wg.Wait()
 
 	below := func(p string) bool { return p == "/work" || strings.HasPrefix(p, "/work/") }
 	for _, l := range []*feedLog{poll, sub, sse, roaming} {
 		checkLog(t, l, want, below)
+	}
+	checkLog(t, tenant, want, func(p string) bool { return p == "/work/t1" || strings.HasPrefix(p, "/work/t1/") })
+
+	rev = writeFiles(t, a.call, "/later", 0, 200, map[string]uint64{})
+	checkResyncEverywhere(t, []*daemon{a, b, c}, reader, rev, history)
+}
+
+// checkResyncEverywhere checks that every host, once at revision rev,
+// tells guide_changes since 1 to resync, with the same oldest revision,
+// and that from there a reader gets exactly the kept changes, history of
+// them, up to rev.
+func checkResyncEverywhere(t *testing.T, hs []*daemon, token string, rev uint64, history int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var oldest uint64
+	for i, d := range hs {
+		cs, err := sdkSession(ctx, d.url, token, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		var page feedPage
+		waitFor(t, 30*time.Second, fmt.Sprintf("host %d at revision %d", i, rev), func() bool {
+			page, err = pollChanges(ctx, cs, "/", 1, 0)
+			return err == nil && page.Revision >= rev
+		})
+		if !page.Resync || page.Cursor != rev || page.Oldest == 0 || len(page.Changes) != 0 {
+			t.Fatalf("host %d: guide_changes since 1 at revision %d with %d changes kept: %+v; want resync", i, rev, history, page)
+		}
+		if i > 0 && page.Oldest != oldest {
+			t.Errorf("host %d: oldest revision kept %d, host 0 says %d", i, page.Oldest, oldest)
+		}
+		oldest = page.Oldest
+		var got []feedChange
+		for cursor := oldest; cursor < rev; {
+			page, err = pollChanges(ctx, cs, "/", cursor, 0)
+			if err != nil || page.Resync || page.Cursor <= cursor {
+				t.Fatalf("host %d: guide_changes since %d: %+v, %v", i, cursor, page, err)
+			}
+			got = append(got, page.Changes...)
+			cursor = page.Cursor
+		}
+		if len(got) != history || got[0].Revision <= oldest || got[len(got)-1].Revision != rev {
+			t.Errorf("host %d: %d changes from the oldest kept (%d), revisions %d to %d; want %d up to %d",
+				i, len(got), oldest, got[0].Revision, got[len(got)-1].Revision, history, rev)
+		}
 	}
 }

@@ -32,6 +32,11 @@ type Event struct {
 	// Entry is the entry after the change; for EventRemoved, the entry as it
 	// was before removal (so Ino and Kind are known).
 	Entry Entry
+	// From, on the EventCreated or EventUpdated of an entry a Move wrote,
+	// is the path the entry was moved from (whose EventRemoved follows in
+	// the same commit); empty for every other change. A reader of a
+	// prefix the old path is outside of learns of the move from it.
+	From string `json:",omitempty"`
 }
 
 // ChangePage is one answer of Store.Changes.

@@ -64,6 +64,16 @@ func (w *wtx) Put(kind store.EventKind, p string, r record) (*record, error) {
 	return &r, nil
 }
 
+// Moved marks the event of the entry just Put at p as a move from from.
+func (w *wtx) Moved(p, from string) {
+	for i := len(w.events) - 1; i >= 0; i-- {
+		if w.events[i].Path == p {
+			w.events[i].From = from
+			return
+		}
+	}
+}
+
 // Delete deletes the entry r at p, at the next revision.
 func (w *wtx) Delete(p string, r *record) error {
 	if err := w.index(p, r, nil); err != nil {

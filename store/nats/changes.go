@@ -56,7 +56,7 @@ func (t *txn) changeMessages(add func(string, any), seq map[string]uint64) {
 			case old == nil:
 				kind = store.EventCreated
 			}
-			evs = append(evs, store.Event{Kind: kind, Path: p, Revision: r.Revision, Entry: r.entry()})
+			evs = append(evs, store.Event{Kind: kind, Path: p, Revision: r.Revision, Entry: r.entry(), From: t.moved[p]})
 		}
 	}
 	prev := t.st.entryRev

@@ -61,6 +61,9 @@ func (t *txn) Put(kind store.EventKind, p string, r entryrec.Record) (*entryrec.
 	return &next.Record, nil
 }
 
+// Moved marks the change of p as a move from from (hdrMoved).
+func (t *txn) Moved(p, from string) { t.moved[p] = from }
+
 // Delete deletes the entry r at p.
 func (t *txn) Delete(p string, r *entryrec.Record) error {
 	if err := t.repin(r, nil); err != nil {
@@ -69,6 +72,7 @@ func (t *txn) Delete(p string, r *entryrec.Record) error {
 	t.entries[p] = nil
 	t.mark(p)
 	delete(t.evicted, p)
+	delete(t.moved, p)
 	return nil
 }
 
@@ -150,6 +154,7 @@ func (t *txn) put(kind store.EventKind, r *record) error {
 	} else {
 		delete(t.evicted, r.Path)
 	}
+	delete(t.moved, r.Path)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"strconv"
 	"time"
@@ -42,6 +43,7 @@ type changes struct {
 	entries map[string]*record // path → new record; nil: removed
 	order   []string           // paths in the order of their last change
 	evicted map[string]bool    // paths whose last change is an eviction
+	moved   map[string]string  // paths whose last change is a move: → the path moved from
 	blobs   overlay[blobRecord]
 	uploads overlay[uploadRecord]
 	gcDone  []string // gc keys whose chunks are deleted
@@ -59,7 +61,7 @@ type changes struct {
 }
 
 func (c changes) clone() changes {
-	c.entries, c.evicted, c.used, c.Touched = maps.Clone(c.entries), maps.Clone(c.evicted), maps.Clone(c.used), maps.Clone(c.Touched)
+	c.entries, c.evicted, c.moved, c.used, c.Touched = maps.Clone(c.entries), maps.Clone(c.evicted), maps.Clone(c.moved), maps.Clone(c.used), maps.Clone(c.Touched)
 	c.blobs, c.uploads, c.vers, c.snaps = c.blobs.clone(), c.uploads.clone(), c.vers.clone(), c.snaps.clone()
 	c.order, c.gcDone, c.gcData, c.touched = slices.Clone(c.order), slices.Clone(c.gcDone), slices.Clone(c.gcData), slices.Clone(c.touched)
 	c.dtDrop = slices.Clone(c.dtDrop)
@@ -325,7 +327,7 @@ func (s *Store) commitGroup(ctx context.Context, jobs []*job) {
 		s: s, st: st, base: st.rev, now: s.now(),
 		uploaded: map[string]string{}, inline: map[string][]byte{},
 		changes: changes{
-			entries: map[string]*record{}, evicted: map[string]bool{},
+			entries: map[string]*record{}, evicted: map[string]bool{}, moved: map[string]string{},
 			c: st.counters, stored: st.stored, used: map[string]bool{},
 		},
 	}
@@ -436,6 +438,9 @@ const (
 	hdrTxn = "Depot-Txn"
 	// hdrTouch marks a directory record whose times alone moved.
 	hdrTouch = "Depot-Touch"
+	// hdrMoved on an entry change a move made is the path it was moved
+	// from, escaped as a URL path (store.Event.From).
+	hdrMoved = "Depot-Moved-From"
 	// kvOperation is the KV header for deletions.
 	kvOperation = "KV-Operation"
 )
@@ -547,6 +552,9 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 		seq[p] = r.Revision
 		if t.evicted[p] {
 			msgs[len(msgs)-1].Header.Set(hdrEvicted, "1")
+		}
+		if from, ok := t.moved[p]; ok {
+			msgs[len(msgs)-1].Header.Set(hdrMoved, url.PathEscape(from))
 		}
 	}
 	t.changeMessages(add, seq)

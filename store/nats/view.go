@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -188,6 +189,9 @@ func (v *view) apply(msgs []msg, rev uint64) {
 		if err != nil {
 			v.applyErr = cmp.Or(v.applyErr, fmt.Errorf("applying %s at %d: %w", key, seq, err))
 			continue
+		}
+		if ev != nil {
+			ev.From = movedFrom(m.header)
 		}
 		switch {
 		case seq <= v.openSeq:
@@ -405,4 +409,16 @@ func (v *view) committed(id string) bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	return v.txns[id]
+}
+
+// movedFrom returns the path an entry change a move made came from
+// (hdrMoved), or "" for any other change. Only this package writes the
+// header, escaped, so it always unescapes; a header that did not would
+// lose the source of a move, never a change.
+func movedFrom(h nats.Header) string {
+	from, err := url.PathUnescape(h.Get(hdrMoved))
+	if err != nil {
+		return ""
+	}
+	return from
 }

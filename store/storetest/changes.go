@@ -42,7 +42,11 @@ func changes(t testing.TB, s store.Store, prefix string, from uint64, limit int)
 func describeAll(evs []store.Event) string {
 	var b strings.Builder
 	for _, ev := range evs {
-		fmt.Fprintf(&b, "%v %s@%d %s %d\n", ev.Kind, ev.Path, ev.Revision, ev.Entry.SHA256, ev.Entry.Ino)
+		fmt.Fprintf(&b, "%v %s@%d %s %d", ev.Kind, ev.Path, ev.Revision, ev.Entry.SHA256, ev.Entry.Ino)
+		if ev.From != "" {
+			fmt.Fprintf(&b, " from %s", ev.From)
+		}
+		b.WriteByte('\n')
 	}
 	return b.String()
 }
@@ -57,8 +61,9 @@ func drain(t testing.TB, ch <-chan store.Event, rev uint64) []store.Event {
 	return evs
 }
 
-// changeWorkload makes one change of each sort below /c and one outside
-// it, and returns the store's revision after them.
+// changeWorkload makes one change of each sort below /c (a file and a
+// directory moved among them) and one outside it, and returns the store's
+// revision after them.
 func changeWorkload(t testing.TB, s store.Store) uint64 {
 	t.Helper()
 	put(t, s, "/c/a", []byte("a1"))
@@ -74,6 +79,10 @@ func changeWorkload(t testing.TB, s store.Store) uint64 {
 		t.Fatal(err)
 	}
 	if err := s.Remove(t.Context(), store.RemoveRequest{Path: "/c/d", Recursive: true}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "/c/t/x", []byte("x"))
+	if _, err := s.Move(t.Context(), store.MoveRequest{From: "/c/t", To: "/c/u"}); err != nil {
 		t.Fatal(err)
 	}
 	return revision(t, s)
@@ -112,6 +121,16 @@ func testChanges(t *testing.T, open Opener) {
 			if !slices.Contains(got, w) {
 				t.Errorf("changes %q lack %q", got, w)
 			}
+		}
+		// Only the new side of the move says where it came from.
+		var from []string
+		for _, ev := range all {
+			if ev.From != "" {
+				from = append(from, describe(ev)+" from "+ev.From)
+			}
+		}
+		if want := "[created /c/b from /c/a created /c/u from /c/t created /c/u/x from /c/t/x]"; fmt.Sprint(from) != want {
+			t.Errorf("changes that came from a move: %q, want %s", from, want)
 		}
 	})
 	t.Run("PrefixAndPages", func(t *testing.T) {

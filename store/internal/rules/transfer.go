@@ -70,12 +70,19 @@ func transferIn(t Txn, tr transfer.Transfer) (*copied, error) {
 	}
 	out.top = Entry{tr.To, top}
 	transfer.Tally(&out.res, src)
+	moved := func(to, from string) {
+		if tr.Move {
+			t.Moved(to, from)
+		}
+	}
+	moved(tr.To, tr.From)
 	for _, d := range below {
 		transfer.Tally(&out.res, d.Rec)
 		np := tr.Target(d.Path)
 		if _, err := place(t, tr, np, d.Rec, nil); err != nil {
 			return fail(np, err)
 		}
+		moved(np, d.Path)
 	}
 	// The copied directories keep their times, as with cp -a and mv: only
 	// the directories the tree was placed in or taken from change.

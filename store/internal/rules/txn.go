@@ -25,6 +25,9 @@ type Txn interface {
 	// pinned references in step; content references (Ref, Unref) and
 	// directory times (TouchDir) are the caller's.
 	Put(kind store.EventKind, p string, r entryrec.Record) (*entryrec.Record, error)
+	// Moved says the entry just Put at p came from the path from by a
+	// move: its event carries From.
+	Moved(p, from string)
 	// Delete deletes the entry r at p (an EventRemoved). Its content
 	// reference is the caller's to drop.
 	Delete(p string, r *entryrec.Record) error

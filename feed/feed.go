@@ -36,6 +36,9 @@ const (
 	// Removed: the entry is gone (a removal, an expiry, or the old side
 	// of a move).
 	Removed Kind = "removed"
+	// Moved: the entry was moved here from Change.From (whose removal
+	// follows in the same commit), whether or not the path had an entry.
+	Moved Kind = "moved"
 	// Declared: a file without content, a placeholder listed by an agent,
 	// was created or changed.
 	Declared Kind = "declared"
@@ -52,6 +55,9 @@ func KindOf(ev store.Event) Kind {
 	case store.EventEvicted:
 		return Evicted
 	}
+	if ev.From != "" {
+		return Moved
+	}
 	if ev.Entry.Kind == store.KindFile && !ev.Entry.Present {
 		return Declared
 	}
@@ -63,8 +69,10 @@ func KindOf(ev store.Event) Kind {
 
 // Change is one change as the doors send it.
 type Change struct {
-	Path     string `json:"path"`
-	Kind     Kind   `json:"kind"`
+	Path string `json:"path"`
+	Kind Kind   `json:"kind"`
+	// From is, for a move, the path the entry was moved from.
+	From     string `json:"from,omitempty"`
 	Type     string `json:"type"` // "file" or "directory"
 	Revision uint64 `json:"revision"`
 	// Size and SHA256 are the content's after the change (before it, for
@@ -77,13 +85,25 @@ type Change struct {
 	Count int `json:"count,omitempty"`
 }
 
-// ChangeOf returns the change a store event describes.
-func ChangeOf(ev store.Event) Change {
-	c := Change{Path: ev.Path, Kind: KindOf(ev), Type: ev.Entry.Kind.String(), Revision: ev.Revision}
+// changeOf returns the change a store event describes, as a caller who may
+// read everything sees it.
+func changeOf(ev store.Event) Change {
+	c := Change{Path: ev.Path, Kind: KindOf(ev), From: ev.From, Type: ev.Entry.Kind.String(), Revision: ev.Revision}
 	if ev.Entry.Kind == store.KindFile {
 		c.Size, c.SHA256 = ev.Entry.Size, ev.Entry.SHA256
 	}
 	return c
+}
+
+// ChangeFor returns the change a store event describes as a caller with
+// perms sees it: a move from a path it may not read is, to that caller,
+// a creation or an update that names no source, since From would reveal a
+// path outside its grants.
+func ChangeFor(perms policy.Set, ev store.Event) Change {
+	if ev.From != "" && !Visible(perms, ev.From) {
+		ev.From = ""
+	}
+	return changeOf(ev)
 }
 
 // Page is one answer of Read.
@@ -185,7 +205,7 @@ func Read(ctx context.Context, st store.Store, perms policy.Set, req Request) (P
 		full := false
 		for _, ev := range page.Events {
 			if Visible(perms, ev.Path) {
-				f.add(ChangeOf(ev))
+				f.add(ChangeFor(perms, ev))
 			}
 			after = ev.Revision
 			if len(f.out) == req.Max {

@@ -2,9 +2,11 @@ package feed_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +64,23 @@ func read(t *testing.T, s store.Store, p policy.Set, req feed.Request) feed.Page
 	return page
 }
 
+// describe is changes as "kind path [from F ]type revision size sha256".
+func describe(cs []feed.Change) string {
+	var out []string
+	for _, c := range cs {
+		from := ""
+		if c.From != "" {
+			from = "from " + c.From + " "
+		}
+		s := fmt.Sprintf("%s %s %s%s %d %d %s", c.Kind, c.Path, from, c.Type, c.Revision, c.Size, c.SHA256)
+		if c.Count != 0 {
+			s += fmt.Sprintf(" ×%d", c.Count)
+		}
+		out = append(out, s)
+	}
+	return "[" + strings.Join(out, "; ") + "]"
+}
+
 func TestReadKindsAndGrants(t *testing.T) {
 	s := open(t, nil)
 	a := put(t, s, "/t1/a", "a")
@@ -74,8 +93,8 @@ func TestReadKindsAndGrants(t *testing.T) {
 	}
 	one := perms(t, "*:/t1:r")
 	page := read(t, s, one, feed.Request{Prefix: "/"})
-	want := fmt.Sprintf("[{/t1 created directory 1 0  0} {/t1/a created file %d 1 %s 0} {/t1/p declared file 5 9  0} {/t1/a removed file 6 1 %s 0}]", a.Revision, a.SHA256, a.SHA256)
-	if got := fmt.Sprint(page.Changes); got != want {
+	want := fmt.Sprintf("[created /t1 directory 1 0 ; created /t1/a file %d 1 %s; declared /t1/p file 5 9 ; removed /t1/a file 6 1 %s]", a.Revision, a.SHA256, a.SHA256)
+	if got := describe(page.Changes); got != want {
 		t.Errorf("tenant of /t1 reading /:\n got %s\nwant %s", got, want)
 	}
 	if page.Cursor != page.Revision || page.More || page.Resync {
@@ -91,6 +110,42 @@ func TestReadKindsAndGrants(t *testing.T) {
 	}
 	if _, err := feed.Read(t.Context(), s, one, feed.Request{Prefix: "/", Since: page.Revision + 1}); !errors.Is(err, feed.ErrCursor) {
 		t.Errorf("a cursor beyond the revision: %v", err)
+	}
+}
+
+// TestReadMoves: the new side of a move is "moved", from the old path,
+// and the old side "removed", for a file and for each entry of a tree; a
+// caller who may not read the old path sees a creation naming no source.
+func TestReadMoves(t *testing.T) {
+	s := open(t, nil)
+	put(t, s, "/in/a", "a")
+	put(t, s, "/out/b", "bb")
+	put(t, s, "/in/a", "a2") // onto which /out/b moves: the path had an entry
+	from := read(t, s, perms(t), feed.Request{Prefix: "/"}).Cursor
+	if _, err := s.Move(t.Context(), store.MoveRequest{From: "/out/b", To: "/in/a"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Move(t.Context(), store.MoveRequest{From: "/in", To: "/kept/in"}); err != nil {
+		t.Fatal(err)
+	}
+	r := from
+	next := func() uint64 { r++; return r }
+	sum := fmt.Sprintf("%x", sha256.Sum256([]byte("bb")))
+	all := read(t, s, perms(t), feed.Request{Prefix: "/", Since: from})
+	// The first move: /in/a replaced, /out/b and its parent gone. The
+	// second: /kept made as a parent, the tree moved, the old one gone.
+	want := fmt.Sprintf("[moved /in/a from /out/b file %d 2 SUM; removed /out/b file %d 2 SUM; removed /out directory %d 0 ; "+
+		"created /kept directory %d 0 ; moved /kept/in from /in directory %d 0 ; moved /kept/in/a from /in/a file %d 2 SUM; "+
+		"removed /in/a file %d 2 SUM; removed /in directory %d 0 ]",
+		next(), next(), next(), next(), next(), next(), next(), next())
+	want = strings.ReplaceAll(want, "SUM", sum)
+	if got := describe(all.Changes); got != want {
+		t.Errorf("moves read by a caller who may read everything:\n got %s\nwant %s", got, want)
+	}
+	// A tenant of /in and /kept: /out/b is none of its business.
+	tenant := read(t, s, perms(t, "*:/in:r", "*:/kept:r"), feed.Request{Prefix: "/", Since: from, Max: 2})
+	if got := describe(tenant.Changes); !strings.HasPrefix(got, "[updated /in/a file") || strings.Contains(got, "/out") {
+		t.Errorf("the move from /out/b read by a tenant of /in: %s; want an update naming no source", got)
 	}
 }
 

@@ -24,8 +24,8 @@ func TestGuideChanges(t *testing.T) {
 	h.put("/src/a.go", []byte("a2"))
 	var page feed.Page
 	h.ok("guide_changes", m{"prefix": "/src/", "since": first.Cursor}, &page)
-	if got := fmt.Sprint(page.Changes); !strings.HasPrefix(got, "[{/src created directory") || len(page.Changes) != 3 ||
-		page.Changes[1].Kind != feed.Created || page.Changes[2].Kind != feed.Updated || page.Changes[2].Path != "/src/a.go" {
+	if got := fmt.Sprint(page.Changes); len(page.Changes) != 3 || page.Changes[0].Path != "/src" || page.Changes[0].Type != "directory" ||
+		page.Changes[0].Kind != feed.Created || page.Changes[1].Kind != feed.Created || page.Changes[2].Kind != feed.Updated || page.Changes[2].Path != "/src/a.go" {
 		t.Fatalf("changes below /src: %s", got)
 	}
 	// The long poll returns on the next change below the prefix.

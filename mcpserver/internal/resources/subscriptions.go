@@ -173,6 +173,7 @@ type target struct {
 	key     subKey
 	session server.ClientSession
 	uri     string
+	perms   policy.Set // what the subscription's owner may read
 }
 
 // affected returns the subscriptions an event concerns: those to its path
@@ -189,7 +190,7 @@ func (r *subscriptions) affected(ev store.Event) []target {
 		for p, subs := range r.byPath {
 			if depotpath.Within(p, ev.Path) {
 				for k, s := range subs {
-					out = append(out, target{k, s.session, k.uri})
+					out = append(out, target{k, s.session, k.uri, s.perms})
 				}
 			}
 		}
@@ -198,7 +199,7 @@ func (r *subscriptions) affected(ev store.Event) []target {
 	for p := ev.Path; ; p = path.Dir(p) {
 		for k, s := range r.byPath[p] {
 			if feed.Visible(s.perms, ev.Path) {
-				out = append(out, target{k, s.session, k.uri})
+				out = append(out, target{k, s.session, k.uri, s.perms})
 			}
 		}
 		if p == depotpath.Root {
@@ -241,14 +242,15 @@ func (r *subscriptions) to(key string) []target {
 	defer r.mu.Unlock()
 	out := make([]target, 0, len(r.byPath[key]))
 	for k, s := range r.byPath[key] {
-		out = append(out, target{k, s.session, k.uri})
+		out = append(out, target{k, s.session, k.uri, s.perms})
 	}
 	return out
 }
 
 // notifyUpdated sends notifications/resources/updated for t, with the
 // change in _meta (package feed: path, kind, type, revision, size,
-// sha256) when there is one. It never blocks: a session whose
+// sha256, and from for a move from a path t's owner may read) when there
+// is one. It never blocks: a session whose
 // notification queue is full (its client is not reading) misses the
 // notification; the next one that reaches it carries resync: true and
 // lost_after, the revision of the last one it got, so the client can
@@ -258,11 +260,14 @@ func (s *Resources) notifyUpdated(t target, ev *store.Event) {
 	params := mcp.NotificationParams{AdditionalFields: map[string]any{"uri": t.uri}}
 	var rev uint64
 	if ev != nil && ev.Kind != store.EventResync {
-		c := feed.ChangeOf(*ev)
+		c := feed.ChangeFor(t.perms, *ev)
 		rev = c.Revision
 		params.Meta = map[string]any{"path": c.Path, "kind": c.Kind, "type": c.Type, "revision": c.Revision, "size": c.Size}
 		if c.SHA256 != "" {
 			params.Meta["sha256"] = c.SHA256
+		}
+		if c.From != "" {
+			params.Meta["from"] = c.From
 		}
 	}
 	if after, lost := s.subs.gap(t.key); lost {

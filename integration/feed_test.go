@@ -3,10 +3,12 @@ package integration_test
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +23,7 @@ import (
 type feedChange struct {
 	Path     string `json:"path"`
 	Kind     string `json:"kind"`
+	From     string `json:"from"`
 	Type     string `json:"type"`
 	Revision uint64 `json:"revision"`
 	Size     int64  `json:"size"`
@@ -211,6 +214,7 @@ func subscribe(ctx context.Context, ep *endpoint, token, uri, prefix string, l *
 				}
 				c := feedChange{Path: meta["path"].(string), Kind: meta["kind"].(string), Type: meta["type"].(string), Revision: rev, Size: int64(meta["size"].(float64))}
 				c.SHA256, _ = meta["sha256"].(string)
+				c.From, _ = meta["from"].(string)
 				l.mu.Lock()
 				l.pushed++
 				l.mu.Unlock()
@@ -611,5 +615,86 @@ func checkResyncEverywhere(t *testing.T, hs []*daemon, token string, rev uint64,
 			t.Errorf("host %d: %d changes from the oldest kept (%d), revisions %d to %d; want %d up to %d",
 				i, len(got), oldest, got[0].Revision, got[len(got)-1].Revision, history, rev)
 		}
+	}
+}
+
+// TestChangeFeedKinds: a creation, an update, a placeholder declared with
+// guide_list_directory, a move (fs move) and a removal reach the long
+// poll, a subscriber to the directory and a Server-Sent Events reader
+// alike, each as its kind (created, updated, declared, moved from the old
+// path, removed), with the revision, size and sha256 the change made.
+func TestChangeFeedKinds(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: allProfiles})
+	var ep endpoint
+	ep.set(d.url)
+	start := uint64(d.call("guide_changes", map[string]any{}).Data["cursor"].(float64))
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	poll := &feedLog{name: "long poll", cursor: start}
+	sub := &feedLog{name: "subscriber", cursor: start}
+	sse := &feedLog{name: "server-sent events", cursor: start}
+	wg.Go(func() { longPoll(ctx, &ep, "", "/k", poll) })
+	wg.Go(func() { subscribe(ctx, &ep, "", "depot:///k", "/k", sub) })
+	wg.Go(func() { followSSE(ctx, &ep, "", "/k", sse) })
+
+	fs := fsClient{d.client}
+	must := func(tool string, args map[string]any) {
+		t.Helper()
+		if tool == "move" || tool == "delete" {
+			if err := fs.call(tool, args, nil); err != nil {
+				t.Fatalf("%s %v: %v", tool, args, err)
+			}
+			return
+		}
+		if env := d.call(tool, args); !env.Success {
+			t.Fatalf("%s %v: %+v", tool, args, env.Error)
+		}
+	}
+	must("guide_cache_file", map[string]any{"path": "/k/a", "content": "one"})
+	must("guide_cache_file", map[string]any{"path": "/k/a", "content": "two!"})
+	must("guide_list_directory", map[string]any{"path": "/k", "entries": []any{
+		map[string]any{"name": "p.txt", "type": "file", "size": 5}}})
+	must("move", map[string]any{"source": "k/a", "destination": "k/b"})
+	must("delete", map[string]any{"path": "k/b"})
+	rev := uint64(d.call("guide_changes", map[string]any{}).Data["cursor"].(float64))
+	waitCaughtUp(t, rev, poll, sub, sse)
+	cancel()
+	wg.Wait()
+
+	sum := func(s string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte(s))) }
+	want := []string{
+		"created /k directory 0 ",
+		"created /k/a file 3 " + sum("one"),
+		"updated /k/a file 4 " + sum("two!"),
+		"updated /k directory 0 ", // the listing declares the directory too
+		"declared /k/p.txt file 5 ",
+		"moved /k/b from /k/a file 4 " + sum("two!"),
+		"removed /k/a file 4 " + sum("two!"),
+		"removed /k/b file 4 " + sum("two!"),
+	}
+	var revs []uint64
+	for _, l := range []*feedLog{poll, sub, sse} {
+		var got []string
+		var at []uint64
+		for _, c := range l.changes {
+			from := ""
+			if c.From != "" {
+				from = "from " + c.From + " "
+			}
+			got = append(got, fmt.Sprintf("%s %s %s%s %d %s", c.Kind, c.Path, from, c.Type, c.Size, c.SHA256))
+			at = append(at, c.Revision)
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s received:\n%s\nwant:\n%s", l.name, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if !slices.IsSorted(at) || len(at) == 0 || at[0] <= start || at[len(at)-1] != rev || len(slices.Compact(slices.Clone(at))) != len(at) {
+			t.Errorf("%s: revisions %v, want increasing from after %d to %d", l.name, at, start, rev)
+		}
+		if revs != nil && !slices.Equal(at, revs) {
+			t.Errorf("%s: revisions %v, the long poll's %v", l.name, at, revs)
+		}
+		revs = at
 	}
 }

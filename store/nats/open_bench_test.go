@@ -11,6 +11,7 @@ import (
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/nats"
 	"github.com/depotfs/depotfs/store/nats/natstest"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // openSink keeps the last store BenchmarkOpenLarge opened, so that the
@@ -20,7 +21,9 @@ var openSink *nats.Store
 // BenchmarkOpenLarge measures what a host pays to open a depot that holds
 // many small files (inline, as depotfs push stores them): the time Open
 // takes to read the tree and the live heap it then holds, with the host
-// that wrote them closed so only the opening host's memory counts.
+// that wrote them closed so only the opening host's memory counts, and
+// the time an ordered consumer takes to receive the same messages
+// without applying them (read-only-s, the floor of Open).
 // DEPOTFS_SCALE_FILES sets the count (20,000). To profile a host's start:
 //
 //	go test ./store/nats -run '^$' -bench OpenLarge -benchtime 3x -cpuprofile cpu.out -memprofile mem.out
@@ -54,8 +57,11 @@ func BenchmarkOpenLarge(b *testing.B) {
 	w.Close()
 	wc.Close()
 	freed := collected(w)
-	var opened time.Duration
+	var opened, read time.Duration
 	for b.Loop() {
+		b.StopTimer()
+		read += readBucket(b, c, "KV_"+prefix+"-tree")
+		b.StartTimer()
 		b.StopTimer()
 		openSink = nil
 		before := heapAfterFree(b, freed)
@@ -86,6 +92,7 @@ func BenchmarkOpenLarge(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(files)/(opened.Seconds()/float64(b.N)), "files/s")
+	b.ReportMetric(read.Seconds()/float64(b.N), "read-only-s")
 }
 
 // heapAfterFree returns the live heap once the store whose cleanup closes
@@ -107,6 +114,44 @@ func heapAfterFree(b *testing.B, freed chan struct{}) uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// readBucket returns how long an ordered consumer takes to receive every
+// message of stream name, as Open's does, applying nothing: the floor of
+// Open's time, what the servers and the connection cost.
+func readBucket(b *testing.B, c *natstest.Cluster, name string) time.Duration {
+	nc := c.Connect(b)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	st, err := js.Stream(b.Context(), name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	last := st.CachedInfo().State.LastSeq
+	cons, err := st.OrderedConsumer(b.Context(), jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		if meta, err := m.Metadata(); err == nil && meta.Sequence.Stream == last {
+			close(done)
+		}
+	}, jetstream.PullExpiry(2*time.Second), jetstream.PullHeartbeat(500*time.Millisecond))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cc.Stop()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Minute):
+		b.Fatalf("%s: not read to its last message within 10 minutes", name)
+	}
+	return time.Since(start)
 }
 
 // collected returns a channel closed once s is garbage collected.

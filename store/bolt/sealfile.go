@@ -138,7 +138,7 @@ func sealDB(ctx context.Context, db *bbolt.DB, kek seal.Wrapper, batch int, prog
 		return err
 	}
 	s := sealer{key: key}
-	clear := func(prefix string, ad, v []byte) ([]byte, bool, error) { return s.seal(prefix, ad, v), true, nil }
+	sealClear := func(prefix string, ad, v []byte) ([]byte, bool, error) { return s.seal(prefix, ad, v), true, nil }
 	for pos != nil {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -147,9 +147,9 @@ func sealDB(ctx context.Context, db *bbolt.DB, kek seal.Wrapper, batch int, prog
 			var n int64
 			var err error
 			if pos[0] == phaseBlobs {
-				pos, n, err = sealBlobBatch(tx, clear, pos, batch)
+				pos, n, err = sealBlobBatch(tx, sealClear, pos, batch)
 			} else {
-				pos, n, err = sealUploadBatch(tx, clear, pos)
+				pos, n, err = sealUploadBatch(tx, sealClear, pos)
 			}
 			if err != nil {
 				return err

@@ -186,7 +186,8 @@ var _ store.Store = (*Store)(nil)
 // one) holds the file, Open fails after about a second with an error
 // wrapping bbolt's timeout error. A nil opts means the defaults. Open may be
 // called concurrently; the Store it returns owns two goroutines, the upload
-// janitor and the expiry sweeper, that Close stops.
+// janitor and the expiry sweeper, and while a reencryption is unfinished
+// (Reencrypt) a third, the resealer, that Close stops.
 //
 // Open sweeps content left unreferenced by a crash; uploads in progress are
 // kept and continue where they stopped. A database of an older schema is

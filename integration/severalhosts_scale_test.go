@@ -107,6 +107,11 @@ func BenchmarkSeveralHostsScale(b *testing.B) {
 		}
 		boltAnon, boltFile := memOf(b, bolt.cmd.Process.Pid)
 		natsAnon, natsFile := memOf(b, h.all[1].cmd.Process.Pid)
+		var each []string
+		for _, d := range h.all {
+			anon, file := memOf(b, d.cmd.Process.Pid)
+			each = append(each, fmt.Sprintf("%.0f+%.0f", anon, file))
+		}
 		bolt, boltReady := restart(bolt)
 		var natsReady time.Duration
 		h.all[2], natsReady = restart(h.all[2])
@@ -123,6 +128,7 @@ func BenchmarkSeveralHostsScale(b *testing.B) {
 		row("push (depotfs push)", boltPush.Round(time.Millisecond).String(), natsPush.Round(time.Millisecond).String()+" (through host 0)")
 		row("RssAnon empty / after push", mib(boltAnon0, boltAnon), mib(natsAnon0, natsAnon)+fmt.Sprintf(" (host 1, %.2f KiB a file)", (natsAnon-natsAnon0)*1024/float64(files)))
 		row("RssFile after push", fmt.Sprintf("%.0f MiB", boltFile), fmt.Sprintf("%.0f MiB", natsFile))
+		row("RssAnon+RssFile, each host", fmt.Sprintf("%.0f+%.0f MiB", boltAnon, boltFile), strings.Join(each, ", ")+" MiB (hosts 0, 1, 2)")
 		row("restart to ready line", boltReady.Round(time.Millisecond).String(), natsReady.Round(time.Millisecond).String()+fmt.Sprintf(" (host 2; RssAnon %.0f MiB after its find)", restartedAnon))
 		row("find over the mount, first", boltFind.Round(time.Millisecond).String(), natsFind.Round(time.Millisecond).String())
 		b.Logf("NATS/bolt: RssAnon after push %.2fx, restart %.1fx", natsAnon/boltAnon, natsReady.Seconds()/boltReady.Seconds())

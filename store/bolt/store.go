@@ -291,7 +291,7 @@ func (s *Store) Close() error {
 		s.wmu.Lock()
 		defer s.wmu.Unlock()
 		var err error
-		if s.uses.pending() && !s.opts.ReadOnly {
+		for err == nil && s.uses.pending() && !s.opts.ReadOnly { // usesPerFlush at a time
 			err = s.updateLocked(context.Background(), func(*wtx) error { return nil })
 		}
 		s.closeErr = errors.Join(err, s.db.Close(), s.lock.Close())

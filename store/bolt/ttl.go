@@ -88,7 +88,8 @@ func (s *Store) expiryDue() (bool, error) {
 
 // sweeper removes expired files every Options.SweepInterval, and persists
 // the uses reads left in memory every Options.FlushInterval when no write
-// did it meanwhile, until the store is closed.
+// did it meanwhile, and whenever usesPerFlush of them wait, until the
+// store is closed.
 func (s *Store) sweeper() {
 	t := time.NewTicker(s.opts.SweepInterval)
 	defer t.Stop()
@@ -111,16 +112,20 @@ func (s *Store) sweeper() {
 		if err != nil && !errors.Is(err, store.ErrClosed) {
 			s.log.Error("bolt: expiring entries", "err", err)
 		}
-		if time.Since(lastFlush) < s.opts.FlushInterval {
-			continue
+		// Uses are persisted every FlushInterval, and at once while a
+		// transaction's worth waits (see usesPerFlush).
+		for s.uses.waiting() >= usesPerFlush || (time.Since(lastFlush) >= s.opts.FlushInterval && s.uses.pending()) {
+			lastFlush = time.Now()
+			err = s.update(ctx, func(*wtx) error { return nil })
+			if err != nil {
+				if !errors.Is(err, store.ErrClosed) {
+					s.log.Error("bolt: persisting uses", "err", err)
+				}
+				break
+			}
 		}
-		lastFlush = time.Now()
-		if !s.uses.pending() {
-			continue
-		}
-		err = s.update(ctx, func(*wtx) error { return nil })
-		if err != nil && !errors.Is(err, store.ErrClosed) {
-			s.log.Error("bolt: persisting uses", "err", err)
+		if time.Since(lastFlush) >= s.opts.FlushInterval {
+			lastFlush = time.Now()
 		}
 	}
 }

@@ -38,14 +38,40 @@ func (u *uses) next() uint64 {
 	return u.seq
 }
 
+// The uses held in memory are bounded. Persisting a use rewrites the
+// blob's record and its lru key, which lie on pages spread over the file
+// (blobs are keyed by hash), and bbolt holds every page a transaction
+// changed in memory until it commits: a flush of the uses of a walk that
+// read 100,000 files changed about as many pages, hundreds of MB, and the
+// map itself grew by a slot per file read until the next flush. So a
+// transaction persists at most usesPerFlush uses, the sweeper persists
+// them once that many wait (without waiting for FlushInterval), and
+// beyond maxDirtyUses waiting (reads faster than the sweeper's round) a
+// read of a blob not already waiting is counted but its use not recorded:
+// the LRU order then misses some of the last second's reads, which is
+// what it would miss after a crash too.
+const (
+	usesPerFlush = 4096
+	maxDirtyUses = 16 * usesPerFlush
+)
+
 // hit records an Open of blob h (a present file).
 func (u *uses) hit(h hash) {
 	u.mu.Lock()
-	u.seq++
-	u.dirty[h] = u.seq
+	if _, ok := u.dirty[h]; ok || len(u.dirty) < maxDirtyUses {
+		u.seq++
+		u.dirty[h] = u.seq
+	}
 	u.moved = true
 	u.mu.Unlock()
 	u.hits.Add(1)
+}
+
+// waiting is how many uses wait to be persisted.
+func (u *uses) waiting() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.dirty)
 }
 
 // miss records an Open of a placeholder.
@@ -70,8 +96,8 @@ func (u *uses) last() uint64 {
 	return u.seq
 }
 
-// take returns the blobs read since the last flush and forgets them; a
-// failed flush gives them back.
+// take returns up to usesPerFlush of the blobs read since the last flush
+// and forgets them; a failed flush gives them back.
 func (u *uses) take() map[hash]uint64 {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -79,8 +105,20 @@ func (u *uses) take() map[hash]uint64 {
 	if len(u.dirty) == 0 {
 		return nil
 	}
-	d := u.dirty
-	u.dirty = make(map[hash]uint64)
+	if len(u.dirty) <= usesPerFlush {
+		d := u.dirty
+		u.dirty = make(map[hash]uint64)
+		return d
+	}
+	d := make(map[hash]uint64, usesPerFlush)
+	for h, seq := range u.dirty {
+		if len(d) == usesPerFlush {
+			break
+		}
+		d[h] = seq
+		delete(u.dirty, h)
+	}
+	u.moved = true // the rest still waits
 	return d
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/depotfs/depotfs/internal/grant"
 	"github.com/depotfs/depotfs/mcpserver"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/bolt"
@@ -529,5 +530,38 @@ func TestResourceSubscriptionPrefix(t *testing.T) {
 			default:
 			}
 		})
+	}
+}
+
+// TestResourceSubscriptionMoves: a move within a subscriber's grants is
+// "moved" with from, its old side "removed"; a move from a path outside
+// them is, to that subscriber, a creation that names no source.
+func TestResourceSubscriptionMoves(t *testing.T) {
+	g, err := grant.Parse("*:/in:r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// In-process clients have full grants; over HTTP, LocalGrants apply.
+	h := newHarness(t, &mcpserver.Options{LocalGrants: []grant.Grant{g}, Settings: mcpserver.Settings{MountPoint: testMount}})
+	s := newSubscriber(t, h.srv, "http", sessionEra)
+	s.subscribe("depot:///")
+	h.put("/out/secret-name", []byte("x"))
+	for _, m := range []store.MoveRequest{{From: "/out/secret-name", To: "/in/x"}, {From: "/in/x", To: "/in/y"}} {
+		if _, err := h.st.Move(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for range 4 {
+		meta := s.next(string(mcp.MethodNotificationResourceUpdated)).Params.Meta
+		got = append(got, fmt.Sprintf("%v %v %v", meta["kind"], meta["path"], meta["from"]))
+	}
+	if want := "[created /in <nil> created /in/x <nil> moved /in/y /in/x removed /in/x <nil>]"; fmt.Sprint(got) != want {
+		t.Errorf("notifications %v, want %s", got, want)
+	}
+	select {
+	case n := <-s.notes:
+		t.Errorf("one notification too many: %+v", n.Params)
+	default:
 	}
 }

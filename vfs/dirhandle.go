@@ -37,6 +37,9 @@ type dirHandle struct {
 	// up right away: serving that lookup from the listing saves a store
 	// read per entry.
 	last *store.Entry
+	// de is what Readdirent hands out, reused: go-fuse copies it before
+	// asking for the next (an allocation per listed name otherwise).
+	de fuse.DirEntry
 }
 
 var (
@@ -64,7 +67,8 @@ func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 	if errno := h.load(ctx); errno != 0 {
 		return nil, errno
 	}
-	de := fuse.DirEntry{Off: uint64(h.pos) + 1, Mode: syscall.S_IFDIR}
+	h.de = fuse.DirEntry{Off: uint64(h.pos) + 1, Mode: syscall.S_IFDIR}
+	de := &h.de
 	h.last = nil
 	self := h.dir.EmbeddedInode()
 	switch {
@@ -84,7 +88,7 @@ func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 		return nil, 0
 	}
 	h.pos++
-	return &de, 0
+	return de, 0
 }
 
 // Seekdir moves to the position after offset off (rewinddir is offset 0).

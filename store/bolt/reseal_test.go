@@ -69,9 +69,10 @@ func TestReencryptUnderWriters(t *testing.T) {
 		t.Fatalf("Open with the previous key-encryption key = %v; want ErrWrongKey", err)
 	}
 
-	// About 60 KiB to reseal at 24 KiB/s, in batches of 3 KiB: the first
-	// run is stopped well before it is done.
-	opts = bolt.Options{ChunkSize: 64, Key: next, ResealRate: 24 << 10}
+	// About 100 KiB of sealed chunks to reseal at 2 KiB/s in the first
+	// run, in batches of 256 bytes: it is stopped long before it is done;
+	// the second, at 1 MiB/s, finishes in a moment.
+	opts = bolt.Options{ChunkSize: 64, Key: next, ResealRate: 2 << 10}
 	var mu sync.Mutex
 	write := func(s *bolt.Store, round int) {
 		var wg sync.WaitGroup
@@ -116,6 +117,7 @@ func TestReencryptUnderWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	opts.ResealRate = 1 << 20
 	s = openAt(t, path, &opts)
 	if !s.Resealing() {
 		t.Fatal("the restarted store does not go on resealing")

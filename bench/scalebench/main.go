@@ -10,6 +10,12 @@
 //   - restart-to-ready: SIGTERM, start, until the server's ready line (the
 //     mount and the listener up);
 //   - snapshot create of the whole tree (`depotfs snapshot create`);
+//   - a write near the store limit with the snapshots held: the server
+//     restarted with --max-store-size 512 KiB above the content it holds,
+//     the time `depotfs push` of one 1 MiB file takes to be answered (the
+//     snapshots hold every file, so nothing can be evicted for it and it
+//     is refused: what is timed is the search for room, which must not
+//     walk the depot);
 //   - find -type f, ls -lR and cat of every file over the mount, a first
 //     pass on a fresh mount and a repeated pass, in µs a file and as
 //     ratios against the FUSE floor (bench/internal/floor: a go-fuse
@@ -31,6 +37,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -119,6 +126,7 @@ type bench struct {
 	src            string // the tmpfs the tree is pushed from: the tmpfs baseline
 	db, mnt        string
 	profDir, pprof string // -profile: where to save profiles, the server's pprof URL
+	maxStore       string // --max-store-size of the next start; "": 1TiB
 }
 
 // file is file i of the tree: its depot path and content.
@@ -138,6 +146,8 @@ type row struct {
 	anon, rssFile, heap, db int64 // after the pushes
 	anonWalk, heapWalk      int64 // after the walks
 	restart, snapshot       time.Duration
+	nearLimit               time.Duration                  // a write near the store limit, with the snapshots
+	nearLimitOK             bool                           // whether that write was accepted
 	walks                   map[string][3][2]time.Duration // work: depotfs, floor, tmpfs × first, repeated
 	cpu                     map[string][2]time.Duration    // work: the server's CPU time in a first pass, depotfs and floor
 	loadBefore, loadAfter   string
@@ -192,7 +202,7 @@ func (b *bench) run(ns []int) {
 		r.db = size(b.db)
 		b.save("heap?gc=1", fmt.Sprintf("heap-push-%d.pb.gz", n))
 		r.snapshot = d.snapshot(fmt.Sprintf("scale%d", n))
-		d.stop()
+		r.nearLimit, r.nearLimitOK = b.nearLimit(d)
 		d, r.restart = b.restart()
 		for _, w := range b.works {
 			cmd, ok := walkCmd[w]
@@ -256,12 +266,16 @@ var walkCmd = map[string]string{
 // print prints the growth table and the walk table of every size so far
 // (each size reprints both, so an interrupted run keeps what it measured).
 func (b *bench) print(rows []row, emptyAnon, emptyHeap int64) {
-	fmt.Printf("\n| files | push files/s | RssAnon after push (Δ empty) | RssFile | heap in use (Δ empty) | db size | B a file | restart to ready | snapshot create | RssAnon after walks (Δ empty) | heap after walks | load before/after |\n")
-	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Printf("\n| files | push files/s | RssAnon after push (Δ empty) | RssFile | heap in use (Δ empty) | db size | B a file | restart to ready | snapshot create | write near the limit | RssAnon after walks (Δ empty) | heap after walks | load before/after |\n")
+	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Printf("| %d | %.0f | %s (%+.0f MiB) | %s | %s (%+.0f MiB) | %s | %.0f | %s | %s | %s (%+.0f MiB) | %s | %s / %s |\n",
+		verdict := "refused"
+		if r.nearLimitOK {
+			verdict = "accepted"
+		}
+		fmt.Printf("| %d | %.0f | %s (%+.0f MiB) | %s | %s (%+.0f MiB) | %s | %.0f | %s | %s | %s %s | %s (%+.0f MiB) | %s | %s / %s |\n",
 			r.n, r.pushRate, mib(r.anon), float64(r.anon-emptyAnon)/(1<<20), mib(r.rssFile), mib(r.heap), float64(r.heap-emptyHeap)/(1<<20),
-			mib(r.db), float64(r.db)/float64(r.n), secs(r.restart), secs(r.snapshot),
+			mib(r.db), float64(r.db)/float64(r.n), secs(r.restart), secs(r.snapshot), secs(r.nearLimit), verdict,
 			mib(r.anonWalk), float64(r.anonWalk-emptyAnon)/(1<<20), mib(r.heapWalk), r.loadBefore, r.loadAfter)
 	}
 	fmt.Printf("\nWalks over the mount: µs a file; ratio = depotfs / floor and depotfs / tmpfs in the same run; server CPU: the CPU time the server (depotfs, the floor) spent during the first pass, median, in µs a file. First: median of %d runs, each on a fresh mount (depotfs restarted, a fresh floor process), the two alternating; repeated: best of 3, each %s after the previous; tmpfs: best of 4.\n\n", b.firsts, b.pause)
@@ -356,7 +370,7 @@ type daemon struct {
 
 func (b *bench) start() *daemon {
 	metrics := freeAddr()
-	cmd, url := benchd.Serve(b.bin, "--db", b.db, "--mount", b.mnt, "--max-store-size", "1TiB",
+	cmd, url := benchd.Serve(b.bin, "--db", b.db, "--mount", b.mnt, "--max-store-size", cmp.Or(b.maxStore, "1TiB"),
 		"--metrics-listen", metrics, "--blob-cache-dir", filepath.Join(b.dir, "blobs"))
 	return &daemon{cmd: cmd, url: url, metrics: "http://" + metrics + "/metrics", bin: b.bin}
 }
@@ -374,7 +388,10 @@ func (d *daemon) rss() (anon, file int64) {
 }
 
 // heap is the server's Go heap in use, from its metrics.
-func (d *daemon) heap() int64 {
+func (d *daemon) heap() int64 { return d.metric("go_memstats_heap_inuse_bytes") }
+
+// metric is the value of the server's metric name (without labels).
+func (d *daemon) metric(name string) int64 {
 	resp, err := http.Get(d.metrics)
 	if err != nil {
 		log.Fatal(err)
@@ -382,13 +399,46 @@ func (d *daemon) heap() int64 {
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			f, _ := strconv.ParseFloat(v, 64)
 			return int64(f)
 		}
 	}
-	log.Fatal("no go_memstats_heap_inuse_bytes in the metrics")
+	log.Fatalf("no %s in the metrics", name)
 	return 0
+}
+
+// nearLimit stops d and starts the server with --max-store-size 512 KiB
+// above the content d held, times a push of one 1 MiB file there, and
+// stops that server. It returns how long the push took to be answered
+// and whether it was accepted.
+func (b *bench) nearLimit(d *daemon) (time.Duration, bool) {
+	stored := d.metric("depotfs_store_stored_bytes")
+	d.stop()
+	f := filepath.Join(b.dir, "near-limit.bin")
+	data := make([]byte, 1<<20)
+	for i := range data {
+		data[i] = byte(rand.Uint32())
+	}
+	if err := os.WriteFile(f, data, 0o644); err != nil {
+		log.Fatal(err)
+	}
+	defer os.Remove(f)
+	b.maxStore = strconv.FormatInt(stored+512<<10, 10)
+	near := b.start()
+	b.maxStore = ""
+	defer near.stop()
+	var (
+		out []byte
+		err error
+	)
+	took := benchd.Timed(func() {
+		out, err = exec.Command(b.bin, "push", "--url", near.url, "--to", "/near-limit", f).CombinedOutput()
+	})
+	if err != nil { // say why, so a refusal for another reason shows
+		log.Printf("the write near the store limit was refused:\n%s", out)
+	}
+	return took, err == nil
 }
 
 // snapshot creates a snapshot of the whole tree and returns how long the

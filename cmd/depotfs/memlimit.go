@@ -16,18 +16,22 @@ import (
 // each) plus the MCP server, with the collector's headroom.
 const defaultMemoryLimit byteSize = 128 << 20
 
-// memoryLimitEvery is how often limitMemory re-reads the live heap.
-const memoryLimitEvery = time.Second
+// memoryLimitEvery is how often limitMemory re-reads the live heap; idle
+// returns are decided every idleEvery of those rounds (a second).
+const (
+	memoryLimitEvery = 100 * time.Millisecond
+	idleEvery        = 10
+)
 
 // limitMemory keeps the Go runtime's soft memory limit at limit bytes, or
-// at one and a half times the live heap when that is more, and gives the
-// heap's free memory back to the system once a burst of work is over
-// (see idleReturn), until stop is called. Without a limit the heap grows to twice the live heap before the
-// collector runs (GOGC=100), which at 100,000 files doubled the server's
-// memory; a fixed limit below the live heap would instead make the
-// collector run without pause. So above limit, the collector runs when
-// the heap has grown by half. limit <= 0, or GOMEMLIMIT in the environment
-// (which the runtime applies itself), leaves the runtime alone.
+// more when the live heap nears it (see softLimit), and gives the heap's
+// free memory back to the system once a burst of work is over (see
+// idleReturn), until stop is called. Without a limit the heap grows to
+// twice the live heap before the collector runs (GOGC=100), which at
+// 100,000 files doubled the server's memory; a fixed limit near or below
+// the live heap would instead make the collector run without pause.
+// limit <= 0, or GOMEMLIMIT in the environment (which the runtime applies
+// itself), leaves the runtime alone.
 func limitMemory(limit int64, log *slog.Logger) (stop func()) {
 	if limit <= 0 {
 		return func() {}
@@ -37,7 +41,10 @@ func limitMemory(limit int64, log *slog.Logger) (stop func()) {
 		return func() {}
 	}
 	samples := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/allocs:bytes"}}
-	var idle idleReturn
+	var (
+		idle   idleReturn
+		rounds int
+	)
 	set := func() {
 		rtmetrics.Read(samples)
 		var n, allocs uint64
@@ -47,10 +54,10 @@ func limitMemory(limit int64, log *slog.Logger) (stop func()) {
 		if samples[1].Value.Kind() == rtmetrics.KindUint64 {
 			allocs = samples[1].Value.Uint64()
 		}
-		if idle.tick(allocs, n) {
+		if rounds++; rounds%idleEvery == 0 && idle.tick(allocs, n) {
 			debug.FreeOSMemory()
 		}
-		debug.SetMemoryLimit(max(limit, int64(n+n/2)))
+		debug.SetMemoryLimit(softLimit(limit, int64(n)))
 	}
 	set()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -61,6 +68,20 @@ func limitMemory(limit int64, log *slog.Logger) (stop func()) {
 		wg.Wait()
 		debug.SetMemoryLimit(math.MaxInt64)
 	}
+}
+
+// softLimit is the runtime's soft memory limit for --memory-limit limit
+// and a live heap of live bytes: limit, or more when the live heap leaves
+// less room than half of itself or half of limit, whichever is more. The
+// collector runs when the heap reaches the soft limit, so the room left
+// above the live heap is what a cycle's work is spread over: with a fixed
+// limit, a walk whose nodes brought the live heap near it made the
+// collector run almost without pause (ls -lR of 100,000 files at
+// --memory-limit 48MiB: 1.1-1.3 s of server CPU against 0.6-0.8 s
+// without a limit, for 84 against 89 MiB of RssAnon); re-reading the
+// live heap ten times a second keeps the window short.
+func softLimit(limit, live int64) int64 {
+	return max(limit, live+max(live/2, limit/2))
 }
 
 // Giving memory back after a burst: the heap a burst of work (pushes, a

@@ -14,6 +14,7 @@ import (
 // TestLimitMemory checks that --memory-limit becomes the runtime's soft
 // limit, rises to 1.5 times a live heap above it instead of making the
 // collector run without pause, and is lifted by stop; GOMEMLIMIT wins.
+// TestSoftLimit checks the room it leaves.
 func TestLimitMemory(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	const limit = 64 << 20
@@ -22,7 +23,7 @@ func TestLimitMemory(t *testing.T) {
 	sample := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	rtmetrics.Read(sample)
 	heap := int64(sample[0].Value.Uint64())
-	if got, want := debug.SetMemoryLimit(-1), max(limit, heap+heap/2); got != want {
+	if got, want := debug.SetMemoryLimit(-1), softLimit(limit, heap); got != want {
 		stop()
 		t.Fatalf("memory limit %d with %d bytes live, want %d", got, heap, want)
 	}
@@ -118,4 +119,20 @@ func TestLimitMemoryGivesBack(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	runtime.KeepAlive(live)
+}
+
+// TestSoftLimit checks the room the soft limit leaves above the live heap:
+// at least half the live heap and half of --memory-limit, never below it.
+func TestSoftLimit(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct{ limit, live, want int64 }{
+		{128 * mib, 10 * mib, 128 * mib},  // far below: the limit
+		{128 * mib, 64 * mib, 128 * mib},  // half the limit left
+		{128 * mib, 100 * mib, 164 * mib}, // near it: half the limit above the live heap, not 28 MiB
+		{128 * mib, 200 * mib, 300 * mib}, // above it: half the live heap
+	} {
+		if got := softLimit(tc.limit, tc.live); got != tc.want {
+			t.Errorf("softLimit(%d MiB, %d MiB live) = %d MiB, want %d MiB", tc.limit/mib, tc.live/mib, got/mib, tc.want/mib)
+		}
+	}
 }

@@ -72,7 +72,7 @@ console.error(`fsync patch: ${n} writeFile call(s) in ${file}`);
 JS
 }
 mkdir -p "$work/fsync"
-cp -r "$work/node_modules" "$work/package.json" "$work/bench.mjs" "$work/ref-server.mjs" "$work/fsync/"
+cp -r "$work/node_modules" "$work/ref-server.mjs" "$work/fsync/"
 fsync_patch "$work/fsync/ref-server.mjs"
 fsync_patch "$work/fsync/node_modules/@modelcontextprotocol/server-filesystem/dist/lib.js"
 # bench NAME WORK KIND TARGET... runs one measurement into $work/NAME.json.

@@ -15,7 +15,10 @@
 //     the time `depotfs push` of one 1 MiB file takes to be answered (the
 //     snapshots hold every file, so nothing can be evicted for it and it
 //     is refused: what is timed is the search for room, which must not
-//     walk the depot);
+//     walk the depot); and the same write without the snapshots, on a
+//     copy of the database with them deleted, where it evicts the least
+//     recently used files and is accepted (the copy, so the walks still
+//     read every file);
 //   - find -type f, ls -lR and cat of every file over the mount, a first
 //     pass on a fresh mount and a repeated pass, in µs a file and as
 //     ratios against the FUSE floor (bench/internal/floor: a go-fuse
@@ -127,6 +130,7 @@ type bench struct {
 	db, mnt        string
 	profDir, pprof string // -profile: where to save profiles, the server's pprof URL
 	maxStore       string // --max-store-size of the next start; "": 1TiB
+	blobs          string // the blob cache directory
 }
 
 // file is file i of the tree: its depot path and content.
@@ -148,6 +152,8 @@ type row struct {
 	restart, snapshot       time.Duration
 	nearLimit               time.Duration                  // a write near the store limit, with the snapshots
 	nearLimitOK             bool                           // whether that write was accepted
+	nearFree                time.Duration                  // the same write without the snapshots
+	nearFreeOK              bool                           // whether that write was accepted
 	walks                   map[string][3][2]time.Duration // work: depotfs, floor, tmpfs × first, repeated
 	cpu                     map[string][2]time.Duration    // work: the server's CPU time in a first pass, depotfs and floor
 	loadBefore, loadAfter   string
@@ -156,6 +162,7 @@ type row struct {
 func (b *bench) run(ns []int) {
 	b.src = filepath.Join(b.dir, "src")
 	b.db = filepath.Join(b.dir, "depot.db")
+	b.blobs = filepath.Join(b.dir, "blobs")
 	b.mnt = filepath.Join(b.dir, "mnt")
 	if err := os.MkdirAll(b.src, 0o755); err != nil {
 		log.Fatal(err)
@@ -184,7 +191,10 @@ func (b *bench) run(ns []int) {
 	emptyHeap := d.heap()
 	fmt.Printf("empty server: RssAnon %s, heap in use %s\n\n", mib(emptyAnon), mib(emptyHeap))
 
-	var rows []row
+	var (
+		rows  []row
+		snaps []string
+	)
 	have := 0
 	for _, n := range ns {
 		if n <= have {
@@ -201,8 +211,10 @@ func (b *bench) run(ns []int) {
 		r.heap = d.heap()
 		r.db = size(b.db)
 		b.save("heap?gc=1", fmt.Sprintf("heap-push-%d.pb.gz", n))
-		r.snapshot = d.snapshot(fmt.Sprintf("scale%d", n))
+		snaps = append(snaps, fmt.Sprintf("scale%d", n))
+		r.snapshot = d.snapshot(snaps[len(snaps)-1])
 		r.nearLimit, r.nearLimitOK = b.nearLimit(d)
+		r.nearFree, r.nearFreeOK = b.nearLimitFree(snaps)
 		d, r.restart = b.restart()
 		for _, w := range b.works {
 			cmd, ok := walkCmd[w]
@@ -266,16 +278,19 @@ var walkCmd = map[string]string{
 // print prints the growth table and the walk table of every size so far
 // (each size reprints both, so an interrupted run keeps what it measured).
 func (b *bench) print(rows []row, emptyAnon, emptyHeap int64) {
-	fmt.Printf("\n| files | push files/s | RssAnon after push (Δ empty) | RssFile | heap in use (Δ empty) | db size | B a file | restart to ready | snapshot create | write near the limit | RssAnon after walks (Δ empty) | heap after walks | load before/after |\n")
-	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, r := range rows {
-		verdict := "refused"
-		if r.nearLimitOK {
-			verdict = "accepted"
+	fmt.Printf("\n| files | push files/s | RssAnon after push (Δ empty) | RssFile | heap in use (Δ empty) | db size | B a file | restart to ready | snapshot create | write near the limit, snapshots held | without them | RssAnon after walks (Δ empty) | heap after walks | load before/after |\n")
+	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	verdict := func(ok bool) string {
+		if ok {
+			return "accepted"
 		}
-		fmt.Printf("| %d | %.0f | %s (%+.0f MiB) | %s | %s (%+.0f MiB) | %s | %.0f | %s | %s | %s %s | %s (%+.0f MiB) | %s | %s / %s |\n",
+		return "refused"
+	}
+	for _, r := range rows {
+		fmt.Printf("| %d | %.0f | %s (%+.0f MiB) | %s | %s (%+.0f MiB) | %s | %.0f | %s | %s | %s %s | %s %s | %s (%+.0f MiB) | %s | %s / %s |\n",
 			r.n, r.pushRate, mib(r.anon), float64(r.anon-emptyAnon)/(1<<20), mib(r.rssFile), mib(r.heap), float64(r.heap-emptyHeap)/(1<<20),
-			mib(r.db), float64(r.db)/float64(r.n), secs(r.restart), secs(r.snapshot), secs(r.nearLimit), verdict,
+			mib(r.db), float64(r.db)/float64(r.n), secs(r.restart), secs(r.snapshot), secs(r.nearLimit), verdict(r.nearLimitOK),
+			secs(r.nearFree), verdict(r.nearFreeOK),
 			mib(r.anonWalk), float64(r.anonWalk-emptyAnon)/(1<<20), mib(r.heapWalk), r.loadBefore, r.loadAfter)
 	}
 	fmt.Printf("\nWalks over the mount: µs a file; ratio = depotfs / floor and depotfs / tmpfs in the same run; server CPU: the CPU time the server (depotfs, the floor) spent during the first pass, median, in µs a file. First: median of %d runs, each on a fresh mount (depotfs restarted, a fresh floor process), the two alternating; repeated: best of 3, each %s after the previous; tmpfs: best of 4.\n\n", b.firsts, b.pause)
@@ -371,7 +386,7 @@ type daemon struct {
 func (b *bench) start() *daemon {
 	metrics := freeAddr()
 	cmd, url := benchd.Serve(b.bin, "--db", b.db, "--mount", b.mnt, "--max-store-size", cmp.Or(b.maxStore, "1TiB"),
-		"--metrics-listen", metrics, "--blob-cache-dir", filepath.Join(b.dir, "blobs"))
+		"--metrics-listen", metrics, "--blob-cache-dir", b.blobs)
 	return &daemon{cmd: cmd, url: url, metrics: "http://" + metrics + "/metrics", bin: b.bin}
 }
 
@@ -408,13 +423,43 @@ func (d *daemon) metric(name string) int64 {
 	return 0
 }
 
-// nearLimit stops d and starts the server with --max-store-size 512 KiB
-// above the content d held, times a push of one 1 MiB file there, and
-// stops that server. It returns how long the push took to be answered
-// and whether it was accepted.
+// nearLimit stops d and times pushNear just above the content d held.
 func (b *bench) nearLimit(d *daemon) (time.Duration, bool) {
 	stored := d.metric("depotfs_store_stored_bytes")
 	d.stop()
+	return b.pushNear(stored)
+}
+
+// nearLimitFree times the write nearLimit does without the snapshots
+// named snaps: on a copy of the database (stopped) with them deleted, so
+// the depot the walks read keeps every file's content.
+func (b *bench) nearLimitFree(snaps []string) (time.Duration, bool) {
+	db, blobs := b.db, filepath.Join(b.dir, "blobs")
+	b.db, b.blobs = filepath.Join(b.dir, "free.db"), filepath.Join(b.dir, "free-blobs")
+	defer func() {
+		os.Remove(b.db)
+		os.RemoveAll(b.blobs)
+		b.db, b.blobs = db, blobs
+	}()
+	if out, err := exec.Command("cp", db, b.db).CombinedOutput(); err != nil {
+		log.Fatalf("copy the database: %v\n%s", err, out)
+	}
+	d := b.start()
+	for _, s := range snaps {
+		if out, err := exec.Command(b.bin, "snapshot", "delete", "--url", d.url, s).CombinedOutput(); err != nil {
+			log.Fatalf("snapshot delete %s: %v\n%s", s, err, out)
+		}
+	}
+	stored := d.metric("depotfs_store_stored_bytes")
+	d.stop()
+	return b.pushNear(stored)
+}
+
+// pushNear starts the server with --max-store-size 512 KiB above stored,
+// times a push of one 1 MiB file there, and stops that server. It
+// returns how long the push took to be answered and whether it was
+// accepted.
+func (b *bench) pushNear(stored int64) (time.Duration, bool) {
 	f := filepath.Join(b.dir, "near-limit.bin")
 	data := make([]byte, 1<<20)
 	for i := range data {
@@ -436,7 +481,7 @@ func (b *bench) nearLimit(d *daemon) (time.Duration, bool) {
 		out, err = exec.Command(b.bin, "push", "--url", near.url, "--to", "/near-limit", f).CombinedOutput()
 	})
 	if err != nil { // say why, so a refusal for another reason shows
-		log.Printf("the write near the store limit was refused:\n%s", out)
+		log.Printf("the write near the store limit (%s) was refused:\n%s", filepath.Base(b.db), out)
 	}
 	return took, err == nil
 }

@@ -120,6 +120,7 @@ func (o *Object) SHA256(field string, required bool) (string, bool) {
 // the extra choices a tool adds ("binary"); the result is EncodingUTF8,
 // EncodingBase64 or the extra choice as listed.
 func (o *Object) Encoding(field string, extra ...string) (string, bool) {
+	o.declare(field, accepts{typ: "string", choices: append([]string{EncodingUTF8, "utf8", EncodingBase64}, extra...), fold: true})
 	if !o.Has(field) {
 		return EncodingUTF8, true
 	}

@@ -83,6 +83,7 @@ func (o *Object) Name(field string) string { return o.prefix + field }
 
 // Has reports whether the field was sent, and marks it known.
 func (o *Object) Has(field string) bool {
+	o.declare(field, accepts{})
 	o.known[field] = true
 	_, ok := o.fields[field]
 	return ok
@@ -92,6 +93,7 @@ func (o *Object) Has(field string) bool {
 // JSON type. A missing required field, a null or a value of another type is
 // recorded as a problem.
 func (o *Object) Value(field, want string, required bool) (json.RawMessage, bool) {
+	o.declare(field, accepts{typ: want})
 	o.known[field] = true
 	raw, ok := o.fields[field]
 	if !ok {
@@ -131,6 +133,25 @@ func (o *Object) Str(field string, required bool) (string, bool) {
 // and clients of the provider contract send numbers that way, and the
 // meaning is never in doubt (see DESIGN.md, "Arguments").
 func (o *Object) Int(field string, required bool, lo, hi int64) (int64, bool) {
+	o.declare(field, accepts{typ: "integer", bounded: true, lo: lo, hi: hi})
+	return o.readInt(field, required, lo, hi)
+}
+
+// IntLimit is Int for an argument whose maximum hi is a configured limit:
+// a value above it is refused with over's error, which names the limit and
+// the fix (see LimitError), rather than as out of range.
+func (o *Object) IntLimit(field string, required bool, lo, hi int64, over func(n int64) error) (int64, bool) {
+	o.declare(field, accepts{typ: "integer", bounded: true, lo: lo, hi: hi})
+	n, ok := o.readInt(field, required, lo, MaxExactInteger)
+	if ok && n > hi {
+		o.probs.Add(o.Name(field), over(n))
+		return 0, false
+	}
+	return n, ok
+}
+
+// readInt reads an integer field within [lo, hi], as Int describes.
+func (o *Object) readInt(field string, required bool, lo, hi int64) (int64, bool) {
 	o.known[field] = true
 	raw, ok := o.fields[field]
 	if ok && JSONType(raw) == "string" {
@@ -193,9 +214,18 @@ func (o *Object) Array(field string, required bool) ([]json.RawMessage, bool) {
 // Raw returns the raw value of a field that accepts several JSON types,
 // such as mtime; the caller checks the type.
 func (o *Object) Raw(field string) (json.RawMessage, bool) {
+	o.declare(field, accepts{})
 	o.known[field] = true
 	raw, ok := o.fields[field]
 	return raw, ok
+}
+
+// declare checks what a getter accepts of field against the tool's input
+// schema, when the problems list has one (Problems.Check).
+func (o *Object) declare(field string, a accepts) {
+	if o.probs.schema != nil {
+		o.probs.schema.check(o.probs, o.prefix, field, a)
+	}
 }
 
 // maxUnknownListed bounds the unknown argument names a reply lists.
@@ -204,6 +234,9 @@ const maxUnknownListed = 8
 // Finish reports every field no getter asked for, so a misspelt optional
 // argument is never silently ignored.
 func (o *Object) Finish() {
+	if o.probs.schema != nil {
+		o.probs.schema.checkRequired(o.prefix, o.fields, o.probs)
+	}
 	var unknown []string
 	for field := range o.fields {
 		if !o.known[field] {

@@ -28,6 +28,7 @@ func (o *Object) Count(field string, def, lo, hi int64) int64 {
 // def when it is absent. fold compares case-insensitively and returns the
 // choice as listed.
 func (o *Object) Choice(field, def string, fold bool, choices ...string) string {
+	o.declare(field, accepts{typ: "string", choices: choices, fold: fold})
 	s, ok := o.Str(field, false)
 	if !ok {
 		return def

@@ -7,6 +7,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/mcpserver/internal/args"
+	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 	"github.com/depotfs/depotfs/store"
 )
 
@@ -33,9 +34,9 @@ type fsTransferArgs struct {
 	recursive bool // copy only
 }
 
-func (s *tools) decodeTransfer(raw json.RawMessage, isCopy bool) (fsTransferArgs, error) {
+func (s *tools) decodeTransfer(c *tool.Call, raw json.RawMessage, isCopy bool) (fsTransferArgs, error) {
 	a := fsTransferArgs{recursive: true}
-	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
+	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
 		a.from = s.pathArg(o, "source")
 		a.to = s.pathArg(o, "destination")
 		a.overwrite = o.Bool("overwrite", false)

@@ -31,7 +31,7 @@ type fsDeleteReply struct {
 func (s *tools) fsDelete(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
 	var p string
 	var recursive, force bool
-	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
+	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
 		p = s.pathArg(o, "path")
 		if p == depotpath.Root {
 			o.Problems().Addf("path", "the depot root cannot be deleted; delete the entries in it")

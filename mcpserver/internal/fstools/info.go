@@ -48,7 +48,7 @@ type fsPermissions struct {
 // not an error: the reply says exists false.
 func (s *tools) fsInfo(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
 	var p, snap string
-	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
+	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
 		p = s.pathArg(o, "path")
 		snap = tool.SnapshotName(o)
 	})

@@ -39,7 +39,7 @@ func (s *tools) fsList(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 	var recursive, hidden bool
 	metadata := true
 	var snap string
-	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
+	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
 		dir = s.pathArg(o, "path")
 		pattern = o.Glob("pattern")
 		recursive = o.Bool("recursive", false)

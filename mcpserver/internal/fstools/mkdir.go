@@ -24,7 +24,7 @@ type fsMkdirReply struct {
 func (s *tools) fsMkdir(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
 	var p string
 	recursive := true
-	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
+	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
 		p = s.pathArg(o, "path")
 		recursive = o.Bool("recursive", true)
 	})

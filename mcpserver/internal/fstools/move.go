@@ -17,7 +17,7 @@ import (
 // atomic change.
 func (s *tools) fsTransfer(isCopy bool) tool.Func {
 	return func(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-		a, err := s.decodeTransfer(raw, isCopy)
+		a, err := s.decodeTransfer(c, raw, isCopy)
 		c.Path = a.from
 		if err != nil {
 			return tool.Reply{}, err

@@ -43,7 +43,7 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 	var revision uint64           // read the file as it was at this revision; 0: now
 	var part bool                 // the call asks for lines or a size: no link instead
 	var snap string               // the snapshot argument
-	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
+	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
 		part = o.Has("start_line") || o.Has("end_line") || o.Has("max_size")
 		p = s.pathArg(o, "path")
 		encoding, _ = o.Encoding("encoding", "binary")

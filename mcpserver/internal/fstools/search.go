@@ -56,7 +56,7 @@ type fsContextLine struct {
 func (s *tools) fsSearch(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
 	q := search.Query{Recursive: true}
 	var files args.Glob
-	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
+	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
 		q.Root = s.pathArg(o, "root_path")
 		pattern, hasPattern := o.Str("pattern", true)
 		regex := o.Bool("regex", false)

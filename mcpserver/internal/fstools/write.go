@@ -53,12 +53,12 @@ type fsWriteReply struct {
 
 // fsWrite is write: one whole file, stored atomically.
 func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var probs args.Problems
+	probs := c.OwnArgs()
 	var p, encoding, mode string // encoding: args.EncodingUTF8 or args.EncodingBase64
 	var data []byte
 	var makeDirs bool
 	var cond tool.Condition
-	err := args.Parse(raw, &probs, func(o *args.Object) {
+	err := args.Parse(raw, probs, func(o *args.Object) {
 		p = s.pathArg(o, "path")
 		if p == depotpath.Root {
 			o.Problems().Addf("path", "names the depot root, which is a directory; give a file path such as \"notes/todo.txt\"")

@@ -41,7 +41,7 @@ func (s *tools) dropUploads(ctx context.Context, c *tool.Call, raw json.RawMessa
 	dir := ""
 	var ids []string
 	idle := time.Duration(-1)
-	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
+	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
 		dir, _ = o.DepotPath("path", false) // "": every upload the caller may see
 		if elems, ok := o.Array("upload_ids", false); ok {
 			if len(elems) == 0 || len(elems) > maxDropIDs {
@@ -62,8 +62,10 @@ func (s *tools) dropUploads(ctx context.Context, c *tool.Call, raw json.RawMessa
 				ids = []string{}
 			}
 		}
-		if n, ok := o.Int("idle_seconds", false, 0, math.MaxInt32); ok {
-			idle = time.Duration(n) * time.Second
+		if n, ok := o.Int("idle_seconds", false, 0, args.MaxExactInteger); ok {
+			// Beyond what a Duration holds nothing has been idle that
+			// long anyway.
+			idle = time.Duration(min(n, math.MaxInt64/int64(time.Second))) * time.Second
 		}
 		if !o.Has("upload_ids") && !o.Has("idle_seconds") {
 			o.Problems().Addf("upload_ids", "give upload_ids, idle_seconds or both (idle_seconds 0 alone drops every upload)")

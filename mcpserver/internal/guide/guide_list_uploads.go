@@ -65,7 +65,7 @@ func shownDir(dir string) string {
 // listUploads lists the chunked uploads the caller may see.
 func (s *tools) listUploads(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
 	dir := ""
-	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
+	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
 		dir, _ = o.DepotPath("path", false) // "": every upload the caller may see
 	})
 	if err != nil {

@@ -21,7 +21,7 @@ func (s *tools) pendingRequests(ctx context.Context, c *tool.Call, raw json.RawM
 	var wait time.Duration
 	var after uint64 // only requests with a greater ID count as new
 	var foreign bool // the cursor came from another run of depotfs
-	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
+	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
 		wait = time.Duration(o.Count("wait_seconds", 0, 0, pending.MaxWaitSeconds)) * time.Second
 		if cur, ok := o.Str("cursor", false); ok {
 			var err error

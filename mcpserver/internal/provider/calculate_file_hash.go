@@ -22,7 +22,7 @@ import (
 func (s *tools) providerFileHash(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
 	var p providerPath
 	algorithm := "md5"
-	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
+	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
 		p = s.providerPathArg(o, "file_path")
 		if name, ok := o.Str("algorithm", false); ok {
 			algorithm = strings.ToLower(name)

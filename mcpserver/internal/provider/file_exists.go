@@ -14,7 +14,7 @@ import (
 // (outside the depot, invalid) is false too. Only a malformed call (path
 // missing, not a string, unknown arguments) is an error.
 func (s *tools) providerFileExists(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	p, err := s.decodeStatArgs(raw)
+	p, err := s.decodeStatArgs(c, raw)
 	c.Path = p.depot
 	switch {
 	case err != nil && !errors.Is(err, args.ErrInvalid):

@@ -19,7 +19,7 @@ func (s *tools) providerFindFiles(ctx context.Context, c *tool.Call, raw json.Ra
 	var patterns []args.Glob
 	var maxFiles int64
 	recursive := true
-	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
+	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
 		dir = s.providerPathArg(o, "directory_path")
 		if elems, ok := o.Array("patterns", true); ok {
 			for i, el := range elems {

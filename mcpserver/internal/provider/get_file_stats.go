@@ -23,7 +23,7 @@ type fileStats struct {
 
 // providerFileStats is get_file_stats.
 func (s *tools) providerFileStats(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	p, err := s.decodeStatArgs(raw)
+	p, err := s.decodeStatArgs(c, raw)
 	c.Path = p.depot
 	if err != nil {
 		return tool.Reply{}, err
@@ -52,8 +52,8 @@ func (s *tools) providerFileStats(ctx context.Context, c *tool.Call, raw json.Ra
 }
 
 // decodeStatArgs reads the one argument of file_exists and get_file_stats.
-func (s *tools) decodeStatArgs(raw json.RawMessage) (providerPath, error) {
+func (s *tools) decodeStatArgs(c *tool.Call, raw json.RawMessage) (providerPath, error) {
 	var p providerPath
-	err := args.Parse(raw, new(args.Problems), func(o *args.Object) { p = s.providerPathArg(o, "path") })
+	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) { p = s.providerPathArg(o, "path") })
 	return p, err
 }

@@ -20,7 +20,7 @@ func (s *tools) providerListDirectory(ctx context.Context, c *tool.Call, raw jso
 	var recursive bool
 	var maxFiles int64
 	var snap string
-	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
+	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
 		dir = s.providerPathArg(o, "directory_path")
 		pattern = o.Glob("pattern")
 		recursive = o.Bool("recursive", false)

@@ -21,9 +21,9 @@ type readArgs struct {
 
 // decodeReadArgs reads the arguments of read_file (text true) or
 // read_file_binary.
-func (s *tools) decodeReadArgs(raw json.RawMessage, text bool) (readArgs, error) {
+func (s *tools) decodeReadArgs(c *tool.Call, raw json.RawMessage, text bool) (readArgs, error) {
 	var a readArgs
-	err := args.Parse(raw, new(args.Problems), func(o *args.Object) {
+	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
 		a.path = s.providerPathArg(o, "file_path")
 		if text {
 			a.encoding = "utf-8"
@@ -45,7 +45,7 @@ func (s *tools) decodeReadArgs(raw json.RawMessage, text bool) (readArgs, error)
 // read_file_binary (its content in base64).
 func (s *tools) readFile(text bool) tool.Func {
 	return func(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-		a, err := s.decodeReadArgs(raw, text)
+		a, err := s.decodeReadArgs(c, raw, text)
 		c.Path = a.path.depot
 		if err != nil {
 			return tool.Reply{}, err

@@ -30,6 +30,9 @@ type def struct {
 	// field: "path", "name" for a listing's entries), to the access it
 	// needs.
 	paths map[string]grant.Access
+	// args is the tool's input schema, which the decoders of its calls
+	// are checked against (Call.Parse).
+	args *args.Schema
 }
 
 // argName is the name under which def.paths lists a decoded field:

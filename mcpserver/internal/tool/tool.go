@@ -14,10 +14,12 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/depotfs/depotfs/internal/grant"
+	"github.com/depotfs/depotfs/mcpserver/internal/args"
 )
 
 // Profile names a set of tools the server offers. A Profile is a plain
@@ -71,9 +73,18 @@ type Tool struct {
 }
 
 // def is what the permission checks need to know of t: a grant may name
-// the tool or its profile, and each path argument needs its access.
+// the tool or its profile, and each path argument needs its access; and
+// the input schema its decoder is checked against. A schema that does not
+// parse is a build defect, so def panics; the tests build every tool.
 func (t Tool) def() def {
 	d := def{name: t.Spec.Name, group: string(t.Profile), paths: make(map[string]grant.Access, len(t.Paths))}
+	if len(t.Spec.RawInputSchema) > 0 {
+		schema, err := args.ParseSchema(t.Spec.RawInputSchema)
+		if err != nil {
+			panic(fmt.Sprintf("mcpserver: %s: %v", t.Spec.Name, err))
+		}
+		d.args = schema
+	}
 	for _, p := range t.Paths {
 		d.paths[p.Name] = p.Access
 	}

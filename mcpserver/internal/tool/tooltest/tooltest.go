@@ -51,6 +51,7 @@ func Env() *tool.Env {
 			Now:                      time.Now,
 			CommitTimeout:            time.Minute,
 			LinkMinBytes:             -1,
+			CheckArguments:           true,
 		},
 	}
 }

@@ -25,11 +25,16 @@ import (
 type recorder struct {
 	mu        sync.Mutex
 	recs      []audit.Record
-	appendErr error // returned by Append (the record is not kept)
-	healthErr error // returned by Err
+	deferred  []bool // whether recs[i] came through AppendDeferred
+	appendErr error  // returned by Append (the record is not kept)
+	healthErr error  // returned by Err
 }
 
-func (r *recorder) Append(rec *audit.Record) error {
+func (r *recorder) Append(rec *audit.Record) error { return r.add(rec, false) }
+
+func (r *recorder) AppendDeferred(rec *audit.Record) error { return r.add(rec, true) }
+
+func (r *recorder) add(rec *audit.Record, deferred bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.appendErr != nil {
@@ -37,6 +42,7 @@ func (r *recorder) Append(rec *audit.Record) error {
 	}
 	rec.Seq = uint64(len(r.recs) + 1)
 	r.recs = append(r.recs, *rec)
+	r.deferred = append(r.deferred, deferred)
 	return nil
 }
 

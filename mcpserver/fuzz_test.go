@@ -38,6 +38,8 @@ func (l *lastRecord) Append(r *audit.Record) error {
 	return nil
 }
 
+func (l *lastRecord) AppendDeferred(r *audit.Record) error { return l.Append(r) }
+
 func (l *lastRecord) Err() error { return nil }
 
 func (l *lastRecord) get() (int, audit.Record) {

@@ -31,6 +31,18 @@ var _ mcpserver.Auditor = meteredAudit{}
 
 func (a meteredAudit) Append(r *audit.Record) error {
 	err := a.Auditor.Append(r)
+	a.count(r)
+	return err
+}
+
+func (a meteredAudit) AppendDeferred(r *audit.Record) error {
+	err := a.Auditor.AppendDeferred(r)
+	a.count(r)
+	return err
+}
+
+// count feeds r to the metrics.
+func (a meteredAudit) count(r *audit.Record) {
 	switch r.Event {
 	case audit.EventAuth:
 		// Refused handshakes and requests are counted one by one before
@@ -53,7 +65,6 @@ func (a meteredAudit) Append(r *audit.Record) error {
 		}
 		a.m.Call(r.Tool, outcome, refused, time.Duration(r.DurationMS*float64(time.Millisecond)), in)
 	}
-	return err
 }
 
 // observeHTTP counts notification streams while they are open, sessions

@@ -39,6 +39,9 @@ const (
 type Appender interface {
 	// Append writes one record durably, setting its Seq, Prev and Hash.
 	Append(r *Record) error
+	// AppendDeferred writes one record in order, as Append does, and
+	// returns before it is durable (Log.AppendDeferred).
+	AppendDeferred(r *Record) error
 	// Err reports a failure of the log that makes it refuse records, or
 	// nil.
 	Err() error
@@ -105,6 +108,10 @@ func NewBursts(next Appender, window time.Duration, log *slog.Logger) *Bursts {
 
 // Err is next's Err.
 func (b *Bursts) Err() error { return b.next.Err() }
+
+// AppendDeferred is next's: a deferred record is an allowed one, never
+// part of a burst.
+func (b *Bursts) AppendDeferred(r *Record) error { return b.next.AppendDeferred(r) }
 
 // Append writes r at once unless it is a refused call that continues a
 // burst past its first BurstFirst: it is then counted into the burst's record and Append returns

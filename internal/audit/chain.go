@@ -133,5 +133,5 @@ func (t tailRange) describe(cp uint64) string {
 	if t.unkeyed {
 		return fmt.Sprintf("%s the signed checkpoint (record %d) and are unkeyed (version 1): unverified, they may have been added by anyone who could write the log", which, cp)
 	}
-	return fmt.Sprintf("%s the checkpoint (record %d): written under the key but never checkpointed, as a crash between a write and its checkpoint leaves them; the calls they record were not acknowledged", which, cp)
+	return fmt.Sprintf("%s the checkpoint (record %d): written under the key but never checkpointed, as a crash between a write and its checkpoint leaves them; the calls they record were not acknowledged, except allowed reads, which are answered before their record is durable", which, cp)
 }

@@ -28,7 +28,11 @@
 // # Durability and concurrency
 //
 // [Log.Append] returns once the record is synced and the checkpoint
-// updated; concurrent appends share syncs. A failed write or sync fails
+// updated; concurrent appends share syncs. [Log.AppendDeferred] (for
+// calls that changed nothing) writes the record in the same order and
+// returns before it is durable: a flusher goroutine, owned by the Log
+// from Open to Close, syncs within [Options.DeferredSync] unless an
+// Append's sync covers it first, and Close syncs whatever is left. A failed write or sync fails
 // Append, [Log.Err] reports it, and the next Append first cuts off a partly
 // written line. A Log is safe for concurrent use; Verify and Scan take no
 // lock and see a prefix of a log being written.

@@ -21,6 +21,11 @@ import (
 // Options.MaxSize is zero.
 const DefaultMaxSize = 64 << 20
 
+// DefaultDeferredSync bounds how long a record appended with
+// Log.AppendDeferred waits for its fsync when Options.DeferredSync is
+// zero.
+const DefaultDeferredSync = time.Second
+
 // Errors of opening a log.
 var (
 	// ErrTampered: the end of the log does not agree with itself or with
@@ -46,6 +51,10 @@ type Options struct {
 	// NoSync skips fsync. Only for measuring what fsync costs and for
 	// tests: without it an acknowledged call may lose its record in a crash.
 	NoSync bool
+	// DeferredSync bounds how long a record appended with
+	// Log.AppendDeferred waits until it is durable; zero means
+	// DefaultDeferredSync.
+	DeferredSync time.Duration
 	// Now is the clock for records without a Time; nil means time.Now.
 	Now func() time.Time
 	// Logger receives warnings (a torn last line repaired on open); nil
@@ -91,6 +100,13 @@ type Log struct {
 	head      string // hash of the last record
 	err       error  // sticky: set when a write or sync failed
 	closed    bool
+
+	// The flusher makes deferred records durable: kick (one slot) wakes
+	// it after a deferred append, stop ends it, done closes when it has.
+	kick     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
 }
 
 // Open opens the audit log at path for writing, creating it, its key and
@@ -111,7 +127,9 @@ func Open(path string, opts *Options) (*Log, error) {
 		o.Now = time.Now
 	}
 	o.Logger = cmp.Or(o.Logger, slog.Default())
-	l := &Log{path: path, opts: o, log: o.Logger}
+	o.DeferredSync = cmp.Or(o.DeferredSync, DefaultDeferredSync)
+	l := &Log{path: path, opts: o, log: o.Logger,
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("audit log directory: %w", err)
 	}
@@ -124,6 +142,7 @@ func Open(path string, opts *Options) (*Log, error) {
 		l.lock.Close()
 		return nil, err
 	}
+	go l.flusher()
 	if tail.from != 0 {
 		what := tail.describe(l.synced)
 		l.log.Warn("audit log: "+what, "file", path)
@@ -287,22 +306,57 @@ func (l *Log) remove(lf logFile) {
 // log, but the call it describes must be refused; Err reports the failure
 // until an Append succeeds again.
 func (l *Log) Append(r *Record) error {
+	seq, _, err := l.append(r)
+	if err != nil {
+		return err
+	}
+	return l.sync(seq)
+}
+
+// AppendDeferred writes r as the next record, in order with every other,
+// as Append does, but returns once it is written, before it is durable:
+// it becomes durable with the next Append's fsync or within
+// Options.DeferredSync, whichever comes first, and Close makes it durable
+// too. It is for records of calls that changed nothing (an allowed read),
+// whose loss in a crash of the machine within that bound loses no account
+// of a change; a crash of the process alone loses nothing written. While
+// Err reports a failure it is an Append: only a sync that succeeds clears
+// the failure.
+func (l *Log) AppendDeferred(r *Record) error {
+	seq, failing, err := l.append(r)
+	switch {
+	case err != nil:
+		return err
+	case failing:
+		return l.sync(seq)
+	}
+	select {
+	case l.kick <- struct{}{}:
+	default: // a flush is already due, and will cover r
+	}
+	return nil
+}
+
+// append writes r as the next record and returns its seq, and whether the
+// log reported a failure before it.
+func (l *Log) append(r *Record) (uint64, bool, error) {
 	bound(r)
 	if r.Time.IsZero() {
 		r.Time = l.opts.Now()
 	}
 	r.Time = r.Time.UTC()
 	l.mu.Lock()
+	failing := l.err != nil
 	for {
 		if l.closed {
 			l.mu.Unlock()
-			return ErrClosed
+			return 0, false, ErrClosed
 		}
 		r.Seq, r.Prev, r.V = l.seq+1, l.head, versionKeyed
 		line, hash, err := encode(r, l.key)
 		if err != nil {
 			l.mu.Unlock()
-			return err
+			return 0, false, err
 		}
 		if l.opts.MaxSize > 0 && l.size > 0 && l.size+int64(len(line)) > l.opts.MaxSize {
 			// Rotation takes syncMu and cpMu, which are taken before mu.
@@ -315,13 +369,13 @@ func (l *Log) Append(r *Record) error {
 			l.syncMu.Unlock()
 			if err != nil {
 				l.mu.Unlock()
-				return err
+				return 0, false, err
 			}
 			continue // re-encode: another Append may have run meanwhile
 		}
 		if err := l.write(line); err != nil {
 			l.mu.Unlock()
-			return err
+			return 0, false, err
 		}
 		if l.first == 0 {
 			l.first, l.firstPrev = r.Seq, r.Prev
@@ -331,7 +385,7 @@ func (l *Log) Append(r *Record) error {
 	}
 	seq := l.seq
 	l.mu.Unlock()
-	return l.sync(seq)
+	return seq, failing, nil
 }
 
 // maxReason and maxPath bound the longer strings of a record; every other
@@ -513,8 +567,13 @@ func (l *Log) Head() (uint64, string) {
 // Path returns the log's current file.
 func (l *Log) Path() string { return l.path }
 
-// Close syncs and closes the log. Appends after Close fail with ErrClosed.
+// Close makes every record durable and checkpointed (deferred ones too),
+// stops the flusher and closes the log. Appends after Close fail with
+// ErrClosed.
 func (l *Log) Close() error {
+	// The flusher takes syncMu: stop it before taking the locks.
+	l.stopOnce.Do(func() { close(l.stop) })
+	<-l.done
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.cpMu.Lock()
@@ -525,7 +584,42 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
-	return errors.Join(l.syncFile(l.f), l.f.Close(), l.cp.f.Close(), l.lock.Close())
+	err := l.syncFile(l.f)
+	if err == nil && l.synced < l.seq {
+		err = l.cp.write(l.seq, l.head)
+	}
+	return errors.Join(err, l.f.Close(), l.cp.f.Close(), l.lock.Close())
+}
+
+// flusher makes deferred records durable: woken by a deferred append, it
+// waits Options.DeferredSync and syncs up to the last record, unless an
+// Append's sync covered them meanwhile (sync then does nothing). A failed
+// sync is the log's sticky error, which makes callers refuse calls, as a
+// failed Append does. It runs from Open until Close.
+func (l *Log) flusher() {
+	defer close(l.done)
+	t := time.NewTimer(l.opts.DeferredSync)
+	t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-l.kick:
+		}
+		t.Reset(l.opts.DeferredSync)
+		select {
+		case <-l.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		seq := l.seq
+		l.mu.Unlock()
+		if err := l.sync(seq); err != nil {
+			l.log.Error("audit log: deferred records not made durable; calls are refused until an append succeeds", "err", err)
+		}
+	}
 }
 
 // brokenFile stands in for a current file that could not be reopened after

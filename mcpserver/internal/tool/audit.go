@@ -94,7 +94,8 @@ func (s *Runtime) Finish(c *Call, err error) error {
 	var auditErr error
 	if s.audit != nil {
 		r := s.callRecord(c, f, err, refused, now)
-		if auditErr = s.held.append(s.audit, r, c.committed); auditErr != nil {
+		deferred := c.readOnly && r.Decision == audit.Allow
+		if auditErr = s.held.append(s.audit, r, c.committed, deferred); auditErr != nil {
 			if c.committed {
 				s.log.Error("audit record not written yet: the call's change is stored; the record is kept and written once the audit log works, later calls are refused until then",
 					"tool", c.def.name, "identity", c.who.String(), "request_id", c.reqID, "paths", r.Paths, "err", auditErr)
@@ -221,12 +222,17 @@ type unaudited struct {
 	recs []*audit.Record
 }
 
-// append writes r to a, after the records held; when r cannot be written
-// and keep is set (its call committed a change), r is held instead of
-// lost. It returns r's error.
-func (u *unaudited) append(a Auditor, r *audit.Record, keep bool) error {
+// append writes r to a, after the records held, durably before it
+// returns unless deferred is set (AppendDeferred); when r cannot be
+// written and keep is set (its call committed a change), r is held instead
+// of lost. It returns r's error.
+func (u *unaudited) append(a Auditor, r *audit.Record, keep, deferred bool) error {
 	err := u.flush(a)
-	if err == nil {
+	switch {
+	case err != nil:
+	case deferred:
+		err = a.AppendDeferred(r)
+	default:
 		err = a.Append(r)
 	}
 	if err != nil && keep {

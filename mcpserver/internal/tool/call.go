@@ -73,6 +73,9 @@ type Call struct {
 	noted     map[string]bool
 	committed bool          // the store accepted a write
 	counts    IdentityStats // the identity's counts after this call
+	// readOnly: the call cannot change the depot (a door's request), so
+	// its record, when allowed, need not be durable before the reply.
+	readOnly bool
 }
 
 // Decode parses the call's arguments as a JSON object, recording problems
@@ -299,6 +302,10 @@ func (s *Runtime) logCall(c *Call, f *Failure, err error) {
 type Auditor interface {
 	// Append writes one record durably, setting its Seq, Prev and Hash.
 	Append(r *audit.Record) error
+	// AppendDeferred writes one record in order, as Append does, and
+	// returns before it is durable (audit.Log.AppendDeferred): for
+	// allowed calls that changed nothing.
+	AppendDeferred(r *audit.Record) error
 	// Err reports a failure of the log that makes it refuse records, or
 	// nil.
 	Err() error

@@ -38,7 +38,9 @@ type Door struct {
 // Door begins a request of the door name (also its group for the audit
 // log) by the caller in ctx.
 func (s *Runtime) Door(ctx context.Context, name string) *Door {
-	return &Door{c: s.NewCall(ctx, name, name), v: s.View(ctx)}
+	c := s.NewCall(ctx, name, name)
+	c.readOnly = true
+	return &Door{c: c, v: s.View(ctx)}
 }
 
 // Call returns the request's call, for what the door learns (Path, Size,
@@ -46,7 +48,10 @@ func (s *Runtime) Door(ctx context.Context, name string) *Door {
 func (d *Door) Call() *Call { return d.c }
 
 // Finish ends the request's bookkeeping (Runtime.Finish): err is its
-// failure, nil on success. It returns the audit log's error.
+// failure, nil on success. It returns the audit log's error. A door only
+// reads, so the record of a request the grants allowed is written at once
+// and made durable shortly after the reply (Auditor.AppendDeferred); a
+// refused one is durable before it.
 func (d *Door) Finish(err error) error { return d.c.rt.Finish(d.c, err) }
 
 // Key returns the caller's identity key (see Key), which binds the

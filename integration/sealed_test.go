@@ -123,12 +123,14 @@ func TestSealedAtRest(t *testing.T) {
 }
 
 // TestSealedTamperedChunk flips one byte of a sealed chunk on disk: the
-// file then reads as EIO through the mount and as an error through the
-// read tool, and a file left alone still reads.
+// file then reads as EIO through the mount and, through the read tools of
+// both contracts, as an integrity error that names the file, says a retry
+// will not help and sends the operator to a backup; a file left alone
+// still reads.
 func TestSealedTamperedChunk(t *testing.T) {
 	t.Parallel()
 	key := writeKeyFile(t)
-	args := []string{"--key-file", key, "--tools", "guide,fs"}
+	args := []string{"--key-file", key, "--tools", "guide,fs,provider"}
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: args})
 	d.mustCall("guide_cache_file", map[string]any{"path": "/victim.txt", "content": sealMarker + " victim\n"})
 	d.mustCall("guide_cache_file", map[string]any{"path": "/bystander.txt", "content": "left alone\n"})
@@ -165,14 +167,25 @@ func TestSealedTamperedChunk(t *testing.T) {
 	if got, err := os.ReadFile(d2.path("/bystander.txt")); err != nil || string(got) != "left alone\n" {
 		t.Errorf("untouched file through the mount: %q, %v", got, err)
 	}
+	says := func(msg string) bool {
+		return strings.Contains(msg, "victim.txt") && strings.Contains(msg, "failed its integrity check") &&
+			strings.Contains(msg, "retrying will not help") && strings.Contains(msg, "backup") &&
+			!strings.Contains(msg, "internal")
+	}
 	fc := fsClient{d2.client}
 	var out struct{ Content string }
-	if err := fc.call("read", map[string]any{"path": "victim.txt"}, &out); err == nil || out.Content != "" {
-		t.Errorf("tampered file through the read tool: %q, %v; want an error", out.Content, err)
-	} else {
-		t.Logf("read tool: %v", err)
+	err = fc.call("read", map[string]any{"path": "victim.txt"}, &out)
+	if fe, ok := errors.AsType[*fsError](err); !ok || fe.Code != "integrity_error" || !says(fe.Message) || fe.Details.Path != "victim.txt" || out.Content != "" {
+		t.Errorf("tampered file through fs read: %q, %v; want integrity_error naming the file, no retry, a backup", out.Content, err)
 	}
-	// Three reads or more (the kernel may retry), one chunk: counted each
+	pc := providerClient{d2.client}
+	text, err := pc.ReadFile("/victim.txt", "utf-8", 0)
+	if pe, ok := errors.AsType[*providerError](err); !ok || pe.Type != "FileProviderError" || !says(pe.Message) || text != "" {
+		t.Errorf("tampered file through read_file: %q, %v; want FileProviderError naming the file, no retry, a backup", text, err)
+	} else {
+		t.Logf("read_file: %v", err)
+	}
+	// Four reads or more (the kernel may retry), one chunk: counted each
 	// time, logged once.
 	if n := strings.Count(d2.logs.String(), `msg="sealed content failed authentication`); n != 1 {
 		t.Errorf("the daemon logged the damaged chunk %d times; want once:\n%s", n, tail(d2.logs.String(), 20))
@@ -182,8 +195,8 @@ func TestSealedTamperedChunk(t *testing.T) {
 		t.Fatalf("no metrics address in the log:\n%s", d2.logs)
 	}
 	_, fams := scrape(t, side[1]+"/metrics", "")
-	if n := value(t, fams, "depotfs_store_tampered_chunks_total"); n < 3 {
-		t.Errorf("depotfs_store_tampered_chunks_total = %v after three failed reads; want 3 or more", n)
+	if n := value(t, fams, "depotfs_store_tampered_chunks_total"); n < 4 {
+		t.Errorf("depotfs_store_tampered_chunks_total = %v after four failed reads; want 4 or more", n)
 	}
 }
 

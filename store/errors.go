@@ -61,6 +61,13 @@ var ErrUnavailable = errors.New("the store's cluster cannot commit writes now (n
 // repeat a change that is not idempotent.
 var ErrOutcomeUnknown = errors.New("the write was sent, but whether it was applied is unknown")
 
+// ErrCorrupt reports content the store holds but will not serve because
+// it fails its integrity check: a sealed chunk whose authentication tag
+// does not match, changed or damaged on disk. It is never returned with
+// bytes. Reading again gives the same error; the content comes back only
+// from a backup. The store counts and logs such chunks itself.
+var ErrCorrupt = errors.New("stored content failed its integrity check")
+
 // ErrNotEmpty reports a Remove of a directory that still has entries, without
 // RemoveRequest.Recursive.
 var ErrNotEmpty = errors.New("directory not empty")

@@ -6,7 +6,6 @@ import (
 	"syscall"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
-	"github.com/depotfs/depotfs/internal/seal"
 	"github.com/depotfs/depotfs/store"
 )
 
@@ -32,6 +31,9 @@ var storeErrnos = []struct {
 	{store.ErrHashMismatch, syscall.EIO, fail},
 	{store.ErrUpload, syscall.EIO, fail},
 	{store.ErrLimit, syscall.EIO, fail},
+	// The store logged the damaged chunk once and counts every read of
+	// it; the kernel retries a failed read, which would log again.
+	{store.ErrCorrupt, syscall.EIO, quiet},
 	{store.ErrClosed, syscall.EIO, fail},
 	{store.ErrOutcomeUnknown, syscall.EIO, warn},
 	{store.ErrUnavailable, syscall.EIO, warn},
@@ -71,10 +73,6 @@ func (fsys *fsys) errno(op, path string, err error) syscall.Errno {
 	case errors.Is(err, context.Canceled):
 		// The kernel interrupted the request (a signal to the reader).
 		return syscall.EINTR
-	case errors.Is(err, seal.ErrTampered):
-		// The store logged the damaged chunk once and counts every read
-		// of it; the kernel retries a failed read, which would log again.
-		return syscall.EIO
 	}
 	for _, m := range storeErrnos {
 		if !errors.Is(err, m.err) {

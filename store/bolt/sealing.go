@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/depotfs/depotfs/internal/seal"
+	"github.com/depotfs/depotfs/store"
 	lru "github.com/hashicorp/golang-lru/v2"
 	bbolt "go.etcd.io/bbolt"
 )
@@ -143,8 +144,8 @@ func (c sealer) seal(prefix string, k, v []byte) []byte {
 
 // open returns the plaintext of chunk v stored under key k (v itself
 // without a key); a chunk that fails authentication is an error wrapping
-// seal.ErrTampered, never bytes (the mount answers EIO), counted and
-// logged once.
+// store.ErrCorrupt and seal.ErrTampered, never bytes (the mount answers
+// EIO, a tool says the content must be restored), counted and logged once.
 func (c sealer) open(prefix string, k, v []byte) ([]byte, error) {
 	p, _, err := c.openAny(prefix, k, v)
 	return p, err
@@ -162,7 +163,7 @@ func (c sealer) openAny(prefix string, k, v []byte) ([]byte, bool, error) {
 		return p, true, nil
 	}
 	if c.st == nil {
-		return nil, false, fmt.Errorf("corrupt store: chunk %x: %w", k, err)
+		return nil, false, fmt.Errorf("chunk %x: %w: %w", k, store.ErrCorrupt, err)
 	}
 	// A failed open costs one Poly1305 pass, not a decryption: trying the
 	// previous key after the current one is cheap, and only happens while
@@ -173,7 +174,7 @@ func (c sealer) openAny(prefix string, k, v []byte) ([]byte, bool, error) {
 		}
 	}
 	c.st.tampered.Failed(fmt.Sprintf("%s %x", strings.TrimSuffix(prefix, "\x00"), k), err)
-	return nil, false, fmt.Errorf("corrupt store: chunk %x: %w", k, err)
+	return nil, false, fmt.Errorf("chunk %x: %w: %w", k, store.ErrCorrupt, err)
 }
 
 // TamperedChunks is how many times a sealed chunk failed to open since the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/depotfs/depotfs/internal/seal"
+	"github.com/depotfs/depotfs/store"
 	"github.com/nats-io/nats.go"
 )
 
@@ -28,7 +29,7 @@ func (c *chunkStore) sealData(ad string, b []byte) []byte {
 
 // openData returns the content bytes stored as b at ad: b itself in a
 // clear depot; sealed bytes that fail authentication are an error
-// wrapping seal.ErrTampered, never bytes.
+// wrapping store.ErrCorrupt and seal.ErrTampered, never bytes.
 func (c *chunkStore) openData(ad string, b []byte) ([]byte, error) {
 	if c.key == nil {
 		return b, nil
@@ -36,7 +37,7 @@ func (c *chunkStore) openData(ad string, b []byte) ([]byte, error) {
 	p, err := c.key.Open(make([]byte, 0, max(0, len(b)-seal.Overhead)), b, []byte(ad))
 	if err != nil {
 		c.tampered.Failed(ad, err)
-		return nil, fmt.Errorf("corrupt store: %s: %w", ad, err)
+		return nil, fmt.Errorf("%s: %w: %w", ad, store.ErrCorrupt, err)
 	}
 	return p, nil
 }

@@ -43,6 +43,7 @@ var storeErrors = map[string]error{
 	"ErrUnavailable":    store.ErrUnavailable,
 	"ErrOutcomeUnknown": store.ErrOutcomeUnknown,
 	"ErrBatchLimit":     store.ErrBatchLimit,
+	"ErrCorrupt":        store.ErrCorrupt,
 }
 
 // TestStoreErrorsListed fails when package store declares an error value
@@ -144,6 +145,7 @@ func TestErrorMapsDistinguish(t *testing.T) {
 		{store.ErrExist, tool.ErrorConflict, "FileProviderError", "already_exists"},
 		{store.ErrLimit, tool.ErrorLimit, "FileSizeLimitExceededError", "invalid_parameters"},
 		{store.ErrNotEmpty, tool.ErrorConflict, "FileProviderError", "invalid_parameters"},
+		{store.ErrCorrupt, tool.ErrorSystem, "FileProviderError", "integrity_error"},
 	} {
 		if got, _ := tool.StoreErrorType(tc.err); got != tc.guide {
 			t.Errorf("guide type of %v = %s, want %s", tc.err, got, tc.guide)
@@ -157,5 +159,27 @@ func TestErrorMapsDistinguish(t *testing.T) {
 	}
 	if errors.Is(store.ErrNotExist, store.ErrExist) {
 		t.Fatal("store.ErrNotExist and store.ErrExist must differ")
+	}
+}
+
+// TestCorruptNotRetried: content that failed its integrity check is a
+// system failure whose message names the file and whose instruction, unlike
+// every other system failure's, says not to call again, with no retry hint.
+func TestCorruptNotRetried(t *testing.T) {
+	err := &tool.StoreError{Op: "read", Path: "/r/a.txt", Err: fmt.Errorf("chunk 0a: %w", store.ErrCorrupt)}
+	f := tool.Classify(err)
+	if f.Type != tool.ErrorSystem || f.RetryAfter != 0 {
+		t.Errorf("type %s, retry_after %d; want system without a retry hint", f.Type, f.RetryAfter)
+	}
+	for _, want := range []string{"/r/a.txt", "failed its integrity check", "retrying will not help", "backup"} {
+		if !strings.Contains(f.Message, want) {
+			t.Errorf("message %q lacks %q", f.Message, want)
+		}
+	}
+	if strings.Contains(f.Message, "chunk 0a") {
+		t.Errorf("message %q names the store's chunk", f.Message)
+	}
+	if !strings.HasPrefix(f.Instruction, "Do not call again") || !strings.Contains(f.Instruction, "backup") {
+		t.Errorf("instruction %q", f.Instruction)
 	}
 }

@@ -26,6 +26,11 @@ const (
 	// has no code for a lost race, and an agent must tell it apart from
 	// a failure to retry unchanged.
 	fsConflict = "conflict"
+	// fsIntegrity is beyond the contract too: stored content that failed
+	// its integrity check (store.ErrCorrupt). internal_error invites a
+	// retry, and this one fails the same way until the operator restores
+	// the content.
+	fsIntegrity = "integrity_error"
 )
 
 // fsError is a failure an fs tool words itself. path is the depot path it
@@ -106,6 +111,7 @@ var storeCodes = []struct {
 	{store.ErrHashMismatch, fsInvalid, "The content does not match its hash, so nothing was stored: %s"},
 	{store.ErrUpload, fsInvalid, "The content does not fit its upload, so nothing was stored: %s"},
 	{store.ErrRevision, fsInternal, "The path changed while the call ran; call again: %s"},
+	{store.ErrCorrupt, fsIntegrity, "The stored content of %s failed its integrity check (a sealed chunk was changed or damaged on disk); retrying will not help: the depotfs operator must restore it from a backup"},
 	{store.ErrClosed, fsInternal, "depotfs is shutting down; call again once it is back: %s"},
 	{store.ErrOutcomeUnknown, fsInternal, "Whether the change was applied is unknown: the depot's cluster did not confirm it in time, and it may still be applied when the cluster recovers; read the path before repeating it: %s"},
 	{store.ErrUnavailable, fsInternal, "The depot's cluster has no quorum, so no write can commit now and this one changed nothing; call again in a little while: %s"},

@@ -52,6 +52,10 @@ func providerFailure(err error) (typ, msg string) {
 		return providerFailed, "Invalid arguments: " + strings.TrimPrefix(tool.Classify(err).Message, "invalid arguments: ")
 	case errors.Is(err, args.ErrLimit):
 		return providerTooLarge, tool.Classify(err).Message
+	case errors.Is(err, store.ErrCorrupt):
+		// Not "Unexpected error": the message says that a retry will not
+		// help, which the contract has no other field for.
+		return providerFailed, "Integrity error: " + tool.Classify(err).Message
 	}
 	switch typ, _ := StoreErrorType(err); typ {
 	case providerNotFound:
@@ -85,6 +89,7 @@ var storeTypes = []struct {
 	{store.ErrRevision, providerFailed, ""},
 	{store.ErrHashMismatch, providerFailed, ""},
 	{store.ErrUpload, providerFailed, ""},
+	{store.ErrCorrupt, providerFailed, ""},
 	{store.ErrClosed, providerFailed, ""},
 	{store.ErrOutcomeUnknown, providerFailed, ""},
 	{store.ErrUnavailable, providerFailed, ""},

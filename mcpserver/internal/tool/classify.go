@@ -93,6 +93,8 @@ func Classify(err error) Failure {
 	msg := err.Error()
 	if se, ok := errors.AsType[*StoreError](err); ok {
 		msg = storeMessage(se)
+	} else if errors.Is(err, store.ErrCorrupt) {
+		msg = CorruptMessage("")
 	}
 	switch {
 	case errors.Is(err, depotpath.ErrEscapes):
@@ -154,6 +156,8 @@ var storeFailures = []storeFailure{
 	{store.ErrRevision, ErrorConflict, "", changed},
 	{store.ErrNotExist, ErrorNotFound, "", notThere},
 	{store.ErrNotPresent, ErrorNotFound, "", notThere},
+	{store.ErrCorrupt, ErrorSystem, "",
+		"Do not call again: the stored content of this file is damaged and every read of it fails the same way. Tell the user that the depotfs operator must restore the file from a backup (the server's log names the damaged chunk); other files are not affected."},
 	{store.ErrClosed, ErrorSystem, "depotfs is shutting down",
 		"Call again once depotfs is back; the call is safe to repeat."},
 	{store.ErrOutcomeUnknown, ErrorSystem, "",
@@ -191,8 +195,24 @@ func storeFailureOf(err error) (storeFailure, bool) {
 // (the store's errors read "op path: reason"), so its text is useful and
 // safe; anything else may carry host detail and gets a generic text.
 func storeMessage(se *StoreError) string {
+	if errors.Is(se.Err, store.ErrCorrupt) {
+		return CorruptMessage(se.Path)
+	}
 	if _, ok := storeFailureOf(se.Err); ok || errors.Is(se.Err, depotpath.ErrEscapes) || errors.Is(se.Err, depotpath.ErrInvalid) {
 		return se.Err.Error()
 	}
 	return "depotfs failed internally; the operator's log has the details"
+}
+
+// CorruptMessage is the agent's text for content at depot path p ("" when
+// unknown) that failed its integrity check (store.ErrCorrupt). It says
+// what an agent cannot learn otherwise: the error is not transient, so a
+// retry is wasted, and only the operator can bring the content back. The
+// store's own text names chunks, which tell an agent nothing.
+func CorruptMessage(p string) string {
+	what := "this file"
+	if p != "" {
+		what = p
+	}
+	return "the stored content of " + what + " failed its integrity check (a sealed chunk was changed or damaged on disk); retrying will not help: the depotfs operator must restore it from a backup"
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/depotfs/depotfs/internal/seal"
@@ -16,6 +17,8 @@ import (
 	"github.com/depotfs/depotfs/store/nats"
 	"github.com/depotfs/depotfs/store/nats/natstest"
 	"github.com/depotfs/depotfs/store/storetest"
+	"github.com/depotfs/depotfs/vfs"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // testKEK returns a new key-encryption key.
@@ -153,5 +156,97 @@ func TestSealedAtRest(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSealedTampered flips a byte of a sealed chunk and of sealed inline
+// content in JetStream, republished on the same subject as a damaged or
+// altered server would hold them: a host that reads them gets an error
+// wrapping seal.ErrTampered and store.ErrCorrupt (EIO on the mount),
+// never bytes, and counts each failed read; a file left alone still reads.
+func TestSealedTampered(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := natstest.Start(t, 3)
+	opts := nats.Options{InlineBytes: 1024, MaxChunkSize: 16 << 10, Key: testKEK(t)}
+	s := openWith(t, c, storetest.Config{}, "d", opts)
+	files := map[string][]byte{
+		"/inline.txt":    []byte(sealMarker + " small\n"),
+		"/chunks.txt":    bytes.Repeat([]byte(sealMarker+" large\n"), 3000),
+		"/bystander.txt": []byte("left alone\n"),
+	}
+	for _, p := range []string{"/inline.txt", "/chunks.txt"} {
+		if _, err := s.Put(ctx, store.PutRequest{Path: p, Data: files[p]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each subject of the content written so far, found by listing the
+	// streams, so the test does not depend on how content is addressed.
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flip := func(stream, filter string) {
+		t.Helper()
+		st, err := js.Stream(ctx, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(filter))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(info.State.Subjects) == 0 {
+			t.Fatalf("no message on %s in %s: the test looks in the wrong place", filter, stream)
+		}
+		for subj := range info.State.Subjects {
+			m, err := st.GetLastMsgForSubject(ctx, subj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := bytes.Clone(m.Data)
+			data[len(data)/2] ^= 0x20
+			if _, err := js.Publish(ctx, subj, data); err != nil {
+				t.Fatalf("republish %s: %v", subj, err)
+			}
+		}
+	}
+	flip("d-chunks", "d-chunks.>")
+	flip("KV_d-tree", "$KV.d-tree.d.>")
+	if _, err := s.Put(ctx, store.PutRequest{Path: "/bystander.txt", Data: files["/bystander.txt"]}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A second host, whose caches never held the content before it was
+	// changed.
+	s2 := openWith(t, c, storetest.Config{}, "d", opts)
+	for _, p := range []string{"/inline.txt", "/chunks.txt"} {
+		for range 2 {
+			ct, err := s2.Open(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, len(files[p]))
+			n, err := ct.ReadAt(buf, 0)
+			ct.Close()
+			if n != 0 || !errors.Is(err, seal.ErrTampered) || !errors.Is(err, store.ErrCorrupt) {
+				t.Fatalf("%s: ReadAt = %d, %v; want 0, ErrTampered and ErrCorrupt", p, n, err)
+			}
+			if errno, _ := vfs.StoreErrno(err); errno != syscall.EIO {
+				t.Errorf("%s: the mount would answer %v; want EIO", p, errno)
+			}
+		}
+	}
+	ct, err := s2.Open(ctx, "/bystander.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(io.NewSectionReader(ct, 0, ct.Size()))
+	ct.Close()
+	if err != nil || !bytes.Equal(got, files["/bystander.txt"]) {
+		t.Errorf("untouched file: %q, %v", got, err)
+	}
+	if n := s2.(interface{ TamperedChunks() uint64 }).TamperedChunks(); n != 4 {
+		t.Errorf("TamperedChunks = %d after four failed reads; want 4", n)
 	}
 }

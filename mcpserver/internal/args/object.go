@@ -3,8 +3,10 @@
 // surrogates, null and mistyped values are problems, never silently
 // fixed), collects every problem with its argument's name so an agent can
 // fix them all at once, and records every depot path it decodes so the
-// tool pipeline checks each one against the caller's grants. It knows
-// nothing of MCP, the store or the reply contracts.
+// tool pipeline checks each one against the caller's grants. The tool's
+// input schema (Schema) is the source of its integers' bounds and its
+// choices, and what every getter states besides is checked against it.
+// It knows nothing of MCP, the store or the reply contracts.
 package args
 
 import (
@@ -128,20 +130,24 @@ func (o *Object) Str(field string, required bool) (string, bool) {
 	return s, true
 }
 
-// Int returns an integer field within [lo, hi]. Besides a JSON integer it
-// accepts a string of decimal digits ("3600"), whatever the argument: agents
-// and clients of the provider contract send numbers that way, and the
-// meaning is never in doubt (see DESIGN.md, "Arguments").
-func (o *Object) Int(field string, required bool, lo, hi int64) (int64, bool) {
-	o.declare(field, accepts{typ: "integer", bounded: true, lo: lo, hi: hi})
+// Int returns an integer field within the minimum and maximum its input
+// schema declares (see Problems.Check; the integers every JSON
+// implementation carries where it declares none). Besides a JSON integer
+// it accepts a string of decimal digits ("3600"), whatever the argument:
+// agents and clients of the provider contract send numbers that way, and
+// the meaning is never in doubt (see DESIGN.md, "Arguments").
+func (o *Object) Int(field string, required bool) (int64, bool) {
+	o.declare(field, accepts{typ: "integer"})
+	lo, hi := o.bounds(field)
 	return o.readInt(field, required, lo, hi)
 }
 
-// IntLimit is Int for an argument whose maximum hi is a configured limit:
-// a value above it is refused with over's error, which names the limit and
-// the fix (see LimitError), rather than as out of range.
-func (o *Object) IntLimit(field string, required bool, lo, hi int64, over func(n int64) error) (int64, bool) {
-	o.declare(field, accepts{typ: "integer", bounded: true, lo: lo, hi: hi})
+// IntLimit is Int for an argument whose schema maximum is a configured
+// limit: a value above it is refused with over's error, which names the
+// limit and the fix (see LimitError), rather than as out of range.
+func (o *Object) IntLimit(field string, required bool, over func(n int64) error) (int64, bool) {
+	o.declare(field, accepts{typ: "integer"})
+	lo, hi := o.bounds(field)
 	n, ok := o.readInt(field, required, lo, MaxExactInteger)
 	if ok && n > hi {
 		o.probs.Add(o.Name(field), over(n))
@@ -150,7 +156,8 @@ func (o *Object) IntLimit(field string, required bool, lo, hi int64, over func(n
 	return n, ok
 }
 
-// readInt reads an integer field within [lo, hi], as Int describes.
+// readInt reads an integer field within [lo, hi], in the forms Int
+// describes.
 func (o *Object) readInt(field string, required bool, lo, hi int64) (int64, bool) {
 	o.known[field] = true
 	raw, ok := o.fields[field]
@@ -226,6 +233,45 @@ func (o *Object) declare(field string, a accepts) {
 	if o.probs.schema != nil {
 		o.probs.schema.check(o.probs, o.prefix, field, a)
 	}
+}
+
+// bounds returns the minimum and maximum the input schema declares for
+// field, the integers every JSON implementation carries where it declares
+// none (or there is no schema).
+func (o *Object) bounds(field string) (lo, hi int64) {
+	lo, hi = -MaxExactInteger, MaxExactInteger
+	if o.probs.schema == nil {
+		return lo, hi
+	}
+	if p := o.probs.schema.prop(o.prefix, field); p != nil {
+		if p.Minimum != nil {
+			lo = int64(*p.Minimum)
+		}
+		if p.Maximum != nil {
+			hi = int64(*p.Maximum)
+		}
+	}
+	return lo, hi
+}
+
+// enum returns the strings the input schema allows for field. A getter
+// that needs them on an argument without an enum is a build defect, so
+// enum panics; the tests call every tool.
+func (o *Object) enum(field string) []string {
+	var choices []string
+	if o.probs.schema != nil {
+		if p := o.probs.schema.prop(o.prefix, field); p != nil {
+			for _, e := range p.Enum {
+				if c, ok := e.(string); ok {
+					choices = append(choices, c)
+				}
+			}
+		}
+	}
+	if len(choices) == 0 {
+		panic(fmt.Sprintf("args: %s has no enum of strings in the input schema", o.Name(field)))
+	}
+	return choices
 }
 
 // maxUnknownListed bounds the unknown argument names a reply lists.

@@ -3,17 +3,18 @@ package args
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 )
 
-// Schema is a tool's input schema as the decoder is checked against it:
-// every getter of an Object states what it accepts of its argument (its
-// JSON type, its bounds, its choices), and every call missing a required
-// argument must be refused naming it. The schema is the published one,
-// what tools/list sends; a decoder that reads an argument the schema does
-// not declare, or accepts a different type, range or set of choices, is a
-// defect the Problems record apart from the call's problems (see
+// Schema is a tool's input schema as its decoder reads it: the one source
+// of each integer argument's bounds and each choice's enum (Int, Count,
+// IntLimit, Choice), and what every other fact a getter states is checked
+// against: the argument is declared, has the JSON type the getter reads,
+// the default the getter falls back to, and a call missing a required
+// argument is refused naming it. The schema is the published one, what
+// tools/list sends; a decoder that disagrees with it is a defect the Problems record apart from the call's problems (see
 // Problems.Check and Problems.Defects). A Schema is immutable, safe for
 // concurrent use.
 type Schema struct {
@@ -27,6 +28,7 @@ type node struct {
 	Required   []string         `json:"required"`
 	Items      *node            `json:"items"`
 	Enum       []any            `json:"enum"`
+	Default    json.RawMessage  `json:"default"`
 	Minimum    *float64         `json:"minimum"`
 	Maximum    *float64         `json:"maximum"`
 	Ref        string           `json:"$ref"`
@@ -85,23 +87,31 @@ func (n *node) types() []string {
 
 // accepts is what a getter states about its argument.
 type accepts struct {
-	typ     string // the JSON type read; "" any
-	bounded bool   // lo and hi apply
-	lo, hi  int64
-	choices []string // the strings accepted; nil: any
+	typ     string   // the JSON type read; "" any
+	choices []string // the strings accepted, where the decoder lists them; nil: any
 	fold    bool     // choices compare case-insensitively
+	def     any      // the value taken when the argument is absent; nil: none stated
+}
+
+// prop returns the schema of field in the object at prefix, nil when the
+// schema does not declare it.
+func (s *Schema) prop(prefix, field string) *node {
+	obj := s.object(prefix)
+	if obj == nil {
+		return nil
+	}
+	return s.resolve(obj.Properties[field])
 }
 
 // check compares what a getter of the object at prefix accepts of field
 // with the schema.
 func (s *Schema) check(probs *Problems, prefix, field string, a accepts) {
 	name := prefix + field
-	obj := s.object(prefix)
-	if obj == nil || obj.Properties[field] == nil {
+	p := s.prop(prefix, field)
+	if p == nil {
 		probs.defect("%s: decoded, but not in the input schema", name)
 		return
 	}
-	p := s.resolve(obj.Properties[field])
 	if a.typ != "" {
 		ok := map[string]bool{a.typ: true}
 		if a.typ == "integer" {
@@ -118,24 +128,15 @@ func (s *Schema) check(probs *Problems, prefix, field string, a accepts) {
 			}
 		}
 	}
-	if a.bounded {
-		s.checkBound(probs, name, "minimum", p.Minimum, a.lo, -MaxExactInteger)
-		s.checkBound(probs, name, "maximum", p.Maximum, a.hi, MaxExactInteger)
-	}
 	if a.choices != nil {
 		s.checkChoices(probs, name, p.Enum, a.choices, a.fold)
 	}
-}
-
-// checkBound compares a getter's bound with the schema's; a schema
-// without the bound must leave it to the integers every JSON
-// implementation carries (beyond which Int refuses anyway).
-func (s *Schema) checkBound(probs *Problems, name, which string, schema *float64, got, open int64) {
-	switch {
-	case schema != nil && int64(*schema) != got:
-		probs.defect("%s: the decoder's %s is %d, the schema's %v", name, which, got, *schema)
-	case schema == nil && (open < 0 && got > open || open > 0 && got < open):
-		probs.defect("%s: the decoder's %s is %d, the schema declares none", name, which, got)
+	if a.def != nil && p.Default != nil {
+		var want, got any
+		b, _ := json.Marshal(a.def) // a bool, an integer or a string
+		if json.Unmarshal(p.Default, &want) != nil || json.Unmarshal(b, &got) != nil || !reflect.DeepEqual(want, got) {
+			probs.defect("%s: the decoder's default is %s, the schema's %s", name, b, p.Default)
+		}
 	}
 }
 

@@ -17,8 +17,8 @@ const testSchema = `{
     "path": {"type": "string"},
     "count": {"type": "integer", "minimum": 1, "maximum": 10},
     "size": {"type": ["integer", "string"], "minimum": 0},
-    "mode": {"type": "string", "enum": ["a", "b"]},
-    "flag": {"type": "boolean"},
+    "mode": {"type": "string", "enum": ["a", "b"], "default": "a"},
+    "flag": {"type": "boolean", "default": false},
     "entries": {"type": "array", "items": {"$ref": "#/$defs/entry"}}
   },
   "required": ["path"],
@@ -46,9 +46,9 @@ func TestSchemaCheck(t *testing.T) {
 	}
 	agrees := func(o *args.Object) {
 		o.Str("path", true)
-		o.Int("count", false, 1, 10)
-		o.Count("size", 0, 0, args.MaxExactInteger)
-		o.Choice("mode", "a", false, "a", "b")
+		o.Int("count", false)
+		o.Count("size", 0)
+		o.Choice("mode", "a", false)
 		o.Bool("flag", false)
 		if elems, ok := o.Array("entries", false); ok {
 			for i, e := range elems {
@@ -83,19 +83,24 @@ func TestSchemaCheck(t *testing.T) {
 			o.Str("path", true)
 			o.Str("size", false)
 		}, []string{"size: the schema allows integer, the decoder reads only string"}},
-		{"other bounds", `{"path": "/a"}`, func(o *args.Object) {
+		{"bounds from the schema", `{"path": "/a", "count": 11, "size": -1}`, func(o *args.Object) {
 			o.Str("path", true)
-			o.Int("count", false, 0, 100)
-			o.Int("size", false, 0, 1000)
-		}, []string{"count: the decoder's minimum is 0, the schema's 1", "count: the decoder's maximum is 100, the schema's 10", "size: the decoder's maximum is 1000, the schema declares none"}},
+			o.Int("count", false)
+			o.Int("size", false)
+		}, nil},
 		{"a limit with its own message", `{"path": "/a", "count": 11}`, func(o *args.Object) {
 			o.Str("path", true)
-			o.IntLimit("count", false, 1, 10, func(n int64) error { return args.LimitError("%d is too many", n) })
+			o.IntLimit("count", false, func(n int64) error { return args.LimitError("%d is too many", n) })
 		}, nil},
-		{"other choices", `{"path": "/a"}`, func(o *args.Object) {
+		{"other default", `{"path": "/a"}`, func(o *args.Object) {
 			o.Str("path", true)
-			o.Choice("mode", "a", false, "a", "c")
-		}, []string{`mode: the decoder accepts ["a" "c"], the schema's enum is ["a" "b"]`}},
+			o.Choice("mode", "b", false)
+			o.Bool("flag", true)
+		}, []string{`mode: the decoder's default is "b", the schema's "a"`, "flag: the decoder's default is true, the schema's false"}},
+		{"other encodings", `{"path": "/a"}`, func(o *args.Object) {
+			o.Str("path", true)
+			o.Encoding("mode")
+		}, []string{`mode: the decoder accepts ["base64" "utf-8" "utf8"], the schema's enum is ["a" "b"]`}},
 		{"required not refused", `{}`, func(o *args.Object) {
 			o.Str("path", false)
 		}, []string{"path: required by the schema, but a call without it was not refused naming it"}},

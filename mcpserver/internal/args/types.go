@@ -5,8 +5,10 @@ import (
 	"strings"
 )
 
-// Bool returns a boolean field, or def when it is absent.
+// Bool returns a boolean field, or def when it is absent; def must be the
+// schema's default, when it declares one.
 func (o *Object) Bool(field string, def bool) bool {
+	o.declare(field, accepts{def: def})
 	raw, ok := o.Value(field, "boolean", false)
 	if !ok {
 		return def
@@ -14,21 +16,24 @@ func (o *Object) Bool(field string, def bool) bool {
 	return string(raw) == "true"
 }
 
-// Count returns an optional integer field within [lo, hi], or def when it
-// is absent (see Int for the forms accepted).
-func (o *Object) Count(field string, def, lo, hi int64) int64 {
-	n, ok := o.Int(field, false, lo, hi)
+// Count returns an optional integer field (see Int), or def when it is
+// absent; def must be the schema's default, when it declares one.
+func (o *Object) Count(field string, def int64) int64 {
+	o.declare(field, accepts{def: def})
+	n, ok := o.Int(field, false)
 	if !ok {
 		return def
 	}
 	return n
 }
 
-// Choice returns an optional string field that must be one of choices, or
-// def when it is absent. fold compares case-insensitively and returns the
-// choice as listed.
-func (o *Object) Choice(field, def string, fold bool, choices ...string) string {
-	o.declare(field, accepts{typ: "string", choices: choices, fold: fold})
+// Choice returns an optional string field that must be one of the enum
+// its input schema declares, or def (the schema's default, when it
+// declares one) when it is absent. fold compares case-insensitively and
+// returns the choice as listed.
+func (o *Object) Choice(field, def string, fold bool) string {
+	o.declare(field, accepts{def: def})
+	choices := o.enum(field)
 	s, ok := o.Str(field, false)
 	if !ok {
 		return def

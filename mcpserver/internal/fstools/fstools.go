@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,7 +41,10 @@ type tools struct {
 // Tools returns the tools of the fs profile, over env.
 func Tools(env *tool.Env) []tool.Tool {
 	s := &tools{opts: env}
-	s.docs = tool.NewDocs(docs, "doc", "result", map[string]string{"error": "error.json"}, env)
+	s.docs = tool.NewDocs(docs, "doc", "result", map[string]string{"error": "error.json"}, env,
+		"{{default_read}}", strconv.FormatInt(s.defaultReadBytes(), 10),
+		"{{default_search_file}}", strconv.FormatInt(s.defaultSearchFileBytes(), 10),
+	)
 	r, w, rw := tool.Read, tool.Write, tool.ReadWrite
 	readOnly := tool.Hints{ReadOnly: true, Idempotent: true}
 	write := s.fsTool("write", "Write a file in the depot", tool.Hints{Destructive: true}, s.fsWrite, w("path"))

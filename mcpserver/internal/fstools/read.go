@@ -21,6 +21,10 @@ import (
 // as the contract sets it: 1 MiB.
 const defaultFSReadBytes = 1 << 20
 
+// defaultReadBytes is read's max_size when the call gives none: at most
+// the server's read limit.
+func (s *tools) defaultReadBytes() int64 { return min(defaultFSReadBytes, s.opts.MaxReadBytes) }
+
 // fsReadReply is the reply of read.
 type fsReadReply struct {
 	Content   string     `json:"content"`
@@ -47,10 +51,10 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 		part = o.Has("start_line") || o.Has("end_line") || o.Has("max_size")
 		p = s.pathArg(o, "path")
 		encoding, _ = o.Encoding("encoding", "binary")
-		start = o.Count("start_line", -1, 0, args.MaxExactInteger)
-		end = o.Count("end_line", -1, 0, args.MaxExactInteger)
-		maxSize = o.Count("max_size", min(defaultFSReadBytes, s.opts.MaxReadBytes), 1, s.opts.MaxReadBytes)
-		revision = uint64(o.Count("revision", 0, 1, args.MaxExactInteger))
+		start = o.Count("start_line", -1)
+		end = o.Count("end_line", -1)
+		maxSize = o.Count("max_size", s.defaultReadBytes())
+		revision = uint64(o.Count("revision", 0))
 		snap = tool.SnapshotName(o)
 		if start >= 0 && end >= 0 && end < start {
 			o.Problems().Addf("end_line", "%d is before start_line %d (end_line is inclusive)", end, start)

@@ -12,11 +12,11 @@ import (
 	"github.com/depotfs/depotfs/store"
 )
 
-// Limits of search arguments.
-const (
-	maxSearchResults = 10000
-	maxContextLines  = 100
-)
+// defaultSearchFileBytes is search's max_file_size when the call gives
+// none: at most the server's read limit.
+func (s *tools) defaultSearchFileBytes() int64 {
+	return min(search.DefaultMaxFileSize, s.opts.MaxReadBytes)
+}
 
 // fsSearchReply is the reply of search.
 type fsSearchReply struct {
@@ -63,9 +63,9 @@ func (s *tools) fsSearch(ctx context.Context, c *tool.Call, raw json.RawMessage)
 		caseSensitive := o.Bool("case_sensitive", false)
 		files = o.Glob("file_pattern")
 		q.Recursive = o.Bool("recursive", true)
-		q.MaxResults = int(o.Count("max_results", search.DefaultMaxResults, 1, maxSearchResults))
-		q.MaxFileSize = o.Count("max_file_size", min(search.DefaultMaxFileSize, s.opts.MaxReadBytes), 1, s.opts.MaxReadBytes)
-		q.ContextLines = int(o.Count("context_lines", 0, 0, maxContextLines))
+		q.MaxResults = int(o.Count("max_results", search.DefaultMaxResults))
+		q.MaxFileSize = o.Count("max_file_size", s.defaultSearchFileBytes())
+		q.ContextLines = int(o.Count("context_lines", 0))
 		if hasPattern {
 			p, err := search.Compile(pattern, regex, caseSensitive)
 			if err != nil {

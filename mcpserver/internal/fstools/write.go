@@ -64,7 +64,7 @@ func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 			o.Problems().Addf("path", "names the depot root, which is a directory; give a file path such as \"notes/todo.txt\"")
 		}
 		data, encoding = o.Content("content", s.opts.MaxContentBytes)
-		mode = o.Choice("mode", modeOverwrite, false, modeCreate, modeOverwrite, modeAppend, modeCreateNew)
+		mode = o.Choice("mode", modeOverwrite, false)
 		makeDirs = o.Bool("make_dirs", false)
 		cond = tool.DecodeCondition(o)
 		if cond.Set() && mode != modeOverwrite {

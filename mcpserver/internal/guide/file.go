@@ -76,7 +76,7 @@ func (a *fileArgs) decodeMeta(o *args.Object) {
 	a.sha256, _ = o.SHA256("sha256", false)
 	a.mtime, _ = o.MTime("mtime")
 	a.mode, _ = o.Mode("mode")
-	a.ttl = time.Duration(o.Count("ttl_seconds", 0, 1, maxTTLSeconds)) * time.Second
+	a.ttl = time.Duration(o.Count("ttl_seconds", 0)) * time.Second
 	a.pin = o.Bool("pin", false)
 }
 

@@ -75,8 +75,8 @@ func (s *tools) beginUpload(ctx context.Context, c *tool.Call, raw json.RawMessa
 	up := &rawUpload{size: -1, who: c.Who()}
 	if o := c.Decode(raw); o != nil {
 		up.file = decodeTarget(o)
-		up.size = o.Count("size", -1, 0, 1<<53)
-		up.format = o.Choice("format", formatFile, false, formatFile, formatTar, formatTarGz, formatZip)
+		up.size = o.Count("size", -1)
+		up.format = o.Choice("format", formatFile, false)
 		up.file.decodeMeta(o)
 		up.file.cond = tool.DecodeCondition(o)
 		o.Finish()

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strconv"
 	"time"
 
@@ -32,10 +31,10 @@ func (s *tools) changes(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 			req.Prefix = clean
 		}
 		var since int64
-		since, sinceSet = o.Int("since", false, 0, math.MaxInt64)
+		since, sinceSet = o.Int("since", false)
 		req.Since = uint64(since)
-		req.Wait = time.Duration(o.Count("wait_ms", 0, 0, feed.MaxWait.Milliseconds())) * time.Millisecond
-		req.Max = int(o.Count("max", feed.DefaultMax, 1, feed.MaxMax))
+		req.Wait = time.Duration(o.Count("wait_ms", 0)) * time.Millisecond
+		req.Max = int(o.Count("max", feed.DefaultMax))
 	})
 	c.Path = req.Prefix
 	if err != nil {

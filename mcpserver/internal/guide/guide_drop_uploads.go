@@ -62,7 +62,7 @@ func (s *tools) dropUploads(ctx context.Context, c *tool.Call, raw json.RawMessa
 				ids = []string{}
 			}
 		}
-		if n, ok := o.Int("idle_seconds", false, 0, args.MaxExactInteger); ok {
+		if n, ok := o.Int("idle_seconds", false); ok {
 			// Beyond what a Duration holds nothing has been idle that
 			// long anyway.
 			idle = time.Duration(min(n, math.MaxInt64/int64(time.Second))) * time.Second

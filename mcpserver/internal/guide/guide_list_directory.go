@@ -170,7 +170,7 @@ func (l *listing) entry(o *args.Object, parent, name string, depth int, probs *a
 			probs.Addf(o.Name("type"), `must be "file" or "directory", got %s`, args.Quote(kind))
 		}
 	}
-	d.Size = o.Count("size", -1, 0, args.MaxExactInteger)
+	d.Size = o.Count("size", -1)
 	if o.Has("size") && d.Kind == store.KindDir {
 		probs.Addf(o.Name("size"), "a directory has no size; give size only for files")
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/depotfs/depotfs/mcpserver/internal/args"
-	"github.com/depotfs/depotfs/mcpserver/internal/pending"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 )
 
@@ -22,7 +21,7 @@ func (s *tools) pendingRequests(ctx context.Context, c *tool.Call, raw json.RawM
 	var after uint64 // only requests with a greater ID count as new
 	var foreign bool // the cursor came from another run of depotfs
 	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
-		wait = time.Duration(o.Count("wait_seconds", 0, 0, pending.MaxWaitSeconds)) * time.Second
+		wait = time.Duration(o.Count("wait_seconds", 0)) * time.Second
 		if cur, ok := o.Str("cursor", false); ok {
 			var err error
 			if after, foreign, err = s.pending.ParseCursor(cur); err != nil {

@@ -72,12 +72,12 @@ func (s *tools) readFile(ctx context.Context, c *tool.Call, raw json.RawMessage)
 func (s *tools) decodeChunk(o *args.Object, hasSHA bool) chunkArgs {
 	var ch chunkArgs
 	ch.uploadID, _ = o.UploadID("upload_id", true)
-	count, countOK := o.IntLimit("chunk_count", true, 1, int64(s.opts.MaxChunks), func(n int64) error {
+	count, countOK := o.IntLimit("chunk_count", true, func(n int64) error {
 		return args.LimitError("%d chunks exceed the limit of %d; send bigger chunks (up to %d bytes each)", n, s.opts.MaxChunks, s.opts.MaxContentBytes)
 	})
-	index, indexOK := o.Int("chunk_index", true, 0, args.MaxExactInteger)
+	index, indexOK := o.Int("chunk_index", true)
 	ch.sha256, _ = o.SHA256("chunk_sha256", false)
-	ch.total = o.Count("total_size", 0, 0, args.MaxExactInteger)
+	ch.total = o.Count("total_size", 0)
 	if !hasSHA && !o.Has("sha256") {
 		o.Problems().Addf("sha256", "required for a chunked upload: the SHA-256 of the whole file, the same on every chunk")
 	}

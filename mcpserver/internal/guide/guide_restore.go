@@ -25,7 +25,7 @@ func (s *tools) restore(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 	var rev uint64
 	err := args.Parse(raw, c.Args(), func(o *args.Object) {
 		p, _ = o.DepotPath("path", true)
-		rev = uint64(o.Count("revision", 0, 1, args.MaxExactInteger))
+		rev = uint64(o.Count("revision", 0))
 		if n, ok := o.Str("snapshot", false); ok {
 			if err := checkSnapshotName(n); err != nil {
 				o.Problems().Addf("snapshot", "%v", err)

@@ -63,7 +63,7 @@ func (s *tools) decodeSnapshot(c *tool.Call, raw json.RawMessage) (snapshotArgs,
 		if !o.Has("action") {
 			probs.Addf("action", "required: create, list or delete")
 		}
-		a.action = o.Choice("action", "", false, "create", "list", "delete")
+		a.action = o.Choice("action", "", false)
 		if n, ok := o.Str("name", false); ok {
 			if err := checkSnapshotName(n); err != nil {
 				probs.Addf("name", "%v", err)
@@ -73,7 +73,7 @@ func (s *tools) decodeSnapshot(c *tool.Call, raw json.RawMessage) (snapshotArgs,
 			probs.Addf("name", "required to %s a snapshot", a.action)
 		}
 		a.path, _ = o.DepotPath("path", false)
-		a.ttl = time.Duration(o.Count("ttl_seconds", 0, 1, maxTTLSeconds)) * time.Second
+		a.ttl = time.Duration(o.Count("ttl_seconds", 0)) * time.Second
 		if a.action != "create" {
 			for _, f := range []string{"path", "ttl_seconds"} {
 				if o.Has(f) {

@@ -40,7 +40,7 @@ func (s *tools) providerFindFiles(ctx context.Context, c *tool.Call, raw json.Ra
 			}
 		}
 		recursive = o.Bool("recursive", true)
-		maxFiles = o.Count("max_files", 0, 0, args.MaxExactInteger)
+		maxFiles = o.Count("max_files", 0)
 	})
 	c.Path = dir.depot
 	if err != nil {

@@ -24,7 +24,7 @@ func (s *tools) providerListDirectory(ctx context.Context, c *tool.Call, raw jso
 		dir = s.providerPathArg(o, "directory_path")
 		pattern = o.Glob("pattern")
 		recursive = o.Bool("recursive", false)
-		maxFiles = o.Count("max_files", 0, 0, args.MaxExactInteger)
+		maxFiles = o.Count("max_files", 0)
 		snap = tool.SnapshotName(o)
 	})
 	c.Path = dir.depot

@@ -35,7 +35,7 @@ func (s *tools) decodeReadArgs(c *tool.Call, raw json.RawMessage, text bool) (re
 				}
 			}
 		}
-		a.maxSize = o.Count("max_size", 0, 0, args.MaxExactInteger)
+		a.maxSize = o.Count("max_size", 0)
 		a.snapshot = tool.SnapshotName(o)
 	})
 	return a, err

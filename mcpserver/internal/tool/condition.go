@@ -98,7 +98,7 @@ type Condition struct {
 // a problem, as they cannot hold together.
 func DecodeCondition(o *args.Object) Condition {
 	var c Condition
-	if n, ok := o.Int(argIfRevision, false, 1, args.MaxExactInteger); ok {
+	if n, ok := o.Int(argIfRevision, false); ok {
 		c.IfRevision = uint64(n)
 	}
 	c.IfAbsent = o.Bool(argIfAbsent, false)

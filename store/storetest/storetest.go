@@ -108,6 +108,12 @@ func Sum(b []byte) string {
 // waitTimeout bounds every wait for an event.
 const waitTimeout = 10 * time.Second
 
+// hangTimeout bounds all the store calls of one subtest together (see
+// withinDeadline): a detector of calls that never return, not a measure
+// of speed, so it leaves room for a subtest of many commits on a loaded
+// machine under -race, where 10 s was not enough for some.
+const hangTimeout = 2 * time.Minute
+
 func put(t testing.TB, s store.Store, p string, data []byte) store.PutResult {
 	t.Helper()
 	res, err := s.Put(t.Context(), store.PutRequest{Path: p, Data: data})
@@ -236,9 +242,10 @@ func paths(es []store.Entry) []string {
 	return out
 }
 
-// withinDeadline is a context for operations that must not hang.
+// withinDeadline is a context for the operations of one test that must
+// not hang.
 func withinDeadline(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), hangTimeout)
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -24,8 +24,8 @@ type rawReply struct {
 
 // callRaw calls a tool of the provider or fs profile and checks what every
 // such reply must satisfy: one text block, structured content (when there
-// is some) equal to the text and valid against the tool's output schema,
-// and no host path of the harness in the reply.
+// is some) equal to the text and valid against the tool's output schema
+// (only an error's without one), and no host path of the harness in the reply.
 func (h *harness) callRaw(tool string, args any) rawReply {
 	h.t.Helper()
 	req := mcp.CallToolRequest{}
@@ -65,6 +65,10 @@ func (h *harness) callRaw(tool string, args any) rawReply {
 			if err := sch.Validate(inst); err != nil {
 				h.t.Fatalf("%s: reply does not match the output schema: %v\n%s", tool, err, r.structured)
 			}
+		} else if !r.isError {
+			// A tool without one answers with a bare value, and
+			// structured content only with its error object.
+			h.t.Fatalf("%s: structured content, but no output schema: %s", tool, r.structured)
 		}
 	}
 	return r

@@ -1,7 +1,8 @@
 // Package tooltest runs the tools of one profile package through the one
 // tool pipeline (tool.Runtime.Handler) over a real store, for the unit
 // tests of the profile packages (guide, fstools, provider): the same
-// decoding, grants, reply shapes and error texts an MCP client gets,
+// decoding, grants, reply shapes and error texts an MCP client gets, each
+// structured reply checked against its tool's output schema,
 // without the MCP server or a transport. The store is the caller's (a
 // bolt store in a temporary directory): no package under mcpserver may
 // import a store implementation, tests included only through their own
@@ -9,6 +10,7 @@
 package tooltest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/depotfs/depotfs/internal/identity"
 	"github.com/depotfs/depotfs/internal/policy"
@@ -64,6 +67,9 @@ type Harness struct {
 	rt    *tool.Runtime
 	ctx   context.Context
 	tools map[string]tool.Tool
+	// outputs are the compiled output schemas, by tool, as they are
+	// first needed.
+	outputs map[string]*jsonschema.Schema
 }
 
 // New serves the tools build returns (a profile package's Tools, given
@@ -79,7 +85,7 @@ func New(t testing.TB, st store.Store, env *tool.Env, build func(env *tool.Env, 
 		t.Fatal(err)
 	}
 	rt := tool.NewRuntime(st, env, host, nil, ratelimit.Limits{})
-	h := &Harness{t: t, st: st, rt: rt, ctx: identity.NewContext(t.Context(), identity.Stdio()), tools: map[string]tool.Tool{}}
+	h := &Harness{t: t, st: st, rt: rt, ctx: identity.NewContext(t.Context(), identity.Stdio()), tools: map[string]tool.Tool{}, outputs: map[string]*jsonschema.Schema{}}
 	for _, tl := range build(env, rt) {
 		h.tools[tl.Spec.Name] = tl
 	}
@@ -129,8 +135,47 @@ func (h *Harness) Call(name, args string) Result {
 			h.t.Fatalf("%s: structured content: %v", name, err)
 		}
 		out.Structured = raw
+		h.checkOutput(name, raw, res.IsError)
 	}
 	return out
+}
+
+// checkOutput fails the test unless the structured content raw of a reply
+// of tool name satisfies the tool's output schema. A tool without one
+// (a provider tool whose contract answers with a bare value) sends
+// structured content only with an error, its contract's error object.
+func (h *Harness) checkOutput(name string, raw json.RawMessage, isError bool) {
+	h.t.Helper()
+	sch, ok := h.outputs[name]
+	if !ok {
+		doc, has := h.Tool(name).Docs.OutputSchema(name)
+		if !has && isError {
+			return
+		}
+		if !has {
+			h.t.Fatalf("%s: structured content, but no output schema (doc/%s.output.json)", name, name)
+		}
+		parsed, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+		if err != nil {
+			h.t.Fatalf("%s: output schema: %v", name, err)
+		}
+		c := jsonschema.NewCompiler()
+		url := "mem:///" + name + ".output.json"
+		if err := c.AddResource(url, parsed); err != nil {
+			h.t.Fatalf("%s: output schema: %v", name, err)
+		}
+		if sch, err = c.Compile(url); err != nil {
+			h.t.Fatalf("%s: output schema does not compile: %v", name, err)
+		}
+		h.outputs[name] = sch
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		h.t.Fatalf("%s: structured content: %v", name, err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		h.t.Fatalf("%s: the reply does not satisfy the output schema: %v\n%s", name, err, raw)
+	}
 }
 
 // Put stores content at p directly in the store, as setup.

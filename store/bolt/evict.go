@@ -2,12 +2,14 @@ package bolt
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/evictplan"
 	"github.com/depotfs/depotfs/store/internal/rules"
@@ -171,9 +173,65 @@ func (w *wtx) held(holds *rules.Holds, h hash, size int64) (bool, error) {
 // commit checks for that (wtx.lruIn; a new blob enters at use 0 and moves
 // on at once, when its write uses it). Store.skip is read and written
 // under Store.wmu only.
+//
+// A snapshot of the whole tree holds every blob in the live index when it
+// is created, so its creation sets the skip at the index's last key
+// (holdAll), and the skip is kept in the meta bucket with the revision
+// it is valid at (keyHeldSkip), so neither the first write after the
+// snapshot nor the first after a restart walks the held content.
 type heldSkip struct {
 	snaps string
 	key   []byte
+}
+
+// keyHeldSkip is the meta key of the store's heldSkip: the revision the
+// file had when it was written, the length of snaps, snaps and key. A
+// depotfs that does not know it changes the revision, so Open ignores a
+// skip written before another program's writes.
+var keyHeldSkip = []byte("held-skip")
+
+// encode is h as kept at revision rev (see keyHeldSkip).
+func (h heldSkip) encode(rev uint64) []byte {
+	b := binary.BigEndian.AppendUint64(nil, rev)
+	b = binary.AppendUvarint(b, uint64(len(h.snaps)))
+	b = append(b, h.snaps...)
+	return append(b, h.key...)
+}
+
+// loadSkip returns the heldSkip kept in meta when it was written at
+// revision rev; the zero heldSkip otherwise.
+func loadSkip(meta *bbolt.Bucket, rev uint64) heldSkip {
+	v := meta.Get(keyHeldSkip)
+	if len(v) < 8 || binary.BigEndian.Uint64(v) != rev {
+		return heldSkip{}
+	}
+	rest := v[8:]
+	n, k := binary.Uvarint(rest)
+	if k <= 0 || n >= uint64(len(rest)-k) { // no key after snaps
+		return heldSkip{}
+	}
+	rest = rest[k:]
+	return heldSkip{snaps: string(rest[:n]), key: slices.Clone(rest[n:])}
+}
+
+// holdAll sets the skip past the whole live lru index when the snapshots
+// holding content now include s, a snapshot of the whole tree created in
+// w: every blob there is used by a live file, which s holds (see
+// heldSkip).
+func (w *wtx) holdAll(s store.Snapshot) error {
+	if s.Prefix != depotpath.Root || len(rules.Holding([]store.Snapshot{s}, w.now)) == 0 {
+		return nil
+	}
+	fp, err := w.snapshotSet()
+	if err != nil {
+		return err
+	}
+	last, _ := w.lru.Cursor().Last()
+	if last == nil {
+		return nil
+	}
+	w.skipNext, w.lruIn = &heldSkip{snaps: fp, key: slices.Clone(last)}, nil
+	return nil
 }
 
 // snapshotSet names the snapshots that hold content now ("" for none):
@@ -222,8 +280,9 @@ func (w *wtx) enteredUpTo(key []byte) bool {
 }
 
 // settleSkip decides, before w commits, what the store knows of the held
-// content once it has (see keepSkip).
-func (w *wtx) settleSkip() {
+// content once it has (see keepSkip), and keeps it in the meta bucket at
+// the revision w commits, whenever it changed or the revision did.
+func (w *wtx) settleSkip() error {
 	cand := w.s.skip
 	if w.skipNext != nil {
 		cand = *w.skipNext
@@ -232,6 +291,14 @@ func (w *wtx) settleSkip() {
 		cand = heldSkip{}
 	}
 	w.skipNext = &cand
+	same := cand.snaps == w.s.skip.snaps && bytes.Equal(cand.key, w.s.skip.key)
+	switch {
+	case same && len(w.events) == 0:
+		return nil
+	case cand.key == nil:
+		return w.meta.Delete(keyHeldSkip)
+	}
+	return w.meta.Put(keyHeldSkip, cand.encode(w.rev))
 }
 
 // keepSkip makes what w found of the held content (settleSkip) the

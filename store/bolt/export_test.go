@@ -10,6 +10,7 @@ import (
 	"github.com/depotfs/depotfs/internal/seal"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/entryrec"
+	"github.com/depotfs/depotfs/store/internal/rules"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -38,6 +39,7 @@ func ReadStats(s *Store) (Stats, error) {
 // indexes and the pin counts agree with the tree and the blobs, and the
 // in-memory count of uploads in progress agrees with the file.
 func Verify(s *Store) error {
+	skip := skipOf(s)
 	return s.db.View(func(tx *bbolt.Tx) error {
 		refs := map[hash]uint64{}
 		err := tx.Bucket(bucketTree).ForEach(func(k, v []byte) error {
@@ -137,9 +139,66 @@ func Verify(s *Store) error {
 			return fmt.Errorf("uploads in progress counted as %d holding %d bytes, the file has %d holding %d",
 				u, b, staged.uploads.Load(), staged.bytes.Load())
 		}
+		if err := verifySkip(s, skip, tx); err != nil {
+			return err
+		}
 		return verifyDerived(tx, blobs)
 	})
 }
+
+// verifySkip checks that every blob the live lru index holds up to the
+// store's heldSkip is held by a snapshot, when the skip is for the
+// snapshots holding content now (see heldSkip), and that the skip kept in
+// the file is the store's. The skip is read before tx begins: a writer
+// holding the write lock may be waiting for tx to end.
+func verifySkip(s *Store, skip heldSkip, tx *bbolt.Tx) error {
+	meta := tx.Bucket(bucketMeta)
+	if kept := loadSkip(meta, u64(meta.Get(keyRevision))); kept.snaps != skip.snaps || !bytes.Equal(kept.key, skip.key) {
+		return fmt.Errorf("the file keeps the held skip %q %x, the store has %q %x", kept.snaps, kept.key, skip.snaps, skip.key)
+	}
+	if skip.key == nil {
+		return nil
+	}
+	w, err := s.begin(tx)
+	if err != nil {
+		return err
+	}
+	if fp, err := w.snapshotSet(); err != nil || fp != skip.snaps {
+		return err
+	}
+	holds, err := rules.NewHolds(w)
+	if err != nil {
+		return err
+	}
+	c := w.lru.Cursor()
+	for k, _ := c.First(); k != nil && bytes.Compare(k, skip.key) <= 0; k, _ = c.Next() {
+		var h hash
+		copy(h[:], k[8:])
+		b, _, err := getBlob(w.blobs, h)
+		if err != nil {
+			return err
+		}
+		held, err := w.held(holds, h, b.Size)
+		if err != nil {
+			return err
+		}
+		if !held {
+			return fmt.Errorf("blob %x is in the lru index before the held skip %x but no snapshot holds it", h, skip.key)
+		}
+	}
+	return nil
+}
+
+// skipOf is where s knows the held content of the live lru index ends.
+func skipOf(s *Store) heldSkip {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.skip
+}
+
+// HeldSkipKey is the key of the live lru index up to which s knows every
+// blob held by the snapshots (nil: none).
+func HeldSkipKey(s *Store) []byte { return skipOf(s).key }
 
 // verifyDerived checks the counters and the lru, refs and expiry indexes
 // against what the tree and the blobs say they should be.

@@ -71,6 +71,7 @@ func (s *Store) init() (uint64, error) {
 		if c, err = loadCounters(meta); err != nil {
 			return err
 		}
+		s.skip = loadSkip(meta, rev)
 		if err := s.charged.load(tx, s.quota); err != nil {
 			return err
 		}
@@ -185,7 +186,9 @@ func (w *wtx) finish(before counters) (gcLocked bool, err error) {
 	if err := w.touchDirs(); err != nil {
 		return false, err
 	}
-	w.settleSkip()
+	if err := w.settleSkip(); err != nil {
+		return false, err
+	}
 	if len(w.events) > 0 {
 		if err := w.meta.Put(keyRevision, u64bytes(w.rev)); err != nil {
 			return false, err

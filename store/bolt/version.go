@@ -226,7 +226,13 @@ func (w *wtx) SetSnapshot(name string, s *store.Snapshot) error {
 	if err != nil {
 		return err
 	}
-	return b.Put([]byte(name), v)
+	if err := b.Put([]byte(name), v); err != nil {
+		return err
+	}
+	if !had {
+		return w.holdAll(*s)
+	}
+	return nil
 }
 
 // Revision is the revision of the last change, this transaction's

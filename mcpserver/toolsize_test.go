@@ -51,6 +51,9 @@ func TestToolsListSize(t *testing.T) {
 	}{
 		{"default", &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount}}, toolsListBudget},
 		{"all profiles", &mcpserver.Options{Tools: mcpserver.Profiles(), Settings: mcpserver.Settings{MountPoint: testMount}}, 0},
+		// The guide tools come with every profile.
+		{"guide", &mcpserver.Options{Tools: []mcpserver.Profile{mcpserver.ProfileGuide}, Settings: mcpserver.Settings{MountPoint: testMount}}, 0},
+		{"guide and fs", &mcpserver.Options{Tools: []mcpserver.Profile{mcpserver.ProfileFS}, Settings: mcpserver.Settings{MountPoint: testMount}}, 0},
 	} {
 		raw := toolsListReply(t, c.opts)
 		var reply struct {

@@ -169,7 +169,10 @@ func longPoll(ctx context.Context, ep *endpoint, token, prefix string, l *feedLo
 // until ctx ends. A notification carries its change; after a reconnection,
 // or a notification saying some were lost, the subscriber reads what it
 // missed from guide_changes (from the last revision it has), then goes on
-// with notifications newer than that.
+// with notifications newer than that. Its calls go through a second
+// session, as docs/changes.md tells clients: the server writes a session's
+// notifications to the response of any call of that session in flight as
+// well as to its stream, so they could arrive out of order.
 func subscribe(ctx context.Context, ep *endpoint, token, uri, prefix string, l *feedLog) {
 	updates := make(chan map[string]any, 4096)
 	for ctx.Err() == nil {
@@ -179,15 +182,23 @@ func subscribe(ctx context.Context, ep *endpoint, token, uri, prefix string, l *
 			retry(ctx)
 			continue
 		}
-		if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
+		calls, err := sdkSession(ctx, ep.get(), token, nil)
+		if err != nil {
 			l.fail(err)
 			cs.Close()
 			retry(ctx)
 			continue
 		}
+		if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
+			l.fail(err)
+			cs.Close()
+			calls.Close()
+			retry(ctx)
+			continue
+		}
 		catchUp := func() error {
 			for {
-				page, err := pollChanges(ctx, cs, prefix, l.at(), 0)
+				page, err := pollChanges(ctx, calls, prefix, l.at(), 0)
 				if err != nil {
 					return err
 				}
@@ -222,7 +233,7 @@ func subscribe(ctx context.Context, ep *endpoint, token, uri, prefix string, l *
 			case <-time.After(300 * time.Millisecond):
 				// Quiet: is the server still there? A restarted one
 				// forgot the subscription.
-				_, err = cs.ListTools(ctx, nil)
+				_, err = calls.ListTools(ctx, nil)
 			case <-ctx.Done():
 			}
 		}
@@ -230,6 +241,7 @@ func subscribe(ctx context.Context, ep *endpoint, token, uri, prefix string, l *
 			l.fail(err)
 		}
 		cs.Close()
+		calls.Close()
 		retry(ctx)
 	}
 }

@@ -74,11 +74,14 @@ type Harness struct {
 
 // New serves the tools build returns (a profile package's Tools, given
 // the environment and the runtime) over st with env (Env() when nil), to
-// the local user on stdio, who has full grants.
+// the local user on stdio, who has full grants. With Env(), the errors the
+// pipeline logs (a panic, a decoder that disagrees with its input schema)
+// go to the test's log, since the reply only says "failed internally".
 func New(t testing.TB, st store.Store, env *tool.Env, build func(env *tool.Env, rt *tool.Runtime) []tool.Tool) *Harness {
 	t.Helper()
 	if env == nil {
 		env = Env()
+		env.Logger = slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelError}))
 	}
 	host, err := policy.NewHost(nil, nil)
 	if err != nil {
@@ -90,6 +93,14 @@ func New(t testing.TB, st store.Store, env *tool.Env, build func(env *tool.Env, 
 		h.tools[tl.Spec.Name] = tl
 	}
 	return h
+}
+
+// testLog writes to a test's log.
+type testLog struct{ t testing.TB }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
 }
 
 // As makes the following calls those of id.

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/depotfs/depotfs/store/nats/natstest"
 )
 
 // TestKeyRotateReencrypt rotates a sealed depot's key with --reencrypt
@@ -95,4 +97,61 @@ func TestKeyRotateReencrypt(t *testing.T) {
 	if n := countIn(t, d.db); n != 0 {
 		t.Errorf("the database holds the plaintext %d times", n)
 	}
+}
+
+// TestKeyRotateNATS rotates the key-encryption key of a sealed NATS depot
+// through the binary while a host serves it: the host goes on reading and
+// writing, the old key then neither rotates again nor starts a host (both
+// naming the keys), a host restarted with the new key reads everything,
+// and --reencrypt is refused with the way to a new data key.
+func TestKeyRotateNATS(t *testing.T) {
+	t.Parallel()
+	oldKey, newKey := writeKeyFile(t), writeKeyFile(t)
+	cluster := natstest.Start(t, 3)
+	prefix := fmt.Sprintf("rot%d", depotSeq.Add(1))
+	hostArgs := func(key string) []string {
+		return []string{"--store", cluster.URL(), "--nats-prefix", prefix, "--key-file", key}
+	}
+	d := startDaemon(t, daemonConfig{transport: overHTTP, args: hostArgs(oldKey)})
+	want := map[string][]byte{"/before.txt": []byte(sealMarker + " before\n")}
+	d.mustCall("guide_cache_file", map[string]any{"path": "/before.txt", "content": string(want["/before.txt"])})
+
+	rotate := func(cur string, extra ...string) (int, string, string) {
+		return runDepotfs(t, append([]string{"key", "rotate", "--store", cluster.URL(), "--nats-prefix", prefix,
+			"--key-file", cur, "--new-key-file", newKey}, extra...)...)
+	}
+	code, out, errOut := rotate(oldKey)
+	if code != 0 || !strings.Contains(out, "is now wrapped by key kek-") {
+		t.Fatalf("key rotate: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Logf("key rotate: %s", out)
+
+	want["/after.txt"] = []byte(sealMarker + " after\n")
+	d.mustCall("guide_cache_file", map[string]any{"path": "/after.txt", "content": string(want["/after.txt"])})
+	readAll := func(d *daemon) {
+		t.Helper()
+		for p, w := range want {
+			if got, err := os.ReadFile(d.path(p)); err != nil || !bytes.Equal(got, w) {
+				t.Fatalf("%s: %q, %v; want %q", p, got, err, w)
+			}
+		}
+	}
+	readAll(d)
+
+	if code, out, errOut := rotate(oldKey); code == 0 || !strings.Contains(errOut, "wrong key") || !strings.Contains(errOut, "kek-") {
+		t.Errorf("a second rotation with the old key: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := rotate(newKey, "--reencrypt"); code == 0 || !strings.Contains(errOut, "not available for a NATS depot") ||
+		!strings.Contains(errOut, "depotfs export") || !strings.Contains(errOut, "depotfs import") {
+		t.Errorf("--reencrypt on NATS: exit %d\n%s%s", code, out, errOut)
+	}
+	d.stop()
+
+	code, _, errOut = runDepotfs(t, append([]string{"serve", "--db", filepath.Join(t.TempDir(), "depot.db"),
+		"--mount", filepath.Join(t.TempDir(), "m"), "--listen", "127.0.0.1:0"}, hostArgs(oldKey)...)...)
+	if code == 0 || !strings.Contains(errOut, "wrong key") || !strings.Contains(errOut, "kek-") {
+		t.Errorf("a host started with the old key after the rotation: exit %d\n%s", code, tail(errOut, 5))
+	}
+	d = startDaemon(t, daemonConfig{transport: overHTTP, db: d.db, mount: d.mount, args: hostArgs(newKey)})
+	readAll(d)
 }

@@ -10,11 +10,13 @@ import (
 
 	"github.com/depotfs/depotfs/internal/seal"
 	"github.com/depotfs/depotfs/store/bolt"
+	natsstore "github.com/depotfs/depotfs/store/nats"
+	"github.com/nats-io/nats.go"
 )
 
 var runKey = group("key", "Keys of a depot sealed at rest (docs/security.md, \"Encryption at rest\").", []command{
 	{"new", "write a new random key-encryption key to a file (mode 0600)", runKeyNew},
-	{"rotate", "rewrap a sealed depot's data key under a new key-encryption key, offline; --reencrypt: also a new data key, the content resealed by serve in the background", runKeyRotate},
+	{"rotate", "rewrap a sealed depot's data key under a new key-encryption key (bolt: offline; NATS: while hosts serve it); --reencrypt: also a new data key, the content resealed by serve in the background (bolt)", runKeyRotate},
 })
 
 func runKeyNew(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -59,13 +61,20 @@ Flags:
 }
 
 func runKeyRotate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("key rotate", `Usage: depotfs key rotate --key-file CURRENT --new-key-file NEW [--reencrypt] [--db FILE]
+	fs := newFlagSet("key rotate", `Usage: depotfs key rotate --key-file CURRENT --new-key-file NEW [--reencrypt] [--db FILE | --store nats://... [--nats-prefix P]]
 
 Rewraps the data key of a sealed depot under the key-encryption key in NEW:
 one small record is rewritten, whatever the depot holds, and the content
 stays sealed under the same data key. From then on serve needs NEW; CURRENT
 opens nothing the depot holds (backups taken before still need CURRENT).
-depotfs serve must be stopped first.
+For a bolt depot, depotfs serve must be stopped first.
+
+For a NATS depot (--store nats://..., with --nats-prefix and the NATS
+credentials flags as serve takes them), the rotation runs while hosts
+serve it: the record is replaced only if no other rotation changed it
+meanwhile, and only if CURRENT unwraps it. Hosts already running keep
+working with the data key they hold; restart each with NEW (a host started
+with CURRENT is refused, naming both keys).
 
 With --reencrypt, also for a data key that may have leaked, the depot gets
 a new data key wrapped by NEW (which may be the same file as CURRENT), and
@@ -74,7 +83,8 @@ background, at --reseal-rate, while it serves as usual: content not yet
 resealed is read with the previous data key, which serve keeps (wrapped by
 NEW) until the last chunk is done, across restarts. It logs
 "reencryption finished"; then run 'depotfs compact' offline to drop the
-old sealed pages from the file. Bolt depots only.
+old sealed pages from the file. Bolt depots only: a NATS depot gets a new
+data key by an export and an import into a new prefix.
 
 Examples:
   depotfs key new --out new.key
@@ -82,21 +92,31 @@ Examples:
   depotfs key rotate --key-file depot.key --new-key-file new.key
   mv new.key depot.key && systemctl start depotfs
   depotfs key rotate --key-file depot.key --new-key-file depot.key --reencrypt
+  depotfs key rotate --store nats://n1:4222,n2:4222,n3:4222 --key-file depot.key --new-key-file new.key
 
 Flags:
 `)
-	db := fs.String("db", defaultDB(), "bbolt database `file` of the depot")
-	var cur keyConfig
-	cur.flags(fs)
+	var dc directConfig
+	dc.flags(fs)
 	next := fs.String("new-key-file", "", "`file` of the new key-encryption key (required; 'depotfs key new')")
-	reencrypt := fs.Bool("reencrypt", false, "also make a new data key, under which the next serve reseals the content in the background")
+	reencrypt := fs.Bool("reencrypt", false, "also make a new data key, under which the next serve reseals the content in the background (bolt only)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if *next == "" {
 		return usageError{errors.New("--new-key-file is required")}
 	}
-	curKey, err := cur.load()
+	if err := dc.store.validate(); err != nil {
+		return usageError{err}
+	}
+	onNATS := dc.store.url != "bolt"
+	if onNATS && *reencrypt {
+		return fmt.Errorf("--reencrypt: not available for a NATS depot, whose hosts would all have to switch data keys at the same moment; "+
+			"to give it a new data key, export it and import it into a new prefix, then start every host on that prefix with the new key:\n"+
+			"  depotfs export --store %[1]s --nats-prefix %[2]s --key-file CURRENT --to depot.tar\n"+
+			"  depotfs import depot.tar --store %[1]s --nats-prefix NEW-PREFIX --key-file NEW", dc.store.url, dc.store.prefix)
+	}
+	curKey, err := dc.key.load()
 	if err != nil {
 		return err
 	}
@@ -107,11 +127,19 @@ Flags:
 	if err != nil {
 		return err
 	}
+	if onNATS {
+		r, err := rotateNATS(ctx, dc.store, curKey, nextKey)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "data key %s of NATS depot %s is now wrapped by key %s (was %s); hosts running keep working: restart each with the new key\n", r.ID, dc.store.prefix, r.KEKID, curKey.KeyID())
+		return nil
+	}
 	rotate := bolt.Rekey
 	if *reencrypt {
 		rotate = bolt.Reencrypt
 	}
-	r, err := rotate(ctx, *db, curKey, nextKey)
+	r, err := rotate(ctx, dc.db, curKey, nextKey)
 	if err != nil {
 		if locked, ok := errors.AsType[*bolt.LockedError](err); ok {
 			return lockedAdvice(locked, err)
@@ -119,12 +147,41 @@ Flags:
 		return err
 	}
 	if *reencrypt {
-		fmt.Fprintf(stdout, "new data key %s of %s wrapped by key %s; start serve with that key to reseal the content under it\n", r.ID, *db, r.KEKID)
+		fmt.Fprintf(stdout, "new data key %s of %s wrapped by key %s; start serve with that key to reseal the content under it\n", r.ID, dc.db, r.KEKID)
 		return nil
 	}
-	fmt.Fprintf(stdout, "data key %s of %s is now wrapped by key %s (was %s)\n", r.ID, *db, r.KEKID, curKey.KeyID())
+	fmt.Fprintf(stdout, "data key %s of %s is now wrapped by key %s (was %s)\n", r.ID, dc.db, r.KEKID, curKey.KeyID())
 	return nil
 }
+
+// rotateNATS rewraps the data key of the NATS depot c names, waiting up to
+// --nats-wait (at least natsRekeyWait) for the cluster to answer.
+func rotateNATS(ctx context.Context, c storeConfig, cur, next seal.Wrapper) (seal.Record, error) {
+	nc, err := c.connect([]nats.Option{nats.Name("depotfs key rotate")})
+	if err != nil {
+		return seal.Record{}, err
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(ctx, max(c.wait, natsRekeyWait))
+	defer cancel()
+	for !nc.IsConnected() {
+		select {
+		case <-ctx.Done():
+			return seal.Record{}, fmt.Errorf("connect to NATS %s: no server answered within --nats-wait %v", c.url, c.wait)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	r, err := natsstore.Rekey(ctx, nc, c.prefix, cur, next)
+	if errors.Is(err, natsstore.ErrNoDepot) {
+		return seal.Record{}, fmt.Errorf("%w\ncheck that --store reaches the depot's servers and --nats-prefix names it", err)
+	}
+	return r, err
+}
+
+// natsRekeyWait is the least time key rotate waits for a NATS cluster,
+// even with --nats-wait 0: a rotation is one request, and a cluster in an
+// election answers within seconds.
+const natsRekeyWait = 10 * time.Second
 
 func runSeal(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("seal", `Usage: depotfs seal --key-file FILE [--db FILE]

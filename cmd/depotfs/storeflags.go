@@ -181,21 +181,9 @@ func waitForDepot(ctx context.Context, c storeConfig, opts []nats.Option, so *na
 	deadline := time.Now().Add(c.wait)
 	waitCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	if c.creds != "" {
-		opts = append(opts, nats.UserCredentials(c.creds))
-	}
-	if c.tlsCA != "" {
-		opts = append(opts, nats.RootCAs(c.tlsCA))
-	}
-	if c.tlsCert != "" {
-		opts = append(opts, nats.ClientCert(c.tlsCert, c.tlsKey))
-	}
-	// Connect returns at once, connected or not; the client keeps trying
-	// every server in the background.
-	opts = append(opts, nats.RetryOnFailedConnect(true))
-	nc, err := nats.Connect(strings.Join(c.servers, ","), opts...)
+	nc, err := c.connect(opts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to NATS %s: %w", c.url, err)
+		return nil, nil, err
 	}
 	start := time.Now()
 	var logged time.Time
@@ -251,6 +239,27 @@ func waitForDepot(ctx context.Context, c storeConfig, opts []nats.Option, so *na
 		case <-time.After(wait):
 		}
 	}
+}
+
+// connect connects to the NATS servers of --store with the credentials and
+// TLS flags in c, added to opts. It returns at once, connected or not: the
+// client keeps trying every server in the background.
+func (c storeConfig) connect(opts []nats.Option) (*nats.Conn, error) {
+	if c.creds != "" {
+		opts = append(opts, nats.UserCredentials(c.creds))
+	}
+	if c.tlsCA != "" {
+		opts = append(opts, nats.RootCAs(c.tlsCA))
+	}
+	if c.tlsCert != "" {
+		opts = append(opts, nats.ClientCert(c.tlsCert, c.tlsKey))
+	}
+	opts = append(opts, nats.RetryOnFailedConnect(true))
+	nc, err := nats.Connect(strings.Join(c.servers, ","), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS %s: %w", c.url, err)
+	}
+	return nc, nil
 }
 
 // depotAdvice adds to an error opening a NATS depot what the operator

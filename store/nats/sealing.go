@@ -1,10 +1,13 @@
 package nats
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/depotfs/depotfs/internal/seal"
 	"github.com/depotfs/depotfs/store"
@@ -123,3 +126,114 @@ func (s *Store) recordSeal(ctx context.Context, r seal.Record) error {
 		return nil
 	})
 }
+
+// ErrSealChanged reports a rotation that found the depot's seal record
+// replaced between reading and rewriting it: another rotation ran at the
+// same moment. Nothing was written; run it again.
+var ErrSealChanged = errors.New("the depot's seal record changed during the rotation")
+
+// Rekey rewraps the data key of the sealed depot under prefix, on the
+// cluster nc reaches, from cur to next and returns the new record: the
+// rotation of the key-encryption key, one record whatever the depot holds,
+// without opening the depot. The record is replaced only if it is still
+// the one read (its subject's sequence, compared by the server), so of two
+// rotations at once one fails with ErrSealChanged. Hosts already running
+// keep the data key they unwrapped at start and go on; a host that starts
+// afterwards needs next. A depot created without a key fails with
+// seal.ErrNotSealed, a cur other than its key with seal.ErrWrongKey, a
+// prefix the cluster holds no depot under with ErrNoDepot; none of them
+// writes anything. Transient errors are retried until ctx is done.
+func Rekey(ctx context.Context, nc *nats.Conn, prefix string, cur, next seal.Wrapper) (seal.Record, error) {
+	prefix = cmp.Or(prefix, DefaultPrefix)
+	stream, subject := "KV_"+prefix+"-tree", "$KV."+prefix+"-tree."+keySeal
+	var (
+		data []byte
+		seq  uint64
+	)
+	err := retry(ctx, func() (err error) {
+		data, seq, err = lastWithSeq(ctx, nc, stream, subject)
+		return err
+	})
+	switch {
+	case errors.Is(err, errChunkMissing):
+		return seal.Record{}, fmt.Errorf("nats: rekey %s: %w", prefix, seal.ErrNotSealed)
+	case err != nil:
+		return seal.Record{}, fmt.Errorf("nats: rekey %s: %w", prefix, err)
+	}
+	old, err := seal.ParseRecord(data)
+	if err != nil {
+		return seal.Record{}, fmt.Errorf("nats: rekey %s: %w", prefix, err)
+	}
+	r, err := seal.Rewrap(ctx, old, cur, next)
+	if err != nil {
+		return seal.Record{}, fmt.Errorf("nats: rekey %s: %w", prefix, err)
+	}
+	m := nats.NewMsg(subject)
+	m.Data = r.Marshal()
+	m.Header.Set("Nats-Expected-Last-Subject-Sequence", strconv.FormatUint(seq, 10))
+	err = retry(ctx, func() error {
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		resp, err := nc.RequestMsgWithContext(rctx, m)
+		if err != nil {
+			return err
+		}
+		var ack pubAck
+		if err := json.Unmarshal(resp.Data, &ack); err != nil {
+			return fmt.Errorf("unreadable acknowledgement %q: %w", resp.Data, err)
+		}
+		if e := ack.Error; e != nil {
+			if e.ErrCode == errCodeWrongLastSeq || e.ErrCode == errCodeWrongLastSeqConstant {
+				return ErrSealChanged
+			}
+			return fmt.Errorf("%s (code %d)", e.Description, e.ErrCode)
+		}
+		return nil
+	})
+	if err != nil {
+		// A write whose answer was lost, or a retry of one that was
+		// stored, may have rotated the key all the same: the record
+		// tells.
+		if now, _, rerr := lastWithSeq(ctx, nc, stream, subject); rerr == nil && bytes.Equal(now, m.Data) {
+			return r, nil
+		}
+		return seal.Record{}, fmt.Errorf("nats: rekey %s: writing the seal record: %w", prefix, err)
+	}
+	return r, nil
+}
+
+// lastWithSeq asks stream's leader for the last message on subject and its
+// sequence: errChunkMissing when there is none, ErrNoDepot when there is
+// no such stream. The leader, not any replica, so that the sequence is the
+// one a compare-and-set will be checked against.
+func lastWithSeq(ctx context.Context, nc *nats.Conn, stream, subject string) ([]byte, uint64, error) {
+	req, err := json.Marshal(map[string]any{"last_by_subj": subject})
+	if err != nil {
+		return nil, 0, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	resp, err := nc.RequestWithContext(rctx, "$JS.API.STREAM.MSG.GET."+stream, req)
+	if err != nil {
+		return nil, 0, fmt.Errorf("asking the leader of %s: %w", stream, err)
+	}
+	var r msgGetResponse
+	if err := json.Unmarshal(resp.Data, &r); err != nil {
+		return nil, 0, fmt.Errorf("asking the leader of %s: unreadable answer: %w", stream, err)
+	}
+	switch {
+	case r.Error != nil && r.Error.ErrCode == errCodeNoMessage:
+		return nil, 0, fmt.Errorf("%s: %w", subject, errChunkMissing)
+	case r.Error != nil && r.Error.ErrCode == errCodeStreamNotFound:
+		return nil, 0, ErrNoDepot
+	case r.Error != nil:
+		return nil, 0, fmt.Errorf("asking the leader of %s: %s (code %d)", stream, r.Error.Description, r.Error.ErrCode)
+	case r.Message == nil:
+		return nil, 0, fmt.Errorf("asking the leader of %s: an answer without a message", stream)
+	}
+	return r.Message.Data, r.Message.Seq, nil
+}
+
+// errCodeStreamNotFound is the JetStream error code of a request to a
+// stream that does not exist.
+const errCodeStreamNotFound = 10059

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -248,5 +249,99 @@ func TestSealedTampered(t *testing.T) {
 	}
 	if n := s2.(interface{ TamperedChunks() uint64 }).TamperedChunks(); n != 4 {
 		t.Errorf("TamperedChunks = %d after four failed reads; want 4", n)
+	}
+}
+
+// TestSealedRekey rotates a depot's key-encryption key with nats.Rekey
+// while a host serves it: that host goes on reading and writing with the
+// data key it holds, a host started afterwards needs the new key (the old
+// one is refused, naming both), the old key no longer rotates anything,
+// and of two rotations at once exactly one takes effect.
+func TestSealedRekey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := natstest.Start(t, 3)
+	k1, k2 := testKEK(t), testKEK(t)
+	opts := nats.Options{InlineBytes: 1024, MaxChunkSize: 16 << 10, Key: k1}
+	s := openWith(t, c, storetest.Config{}, "d", opts)
+	files := map[string][]byte{"/before.txt": bytes.Repeat([]byte("before the rotation\n"), 2000)}
+	if _, err := s.Put(ctx, store.PutRequest{Path: "/before.txt", Data: files["/before.txt"]}); err != nil {
+		t.Fatal(err)
+	}
+	nc := c.Connect(t)
+	r, err := nats.Rekey(ctx, nc, "d", k1, k2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.KEKID != k2.KeyID() {
+		t.Fatalf("record wrapped by %s; want %s", r.KEKID, k2.KeyID())
+	}
+	files["/after.txt"] = bytes.Repeat([]byte("after the rotation\n"), 2000)
+	if _, err := s.Put(ctx, store.PutRequest{Path: "/after.txt", Data: files["/after.txt"]}); err != nil {
+		t.Fatalf("the running host after the rotation: %v", err)
+	}
+	readAll := func(s store.Store) {
+		t.Helper()
+		for p, want := range files {
+			ct, err := s.Open(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(io.NewSectionReader(ct, 0, ct.Size()))
+			ct.Close()
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s: %d bytes, %v; want %d", p, len(got), err, len(want))
+			}
+		}
+	}
+	readAll(s)
+	o2 := opts
+	o2.Key = k2
+	readAll(openWith(t, c, storetest.Config{}, "d", o2))
+	o1 := opts
+	o1.Prefix = "d"
+	if st, err := nats.Open(ctx, c.Connect(t), &o1); err == nil {
+		st.Close()
+		t.Fatal("a host with the old key opened the depot after the rotation")
+	} else if !errors.Is(err, seal.ErrWrongKey) || !strings.Contains(err.Error(), k1.KeyID()) || !strings.Contains(err.Error(), k2.KeyID()) {
+		t.Fatalf("a host with the old key: %v; want ErrWrongKey naming both keys", err)
+	}
+	if _, err := nats.Rekey(ctx, nc, "d", k1, testKEK(t)); !errors.Is(err, seal.ErrWrongKey) {
+		t.Fatalf("Rekey with the old key = %v; want ErrWrongKey", err)
+	}
+
+	// Two rotations at once: one wins; the other finds the record changed
+	// (ErrSealChanged) or already wrapped by the winner's key.
+	k3, k4 := testKEK(t), testKEK(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, next := range []*seal.FileKey{k3, k4} {
+		wg.Go(func() { _, errs[i] = nats.Rekey(ctx, c.Connect(t), "d", k2, next) })
+	}
+	wg.Wait()
+	won := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && won < 0:
+			won = i
+		case err == nil:
+			t.Fatal("both concurrent rotations succeeded")
+		case !errors.Is(err, nats.ErrSealChanged) && !errors.Is(err, seal.ErrWrongKey):
+			t.Fatalf("the losing rotation: %v; want ErrSealChanged or ErrWrongKey", err)
+		}
+	}
+	if won < 0 {
+		t.Fatalf("neither concurrent rotation succeeded: %v", errs)
+	}
+	o := opts
+	o.Key = []*seal.FileKey{k3, k4}[won]
+	readAll(openWith(t, c, storetest.Config{}, "d", o))
+
+	if _, err := nats.Rekey(ctx, nc, "none", k1, k2); !errors.Is(err, nats.ErrNoDepot) {
+		t.Errorf("Rekey of a prefix without a depot = %v; want ErrNoDepot", err)
+	}
+	openWith(t, c, storetest.Config{}, "clear", nats.Options{})
+	if _, err := nats.Rekey(ctx, nc, "clear", k1, k2); !errors.Is(err, seal.ErrNotSealed) {
+		t.Errorf("Rekey of a clear depot = %v; want ErrNotSealed", err)
 	}
 }

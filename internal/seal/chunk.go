@@ -1,6 +1,7 @@
 package seal
 
 import (
+	"crypto/cipher"
 	"fmt"
 
 	"golang.org/x/crypto/chacha20poly1305"
@@ -20,12 +21,26 @@ const Overhead = 1 + nonceSize + chacha20poly1305.Overhead
 // byte, a fresh random nonce, the ciphertext and tag. ad, which is not
 // stored, must be given again to open it: the chunk's identity and
 // position.
-func (k *Key) Seal(dst, plain, ad []byte) []byte {
+func (k *Key) Seal(dst, plain, ad []byte) []byte { return sealWith(k.aead, dst, plain, ad) }
+
+// SealRecord is Seal under a key derived from the address key instead of
+// the data key, for what a store keeps to hide plain hashes (records that
+// name content): a new data key (Renew) leaves it unchanged, as it leaves
+// the addresses. OpenRecord opens it.
+func (k *Key) SealRecord(dst, plain, ad []byte) []byte { return sealWith(k.recs, dst, plain, ad) }
+
+// OpenRecord is the inverse of SealRecord, and fails as Open does.
+func (k *Key) OpenRecord(dst, sealed, ad []byte) ([]byte, error) {
+	return k.openWith(k.recs, dst, sealed, ad)
+}
+
+// sealWith is Seal under a.
+func sealWith(a cipher.AEAD, dst, plain, ad []byte) []byte {
 	head := len(dst)
 	dst = append(dst, version)
 	dst = append(dst, randomBytes(nonceSize)...)
 	nonce := dst[head+1 : head+1+nonceSize]
-	return k.aead.Seal(dst, nonce, plain, ad)
+	return a.Seal(dst, nonce, plain, ad)
 }
 
 // Open appends the plaintext of sealed to dst and returns it; sealed
@@ -33,13 +48,18 @@ func (k *Key) Seal(dst, plain, ad []byte) []byte {
 // under another key fail with an error wrapping ErrTampered. sealed is
 // untrusted: any bytes give plaintext or that error, never a panic.
 func (k *Key) Open(dst, sealed, ad []byte) ([]byte, error) {
+	return k.openWith(k.aead, dst, sealed, ad)
+}
+
+// openWith is Open under a.
+func (k *Key) openWith(a cipher.AEAD, dst, sealed, ad []byte) ([]byte, error) {
 	if len(sealed) < Overhead {
 		return nil, fmt.Errorf("%w: %d bytes, shorter than a sealed chunk", ErrTampered, len(sealed))
 	}
 	if sealed[0] != version {
 		return nil, fmt.Errorf("%w: format %d, this build reads %d", ErrTampered, sealed[0], version)
 	}
-	out, err := k.aead.Open(dst, sealed[1:1+nonceSize], sealed[1+nonceSize:], ad)
+	out, err := a.Open(dst, sealed[1:1+nonceSize], sealed[1+nonceSize:], ad)
 	if err != nil {
 		return nil, fmt.Errorf("%w (key %s)", ErrTampered, k.id)
 	}

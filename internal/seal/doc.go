@@ -14,10 +14,16 @@
 // id it expected. Rotating the key-encryption key rewraps the data key
 // ([Rewrap]): one small record, whatever the depot holds.
 //
-// Two keys are derived from the data key with HKDF-SHA-256: one for the
-// AEAD, one for [Key.Address], an HMAC-SHA-256 of a content's plain
-// SHA-256 that a store can use to name content without revealing which
-// files are equal to someone who holds only the disk.
+// The AEAD key is derived from the data key with HKDF-SHA-256. A version
+// 2 record ([NewKeyedRecord]) also holds an address key, wrapped the same
+// way, for [Key.Address], an HMAC-SHA-256 of a content's plain SHA-256
+// that the store names content by ([Key.Keyed]), so that someone who holds
+// only the disk cannot confirm a guessed file by its hash. Two more keys
+// are derived from the address key: one for [Key.SealSum], which enciphers
+// a plain hash a record must keep, and one for [Key.SealRecord], which
+// seals records that name content. A new data key ([Renew]) keeps the
+// address key, so none of these change. A version 1 record has no address
+// key: its store names content by the plain hash.
 //
 // # Chunks
 //

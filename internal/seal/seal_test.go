@@ -155,6 +155,69 @@ func TestAddress(t *testing.T) {
 	}
 }
 
+// TestKeyedRecord: a version 2 record's key is keyed, survives parsing,
+// rewrapping and a new data key (Renew) with the same addresses and
+// enciphered hashes, and a version 1 record's is not keyed and renews as
+// version 1.
+func TestKeyedRecord(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	kek, kek2 := newKEK(t), newKEK(t)
+	k, r, err := seal.NewKeyedRecord(ctx, kek)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("content"))
+	if !k.Keyed() || r.V != 2 || len(r.Addr) == 0 {
+		t.Fatalf("NewKeyedRecord: keyed %v, record %+v", k.Keyed(), r)
+	}
+	if sealed := k.SealSum(sum); sealed == sum || k.OpenSum(sealed) != sum || k.SealSum(sum) != sealed {
+		t.Fatal("SealSum does not hide the hash, is not deterministic, or OpenSum does not invert it")
+	}
+	parsed, err := seal.ParseRecord(r.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := seal.Rewrap(ctx, parsed, kek, kek2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := seal.Open(ctx, kek2, r2)
+	if err != nil || !k2.Keyed() || k2.Address(sum) != k.Address(sum) || k2.SealSum(sum) != k.SealSum(sum) {
+		t.Fatalf("rewrapped key: %v, keyed %v, same address %v", err, k2 != nil && k2.Keyed(), k2 != nil && k2.Address(sum) == k.Address(sum))
+	}
+	rec := k.SealRecord(nil, []byte("record"), []byte("ad"))
+	k3, r3, err := seal.Renew(ctx, kek2, k2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k3.ID() == k.ID() || !k3.Keyed() || k3.Address(sum) != k.Address(sum) || k3.OpenSum(k.SealSum(sum)) != sum {
+		t.Fatal("Renew did not make a new data key with the same address key")
+	}
+	if p, err := k3.OpenRecord(nil, rec, []byte("ad")); err != nil || string(p) != "record" {
+		t.Fatalf("a record sealed before Renew: %q, %v", p, err)
+	}
+	if _, err := k3.Open(nil, k.Seal(nil, []byte("chunk"), nil), nil); !errors.Is(err, seal.ErrTampered) {
+		t.Fatalf("the renewed data key opens the old one's chunk: %v", err)
+	}
+	if k4, err := seal.Open(ctx, kek2, r3); err != nil || k4.ID() != k3.ID() || k4.Address(sum) != k.Address(sum) {
+		t.Fatalf("the renewed record: %v", err)
+	}
+	bad := r
+	bad.Addr = nil
+	if _, err := seal.ParseRecord(bad.Marshal()); err == nil {
+		t.Fatal("a version 2 record without an address key parsed")
+	}
+
+	v1, _ := newKey(t, kek)
+	if v1.Keyed() {
+		t.Fatal("a version 1 key is keyed")
+	}
+	if k5, r5, err := seal.Renew(ctx, kek, v1); err != nil || k5.Keyed() || r5.V != 1 {
+		t.Fatalf("Renew of a version 1 key: %v, record version %d", err, r5.V)
+	}
+}
+
 func TestParseKeyAndFile(t *testing.T) {
 	t.Parallel()
 	text := seal.NewKeyText()

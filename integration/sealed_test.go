@@ -3,7 +3,9 @@ package integration_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/depotfs/depotfs/internal/seal"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -34,13 +37,22 @@ func writeKeyFile(t *testing.T) string {
 // when it is a directory.
 func countIn(t *testing.T, path string) int {
 	t.Helper()
+	return countAll(t, path, []byte(sealMarker))
+}
+
+// countAll counts the occurrences of each of needles in the file at path,
+// or in every file below it.
+func countAll(t *testing.T, path string, needles ...[]byte) int {
+	t.Helper()
 	n := 0
 	err := filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		b, err := os.ReadFile(p)
-		n += bytes.Count(b, []byte(sealMarker))
+		for _, x := range needles {
+			n += bytes.Count(b, x)
+		}
 		return err
 	})
 	if err != nil {
@@ -85,7 +97,17 @@ func TestSealedAtRest(t *testing.T) {
 				t.Fatalf("offline backup: exit %d\n%s%s", code, out, errOut)
 			}
 			blobs := filepath.Join(filepath.Dir(d.db), "blobs")
-			counts := map[string]int{"database": countIn(t, d.db), "backup": countIn(t, bak)}
+			// In the database, the plain SHA-256 of each file too, in hex
+			// and raw: a sealed depot names content by keyed addresses. (Not
+			// in the backup: it holds the audit log, which names the hashes
+			// of the files written, in the clear.)
+			var sums [][]byte
+			for _, c := range [][]byte{[]byte(small), big} {
+				sum := sha256.Sum256(c)
+				sums = append(sums, sum[:], []byte(hex.EncodeToString(sum[:])))
+			}
+			counts := map[string]int{"database": countIn(t, d.db), "backup": countIn(t, bak),
+				"database, plain hashes": countAll(t, d.db, sums...)}
 			if _, err := os.Stat(blobs); err == nil {
 				counts["blob cache"] = countIn(t, blobs)
 			} else if !sealed {
@@ -140,13 +162,20 @@ func TestSealedTamperedChunk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := sha256.Sum256([]byte(sealMarker + " victim\n"))
+	// Chunks are stored under keyed addresses: the victim's is the one of
+	// its sealed size.
+	want := len(sealMarker+" victim\n") + seal.Overhead
 	err = db.Update(func(tx *bbolt.Tx) error {
 		chunks := tx.Bucket([]byte("chunks"))
-		k := append(want[:], make([]byte, 8)...)
-		v := bytes.Clone(chunks.Get(k))
-		if v == nil {
-			return errors.New("the victim's chunk is not where the test expects it")
+		var k, v []byte
+		err := chunks.ForEach(func(ck, cv []byte) error {
+			if len(cv) == want {
+				k, v = bytes.Clone(ck), bytes.Clone(cv)
+			}
+			return nil
+		})
+		if err != nil || v == nil {
+			return cmp.Or(err, errors.New("the victim's chunk is not where the test expects it"))
 		}
 		v[len(v)-5] ^= 0x20
 		return chunks.Put(k, v)

@@ -189,7 +189,9 @@ func runSeal(ctx context.Context, args []string, stdout, stderr io.Writer) error
 Seals the content of an existing depot written without a key, offline:
 every chunk of stored content and of uploads in progress is rewritten
 sealed under a new data key wrapped by the key in --key-file (or
-DEPOTFS_KEY), in transactions of about 32 MiB, then the file is compacted
+DEPOTFS_KEY), and stored under a keyed address instead of its SHA-256,
+whose plain form the indexes and records then keep only enciphered, in
+transactions of about 32 MiB, then the file is compacted
 so that no clear copy stays in its free pages. Stopped or killed, it goes
 on where it stopped when run again with the same key; until it finishes,
 serve refuses the depot. depotfs serve must be stopped first, and the
@@ -220,10 +222,11 @@ Flags:
 		return usageError{errors.New("--key-file (or DEPOTFS_KEY) is required")}
 	}
 	start := time.Now()
-	last := time.Time{}
+	last, shown := time.Time{}, int64(-1)
 	err = bolt.SealFile(ctx, *db, kek, func(p bolt.SealProgress) {
-		if time.Since(last) >= time.Second || p.Done == p.Total {
-			last = time.Now()
+		// After the chunks, the indexes are renamed: "N of N" once.
+		if (time.Since(last) >= time.Second && p.Done != shown) || (p.Done == p.Total && shown != p.Total) {
+			last, shown = time.Now(), p.Done
 			fmt.Fprintf(stderr, "sealed %d of %d chunks\n", p.Done, p.Total)
 		}
 	})

@@ -73,7 +73,7 @@ func (s *Store) unpin(h hash) {
 	s.gc.mu.Unlock()
 	if last {
 		if err := s.sweep(h); err != nil {
-			s.log.Error("bolt: sweeping unreferenced content", "sha256", hex.EncodeToString(h[:]), "err", err)
+			s.log.Error("bolt: sweeping unreferenced content", "content", hex.EncodeToString(h[:]), "err", err)
 		}
 	}
 }
@@ -115,7 +115,7 @@ func parseHash(s string) (hash, error) {
 // write when it does not exist. write stores the chunks (it may be nil when
 // they are already staged).
 func (w *wtx) ref(sum string, size int64, write func(h hash) error) error {
-	h, err := parseHash(sum)
+	h, err := w.s.sealer.blobKey(sum)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func (w *wtx) ref(sum string, size int64, write func(h hash) error) error {
 // Unref drops a reference to a blob; at 0 it is dropped after the
 // transaction function returns (see gc.dropLocked).
 func (w *wtx) Unref(sum string) error {
-	h, err := parseHash(sum)
+	h, err := w.s.sealer.blobKey(sum)
 	if err != nil {
 		return err
 	}

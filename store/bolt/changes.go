@@ -18,7 +18,7 @@ import (
 // it: it holds the same events.
 
 // bucketChanges holds the change log: revision (8 bytes) → the event as
-// JSON. Its value is read only by this package.
+// JSON, sealed in a keyed store (it names content by its plain SHA-256). Its value is read only by this package.
 var bucketChanges = []byte("changes")
 
 // keyChangesFrom, in the meta bucket, is the revision after which the log
@@ -35,7 +35,8 @@ func (w *wtx) logEvents() error {
 		if err != nil {
 			return fmt.Errorf("change log: %w", err)
 		}
-		if err := b.Put(u64bytes(ev.Revision), v); err != nil {
+		k := u64bytes(ev.Revision)
+		if err := b.Put(k, w.s.sealer.sealValue(adChange, k, v)); err != nil {
 			return err
 		}
 	}
@@ -59,7 +60,7 @@ func (w *wtx) logEvents() error {
 // loadChanges reads the change log for the hub: the revision after which
 // it is whole and its events. A file without a log (an older file opened
 // read-only) has none after rev.
-func loadChanges(tx *bbolt.Tx, rev uint64) (uint64, []store.Event, error) {
+func loadChanges(tx *bbolt.Tx, rev uint64, c sealer) (uint64, []store.Event, error) {
 	b := tx.Bucket(bucketChanges)
 	from := u64(tx.Bucket(bucketMeta).Get(keyChangesFrom))
 	if b == nil || tx.Bucket(bucketMeta).Get(keyChangesFrom) == nil {
@@ -67,6 +68,10 @@ func loadChanges(tx *bbolt.Tx, rev uint64) (uint64, []store.Event, error) {
 	}
 	var evs []store.Event
 	err := b.ForEach(func(k, v []byte) error {
+		v, err := c.openValue(adChange, k, v)
+		if err != nil {
+			return fmt.Errorf("change log at %d: %w", u64(k), err)
+		}
 		var ev store.Event
 		if err := json.Unmarshal(v, &ev); err != nil {
 			return fmt.Errorf("change log at %d: %w", u64(k), err)

@@ -18,7 +18,9 @@ import (
 // 0 for the zero time, else 1 and a varint of Unix seconds and a uvarint
 // of nanoseconds. A placeholder's declared hash follows the hash, as 32 raw
 // bytes, only when flagDeclared is set (records written before it existed
-// never set it, so they read unchanged).
+// never set it, so they read unchanged). In a keyed store both hashes are
+// enciphered (sealer.sealSum): the record keeps the plain SHA-256 agents
+// see without showing it to whoever holds the file.
 const recordFormat = 1
 
 // Record flags.
@@ -33,8 +35,8 @@ const (
 // errCorrupt reports a tree record that cannot be decoded.
 var errCorrupt = errors.New("corrupt entry record")
 
-// encodeRecord encodes r for the tree bucket.
-func encodeRecord(r *record) ([]byte, error) {
+// encodeRecord encodes r for the tree bucket, its hashes sealed by c.
+func encodeRecord(r *record, c sealer) ([]byte, error) {
 	b := make([]byte, 0, 96+len(r.Encoding)+len(r.Source)+len(r.Writer))
 	b = append(b, recordFormat, byte(r.Kind))
 	var flags byte
@@ -67,9 +69,11 @@ func encodeRecord(r *record) ([]byte, error) {
 	b = binary.AppendUvarint(b, r.Ino)
 	b = binary.AppendVarint(b, r.Size)
 	if flags&flagHash != 0 {
+		h = c.sealSum(h)
 		b = append(b, h[:]...)
 	}
 	if flags&flagDeclared != 0 {
+		dh = c.sealSum(dh)
 		b = append(b, dh[:]...)
 	}
 	b = binary.AppendUvarint(b, uint64(r.Mode))
@@ -184,23 +188,19 @@ func (d *decoder) time() time.Time {
 	return time.Unix(sec, int64(nsec)).UTC()
 }
 
-func decodeRecord(v []byte) (*record, error) {
+// decodeRecord decodes a record whose hashes c sealed.
+func decodeRecord(v []byte, c sealer) (*record, error) {
 	r := new(record)
-	if err := decodeInto(r, v); err != nil {
+	if err := decodeInto(r, v, c); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// decodeInto sets r from an encoded record.
-func decodeInto(r *record, v []byte) error {
-	return decodeShared(r, v, nil)
-}
-
-// decodeShared is decodeInto with its strings interned in strs (nil: not
-// interned).
-func decodeShared(r *record, v []byte, strs map[string]string) error {
-	sum, declared, err := decodeListed(r, v, strs)
+// decodeInto sets r from an encoded record whose hashes c sealed.
+func decodeInto(r *record, v []byte, c sealer) error {
+	var buf [2]hash
+	sum, declared, err := decodeListed(r, v, nil, c, &buf)
 	if err != nil {
 		return err
 	}
@@ -213,10 +213,12 @@ func decodeShared(r *record, v []byte, strs map[string]string) error {
 	return nil
 }
 
-// decodeListed is decodeShared that leaves the record's hashes empty and
-// returns them raw instead (nil when absent; valid while v is), for a
-// listing to spell all of them into one string (see listing).
-func decodeListed(r *record, v []byte, strs map[string]string) (sum, declared []byte, err error) {
+// decodeListed is decodeInto that interns the strings in strs (nil: not
+// interned) and leaves the record's hashes empty, returning them raw
+// instead (nil when absent; valid while v and buf are), opened by c into
+// buf when c sealed them, for a listing to spell all of them into one
+// string (see listing).
+func decodeListed(r *record, v []byte, strs map[string]string, c sealer, buf *[2]hash) (sum, declared []byte, err error) {
 	d := decoder{b: v, strs: strs}
 	if d.byte() != recordFormat {
 		return nil, nil, errCorrupt
@@ -249,6 +251,16 @@ func decodeListed(r *record, v []byte, strs map[string]string) (sum, declared []
 	}
 	if d.err != nil {
 		return nil, nil, d.err
+	}
+	if c.keyed() {
+		if sum != nil {
+			buf[0] = c.openSum(hash(sum))
+			sum = buf[0][:]
+		}
+		if declared != nil {
+			buf[1] = c.openSum(hash(declared))
+			declared = buf[1][:]
+		}
 	}
 	return sum, declared, nil
 }

@@ -24,11 +24,11 @@ func sampleRecords() []record {
 
 func TestRecordRoundTrip(t *testing.T) {
 	for _, r := range sampleRecords() {
-		b, err := encodeRecord(&r)
+		b, err := encodeRecord(&r, sealer{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := decodeRecord(b)
+		got, err := decodeRecord(b, sealer{})
 		if err != nil {
 			t.Fatalf("decode(%+v): %v", r, err)
 		}
@@ -36,12 +36,12 @@ func TestRecordRoundTrip(t *testing.T) {
 			t.Errorf("round trip:\n got %+v\nwant %+v", *got, r)
 		}
 		for n := range len(b) {
-			if _, err := decodeRecord(b[:n]); err == nil {
+			if _, err := decodeRecord(b[:n], sealer{}); err == nil {
 				t.Errorf("a record cut to %d of %d bytes decoded", n, len(b))
 			}
 		}
 	}
-	if _, err := encodeRecord(&record{Kind: store.KindFile, SHA256: "not hex"}); err == nil {
+	if _, err := encodeRecord(&record{Kind: store.KindFile, SHA256: "not hex"}, sealer{}); err == nil {
 		t.Error("a record with a bad hash encoded")
 	}
 }
@@ -50,22 +50,22 @@ func TestRecordRoundTrip(t *testing.T) {
 // cleanly or yield a record that encodes back to the same bytes.
 func FuzzDecodeRecord(f *testing.F) {
 	for _, r := range sampleRecords() {
-		b, err := encodeRecord(&r)
+		b, err := encodeRecord(&r, sealer{})
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := decodeRecord(b)
+		r, err := decodeRecord(b, sealer{})
 		if err != nil {
 			return
 		}
-		again, err := encodeRecord(r)
+		again, err := encodeRecord(r, sealer{})
 		if err != nil {
 			t.Fatalf("decoded %+v does not encode: %v", r, err)
 		}
-		if r2, err := decodeRecord(again); err != nil || *r2 != *r {
+		if r2, err := decodeRecord(again, sealer{}); err != nil || *r2 != *r {
 			t.Fatalf("re-encoded record decodes to %+v, %v; want %+v", r2, err, r)
 		}
 	})
@@ -75,7 +75,7 @@ func FuzzDecodeRecord(f *testing.F) {
 // what decodes encodes back to the same version.
 func FuzzDecodeVersion(f *testing.F) {
 	for _, r := range sampleRecords() {
-		b, err := encodeVersion(rules.Version{Path: "/d/f", Rec: &r, Until: r.Revision + 1, Held: true})
+		b, err := encodeVersion(rules.Version{Path: "/d/f", Rec: &r, Until: r.Revision + 1, Held: true}, sealer{})
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -83,15 +83,15 @@ func FuzzDecodeVersion(f *testing.F) {
 	}
 	k := versionKey("/d/f", 7)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		v, err := decodeVersion(k, b)
+		v, err := decodeVersion(k, b, sealer{})
 		if err != nil {
 			return
 		}
-		again, err := encodeVersion(v)
+		again, err := encodeVersion(v, sealer{})
 		if err != nil {
 			t.Fatalf("decoded %+v does not encode: %v", v, err)
 		}
-		if w, err := decodeVersion(k, again); err != nil || w.Until != v.Until || w.Held != v.Held || w.Path != "/d/f" || *w.Rec != *v.Rec {
+		if w, err := decodeVersion(k, again, sealer{}); err != nil || w.Until != v.Until || w.Held != v.Held || w.Path != "/d/f" || *w.Rec != *v.Rec {
 			t.Fatalf("re-encoded version decodes to %+v, %v; want %+v", w, err, v)
 		}
 	})

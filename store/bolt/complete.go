@@ -31,7 +31,7 @@ func (s *Store) complete(ctx context.Context, id string) (store.PutResult, error
 			if ub == nil {
 				return uploadrec.ErrGone
 			}
-			u, err := readUpload(ub)
+			u, err := w.s.sealer.readUpload(ub, id)
 			if err != nil {
 				return err
 			}
@@ -42,7 +42,7 @@ func (s *Store) complete(ctx context.Context, id string) (store.PutResult, error
 		}
 		return store.PutResult{}, fmt.Errorf("%w: declared %s, the chunks make %s; the upload is discarded", store.ErrHashMismatch, u.File.SHA256, sum)
 	}
-	h, err := parseHash(sum)
+	h, err := s.sealer.blobKey(sum)
 	if err != nil {
 		return store.PutResult{}, err
 	}
@@ -66,7 +66,7 @@ func (s *Store) complete(ctx context.Context, id string) (store.PutResult, error
 		if ub == nil {
 			return uploadrec.ErrGone
 		}
-		u, err := readUpload(ub)
+		u, err := w.s.sealer.readUpload(ub, id)
 		if err != nil {
 			return err
 		}
@@ -91,7 +91,7 @@ func (s *Store) complete(ctx context.Context, id string) (store.PutResult, error
 			}
 		}
 		u.Result, u.Last = &res, w.now
-		return writeUpload(ub, u)
+		return w.s.sealer.writeUpload(ub, id, u)
 	})
 	return res, err
 }
@@ -112,7 +112,7 @@ func (s *Store) hashUpload(ctx context.Context, id string) (*upload, string, err
 			}
 			var err error
 			if u == nil {
-				if u, err = readUpload(ub); err != nil {
+				if u, err = s.sealer.readUpload(ub, id); err != nil {
 					return err
 				}
 			}

@@ -39,7 +39,7 @@ func (w *wtx) touchDirs() error {
 			}
 			continue
 		}
-		r, err := getEntry(w.tree, dir)
+		r, err := getEntry(w.tree, dir, w.s.sealer)
 		if err != nil {
 			return err
 		}
@@ -50,7 +50,7 @@ func (w *wtx) touchDirs() error {
 			return err
 		}
 		r.MTime, r.Updated = w.now, w.now
-		v, err := encodeRecord(r)
+		v, err := encodeRecord(r, w.s.sealer)
 		if err != nil {
 			return err
 		}

@@ -13,7 +13,10 @@
 //     directory listing is one prefix scan and Stat is one Get. The root
 //     "/" is not stored: it always exists, with inode store.RootIno.
 //   - blobs: SHA-256 (32 raw bytes) → size, reference count, chunk size,
-//     pinned reference count, last use.
+//     pinned reference count, last use. In a sealed store this hash, here
+//     and in every bucket below that names content, is the keyed address
+//     of the content's SHA-256 (sealer.address), and the records that keep
+//     the plain hash keep it enciphered or sealed (see sealing.go).
 //   - chunks: SHA-256 + big-endian chunk index → up to one chunk of bytes.
 //   - uploads: one nested bucket per chunked upload: its metadata and the
 //     chunks received so far; once complete, only the chunk hashes, kept to

@@ -11,6 +11,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/internal/entryrec"
 	"github.com/depotfs/depotfs/store/internal/evictplan"
 	"github.com/depotfs/depotfs/store/internal/rules"
 	bbolt "go.etcd.io/bbolt"
@@ -114,7 +115,33 @@ func (w *wtx) evict(h hash, ev *store.Evictions) error {
 	if err != nil {
 		return err
 	}
-	return rules.Evict(w, hex.EncodeToString(h[:]), b.Size, b.Refs, users, versions, ev)
+	return rules.Evict(w, w.plainSum(h, users, versions), b.Size, b.Refs, users, versions, ev)
+}
+
+// plainSum is the plain SHA-256, in hex, of the content stored under h,
+// which files and versions use: h itself unless the store is keyed, else
+// the hash in the first record using it. An address that no record uses
+// is returned in hex, which then matches none (rules.Evict reports it).
+func (w *wtx) plainSum(h hash, files []string, versions []rules.Version) string {
+	sl := w.s.sealer
+	if !sl.keyed() {
+		return hex.EncodeToString(h[:])
+	}
+	for _, v := range versions {
+		if k, err := sl.blobKey(entryrec.PresentSum(v.Rec)); err == nil && k == h {
+			return v.Rec.SHA256
+		}
+	}
+	for _, p := range files {
+		r, err := getEntry(w.tree, p, sl)
+		if err != nil || r == nil {
+			continue
+		}
+		if k, err := sl.blobKey(entryrec.PresentSum(r)); err == nil && k == h {
+			return r.SHA256
+		}
+	}
+	return hex.EncodeToString(h[:])
 }
 
 // users returns the files and the retained versions using blob h.
@@ -130,7 +157,7 @@ func (w *wtx) users(h hash) (files []string, versions []rules.Version, err error
 		if v == nil {
 			return nil, nil, fmt.Errorf("corrupt store: refs lists version %s@%d, which does not exist", p, u64(rev))
 		}
-		ver, err := decodeVersion(versionKey(string(p), u64(rev)), v)
+		ver, err := decodeVersion(versionKey(string(p), u64(rev)), v, w.s.sealer)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -150,7 +177,7 @@ func (w *wtx) held(holds *rules.Holds, h hash, size int64) (bool, error) {
 		return false, err
 	}
 	for _, p := range files {
-		r, err := getEntry(w.tree, p)
+		r, err := getEntry(w.tree, p, w.s.sealer)
 		if err != nil {
 			return false, err
 		}

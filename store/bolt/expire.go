@@ -35,7 +35,7 @@ func (s *Store) ListUploads(ctx context.Context) ([]store.UploadInfo, error) {
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		ups := tx.Bucket(bucketUploads)
 		return ups.ForEachBucket(func(k []byte) error {
-			u, err := readUpload(ups.Bucket(k))
+			u, err := s.sealer.readUpload(ups.Bucket(k), string(k))
 			if err != nil {
 				return fmt.Errorf("upload %q: %w", k, err)
 			}
@@ -80,7 +80,7 @@ func (s *Store) DropUploads(ctx context.Context, ids []string, idle time.Duratio
 			if ub == nil {
 				return nil
 			}
-			u, err := readUpload(ub)
+			u, err := w.s.sealer.readUpload(ub, id)
 			if err != nil || !expired(u) {
 				return err
 			}

@@ -43,7 +43,7 @@ func Verify(s *Store) error {
 	return s.db.View(func(tx *bbolt.Tx) error {
 		refs := map[hash]uint64{}
 		err := tx.Bucket(bucketTree).ForEach(func(k, v []byte) error {
-			r, err := decodeRecord(v)
+			r, err := decodeRecord(v, s.sealer)
 			if err != nil {
 				return err
 			}
@@ -53,7 +53,7 @@ func Verify(s *Store) error {
 				}
 				return nil
 			}
-			h, err := parseHash(r.SHA256)
+			h, err := s.sealer.blobKey(r.SHA256)
 			if err != nil {
 				return fmt.Errorf("%s: %w", keyPath(k), err)
 			}
@@ -64,9 +64,9 @@ func Verify(s *Store) error {
 			return err
 		}
 		err = tx.Bucket(bucketVersions).ForEach(func(k, v []byte) error {
-			ver, err := decodeVersion(k, v)
+			ver, err := decodeVersion(k, v, s.sealer)
 			if sum := entryrec.PresentSum(ver.Rec); err == nil && sum != "" {
-				h, _ := parseHash(sum)
+				h, _ := s.sealer.blobKey(sum)
 				refs[h]++
 			}
 			return err
@@ -132,7 +132,7 @@ func Verify(s *Store) error {
 			return fmt.Errorf("%d orphans left with no Content open", n)
 		}
 		var staged stagedTotals
-		if err := staged.load(tx.Bucket(bucketUploads)); err != nil {
+		if err := staged.load(tx.Bucket(bucketUploads), s.sealer); err != nil {
 			return err
 		}
 		if u, b := s.staged.uploads.Load(), s.staged.bytes.Load(); u != staged.uploads.Load() || b != staged.bytes.Load() {
@@ -142,7 +142,7 @@ func Verify(s *Store) error {
 		if err := verifySkip(s, skip, tx); err != nil {
 			return err
 		}
-		return verifyDerived(tx, blobs)
+		return verifyDerived(tx, blobs, s.sealer)
 	})
 }
 
@@ -202,8 +202,8 @@ func HeldSkipKey(s *Store) []byte { return skipOf(s).key }
 
 // verifyDerived checks the counters and the lru, refs and expiry indexes
 // against what the tree and the blobs say they should be.
-func verifyDerived(tx *bbolt.Tx, blobs map[hash]blobRecord) error {
-	d, err := derive(tx)
+func verifyDerived(tx *bbolt.Tx, blobs map[hash]blobRecord, sl sealer) error {
+	d, err := derive(tx, sl)
 	if err != nil {
 		return err
 	}
@@ -367,3 +367,7 @@ func DowngradeTo2(path string) error {
 func SealFileBatch(ctx context.Context, path string, kek seal.Wrapper, batch int, progress func(SealProgress)) error {
 	return sealFile(ctx, path, kek, batch, progress)
 }
+
+// ContentKey is the key the content whose plain SHA-256 is sum is stored
+// under in s's blobs and chunks buckets: sum itself unless s is keyed.
+func ContentKey(s *Store, sum [32]byte) [32]byte { return s.sealer.address(sum) }

@@ -72,7 +72,7 @@ func (w *wtx) used(h hash, seq uint64) error {
 
 // addPins adds d to the pinned references of the blob with hex hash sum.
 func (w *wtx) addPins(sum string, d int) error {
-	h, err := parseHash(sum)
+	h, err := w.s.sealer.blobKey(sum)
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (w *wtx) index(p string, old, r *record) error {
 
 // setRef adds or deletes the refs key saying the file at p uses sum.
 func (w *wtx) setRef(sum, p string, on bool) error {
-	h, err := parseHash(sum)
+	h, err := w.s.sealer.blobKey(sum)
 	if err != nil {
 		return err
 	}

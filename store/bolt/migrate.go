@@ -21,10 +21,10 @@ type derived struct {
 }
 
 // derive computes what the counters and indexes should be in tx.
-func derive(tx *bbolt.Tx) (*derived, error) {
+func derive(tx *bbolt.Tx, c sealer) (*derived, error) {
 	d := &derived{refs: map[string]bool{}, expiry: map[string]bool{}, pins: map[hash]uint64{}, vers: map[hash]uint64{}, last: map[hash]time.Time{}}
 	err := tx.Bucket(bucketTree).ForEach(func(k, v []byte) error {
-		r, err := decodeRecord(v)
+		r, err := decodeRecord(v, c)
 		if err != nil {
 			return err
 		}
@@ -35,6 +35,7 @@ func derive(tx *bbolt.Tx) (*derived, error) {
 			if err != nil {
 				return err
 			}
+			h = c.address(h)
 			d.refs[string(refKey(h, p))] = true
 			if r.Pinned {
 				d.pins[h]++
@@ -51,7 +52,7 @@ func derive(tx *bbolt.Tx) (*derived, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.versions(tx); err != nil {
+	if err := d.versions(tx, c); err != nil {
 		return nil, err
 	}
 	blobs := tx.Bucket(bucketBlobs)
@@ -72,10 +73,10 @@ func derive(tx *bbolt.Tx) (*derived, error) {
 }
 
 // versions derives what the retained versions and the snapshots add.
-func (d *derived) versions(tx *bbolt.Tx) error {
+func (d *derived) versions(tx *bbolt.Tx, c sealer) error {
 	d.c.Snapshots = int64(tx.Bucket(bucketSnapshots).Stats().KeyN)
 	return tx.Bucket(bucketVersions).ForEach(func(k, v []byte) error {
-		ver, err := decodeVersion(k, v)
+		ver, err := decodeVersion(k, v, c)
 		if err != nil {
 			return err
 		}
@@ -85,6 +86,7 @@ func (d *derived) versions(tx *bbolt.Tx) error {
 			if err != nil {
 				return err
 			}
+			h = c.address(h)
 			d.refs[string(versionRef(h, ver.Path, ver.Rec.Revision))] = true
 			d.vers[h]++
 			if ver.Held {
@@ -100,7 +102,7 @@ func (d *derived) versions(tx *bbolt.Tx) error {
 // current format, and orders the lru index by when each blob's files were
 // last updated, the best guess at their last use.
 func migrate(tx *bbolt.Tx) error {
-	d, err := derive(tx)
+	d, err := derive(tx, sealer{})
 	if err != nil {
 		return err
 	}

@@ -22,13 +22,13 @@ type charged struct {
 
 // load counts what q's prefixes are charged: one pass over the tree, the
 // versions and the uploads in progress (nothing without quotas).
-func (c *charged) load(tx *bbolt.Tx, q *quota.Set) error {
+func (c *charged) load(tx *bbolt.Tx, q *quota.Set, sl sealer) error {
 	sum := q.Zero()
 	if q == nil {
 		return nil
 	}
 	err := tx.Bucket(bucketTree).ForEach(func(k, v []byte) error {
-		r, err := decodeRecord(v)
+		r, err := decodeRecord(v, sl)
 		if err != nil {
 			return fmt.Errorf("tree %q: %w", keyPath(k), err)
 		}
@@ -39,7 +39,7 @@ func (c *charged) load(tx *bbolt.Tx, q *quota.Set) error {
 		return err
 	}
 	err = tx.Bucket(bucketVersions).ForEach(func(k, v []byte) error {
-		ver, err := decodeVersion(k, v)
+		ver, err := decodeVersion(k, v, sl)
 		if err != nil {
 			return err
 		}
@@ -51,7 +51,7 @@ func (c *charged) load(tx *bbolt.Tx, q *quota.Set) error {
 	}
 	ups := tx.Bucket(bucketUploads)
 	err = ups.ForEachBucket(func(k []byte) error {
-		u, err := readUpload(ups.Bucket(k))
+		u, err := sl.readUpload(ups.Bucket(k), string(k))
 		if err != nil {
 			return fmt.Errorf("upload %q: %w", k, err)
 		}

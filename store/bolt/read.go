@@ -19,7 +19,7 @@ func (s *Store) Stat(ctx context.Context, path string) (store.Entry, error) {
 
 // entryAt is the entry at p as of revision rev (see recordAt), the root's
 // own for the root.
-func entryAt(tx *bbolt.Tx, p string, rev uint64) (store.Entry, error) {
+func entryAt(tx *bbolt.Tx, p string, rev uint64, c sealer) (store.Entry, error) {
 	if p == depotpath.Root {
 		e, err := statRoot(tx.Bucket(bucketMeta))
 		if err == nil {
@@ -27,7 +27,7 @@ func entryAt(tx *bbolt.Tx, p string, rev uint64) (store.Entry, error) {
 		}
 		return e, err
 	}
-	r, until, err := recordAt(tx, p, rev)
+	r, until, err := recordAt(tx, p, rev, c)
 	if err != nil {
 		return store.Entry{}, err
 	}
@@ -90,7 +90,7 @@ func (s *Store) OpenAt(ctx context.Context, path string, rev uint64) (store.Cont
 	s.gc.mu.Lock()
 	defer s.gc.mu.Unlock()
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		r, _, err := recordAt(tx, path, rev)
+		r, _, err := recordAt(tx, path, rev, s.sealer)
 		if err != nil {
 			return err
 		}
@@ -103,7 +103,7 @@ func (s *Store) OpenAt(ctx context.Context, path string, rev uint64) (store.Cont
 			missed = true
 			return store.ErrNotPresent
 		}
-		h, err := parseHash(r.SHA256)
+		h, err := s.sealer.blobKey(r.SHA256)
 		if err != nil {
 			return err
 		}

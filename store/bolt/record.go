@@ -119,12 +119,12 @@ func u64bytes(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 type record = entryrec.Record
 
 // getEntry reads the entry at p from the tree bucket; nil when absent.
-func getEntry(tree *bbolt.Bucket, p string) (*record, error) {
+func getEntry(tree *bbolt.Bucket, p string, c sealer) (*record, error) {
 	v := tree.Get(treeKey(p))
 	if v == nil {
 		return nil, nil
 	}
-	return decodeRecord(v)
+	return decodeRecord(v, c)
 }
 
 // hasChildren reports whether dir has at least one entry.

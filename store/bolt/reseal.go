@@ -84,8 +84,13 @@ func Reencrypt(ctx context.Context, path string, cur, next seal.Wrapper) (seal.R
 		if err != nil {
 			return err
 		}
-		_, r, err = seal.NewRecord(ctx, next)
+		// The new data key keeps a keyed store's address key, so that
+		// content keeps its addresses and records their sealed hashes.
+		pk, err := seal.Open(ctx, next, prev)
 		if err != nil {
+			return err
+		}
+		if _, r, err = seal.Renew(ctx, next, pk); err != nil {
 			return err
 		}
 		return errors.Join(meta.Put(keySeal, r.Marshal()), meta.Put(keySealPrev, prev.Marshal()),

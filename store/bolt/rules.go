@@ -35,12 +35,12 @@ func (c committer) Update(ctx context.Context, fn func(rules.Txn) error) error {
 func (c committer) Check(ctx context.Context) error { return c.s.check(ctx) }
 
 // Get reads the entry at p from the tree bucket; nil when absent.
-func (w *wtx) Get(p string) (*record, error) { return getEntry(w.tree, p) }
+func (w *wtx) Get(p string) (*record, error) { return getEntry(w.tree, p, w.s.sealer) }
 
 // Put writes r at p as a change of the given kind, at the next revision;
 // a new entry (Ino 0) gets the next inode number.
 func (w *wtx) Put(kind store.EventKind, p string, r record) (*record, error) {
-	old, err := getEntry(w.tree, p)
+	old, err := getEntry(w.tree, p, w.s.sealer)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (w *wtx) Put(kind store.EventKind, p string, r record) (*record, error) {
 	}
 	w.rev++
 	r.Revision = w.rev
-	v, err := encodeRecord(&r)
+	v, err := encodeRecord(&r, w.s.sealer)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func (w *wtx) Descendants(dir string) ([]rules.Entry, error) {
 	// Children have keys "dir\x00name"; deeper entries "dir/sub...\x00name".
 	for _, prefix := range [][]byte{dirPrefix(dir), []byte(dir + "/")} {
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			r, err := decodeRecord(v)
+			r, err := decodeRecord(v, w.s.sealer)
 			if err != nil {
 				return nil, err
 			}
@@ -116,7 +116,7 @@ func (w *wtx) Ref(sum string, size int64) error {
 
 // Use records a use of content sum now: a write is a use.
 func (w *wtx) Use(sum string) error {
-	h, err := parseHash(sum)
+	h, err := w.s.sealer.blobKey(sum)
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func (w *wtx) MakeRoom(keep string) (store.Evictions, error) {
 	var h hash
 	if keep != "" {
 		var err error
-		if h, err = parseHash(keep); err != nil {
+		if h, err = w.s.sealer.blobKey(keep); err != nil {
 			return store.Evictions{}, err
 		}
 	}

@@ -102,12 +102,18 @@ func sealDB(ctx context.Context, db *bbolt.DB, kek seal.Wrapper, batch int, prog
 			key, err = seal.Open(ctx, kek, r)
 			return err
 		}
-		k, r, err := seal.NewRecord(ctx, kek)
+		k, r, err := seal.NewKeyedRecord(ctx, kek)
 		if err != nil {
 			return err
 		}
-		key, pos = k, []byte{phaseBlobs}
+		key, pos = k, []byte{stepChunksOut}
 		if err := meta.Put(keySeal, r.Marshal()); err != nil {
+			return err
+		}
+		// The eviction walk's skip names an lru key, a plain hash, which
+		// the renaming would leave behind: it is only a shortcut, and
+		// the next walk finds it again.
+		if err := meta.Delete(keyHeldSkip); err != nil {
 			return err
 		}
 		return meta.Put(keySealing, pos)
@@ -115,8 +121,13 @@ func sealDB(ctx context.Context, db *bbolt.DB, kek seal.Wrapper, batch int, prog
 	if err != nil {
 		return err
 	}
+	if key.Keyed() {
+		return addressDB(ctx, db, key, pos, batch, progress)
+	}
 	// The totals, and what a stopped SealFile did already: the blob
 	// chunks up to its key, or all of them and the uploads up to its id.
+	// (A SealFile begun by a build before keyed addresses goes on as it
+	// began: under plain addresses.)
 	err = db.View(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketChunks).Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {

@@ -24,6 +24,10 @@ var keySeal = []byte("seal")
 const (
 	adBlob   = "depotfs blob chunk\x00"
 	adUpload = "depotfs upload chunk\x00"
+	// In a keyed store, an upload's metadata is bound to the upload's id,
+	// a logged change to its revision.
+	adUploadMeta = "depotfs upload record\x00"
+	adChange     = "depotfs change\x00"
 )
 
 // openedChunks is how many opened blob chunks a sealed store keeps in
@@ -76,9 +80,9 @@ func (s *Store) loadSeal(tx *bbolt.Tx, kek seal.Wrapper) error {
 		return nil
 	case rec == nil:
 		if !tx.Writable() || !empty(tx, bucketBlobs, bucketChunks, bucketUploads) {
-			return fmt.Errorf("%w: its content was written without a key and is in the clear; open it without --key-file and DEPOTFS_KEY (sealing an existing depot is not built yet)", seal.ErrNotSealed)
+			return fmt.Errorf("%w: its content was written without a key and is in the clear; open it without --key-file and DEPOTFS_KEY or seal it first, offline, with 'depotfs seal'", seal.ErrNotSealed)
 		}
-		k, r, err := seal.NewRecord(context.Background(), kek)
+		k, r, err := seal.NewKeyedRecord(context.Background(), kek)
 		if err != nil {
 			return err
 		}
@@ -185,6 +189,74 @@ func (s *Store) TamperedChunks() uint64 {
 		return 0
 	}
 	return s.sealer.st.tampered.Count()
+}
+
+// keyed reports whether the store names content by its keyed address
+// (seal.Key.Keyed): then the plain SHA-256 of content appears nowhere in
+// the file in the clear. A clear store and a store sealed before keyed
+// addresses existed name it by the plain hash.
+func (c sealer) keyed() bool { return c.key != nil && c.key.Keyed() }
+
+// address is what the store names the content whose plain SHA-256 is h
+// by, in the blobs, chunks, refs, orphans and lru buckets: its keyed
+// address in a keyed store, else h. Agents only ever see and send h; it
+// is mapped here, at the store's edge.
+func (c sealer) address(h hash) hash {
+	if !c.keyed() {
+		return h
+	}
+	return c.key.Address(h)
+}
+
+// blobKey is the address of the content whose plain SHA-256 is sum, in
+// hex.
+func (c sealer) blobKey(sum string) (hash, error) {
+	h, err := parseHash(sum)
+	return c.address(h), err
+}
+
+// sealSum returns what a record keeps of a plain SHA-256: enciphered in a
+// keyed store (seal.Key.SealSum), else h itself.
+func (c sealer) sealSum(h hash) hash {
+	if !c.keyed() {
+		return h
+	}
+	return c.key.SealSum(h)
+}
+
+// openSum is the inverse of sealSum.
+func (c sealer) openSum(h hash) hash {
+	if !c.keyed() {
+		return h
+	}
+	return c.key.OpenSum(h)
+}
+
+// sealValue returns what to store of a record v (an upload's metadata,
+// a logged change) under key k: in a keyed store sealed under the record
+// key (seal.Key.SealRecord), which a reencryption keeps, since it names
+// content by its plain SHA-256; else v itself.
+func (c sealer) sealValue(prefix string, k, v []byte) []byte {
+	if !c.keyed() {
+		return v
+	}
+	return c.key.SealRecord(make([]byte, 0, len(v)+seal.Overhead), v, ad(prefix, k))
+}
+
+// openValue is the inverse of sealValue; a record that fails to open is
+// counted and logged as a tampered chunk is.
+func (c sealer) openValue(prefix string, k, v []byte) ([]byte, error) {
+	if !c.keyed() {
+		return v, nil
+	}
+	p, err := c.key.OpenRecord(make([]byte, 0, max(0, len(v)-seal.Overhead)), v, ad(prefix, k))
+	if err != nil {
+		if c.st != nil {
+			c.st.tampered.Failed(fmt.Sprintf("%s %x", strings.TrimSuffix(prefix, "\x00"), k), err)
+		}
+		return nil, fmt.Errorf("corrupt store: record %x: %w", k, err)
+	}
+	return p, nil
 }
 
 // ad is the associated data of the chunk under key k.

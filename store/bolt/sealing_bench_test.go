@@ -16,7 +16,8 @@ import (
 
 // BenchmarkSealing runs the store's hot paths on a store without a key and
 // on a sealed one, side by side: Put of 1 MiB, a 64 MiB stream (a raw
-// upload), and sequential 128 KiB reads (the kernel's) of a 64 MiB file.
+// upload), sequential 128 KiB reads (the kernel's) of a 64 MiB file, and
+// the listing of 1,000 files (a sealed store opens each record's hash).
 // Compare each clear/sealed pair with benchstat or by eye.
 func BenchmarkSealing(b *testing.B) {
 	ctx := context.Background()
@@ -57,6 +58,21 @@ func BenchmarkSealing(b *testing.B) {
 					b.Fatal(err)
 				}
 				i++
+			}
+		})
+		b.Run("readdir1000/"+name, func(b *testing.B) {
+			s := open(b)
+			var reqs []store.PutRequest
+			for i := range 1000 {
+				reqs = append(reqs, store.PutRequest{Path: fmt.Sprintf("/d/f%08d.txt", i), Data: []byte(fmt.Sprint(i))})
+			}
+			if _, err := s.PutBatch(ctx, reqs); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if es, err := s.ReadDir(ctx, "/d"); err != nil || len(es) != len(reqs) {
+					b.Fatal(len(es), err)
+				}
 			}
 		})
 		b.Run("read128KiB/"+name, func(b *testing.B) {

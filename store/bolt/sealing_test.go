@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -218,8 +219,8 @@ func TestSealedTampered(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	ha, hb := bolt.ContentKey(s, sha256.Sum256(a)), bolt.ContentKey(s, sha256.Sum256(b))
 	s.Close()
-	ha, hb := sha256.Sum256(a), sha256.Sum256(b)
 	key := func(h [32]byte, i byte) []byte { return append(h[:], 0, 0, 0, 0, 0, 0, 0, i) }
 	db, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
@@ -359,6 +360,33 @@ func TestSealFileResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := fillSealTest(t, s)
+	// A version, a snapshot and a placeholder, so that every bucket that
+	// names content has something to rename.
+	if _, err := s.Put(ctx, store.PutRequest{Path: "/put.txt", Data: []byte("second version")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateSnapshot(ctx, store.SnapshotRequest{Name: "s1", Prefix: "/"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Declare(ctx, store.DeclareRequest{Entries: []store.Declaration{{Path: "/later", Kind: store.KindFile, Size: 3, SHA256: strings.Repeat("ab", 32)}}}); err != nil {
+		t.Fatal(err)
+	}
+	files["/put.txt"] = []byte("second version")
+	entries := func(s *bolt.Store) string {
+		t.Helper()
+		var b strings.Builder
+		for _, p := range []string{"/put.txt", "/batch.txt", "/stream.txt", "/chunked.txt", "/later"} {
+			h, err := s.History(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range h {
+				fmt.Fprintf(&b, "%s %d %s %s %v %d\n", e.Path, e.Size, e.SHA256, e.DeclaredSHA256, e.Present, e.Revision)
+			}
+		}
+		return b.String()
+	}
+	want := entries(s)
 	s.Close()
 	kek := testKEK(t)
 
@@ -382,9 +410,18 @@ func TestSealFileResumed(t *testing.T) {
 	if err := bolt.SealFile(ctx, path, testKEK(t), nil); !errors.Is(err, seal.ErrWrongKey) {
 		t.Fatalf("SealFile resumed with another key = %v; want ErrWrongKey", err)
 	}
+	// Stopped after every transaction, and resumed, until it finishes.
 	var last bolt.SealProgress
-	if err := bolt.SealFileBatch(ctx, path, kek, 512, func(p bolt.SealProgress) { last = p }); err != nil {
-		t.Fatal(err)
+	for runs := 0; ; runs++ {
+		stopped, cancel := context.WithCancel(ctx)
+		err := bolt.SealFileBatch(stopped, path, kek, 512, func(p bolt.SealProgress) { last = p; cancel() })
+		cancel()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, context.Canceled) || runs > 1000 {
+			t.Fatalf("SealFile run %d: %v", runs, err)
+		}
 	}
 	if last.Done != last.Total || last.Total == 0 {
 		t.Fatalf("last progress %+v; want every chunk done", last)
@@ -402,8 +439,18 @@ func TestSealFileResumed(t *testing.T) {
 	if n := bytes.Count(raw, []byte(marker)); n != 0 {
 		t.Fatalf("the sealed, compacted file holds the plaintext %d times", n)
 	}
+	contents := [][]byte{bytes.Repeat([]byte(marker+strings.Repeat("x", 5)), 40)}
+	for _, c := range files {
+		contents = append(contents, c)
+	}
+	if h, r := sumsIn(t, path, contents...); h+r != 0 {
+		t.Fatalf("the sealed, compacted file holds plain hashes: %d in hex, %d raw", h, r)
+	}
 
 	s = openAt(t, path, &bolt.Options{ChunkSize: 64, Key: kek})
+	if got := entries(s); got != want {
+		t.Fatalf("entries after sealing:\n%s\nbefore:\n%s", got, want)
+	}
 	for p, want := range files {
 		ct, err := s.Open(ctx, p)
 		if err != nil {

@@ -16,10 +16,10 @@ type staging struct{ uploads, bytes int64 }
 type stagedTotals struct{ uploads, bytes atomic.Int64 }
 
 // load counts the uploads in progress in the uploads bucket.
-func (t *stagedTotals) load(ups *bbolt.Bucket) error {
+func (t *stagedTotals) load(ups *bbolt.Bucket, c sealer) error {
 	var n staging
 	err := ups.ForEachBucket(func(k []byte) error {
-		u, err := readUpload(ups.Bucket(k))
+		u, err := c.readUpload(ups.Bucket(k), string(k))
 		if err != nil {
 			return fmt.Errorf("upload %q: %w", k, err)
 		}

@@ -180,7 +180,7 @@ type streamed struct {
 func (s *Store) streamIn(ctx context.Context, r io.Reader, size int64, declared string) (*streamed, error) {
 	var key hash
 	if declared != "" {
-		h, err := parseHash(declared)
+		h, err := s.sealer.blobKey(declared)
 		if err != nil {
 			return nil, err
 		}
@@ -361,7 +361,7 @@ func (s *Store) stageChunks(ctx context.Context, key hash, first int64, chunks [
 // the store has that content; it returns the blob's hash, pinned and with
 // a record.
 func (s *Store) copyStaged(ctx context.Context, key hash, sum string, size, count int64) (hash, error) {
-	h, err := parseHash(sum)
+	h, err := s.sealer.blobKey(sum)
 	if err != nil {
 		return h, err
 	}

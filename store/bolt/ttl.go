@@ -41,7 +41,7 @@ func (s *Store) ExpireEntries(ctx context.Context) (int, error) {
 				due = append(due, string(k[expiryKeyTimeLen:]))
 			}
 			for _, p := range due {
-				r, err := getEntry(w.tree, p)
+				r, err := getEntry(w.tree, p, w.s.sealer)
 				if err != nil {
 					return err
 				}

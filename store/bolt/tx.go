@@ -50,7 +50,7 @@ func (s *Store) init() (uint64, error) {
 			}
 		}
 		var err error
-		if s.logFrom, s.logged, err = loadChanges(tx, rev); err != nil {
+		if s.logFrom, s.logged, err = loadChanges(tx, rev, s.sealer); err != nil {
 			return err
 		}
 		var hs []hash
@@ -72,10 +72,10 @@ func (s *Store) init() (uint64, error) {
 			return err
 		}
 		s.skip = loadSkip(meta, rev)
-		if err := s.charged.load(tx, s.quota); err != nil {
+		if err := s.charged.load(tx, s.quota, s.sealer); err != nil {
 			return err
 		}
-		return s.staged.load(tx.Bucket(bucketUploads))
+		return s.staged.load(tx.Bucket(bucketUploads), s.sealer)
 	})
 	s.uses.init(c)
 	return rev, err

@@ -111,11 +111,11 @@ func (s *Store) initReadOnly() (uint64, error) {
 			}
 		}
 		var err error
-		if s.logFrom, s.logged, err = loadChanges(tx, rev); err != nil {
+		if s.logFrom, s.logged, err = loadChanges(tx, rev, s.sealer); err != nil {
 			return err
 		}
 		if b := tx.Bucket(bucketUploads); b != nil {
-			return s.staged.load(b)
+			return s.staged.load(b, s.sealer)
 		}
 		return nil
 	})

@@ -16,7 +16,8 @@ import (
 
 // Keys in an upload's bucket: its metadata, and per received chunk its
 // bytes (until the upload completes) and its SHA-256 (until the upload is
-// forgotten, so a retried chunk can be checked after completion).
+// forgotten, so a retried chunk can be checked after completion), as the
+// address a blob with that hash would have (sealer.address).
 var keyUploadMeta = []byte("m")
 
 func chunkDataKey(i int) []byte { return binary.BigEndian.AppendUint64([]byte("c"), uint64(i)) }
@@ -27,20 +28,27 @@ func chunkHashKey(i int) []byte { return binary.BigEndian.AppendUint64([]byte("h
 // answer retries, until the upload expires.
 type upload = uploadrec.Upload
 
-func readUpload(b *bbolt.Bucket) (*upload, error) {
+// readUpload reads the metadata of upload id from its bucket b, sealed in
+// a keyed store (it names the content's plain SHA-256).
+func (c sealer) readUpload(b *bbolt.Bucket, id string) (*upload, error) {
+	v, err := c.openValue(adUploadMeta, []byte(id), b.Get(keyUploadMeta))
+	if err != nil {
+		return nil, fmt.Errorf("upload %s: %w", id, err)
+	}
 	var u upload
-	if err := json.Unmarshal(b.Get(keyUploadMeta), &u); err != nil {
+	if err := json.Unmarshal(v, &u); err != nil {
 		return nil, fmt.Errorf("corrupt upload: %w", err)
 	}
 	return &u, nil
 }
 
-func writeUpload(b *bbolt.Bucket, u *upload) error {
+// writeUpload writes u as the metadata of upload id in its bucket b.
+func (c sealer) writeUpload(b *bbolt.Bucket, id string, u *upload) error {
 	v, err := json.Marshal(u)
 	if err != nil {
 		return err
 	}
-	return b.Put(keyUploadMeta, v)
+	return b.Put(keyUploadMeta, c.sealValue(adUploadMeta, []byte(id), v))
 }
 
 // PutChunk stores one chunk of a chunked upload durably; the upload
@@ -114,7 +122,7 @@ func (w *wtx) putChunk(c store.Chunk, sum hash) (store.UploadProgress, bool, err
 	var u *upload
 	if ub != nil {
 		var err error
-		if u, err = readUpload(ub); err != nil {
+		if u, err = w.s.sealer.readUpload(ub, c.UploadID); err != nil {
 			return store.UploadProgress{}, false, err
 		}
 	}
@@ -131,8 +139,11 @@ func (w *wtx) putChunk(c store.Chunk, sum hash) (store.UploadProgress, bool, err
 		w.staged.uploads++
 	}
 
+	// A keyed store keeps the chunk's keyed address: the only chunk of a
+	// small upload has the file's hash.
+	kept := w.s.sealer.address(sum)
 	if old := ub.Get(chunkHashKey(c.Index)); old != nil {
-		if !bytes.Equal(old, sum[:]) {
+		if !bytes.Equal(old, kept[:]) {
 			return store.UploadProgress{}, false, fmt.Errorf("%w: chunk %d was received with different bytes", store.ErrUpload, c.Index)
 		}
 		// A retry: nothing to store.
@@ -144,7 +155,7 @@ func (w *wtx) putChunk(c store.Chunk, sum hash) (store.UploadProgress, bool, err
 	if err := w.s.sealer.putUploadChunk(ub, c.UploadID, c.Index, c.Data); err != nil {
 		return store.UploadProgress{}, false, err
 	}
-	if err := ub.Put(chunkHashKey(c.Index), sum[:]); err != nil {
+	if err := ub.Put(chunkHashKey(c.Index), kept[:]); err != nil {
 		return store.UploadProgress{}, false, err
 	}
 	u.Add(int64(len(c.Data)), w.now)
@@ -160,7 +171,7 @@ func (w *wtx) putChunk(c store.Chunk, sum hash) (store.UploadProgress, bool, err
 			return store.UploadProgress{}, false, fmt.Errorf("chunk %d of upload %s: %w", c.Index, c.UploadID, err)
 		}
 	}
-	if err := writeUpload(ub, u); err != nil {
+	if err := w.s.sealer.writeUpload(ub, c.UploadID, u); err != nil {
 		return store.UploadProgress{}, false, err
 	}
 	return u.Progress(c.UploadID), u.Ready(), nil

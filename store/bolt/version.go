@@ -21,22 +21,22 @@ const (
 	flagHeld    = 1
 )
 
-func encodeVersion(v rules.Version) ([]byte, error) {
+func encodeVersion(v rules.Version, c sealer) ([]byte, error) {
 	b := binary.BigEndian.AppendUint64(make([]byte, 0, 96), v.Until)
 	var flags byte
 	if v.Held {
 		flags |= flagHeld
 	}
-	rec, err := encodeRecord(v.Rec)
+	rec, err := encodeRecord(v.Rec, c)
 	return append(append(b, flags), rec...), err
 }
 
 // decodeVersion decodes the version at key k.
-func decodeVersion(k, v []byte) (rules.Version, error) {
+func decodeVersion(k, v []byte, c sealer) (rules.Version, error) {
 	if len(v) < versionHead || len(k) < 9 {
 		return rules.Version{}, errCorrupt
 	}
-	r, err := decodeRecord(v[versionHead:])
+	r, err := decodeRecord(v[versionHead:], c)
 	return rules.Version{Path: keyPath(k[:len(k)-9]), Rec: r, Until: u64(v[:8]), Held: v[8]&flagHeld != 0}, err
 }
 
@@ -50,12 +50,12 @@ func versionUntil(v []byte) uint64 {
 }
 
 // versionsOf returns p's versions in vb, newest first.
-func versionsOf(vb *bbolt.Bucket, p string) ([]rules.Version, error) {
+func versionsOf(vb *bbolt.Bucket, p string, sl sealer) ([]rules.Version, error) {
 	prefix := append(treeKey(p), 0)
 	var out []rules.Version
 	c := vb.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8; k, v = c.Next() {
-		ver, err := decodeVersion(k, v)
+		ver, err := decodeVersion(k, v, sl)
 		if err != nil {
 			return nil, err
 		}
@@ -68,7 +68,9 @@ func versionsOf(vb *bbolt.Bucket, p string) ([]rules.Version, error) {
 }
 
 // Versions returns p's retained versions, newest first.
-func (w *wtx) Versions(p string) ([]rules.Version, error) { return versionsOf(w.versions, p) }
+func (w *wtx) Versions(p string) ([]rules.Version, error) {
+	return versionsOf(w.versions, p, w.s.sealer)
+}
 
 // HeldWithin returns the held versions of dir and the paths below it.
 func (w *wtx) HeldWithin(dir string) ([]rules.Version, error) {
@@ -77,7 +79,7 @@ func (w *wtx) HeldWithin(dir string) ([]rules.Version, error) {
 		if len(v) < versionHead || v[8]&flagHeld == 0 {
 			return nil
 		}
-		ver, err := decodeVersion(k, v)
+		ver, err := decodeVersion(k, v, w.s.sealer)
 		out = append(out, ver)
 		return err
 	})
@@ -108,7 +110,7 @@ func (w *wtx) SetVersion(v rules.Version) error {
 	k := versionKey(v.Path, v.Rec.Revision)
 	var old *rules.Version
 	if ov := w.versions.Get(k); ov != nil {
-		o, err := decodeVersion(k, ov)
+		o, err := decodeVersion(k, ov, w.s.sealer)
 		if err != nil {
 			return err
 		}
@@ -121,7 +123,7 @@ func (w *wtx) SetVersion(v rules.Version) error {
 	if err := w.indexVersion(old, &v); err != nil {
 		return err
 	}
-	b, err := encodeVersion(v)
+	b, err := encodeVersion(v, w.s.sealer)
 	if err != nil {
 		return err
 	}
@@ -151,7 +153,7 @@ func (w *wtx) indexVersion(old, v *rules.Version) error {
 		if sum == "" {
 			continue
 		}
-		h, err := parseHash(sum)
+		h, err := w.s.sealer.blobKey(sum)
 		if err != nil {
 			return err
 		}

@@ -17,9 +17,9 @@ import (
 // is none: a walk at a revision reads one record per path, as a live
 // walk does. until is the revision that replaced the record
 // (math.MaxUint64 for the live one).
-func recordAt(tx *bbolt.Tx, p string, rev uint64) (r *record, until uint64, err error) {
+func recordAt(tx *bbolt.Tx, p string, rev uint64, sl sealer) (r *record, until uint64, err error) {
 	if rev == math.MaxUint64 {
-		r, err := getEntry(tx.Bucket(bucketTree), p) // the live tree: no version is visible
+		r, err := getEntry(tx.Bucket(bucketTree), p, sl) // the live tree: no version is visible
 		return r, math.MaxUint64, err
 	}
 	key := versionKey(p, rev+1)
@@ -33,10 +33,10 @@ func recordAt(tx *bbolt.Tx, p string, rev uint64) (r *record, until uint64, err 
 		k, v = c.Prev()
 	}
 	if k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8 && versionUntil(v) > rev {
-		ver, err := decodeVersion(k, v)
+		ver, err := decodeVersion(k, v, sl)
 		return ver.Rec, ver.Until, err
 	}
-	r, err = getEntry(tx.Bucket(bucketTree), p)
+	r, err = getEntry(tx.Bucket(bucketTree), p, sl)
 	if err != nil || r == nil || r.Revision > rev {
 		return nil, 0, err
 	}
@@ -49,7 +49,7 @@ func (s *Store) StatAt(ctx context.Context, path string, rev uint64) (store.Entr
 	var e store.Entry
 	err := s.view(ctx, "stat", path, func(tx *bbolt.Tx) error {
 		var err error
-		e, err = entryAt(tx, path, rev)
+		e, err = entryAt(tx, path, rev, s.sealer)
 		return err
 	})
 	return e, err
@@ -61,7 +61,7 @@ func (s *Store) StatAt(ctx context.Context, path string, rev uint64) (store.Entr
 func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.Entry, error) {
 	var out []store.Entry
 	err := s.view(ctx, "readdir", dir, func(tx *bbolt.Tx) error {
-		e, err := entryAt(tx, dir, rev)
+		e, err := entryAt(tx, dir, rev, s.sealer)
 		if err != nil {
 			return err
 		}
@@ -84,7 +84,7 @@ func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.
 				if len(v) < versionHead {
 					return errCorrupt
 				}
-				if err := decodeInto(&r, v[versionHead:]); err != nil {
+				if err := decodeInto(&r, v[versionHead:], s.sealer); err != nil {
 					return err
 				}
 				e := r.Entry(keyPath(k[:len(k)-9]))
@@ -108,6 +108,7 @@ func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.
 		}
 		out = make([]store.Entry, 0, n)
 		strs := map[string]string{}
+		var sums [2]hash // the hashes of one record, opened
 		l := newListing(live, size)
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			name := k[len(prefix):]
@@ -125,7 +126,7 @@ func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.
 				}
 			}
 			var r record
-			sum, declared, err := decodeListed(&r, v, strs)
+			sum, declared, err := decodeListed(&r, v, strs, s.sealer, &sums)
 			if err != nil {
 				return err
 			}
@@ -158,14 +159,14 @@ func (s *Store) ReadDirAt(ctx context.Context, dir string, rev uint64) ([]store.
 func (s *Store) History(ctx context.Context, path string) ([]store.Entry, error) {
 	var out []store.Entry
 	err := s.view(ctx, "history", path, func(tx *bbolt.Tx) error {
-		r, err := getEntry(tx.Bucket(bucketTree), path)
+		r, err := getEntry(tx.Bucket(bucketTree), path, s.sealer)
 		if err != nil {
 			return err
 		}
 		if r != nil {
 			out = append(out, r.Entry(path))
 		}
-		vs, err := versionsOf(tx.Bucket(bucketVersions), path)
+		vs, err := versionsOf(tx.Bucket(bucketVersions), path, s.sealer)
 		for _, v := range vs {
 			out = append(out, v.Entry())
 		}

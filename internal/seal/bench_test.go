@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"testing"
 
+	"github.com/depotfs/depotfs/internal/seal"
 	"golang.org/x/crypto/chacha20poly1305"
 )
 
@@ -71,4 +72,25 @@ func benchAEAD(b *testing.B, a cipher.AEAD) {
 	for b.Loop() {
 		a.Seal(out[:0], nonce, chunk, nil)
 	}
+}
+
+// BenchmarkKeyedAddress is what a keyed store adds per hash it maps: the
+// address of a plain SHA-256 (each Open, write or lookup by hash) and the
+// opening of an enciphered hash (each entry record read, listings too).
+func BenchmarkKeyedAddress(b *testing.B) {
+	k, _, err := seal.NewKeyedRecord(b.Context(), newKEK(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("content"))
+	b.Run("address", func(b *testing.B) {
+		for b.Loop() {
+			sum = k.Address(sum)
+		}
+	})
+	b.Run("opensum", func(b *testing.B) {
+		for b.Loop() {
+			sum = k.OpenSum(sum)
+		}
+	})
 }

@@ -5,11 +5,16 @@
 //
 //   - a walk, first pass (the database dropped from the page cache before
 //     each door's pass): find through a fresh mount and on tmpfs; libnfs's
-//     nfs-ls -R (one process); rclone lsf -R over WebDAV. Then the same
-//     walk repeated, and go-nfs-client's READDIRPLUS of every directory;
+//     nfs-ls -R (one process); rclone lsf -R over WebDAV; a PROPFIND of
+//     each directory from this process (eight at a time, as rclone's
+//     checkers), which rclone's pacing (its
+//     webdav backend starts at most one request per 10 ms) does not
+//     bound. Then the same walks repeated, and go-nfs-client's
+//     READDIRPLUS of every directory;
 //   - a cat of every small file, first pass: find -exec cat through the
 //     mount; go-nfs-client LOOKUP and READ of each file, one after another,
-//     in this process; rclone cat (one GET after another);
+//     in this process; rclone cat (one GET after another); then a GET of
+//     each from this process;
 //   - a sequential read of the large file, cold (the database dropped from
 //     the page cache before each): dd through the mount (whose first read
 //     of a large file fills its passthrough blob cache), nfs-cat through
@@ -24,18 +29,23 @@ package main
 
 import (
 	"context"
+	"encoding/xml"
 	"flag"
 	"fmt"
 	"io"
 	"log"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -136,6 +146,9 @@ func bench(bin, root string, n, bigMiB int) {
 	dropCache(db)
 	rWalk := timed(davWalk)
 	row("walk, first pass (find; nfs-ls -R; rclone lsf -R)", tFind, mFind, nWalk, rWalk)
+	dropCache(db)
+	pWalk := benchd.Timed(func() { propfindWalk(dav, n) })
+	fmt.Printf("| walk, first pass, WebDAV without rclone's pacing: a PROPFIND (Depth 1) of / and of each directory, eight at a time, in this process | | | | %s | | **%.2f×** |\n", secs(pWalk), ratio(pWalk, mFind))
 	row("walk, repeated (best of 3)", tFind, best(func() { run(findMnt) }), best(func() { run(nfsWalk) }), best(func() { run(davWalk) }))
 	c := dial(port)
 	gWalk := best(func() {
@@ -145,7 +158,9 @@ func bench(bin, root string, n, bigMiB int) {
 			}
 		}
 	})
-	fmt.Printf("| walk, go-nfs-client READDIRPLUS of each directory (best of 3) | | | %s | | **%.2f×** | |\n", secs(gWalk), ratio(gWalk, mFind))
+	dWalk := best(func() { propfindWalk(dav, n) })
+	fmt.Printf("| walk, repeated, in this process: go-nfs-client READDIRPLUS of each directory; the PROPFINDs above (best of 3) | | | %s | %s | **%.2f×** | **%.2f×** |\n",
+		secs(gWalk), secs(dWalk), ratio(gWalk, mFind), ratio(dWalk, mFind))
 
 	tCat := best(func() { run("find " + tmp + "/d* -type f -exec cat {} + >/dev/null") })
 	mCat := timed("find " + mnt + "/d* -type f -exec cat {} + >/dev/null")
@@ -166,6 +181,8 @@ func bench(bin, root string, n, bigMiB int) {
 	})
 	rCat := timed(rclone + "cat --include '/d*/**' :webdav: >/dev/null")
 	row("cat every small file, first pass (find -exec cat; go-nfs-client LOOKUP and READ; rclone cat, one after another)", tCat, mCat, gCat, rCat)
+	dCat := benchd.Timed(func() { getEach(dav, n) })
+	fmt.Printf("| cat every small file again, WebDAV without rclone's pacing: a GET of each, one after another, in this process | | | | %s | | **%.2f×** |\n", secs(dCat), ratio(dCat, mCat))
 
 	tBig := best(func() { run("dd if=" + bigSrc + " of=/dev/null bs=1M status=none") })
 	// One read of the whole database first: on a virtual machine the
@@ -201,6 +218,79 @@ func smallFile(i int) (string, []byte) {
 		data[j] = 'a' + byte(r.IntN(26))
 	}
 	return fmt.Sprintf("/d%03d/f%06d.txt", i%100, i), data
+}
+
+// propfindWalk lists the tree over WebDAV as a client without rclone's
+// pacing (its webdav backend starts at most one request per 10 ms): a
+// PROPFIND of depth 1 of the root, then of each directory it names, eight
+// at a time as rclone's checkers list them, checking that n files are
+// listed.
+func propfindWalk(dav string, n int) {
+	host := strings.TrimSuffix(dav, "/dav/")
+	var dirs []string
+	for _, d := range davList(dav) {
+		if strings.HasSuffix(d, "/") && strings.HasPrefix(path.Base(d), "d") {
+			dirs = append(dirs, host+d)
+		}
+	}
+	var files atomic.Int64
+	var wg sync.WaitGroup
+	next := make(chan string)
+	for range 8 {
+		wg.Go(func() {
+			for d := range next {
+				files.Add(int64(len(davList(d))))
+			}
+		})
+	}
+	for _, d := range dirs {
+		next <- d
+	}
+	close(next)
+	wg.Wait()
+	if files.Load() != int64(n) {
+		log.Fatalf("WebDAV walk: %d files listed, want %d", files.Load(), n)
+	}
+}
+
+// davList returns the hrefs a PROPFIND of depth 1 of url lists, without
+// url's own.
+func davList(url string) []string {
+	req, err := http.NewRequest("PROPFIND", url, nil)
+	must(err)
+	req.Header.Set("Depth", "1")
+	resp, err := http.DefaultClient.Do(req)
+	must(err)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusMultiStatus {
+		log.Fatalf("PROPFIND %s: %s", url, resp.Status)
+	}
+	var ms struct {
+		Responses []struct {
+			Href string `xml:"href"`
+		} `xml:"response"`
+	}
+	must(xml.NewDecoder(resp.Body).Decode(&ms))
+	var hrefs []string
+	for _, r := range ms.Responses[1:] {
+		hrefs = append(hrefs, r.Href)
+	}
+	return hrefs
+}
+
+// getEach reads each small file with a GET, one after another on one
+// connection, checking its bytes.
+func getEach(dav string, n int) {
+	for i := range n {
+		p, data := smallFile(i)
+		resp, err := http.Get(dav + strings.TrimPrefix(p, "/"))
+		must(err)
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || string(got) != string(data) {
+			log.Fatalf("GET %s: %s, %d bytes, %v", p, resp.Status, len(got), err)
+		}
+	}
 }
 
 // dial mounts the export's root with go-nfs-client.

@@ -23,8 +23,10 @@
 //
 // It needs root (tmpfs and FUSE mounts), libnfs-utils, rclone, curl and a
 // depotfs binary; bench/nfs.sh builds one and runs it. The machine may be
-// shared: each figure says whether it is one run or the best of three, and
-// the load average is printed before and after.
+// shared: each figure says whether it is one run or the best of three, the
+// load average is printed before and after, and a second table gives the
+// CPU time each pass cost the server and the client, which does not
+// depend on the machine's other work as wall time does.
 package main
 
 import (
@@ -123,6 +125,7 @@ func bench(bin, root string, n, bigMiB int) {
 	// NFS export starts with no handle handed out.
 	port := freePort()
 	cmd, url = benchd.Serve(bin, append(args, "--nfs", "127.0.0.1:"+port)...)
+	pid := cmd.Process.Pid
 	defer func() { stop(cmd); syscall.Unmount(mnt, syscall.MNT_DETACH) }()
 	nfsURL := func(p string) string {
 		return "nfs://127.0.0.1" + p + "?version=3&nfsport=" + port + "&mountport=" + port
@@ -140,14 +143,14 @@ func bench(bin, root string, n, bigMiB int) {
 	davWalk := rclone + "lsf -R --files-only --include '/d*/**' :webdav: >/dev/null"
 	tFind := best(func() { run("find " + tmp + "/d* -type f >/dev/null") })
 	dropCache(db)
-	mFind := timed(findMnt)
+	mFind, mFindCPU := measure(pid, func() { run(findMnt) })
 	dropCache(db)
-	nWalk := timed(nfsWalk)
+	nWalk, nWalkCPU := measure(pid, func() { run(nfsWalk) })
 	dropCache(db)
-	rWalk := timed(davWalk)
+	rWalk, rWalkCPU := measure(pid, func() { run(davWalk) })
 	row("walk, first pass (find; nfs-ls -R; rclone lsf -R)", tFind, mFind, nWalk, rWalk)
 	dropCache(db)
-	pWalk := benchd.Timed(func() { propfindWalk(dav, n) })
+	pWalk, pWalkCPU := measure(pid, func() { propfindWalk(dav, n) })
 	fmt.Printf("| walk, first pass, WebDAV without rclone's pacing: a PROPFIND (Depth 1) of / and of each directory, eight at a time, in this process | | | | %s | | **%.2f×** |\n", secs(pWalk), ratio(pWalk, mFind))
 	row("walk, repeated (best of 3)", tFind, best(func() { run(findMnt) }), best(func() { run(nfsWalk) }), best(func() { run(davWalk) }))
 	c := dial(port)
@@ -163,8 +166,8 @@ func bench(bin, root string, n, bigMiB int) {
 		secs(gWalk), secs(dWalk), ratio(gWalk, mFind), ratio(dWalk, mFind))
 
 	tCat := best(func() { run("find " + tmp + "/d* -type f -exec cat {} + >/dev/null") })
-	mCat := timed("find " + mnt + "/d* -type f -exec cat {} + >/dev/null")
-	gCat := benchd.Timed(func() {
+	mCat, mCatCPU := measure(pid, func() { run("find " + mnt + "/d* -type f -exec cat {} + >/dev/null") })
+	gCat, gCatCPU := measure(pid, func() {
 		buf := make([]byte, 4096)
 		for i := range n {
 			p, data := smallFile(i)
@@ -179,9 +182,9 @@ func bench(bin, root string, n, bigMiB int) {
 			f.Close()
 		}
 	})
-	rCat := timed(rclone + "cat --include '/d*/**' :webdav: >/dev/null")
+	rCat, rCatCPU := measure(pid, func() { run(rclone + "cat --include '/d*/**' :webdav: >/dev/null") })
 	row("cat every small file, first pass (find -exec cat; go-nfs-client LOOKUP and READ; rclone cat, one after another)", tCat, mCat, gCat, rCat)
-	dCat := benchd.Timed(func() { getEach(dav, n) })
+	dCat, dCatCPU := measure(pid, func() { getEach(dav, n) })
 	fmt.Printf("| cat every small file again, WebDAV without rclone's pacing: a GET of each, one after another, in this process | | | | %s | | **%.2f×** |\n", secs(dCat), ratio(dCat, mCat))
 
 	tBig := best(func() { run("dd if=" + bigSrc + " of=/dev/null bs=1M status=none") })
@@ -191,13 +194,13 @@ func bench(bin, root string, n, bigMiB int) {
 	// without it the first reader (the mount) alone would pay the disk.
 	run("dd if=" + db + " of=/dev/null bs=1M status=none")
 	dropCache(db)
-	mBig := timed("dd if=" + filepath.Join(mnt, "big", "big.bin") + " of=/dev/null bs=1M status=none")
+	mBig, mBigCPU := measure(pid, func() { run("dd if=" + filepath.Join(mnt, "big", "big.bin") + " of=/dev/null bs=1M status=none") })
 	dropCache(db)
-	nBig := timed("nfs-cat '" + nfsURL("/big/big.bin") + "' >/dev/null")
+	nBig, nBigCPU := measure(pid, func() { run("nfs-cat '" + nfsURL("/big/big.bin") + "' >/dev/null") })
 	dropCache(db)
-	rBig := timed(rclone + "cat :webdav:big/big.bin >/dev/null")
+	rBig, rBigCPU := measure(pid, func() { run(rclone + "cat :webdav:big/big.bin >/dev/null") })
 	dropCache(db)
-	cBig := timed("curl -sS -o /dev/null " + dav + "big/big.bin")
+	cBig, cBigCPU := measure(pid, func() { run("curl -sS -o /dev/null " + dav + "big/big.bin") })
 	fmt.Printf("| %d MiB sequential read, cold (dd; nfs-cat; rclone cat, curl): throughput, and ratio of throughput to the mount's | %s | %s | %s | %s (curl %s) | **%.2f×** | **%.2f×** (curl %.2f×) |\n", bigMiB,
 		rate(len(big), tBig), rate(len(big), mBig), rate(len(big), nBig), rate(len(big), rBig), rate(len(big), cBig),
 		ratio(mBig, nBig), ratio(mBig, rBig), ratio(mBig, cBig))
@@ -207,6 +210,56 @@ func bench(bin, root string, n, bigMiB int) {
 	fmt.Printf("| %d MiB sequential read again, the mount's blob cache filled (best of 3) | | %s | | | **%.2f×** | **%.2f×** |\n", bigMiB,
 		rate(len(big), mWarm), ratio(mWarm, nBig), ratio(mWarm, rBig))
 	fmt.Printf("| server RSS after the runs | | | %s | | | |\n", rssString(cmd.Process.Pid))
+
+	// CPU time does not depend on what else the machine runs, as wall
+	// time does on a shared machine (and a benchmark run with nice).
+	fmt.Printf("\n| CPU of the passes above: server + client (the client's own process and its children) | FUSE mount | NFS | WebDAV: rclone | WebDAV: this process (curl for the large file) |\n|---|---|---|---|---|\n")
+	fmt.Printf("| walk, first pass | %s | %s | %s | %s |\n", mFindCPU, nWalkCPU, rWalkCPU, pWalkCPU)
+	fmt.Printf("| cat every small file | %s | %s | %s | %s |\n", mCatCPU, gCatCPU, rCatCPU, dCatCPU)
+	fmt.Printf("| %d MiB sequential read, cold | %s | %s | %s | %s |\n", bigMiB, mBigCPU, nBigCPU, rBigCPU, cBigCPU)
+}
+
+// cpuUse is the CPU time a pass cost the server and the client.
+type cpuUse struct{ server, client time.Duration }
+
+func (c cpuUse) String() string {
+	return fmt.Sprintf("%.2f + %.2f s", c.server.Seconds(), c.client.Seconds())
+}
+
+// measure runs fn and returns its wall time and the CPU time it cost the
+// server (process pid) and this process with the children it waited for
+// (the shell and the client program it ran).
+func measure(pid int, fn func()) (time.Duration, cpuUse) {
+	s0, c0 := serverCPU(pid), clientCPU()
+	d := benchd.Timed(fn)
+	return d, cpuUse{server: serverCPU(pid) - s0, client: clientCPU() - c0}
+}
+
+// serverCPU is the user and system time process pid has used.
+func serverCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	must(err)
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / clockTicks
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's times: 100 on
+// every Linux architecture Go supports.
+const clockTicks = 100
+
+// clientCPU is the user and system time of this process and of the
+// children it has waited for.
+func clientCPU() time.Duration {
+	var self, children unix.Rusage
+	must(unix.Getrusage(unix.RUSAGE_SELF, &self))
+	must(unix.Getrusage(unix.RUSAGE_CHILDREN, &children))
+	t := func(r unix.Rusage) time.Duration {
+		return time.Duration(r.Utime.Nano() + r.Stime.Nano())
+	}
+	return t(self) + t(children)
 }
 
 // smallFile is small file i of the tree: 64 to 2048 bytes in 100
@@ -352,9 +405,6 @@ func best(fn func()) time.Duration {
 	}
 	return b
 }
-
-// timed runs a shell command once and returns how long it took.
-func timed(cmd string) time.Duration { return benchd.Timed(func() { run(cmd) }) }
 
 // run runs a shell command, stopping the program if it fails.
 func run(cmd string) {

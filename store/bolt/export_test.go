@@ -371,3 +371,10 @@ func SealFileBatch(ctx context.Context, path string, kek seal.Wrapper, batch int
 // ContentKey is the key the content whose plain SHA-256 is sum is stored
 // under in s's blobs and chunks buckets: sum itself unless s is keyed.
 func ContentKey(s *Store, sum [32]byte) [32]byte { return s.sealer.address(sum) }
+
+// OpenChunk opens v as chunk i of the content stored under h, as a reader
+// does with what its read transaction saw.
+func OpenChunk(s *Store, h [32]byte, i int64, v []byte) error {
+	_, err := s.sealer.open(adBlob, chunkKey(h, i), v)
+	return err
+}

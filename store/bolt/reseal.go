@@ -135,8 +135,8 @@ func (s *Store) resealer() {
 		}
 		done += n
 		if finished {
-			s.sealer.st.prev.Store(nil)
-			s.log.Info("reencryption finished: the previous data key opens nothing any more; run 'depotfs compact' offline to drop the old sealed pages from the file", "chunks", done, "took", time.Since(started).Round(time.Millisecond))
+			s.sealer.st.retired.Store(s.sealer.st.prev.Swap(nil))
+			s.log.Info("reencryption finished: the previous data key is gone from the file (reads begun before keep it until the restart); run 'depotfs compact' offline to drop the old sealed pages from the file", "chunks", done, "took", time.Since(started).Round(time.Millisecond))
 			return
 		}
 		wait := time.Duration(float64(bytesRead)/rate*float64(time.Second)) - time.Since(t)

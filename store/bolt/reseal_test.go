@@ -17,6 +17,7 @@ import (
 	"github.com/depotfs/depotfs/internal/seal"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/bolt"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // TestReencryptUnderWriters reencrypts a sealed store under a new data key
@@ -161,5 +162,53 @@ func checkFiles(t *testing.T, s *bolt.Store, want map[string][]byte) {
 		if got := readAll(t, s, p); !bytes.Equal(got, w) {
 			t.Fatalf("%s: %q; want %q", p, got, w)
 		}
+	}
+}
+
+// TestReencryptFinishUnderReader: a chunk as a read transaction saw it
+// before the resealer's last commit (sealed under the previous data key)
+// still opens after that commit: the previous data key is gone from the
+// file, not from the running store, whose readers may hold older views.
+func TestReencryptFinishUnderReader(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	kek := testKEK(t)
+	path := filepath.Join(t.TempDir(), "depot.db")
+	s, err := bolt.Open(path, &bolt.Options{Key: kek})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte("resealed under a reader")
+	if _, err := s.Put(ctx, store.PutRequest{Path: "/a", Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	h := bolt.ContentKey(s, sha256.Sum256(data))
+	s.Close()
+	if _, err := bolt.Reencrypt(ctx, path, kek, kek); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old []byte
+	err = db.View(func(tx *bbolt.Tx) error {
+		old = bytes.Clone(tx.Bucket([]byte("chunks")).Get(append(h[:], 0, 0, 0, 0, 0, 0, 0, 0)))
+		return nil
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || old == nil {
+		t.Fatalf("reading the chunk before the reencryption: %v, %d bytes", err, len(old))
+	}
+	s = openAt(t, path, &bolt.Options{Key: kek})
+	for deadline := time.Now().Add(time.Minute); s.Resealing(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the reencryption did not finish within a minute")
+		}
+	}
+	if err := bolt.OpenChunk(s, h, 0, old); err != nil {
+		t.Fatalf("a chunk read before the reencryption finished, opened after: %v", err)
 	}
 }

@@ -52,6 +52,11 @@ type sealState struct {
 	// still accepted until the resealer has rewritten every chunk under
 	// key; nil when no reencryption is in progress.
 	prev atomic.Pointer[seal.Key]
+	// retired is prev once the resealer has finished: a read transaction
+	// that began before its last commit still sees chunks sealed under it,
+	// so it keeps opening them until the store closes (the file no longer
+	// holds it).
+	retired atomic.Pointer[seal.Key]
 	// tampered counts the chunks that failed to open and logs each once.
 	tampered *seal.Tally
 }
@@ -172,7 +177,10 @@ func (c sealer) openAny(prefix string, k, v []byte) ([]byte, bool, error) {
 	// A failed open costs one Poly1305 pass, not a decryption: trying the
 	// previous key after the current one is cheap, and only happens while
 	// a reencryption runs.
-	if prev := c.st.prev.Load(); prev != nil {
+	for _, prev := range []*seal.Key{c.st.prev.Load(), c.st.retired.Load()} {
+		if prev == nil {
+			continue
+		}
 		if p, perr := prev.Open(buf, v, ad(prefix, k)); perr == nil {
 			return p, false, nil
 		}

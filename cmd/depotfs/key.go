@@ -186,7 +186,9 @@ const natsRekeyWait = 10 * time.Second
 func runSeal(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("seal", `Usage: depotfs seal --key-file FILE [--db FILE]
 
-Seals the content of an existing depot written without a key, offline:
+Seals the content of an existing depot written without a key, offline
+(or moves a depot sealed by a depotfs from before keyed addresses to
+them, under the key it has):
 every chunk of stored content and of uploads in progress is rewritten
 sealed under a new data key wrapped by the key in --key-file (or
 DEPOTFS_KEY), and stored under a keyed address instead of its SHA-256,

@@ -112,6 +112,22 @@ func Renew(ctx context.Context, w Wrapper, k *Key) (*Key, Record, error) {
 	return keyedRecord(ctx, w, randomBytes(KeySize), k.addr)
 }
 
+// Keyed returns r's data key and a version 2 record of it, with an
+// address key, both wrapped by w, for a store that moves from plain
+// addresses to keyed ones; a version 2 r is returned as it is. The data
+// key stays: content sealed under it still opens.
+func Keyed(ctx context.Context, w Wrapper, r Record) (*Key, Record, error) {
+	k, dk, _, err := unwrap(ctx, w, r)
+	if err != nil || k.keyed {
+		return k, r, err
+	}
+	ak, err := hkdf.Key(sha256.New, dk, nil, "depotfs address v1", sha256.Size)
+	if err != nil {
+		return nil, Record{}, err
+	}
+	return keyedRecord(ctx, w, dk, ak)
+}
+
 // keyedRecord returns the key and version 2 record of data key dk and
 // address key ak, both wrapped by w.
 func keyedRecord(ctx context.Context, w Wrapper, dk, ak []byte) (*Key, Record, error) {

@@ -216,6 +216,27 @@ func TestKeyedRecord(t *testing.T) {
 	if k5, r5, err := seal.Renew(ctx, kek, v1); err != nil || k5.Keyed() || r5.V != 1 {
 		t.Fatalf("Renew of a version 1 key: %v, record version %d", err, r5.V)
 	}
+
+	// Keyed gives a version 1 record's data key an address key, keeping
+	// the data key; a version 2 record stays as it is.
+	v1k, v1r := newKey(t, kek)
+	chunk := v1k.Seal(nil, []byte("chunk"), nil)
+	k6, r6, err := seal.Keyed(ctx, kek, v1r)
+	if err != nil || !k6.Keyed() || r6.V != 2 || k6.ID() != v1k.ID() {
+		t.Fatalf("Keyed of a version 1 record: %v, %+v", err, r6)
+	}
+	if _, err := k6.Open(nil, chunk, nil); err != nil {
+		t.Fatalf("the keyed data key does not open what it sealed before: %v", err)
+	}
+	if k7, err := seal.Open(ctx, kek, r6); err != nil || k7.Address(sum) != k6.Address(sum) {
+		t.Fatalf("the keyed record: %v", err)
+	}
+	if _, r8, err := seal.Keyed(ctx, kek, r); err != nil || !bytes.Equal(r8.Addr, r.Addr) {
+		t.Fatalf("Keyed of a version 2 record changed it: %v", err)
+	}
+	if _, _, err := seal.Keyed(ctx, kek2, v1r); !errors.Is(err, seal.ErrWrongKey) {
+		t.Fatalf("Keyed with another key = %v; want ErrWrongKey", err)
+	}
 }
 
 func TestParseKeyAndFile(t *testing.T) {

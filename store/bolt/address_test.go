@@ -140,7 +140,10 @@ func TestKeyedAddresses(t *testing.T) {
 
 // TestPlainAddressedSealed: a depot sealed before keyed addresses (a
 // version 1 seal record) keeps naming content by the plain hash: it
-// opens, reads and writes as before, and a reencryption keeps it so.
+// opens, reads and writes as before. SealFile moves it to keyed
+// addresses, stopped after every transaction and resumed, keeping its
+// data key: then no plain hash is left, and every file reads as before,
+// also after a reencryption.
 func TestPlainAddressedSealed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -181,6 +184,51 @@ func TestPlainAddressedSealed(t *testing.T) {
 	if _, r := sumsIn(t, path, contents...); r == 0 {
 		t.Fatal("a version 1 sealed depot does not name content by its plain hash")
 	}
+	s, err = bolt.Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFiles(t, s, files)
+	s.Close()
+
+	for runs := 0; ; runs++ {
+		stopped, cancel := context.WithCancel(ctx)
+		err := bolt.SealFileBatch(stopped, path, kek, 512, func(bolt.SealProgress) { cancel() })
+		cancel()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, context.Canceled) || runs > 1000 {
+			t.Fatalf("SealFile run %d: %v", runs, err)
+		}
+	}
+	if err := bolt.SealFile(ctx, path, kek, nil); !errors.Is(err, bolt.ErrAlreadySealed) {
+		t.Fatalf("SealFile of a depot under keyed addresses = %v; want ErrAlreadySealed", err)
+	}
+	if _, err := bolt.Compact(path); err != nil {
+		t.Fatal(err)
+	}
+	if h, r := sumsIn(t, path, contents...); h+r != 0 {
+		t.Fatalf("after SealFile, the file holds plain hashes: %d in hex, %d raw", h, r)
+	}
+	s, err = bolt.Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFiles(t, s, files)
+	in := bytes.Repeat([]byte(marker+strings.Repeat("x", 5)), 40)
+	sum := sha256.Sum256(in)
+	res, err := s.PutChunk(ctx, store.Chunk{UploadID: "u2", Index: 1, Count: 2, Data: in[len(in)/2:],
+		File: store.PutRequest{Path: "/inprogress.txt", SHA256: hex.EncodeToString(sum[:])}})
+	if err != nil || !res.Complete {
+		t.Fatalf("completing the upload begun before: %+v, %v", res, err)
+	}
+	files["/inprogress.txt"] = in
+	if err := bolt.Verify(s); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
 	next := testKEK(t)
 	if _, err := bolt.Reencrypt(ctx, path, kek, next); err != nil {
 		t.Fatal(err)

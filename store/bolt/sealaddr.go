@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/depotfs/depotfs/internal/seal"
@@ -45,20 +46,56 @@ const (
 // spare is the bucket a bucket's entries move out to under their new keys.
 var spare = []byte("sealing.spare")
 
+// keySealedBefore is the meta key of a keyed SealFile of a depot sealed
+// under plain addresses (a version 1 record): its chunks, blob and upload,
+// are sealed already, under the same data key, and the blob chunks are
+// opened and sealed again for their new addresses.
+var keySealedBefore = []byte("sealing.sealed")
+
+// toKeyed starts the keyed SealFile of a depot sealed under plain
+// addresses, whose seal record is rec, in meta: it gives the data key an
+// address key (a version 2 record) and sets key and pos. A depot sealed
+// under keyed addresses is refused with ErrAlreadySealed, one whose
+// reencryption is unfinished with ErrResealing.
+func toKeyed(ctx context.Context, meta *bbolt.Bucket, kek seal.Wrapper, rec []byte, key **seal.Key, pos *[]byte) error {
+	r, err := seal.ParseRecord(rec)
+	switch {
+	case err != nil:
+		return err
+	case len(r.Addr) > 0:
+		return ErrAlreadySealed
+	case meta.Get(keyResealing) != nil:
+		return ErrResealing
+	}
+	k, r, err := seal.Keyed(ctx, kek, r)
+	if err != nil {
+		return err
+	}
+	*key, *pos = k, []byte{stepChunksOut}
+	return errors.Join(meta.Put(keySeal, r.Marshal()), meta.Put(keySealedBefore, []byte{1}),
+		meta.Delete(keyHeldSkip), meta.Put(keySealing, *pos))
+}
+
 // addressed is a bucket whose keys a keyed SealFile renames, and how.
 type addressed struct {
 	bucket []byte
 	// rename returns the new key and value of the entry k, v (sealed, for
-	// a chunk).
-	rename func(c sealer, k, v []byte) ([]byte, []byte)
+	// a chunk); a chunk sealed already (sealed) is opened first.
+	rename func(c sealer, k, v []byte, sealed bool) ([]byte, []byte, error)
 }
 
 // addressSteps are the renamed buckets, by the number of the step that
 // moves them out (the next one moves them back).
 var addressSteps = map[byte]addressed{
-	stepChunksOut: {bucketChunks, func(c sealer, k, v []byte) ([]byte, []byte) {
+	stepChunksOut: {bucketChunks, func(c sealer, k, v []byte, sealed bool) ([]byte, []byte, error) {
+		if sealed {
+			var err error
+			if v, err = c.open(adBlob, k, v); err != nil {
+				return nil, nil, err
+			}
+		}
 		nk := append(addressOf(c, k[:32]), k[32:]...)
-		return nk, c.seal(adBlob, nk, v)
+		return nk, c.seal(adBlob, nk, v), nil
 	}},
 	stepBlobsOut:   {bucketBlobs, renameAt(0)},
 	stepOrphansOut: {bucketOrphans, renameAt(0)},
@@ -70,10 +107,10 @@ var addressSteps = map[byte]addressed{
 
 // renameAt renames a key holding a content hash at offset at, keeping the
 // value.
-func renameAt(at int) func(c sealer, k, v []byte) ([]byte, []byte) {
-	return func(c sealer, k, v []byte) ([]byte, []byte) {
+func renameAt(at int) func(c sealer, k, v []byte, sealed bool) ([]byte, []byte, error) {
+	return func(c sealer, k, v []byte, _ bool) ([]byte, []byte, error) {
 		nk := append(bytes.Clone(k[:at]), addressOf(c, k[at:at+32])...)
-		return append(nk, k[at+32:]...), bytes.Clone(v)
+		return append(nk, k[at+32:]...), bytes.Clone(v), nil
 	}
 }
 
@@ -88,9 +125,10 @@ func addressOf(c sealer, b []byte) []byte {
 const moveBatchKeys = 20000
 
 // addressBatch runs one transaction's worth of step pos[0] of a keyed
-// SealFile with sealer c; it returns the progress key after it
-// (stepAddrsDone after the last) and the chunks it sealed.
-func addressBatch(tx *bbolt.Tx, c sealer, pos []byte, batch int) ([]byte, int64, error) {
+// SealFile with sealer c (of a depot whose chunks are sealed already,
+// under plain addresses, when sealed holds); it returns the progress key
+// after it (stepAddrsDone after the last) and the chunks it sealed.
+func addressBatch(tx *bbolt.Tx, c sealer, pos []byte, batch int, sealed bool) ([]byte, int64, error) {
 	step := pos[0]
 	if step <= stepHistoryLRUBack {
 		out := step
@@ -106,9 +144,11 @@ func addressBatch(tx *bbolt.Tx, c sealer, pos []byte, batch int) ([]byte, int64,
 		rename := a.rename
 		if step != out {
 			src, dst = sp, tx.Bucket(a.bucket)
-			rename = func(_ sealer, k, v []byte) ([]byte, []byte) { return bytes.Clone(k), bytes.Clone(v) }
+			rename = func(_ sealer, k, v []byte, _ bool) ([]byte, []byte, error) {
+				return bytes.Clone(k), bytes.Clone(v), nil
+			}
 		}
-		n, more, err := moveBatch(c, src, dst, rename, batch)
+		n, more, err := moveBatch(c, src, dst, func(c sealer, k, v []byte) ([]byte, []byte, error) { return rename(c, k, v, sealed) }, batch)
 		if err != nil || more {
 			if step == stepChunksOut {
 				return pos, n, err
@@ -128,7 +168,7 @@ func addressBatch(tx *bbolt.Tx, c sealer, pos []byte, batch int) ([]byte, int64,
 	switch step {
 	case stepUploads:
 		next, n, err := sealUploadBatch(tx, func(prefix string, ad, v []byte) ([]byte, bool, error) {
-			return c.seal(prefix, ad, v), true, nil
+			return c.seal(prefix, ad, v), !sealed, nil
 		}, append([]byte{phaseUploads}, pos[1:]...))
 		if err != nil {
 			return nil, 0, err
@@ -168,7 +208,7 @@ func addressBatch(tx *bbolt.Tx, c sealer, pos []byte, batch int) ([]byte, int64,
 // moveBatch moves up to moveBatchKeys entries, or about batch bytes, from
 // the start of src to dst, renamed; it returns the chunks moved and
 // whether src has more.
-func moveBatch(c sealer, src, dst *bbolt.Bucket, rename func(c sealer, k, v []byte) ([]byte, []byte), batch int) (int64, bool, error) {
+func moveBatch(c sealer, src, dst *bbolt.Bucket, rename func(c sealer, k, v []byte) ([]byte, []byte, error), batch int) (int64, bool, error) {
 	type kv struct{ k, v []byte }
 	var moved []kv
 	var old [][]byte
@@ -176,7 +216,10 @@ func moveBatch(c sealer, src, dst *bbolt.Bucket, rename func(c sealer, k, v []by
 	cur := src.Cursor()
 	k, v := cur.First()
 	for ; k != nil && len(moved) < moveBatchKeys && size < batch; k, v = cur.Next() {
-		nk, nv := rename(c, k, v)
+		nk, nv, err := rename(c, k, v)
+		if err != nil {
+			return 0, false, err
+		}
 		moved, old = append(moved, kv{nk, nv}), append(old, bytes.Clone(k))
 		size += len(k) + len(v)
 	}
@@ -258,10 +301,12 @@ func addressUpload(ub *bbolt.Bucket, id string, c sealer) error {
 func addressDB(ctx context.Context, db *bbolt.DB, key *seal.Key, pos []byte, batch int, progress func(SealProgress)) error {
 	c := sealer{key: key}
 	var prog SealProgress
+	sealed := false
 	// The totals, and what a stopped SealFile did already: the chunks
 	// moved out to the spare bucket, or all of them, and the uploads up
 	// to its id.
 	err := db.View(func(tx *bbolt.Tx) error {
+		sealed = tx.Bucket(bucketMeta).Get(keySealedBefore) != nil
 		var moved int64
 		if sp := tx.Bucket(spare); sp != nil && pos[0] <= stepChunksBack {
 			moved = int64(sp.Stats().KeyN)
@@ -291,7 +336,7 @@ func addressDB(ctx context.Context, db *bbolt.DB, key *seal.Key, pos []byte, bat
 			return err
 		}
 		err := db.Update(func(tx *bbolt.Tx) error {
-			next, n, err := addressBatch(tx, c, pos, batch)
+			next, n, err := addressBatch(tx, c, pos, batch, sealed)
 			if err != nil {
 				return err
 			}
@@ -299,7 +344,7 @@ func addressDB(ctx context.Context, db *bbolt.DB, key *seal.Key, pos []byte, bat
 			prog.Done = min(prog.Done+n, prog.Total)
 			if pos[0] == stepAddrsDone {
 				prog.Done = prog.Total
-				return tx.Bucket(bucketMeta).Delete(keySealing)
+				return errors.Join(tx.Bucket(bucketMeta).Delete(keySealing), tx.Bucket(bucketMeta).Delete(keySealedBefore))
 			}
 			return tx.Bucket(bucketMeta).Put(keySealing, pos)
 		})

@@ -41,12 +41,16 @@ type SealProgress struct {
 // SealFile seals the content of the database at path, which no process
 // may have open and whose content is in the clear, under a new data key
 // wrapped by kek: every chunk of stored content and of uploads in
-// progress is rewritten sealed, in transactions of about 32 MiB, each
+// progress is rewritten sealed, and content renamed to keyed addresses
+// (see sealaddr.go), in transactions of about 32 MiB, each
 // recording how far it came, so a SealFile that is stopped (killed, ctx
 // ended, a crash) goes on where it stopped when called again with the same
 // kek; until one finishes, Open refuses the file (ErrSealing). progress,
-// when not nil, is called after each transaction. A database that is
-// sealed already is refused, unchanged, with ErrAlreadySealed.
+// when not nil, is called after each transaction. A database sealed under
+// plain addresses (by a build before keyed addresses) is moved to keyed
+// addresses the same way, keeping its data key, which kek must wrap; one
+// under keyed addresses already is refused, unchanged, with
+// ErrAlreadySealed.
 //
 // The clear bytes stay in the file's free pages until it is compacted:
 // the caller compacts it afterwards (Compact), as 'depotfs seal' does.
@@ -93,7 +97,7 @@ func sealDB(ctx context.Context, db *bbolt.DB, kek seal.Wrapper, batch int, prog
 		pos = bytes.Clone(meta.Get(keySealing))
 		switch {
 		case rec != nil && pos == nil:
-			return ErrAlreadySealed
+			return toKeyed(ctx, meta, kek, rec, &key, &pos)
 		case rec != nil:
 			r, err := seal.ParseRecord(rec)
 			if err != nil {

@@ -32,16 +32,20 @@ var writeProcs = map[uint32]int{2: 2, 7: 2, 8: 2, 9: 2, 10: 2, 11: 2, 12: 2, 13:
 // Read is called by go-nfs's reading goroutine only; Write by its writing
 // goroutine, and by Read for the answers it gives. wmu guards the outgoing
 // stream's parse state (wrem, whdr, wlast) and orders writes: an answer is
-// written only between two of go-nfs's records (cond). rbuf and the
-// incoming parse state belong to Read.
+// written only between two of go-nfs's records (cond). The incoming
+// buffers and parse state belong to Read.
 type gatedConn struct {
 	net.Conn
 	s      *Server
 	export string // the export's path, for EXPORT
 
-	// incoming
-	raw     []byte // read from the connection, not yet parsed
+	// incoming. Both buffers are reused from call to call: a walk is
+	// thousands of small calls, and a buffer made for each read was most
+	// of what the server allocated (and so most of its collector's work).
+	rbuf    []byte // what the connection's reads fill
+	raw     []byte // read from the connection, not yet parsed (within rbuf)
 	ready   []byte // parsed and passed, for go-nfs to read
+	readyb  []byte // ready's buffer, empty
 	rem     int    // bytes left of the current incoming fragment
 	refuse  bool   // the current record is answered here and dropped
 	inside  bool   // the current record has more fragments
@@ -59,7 +63,7 @@ type gatedConn struct {
 }
 
 func newGatedConn(c net.Conn, s *Server) *gatedConn {
-	g := &gatedConn{Conn: c, s: s, export: s.acc.prefix, wlast: true}
+	g := &gatedConn{Conn: c, s: s, export: s.acc.prefix, wlast: true, rbuf: make([]byte, 64<<10)}
 	g.cond = sync.NewCond(&g.wmu)
 	return g
 }
@@ -67,15 +71,20 @@ func newGatedConn(c net.Conn, s *Server) *gatedConn {
 // Read returns the incoming records go-nfs should see.
 func (g *gatedConn) Read(p []byte) (int, error) {
 	for len(g.ready) == 0 {
-		if err := g.parse(); err != nil {
+		g.ready = g.readyb
+		err := g.parse()
+		g.readyb = g.ready[:0] // keeps what parse grew it to
+		if err != nil {
 			return 0, err
 		}
 		if len(g.ready) > 0 {
 			break
 		}
-		buf := make([]byte, 64<<10)
-		n, err := g.Conn.Read(buf)
-		g.raw = append(g.raw, buf[:n]...)
+		// parse leaves at most a call's first 28 bytes unparsed (a record
+		// mark and header it waits to see whole), so they fit in front.
+		k := copy(g.rbuf, g.raw)
+		n, err := g.Conn.Read(g.rbuf[k:])
+		g.raw = g.rbuf[:k+n]
 		if err != nil && n == 0 {
 			return 0, err
 		}

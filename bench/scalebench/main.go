@@ -5,8 +5,9 @@
 //     previous size, as a user sends them;
 //   - memory: the server's anonymous and file-backed resident memory
 //     (RssAnon, RssFile: bbolt's mapped pages, which the kernel can drop)
-//     and Go heap in use, after the pushes and after the walks, against an
-//     empty server's measured at the start of the run; the database size;
+//     and Go heap in use, after the pushes (on a server started for
+//     them) and after the walks, against an empty server's measured at
+//     the start of the run; the database size;
 //   - restart-to-ready: SIGTERM, start, until the server's ready line (the
 //     mount and the listener up);
 //   - snapshot create of the whole tree (`depotfs snapshot create`);
@@ -201,6 +202,13 @@ func (b *bench) run(ns []int) {
 			log.Fatalf("-files must grow: %d after %d", n, have)
 		}
 		r := row{n: n, walks: map[string][3][2]time.Duration{}, cpu: map[string][2]time.Duration{}, loadBefore: loadavg()}
+		if have > 0 {
+			// A fresh server for the pushes: the one that walked the
+			// last size holds the nodes of every file the kernel still
+			// knows, which the memory after the pushes would count.
+			d.stop()
+			d, _ = b.restart()
+		}
 		took := b.push(d, have, n)
 		r.pushRate = float64(n-have) / took.Seconds()
 		have = n

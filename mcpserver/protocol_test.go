@@ -2,6 +2,8 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -75,5 +77,48 @@ func TestNotificationWithoutMeta(t *testing.T) {
 	header.Set(mcp.HeaderMethod, "tools/list")
 	if code, _ := post(t, url, header, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); code != http.StatusBadRequest {
 		t.Errorf("a request without _meta: %d, want 400", code)
+	}
+}
+
+// TestListenAcknowledgedFirst: every subscriptions/listen stream starts
+// with its acknowledgement, also a listen that ends at once because
+// nothing it asks for is served (depotfs sends no tools/list_changed).
+// mcp-go's response could overtake the acknowledgement and drop it, in
+// about one listen of four.
+func TestListenAcknowledgedFirst(t *testing.T) {
+	h := newHarness(t, &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount}})
+	url := httptestServer(t, h.srv)
+	header := http.Header{}
+	header.Set(mcp.HeaderProtocolVersion, statelessEra)
+	header.Set(mcp.HeaderMethod, string(mcp.MethodSubscriptionsListen))
+	const body = `{"jsonrpc":"2.0","id":%d,"method":"subscriptions/listen","params":{` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"` + statelessEra + `","io.modelcontextprotocol/clientCapabilities":{}},` +
+		`"notifications":{"toolsListChanged":true}}}`
+	for i := range 200 {
+		code, reply := post(t, url, header, fmt.Sprintf(body, i))
+		if code != http.StatusOK {
+			t.Fatalf("listen %d: %d %s", i, code, reply)
+		}
+		var events []string
+		for line := range strings.Lines(reply) {
+			if data, ok := strings.CutPrefix(strings.TrimSpace(line), "data:"); ok {
+				events = append(events, data)
+			}
+		}
+		if len(events) != 2 {
+			t.Fatalf("listen %d: %d events, want the acknowledgement and the result:\n%s", i, len(events), reply)
+		}
+		var first struct {
+			Method string `json:"method"`
+			Params struct {
+				Meta map[string]any `json:"_meta"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal([]byte(events[0]), &first); err != nil {
+			t.Fatalf("listen %d: first event %s: %v", i, events[0], err)
+		}
+		if first.Method != string(mcp.MethodNotificationSubscriptionsAcknowledged) || first.Params.Meta[mcp.MetaKeySubscriptionID] != float64(i) {
+			t.Fatalf("listen %d: first event %s, want the acknowledgement tagged with id %d", i, events[0], i)
+		}
 	}
 }

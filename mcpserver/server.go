@@ -310,6 +310,7 @@ func newServer(st store.Store, opts *Options) *Server {
 
 	hooks := &server.Hooks{}
 	s.res.Hooks(hooks)
+	hooks.AddAfterSubscriptionsListen(holdListenResponse)
 	hooks.AddOnError(s.rt.OnCallError)
 	// mcp-go echoes an unknown tool name in its error, and the name reaches
 	// the log line and the audit record: it is bounded first. No tool has

@@ -145,6 +145,7 @@ func (s *Server) newHandler() http.Handler {
 				defer s.sessions.open(&stream{cred: credentialOf(r), session: sid, cancel: cancel})()
 			}
 			r = r.WithContext(ctx)
+			w, r = withListenAck(w, r)
 		} else {
 			// A failed resources/read gets the error depotfs chooses
 			// (internal/rpcerr): one Fixes per request.

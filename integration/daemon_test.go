@@ -66,6 +66,10 @@ type daemonConfig struct {
 	// line; 0 means 30 s. One that waits for its NATS servers to start
 	// also waits for their elections (4 to 14 s each under load).
 	readyWithin time.Duration
+	// race runs a daemon built with the race detector even when the
+	// others are not (see raceDaemon), for the tests that drive the
+	// daemon's own concurrency end to end.
+	race bool
 }
 
 // startDaemon starts depotfs and returns once its MCP client is initialized
@@ -82,11 +86,19 @@ func startDaemon(t testing.TB, cfg daemonConfig) *daemon {
 	d := &daemon{t: t, db: cfg.db, mount: cfg.mount, logs: &lockedBuffer{}, exited: make(chan struct{}), cfg: cfg}
 	args := append([]string{"serve", "--db", cfg.db, "--mount", cfg.mount, "--log-level", "debug"}, cfg.args...)
 	t.Cleanup(d.stop)
+	bin := depotfsBin
+	if cfg.race && !raceDaemon {
+		b, err := raceBin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin = b
+	}
 
 	switch cfg.transport {
 	case overHTTP:
 		args = append(args, cfg.pki.serveArgs()...)
-		d.cmd = exec.Command(depotfsBin, append(args, "--listen", "127.0.0.1:0")...)
+		d.cmd = exec.Command(bin, append(args, "--listen", "127.0.0.1:0")...)
 		d.cmd.Stderr = d.logs
 		d.cmd.Env = append(os.Environ(), cfg.env...)
 		if err := d.cmd.Start(); err != nil {
@@ -102,7 +114,7 @@ func startDaemon(t testing.TB, cfg daemonConfig) *daemon {
 		d.client = d.newClient(cfg.client).mcp
 	case overStdio:
 		started := make(chan *exec.Cmd, 1)
-		c, err := client.NewStdioMCPClientWithOptions(depotfsBin, nil, append(args, "--stdio"),
+		c, err := client.NewStdioMCPClientWithOptions(bin, nil, append(args, "--stdio"),
 			transport.WithCommandStderrWriter(d.logs),
 			transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 				cmd := exec.CommandContext(ctx, command, args...)
@@ -165,8 +177,10 @@ func (d *daemon) reap() {
 }
 
 // stop closes the client, asks the daemon to stop with SIGTERM, kills it if
-// it does not exit in time, and detaches a mount it left behind.
+// it does not exit in time, detaches a mount it left behind, and fails the
+// test if a race-built daemon reported a data race.
 func (d *daemon) stop() {
+	defer d.checkRaces()
 	if d.client != nil {
 		_ = d.client.Close()
 	}
@@ -181,6 +195,18 @@ func (d *daemon) stop() {
 	if isMounted(d.mount) {
 		d.t.Errorf("depotfs left %s mounted; detaching it", d.mount)
 		_ = syscall.Unmount(d.mount, syscall.MNT_DETACH)
+	}
+}
+
+// checkRaces fails the test with the race detector's report when the
+// daemon's log holds one: a race-built daemon prints it and carries on,
+// and exits with status 66 only when it exits on its own.
+func (d *daemon) checkRaces() {
+	const mark = "WARNING: DATA RACE"
+	logs := d.logs.String()
+	if i := strings.Index(logs, mark); i >= 0 {
+		report, _, _ := strings.Cut(logs[i:], "\n==================\n")
+		d.t.Errorf("the daemon reported a data race:\n%s", report)
 	}
 }
 

@@ -29,7 +29,8 @@ func TestSIGTERMDrains(t *testing.T) {
 	// second wait would still overrun the margin.
 	const timeout = 10 * time.Second
 	const margin = 4 * time.Second // unmount, closing the store and the audit log, a loaded machine
-	d := startDaemon(t, daemonConfig{transport: overHTTP, args: []string{"--shutdown-timeout", timeout.String()}})
+	// Race-built: the drain is the daemon's concurrency end to end.
+	d := startDaemon(t, daemonConfig{transport: overHTTP, race: true, args: []string{"--shutdown-timeout", timeout.String()}})
 	data := pseudoRandom(8<<20, 11)
 	pushChunked(d, "/big.bin", data, 4<<20, "u-big", -1)
 	d.mustCall("guide_cache_file", map[string]any{"path": "/small.txt", "content": "x"})

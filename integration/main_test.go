@@ -6,12 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/depotfs/depotfs/store/nats/natstest"
 )
 
-// depotfsBin is the binary under test, built once by TestMain.
+// depotfsBin is the binary under test, built once by TestMain: without the
+// race detector unless raceDaemon is set.
 var depotfsBin string
 
 func TestMain(m *testing.M) {
@@ -35,23 +37,60 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	depotfsBin = filepath.Join(dir, "depotfs")
-	// Tests run the binary with the race detector; benchmarks measure the
-	// binary as shipped. -buildvcs=auto overrides a GOFLAGS=-buildvcs=false
-	// so that, in a git checkout, the version test sees the revision.
+	binDir = dir
 	flag.Parse()
 	parallelByDefault()
-	args := []string{"build", "-buildvcs=auto", "-race", "-o", depotfsBin, "../cmd/depotfs"}
-	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
-		args = []string{"build", "-buildvcs=auto", "-o", depotfsBin, "../cmd/depotfs"}
-	}
-	build := exec.Command("go", args...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "building depotfs: %v\n", err)
+	depotfsBin = filepath.Join(dir, "depotfs")
+	race := raceDaemon && !benchmarking()
+	if err := buildDepotfs(depotfsBin, race); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()
+}
+
+// raceDaemon is DEPOTFS_RACE_DAEMON=1 or DEPOTFS_SOAK=1: every daemon the
+// tests start is built with the race detector. By default only the daemons
+// of the tests that set daemonConfig.race are. A race-built daemon cost a
+// third more CPU and a fifth more wall time in the largest tests, and the
+// concurrency inside the daemon is already run under -race by the store,
+// vfs and mcpserver packages' own tests; the tests that drive the daemon's
+// concurrency end to end (several hosts, sessions, a draining shutdown)
+// keep a race-built daemon, whose reports fail the test (see daemon.stop).
+var raceDaemon = os.Getenv("DEPOTFS_RACE_DAEMON") != "" || soak
+
+// binDir holds the binaries TestMain and raceBin build.
+var binDir string
+
+// raceBin returns the path of depotfs built with the race detector,
+// building it the first time a test asks for one (when raceDaemon is set,
+// depotfsBin is that binary and raceBin is not used).
+var raceBin = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(binDir, "depotfs-race")
+	return bin, buildDepotfs(bin, true)
+})
+
+// benchmarking reports whether -test.bench was given: benchmarks measure
+// the binary as shipped, without the race detector.
+func benchmarking() bool {
+	f := flag.Lookup("test.bench")
+	return f != nil && f.Value.String() != ""
+}
+
+// buildDepotfs builds cmd/depotfs into bin. -buildvcs=auto overrides a
+// GOFLAGS=-buildvcs=false so that, in a git checkout, the version test sees
+// the revision.
+func buildDepotfs(bin string, race bool) error {
+	args := []string{"build", "-buildvcs=auto", "-o", bin}
+	if race {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "../cmd/depotfs")...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("building depotfs (race %v): %w", race, err)
+	}
+	return nil
 }
 
 // defaultParallel is how many tests run at once unless -parallel says

@@ -164,7 +164,8 @@ func TestSessionsHonestClientLoop(t *testing.T) {
 	for _, auth := range []string{"defaults", "token"} {
 		t.Run(auth, func(t *testing.T) {
 			t.Parallel()
-			cfg := daemonConfig{transport: overHTTP, args: capArgs}
+			// Race-built: sessions opened, evicted and ended at once.
+			cfg := daemonConfig{transport: overHTTP, race: true, args: capArgs}
 			var tok string
 			if auth == "token" {
 				tokens := t.TempDir() + "/tokens.json"

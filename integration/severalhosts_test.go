@@ -20,6 +20,7 @@ type hosts struct {
 	cluster *natstest.Cluster
 	prefix  string
 	all     []*daemon
+	race    bool // the daemons are race-built (see daemonConfig.race)
 }
 
 var depotSeq atomic.Int64
@@ -30,9 +31,13 @@ var depotSeq atomic.Int64
 func startHosts(t *testing.T, n int) *hosts { return startHostsB(t, n) }
 
 // startHostsB is startHosts for tests and benchmarks.
-func startHostsB(t testing.TB, n int) *hosts {
+func startHostsB(t testing.TB, n int) *hosts { return startHostsRace(t, n, false) }
+
+// startHostsRace is startHosts with daemons built with the race detector
+// when race is set, for the tests that drive the daemons' concurrency.
+func startHostsRace(t testing.TB, n int, race bool) *hosts {
 	t.Helper()
-	h := &hosts{cluster: natstest.Start(t, 3), prefix: fmt.Sprintf("it%d", depotSeq.Add(1))}
+	h := &hosts{cluster: natstest.Start(t, 3), prefix: fmt.Sprintf("it%d", depotSeq.Add(1)), race: race}
 	for range n {
 		h.all = append(h.all, h.start(t))
 	}
@@ -41,7 +46,7 @@ func startHostsB(t testing.TB, n int) *hosts {
 
 func (h *hosts) start(t testing.TB) *daemon {
 	t.Helper()
-	return startDaemon(t, daemonConfig{transport: overHTTP, args: []string{
+	return startDaemon(t, daemonConfig{transport: overHTTP, race: h.race, args: []string{
 		"--store", h.cluster.URL(),
 		"--nats-prefix", h.prefix,
 	}})
@@ -65,10 +70,12 @@ func waitContent(t testing.TB, p string, want []byte, timeout time.Duration) tim
 }
 
 // TestSeveralHostsPushReadBack: a file pushed through host A reads back
-// byte-identical, by sha256sum, through the mounts of B and C.
+// byte-identical, by sha256sum, through the mounts of B and C. The
+// daemons are race-built: three hosts pushing, watching and reading one
+// depot are the daemon's concurrency end to end.
 func TestSeveralHostsPushReadBack(t *testing.T) {
 	t.Parallel()
-	h := startHosts(t, 3)
+	h := startHostsRace(t, 3, true)
 	a, b, c := h.all[0], h.all[1], h.all[2]
 	data := pseudoRandom(3<<20+12345, 7) // several chunks
 	pushBytes(a, "/shared/big.bin", data, nil)

@@ -12,24 +12,24 @@ import (
 
 var compactRE = regexp.MustCompile(`(?s)before .*\((\d+) bytes\).*after .*\((\d+) bytes\)`)
 
-// TestCompact pushes 8 MiB as agents do (4 files of 1 MiB in single
-// calls, one of 4 MiB in 1 MiB chunks; 30 MiB in a soak), refuses to compact while the
+// TestCompact pushes 2 MiB as agents do (4 files of 256 KiB in single
+// calls, one of 1 MiB in 256 KiB chunks; 30 MiB in a soak), refuses to compact while the
 // server runs, compacts once it is stopped, and reads every file back
 // through a new server.
 func TestCompact(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	want := map[string]string{}
-	small, bigSize := bySoak(4, 14), bySoak(4<<20, 16<<20)
-	total := small<<20 + bigSize
+	small, smallSize, bigSize, chunk := bySoak(4, 14), bySoak(256<<10, 1<<20), bySoak(1<<20, 16<<20), bySoak(256<<10, 1<<20)
+	total := small*smallSize + bigSize
 	for i := range small {
 		p := fmt.Sprintf("/small/%02d.bin", i)
-		data := pseudoRandom(1<<20, uint64(i))
+		data := pseudoRandom(smallSize, uint64(i))
 		d.mustCall("guide_cache_file", map[string]any{"path": p, "content": base64.StdEncoding.EncodeToString(data), "encoding": "base64"})
 		want[p] = sha256hex(data)
 	}
 	big := pseudoRandom(bigSize, 99)
-	pushChunked(d, "/big.bin", big, 1<<20, "big", -1)
+	pushChunked(d, "/big.bin", big, chunk, "big", -1)
 	want["/big.bin"] = sha256hex(big)
 
 	code, _, stderr := runDepotfs(t, "compact", "--db", d.db)
@@ -49,8 +49,8 @@ func TestCompact(t *testing.T) {
 	if err != nil || fi.Size() != after {
 		t.Errorf("database %v bytes after compact, output says %d", fi.Size(), after)
 	}
-	t.Logf("%d MiB pushed: database %d bytes (%.1f MiB); after compact %d bytes (%.1f MiB)",
-		total>>20, before, float64(before)/(1<<20), after, float64(after)/(1<<20))
+	t.Logf("%d KiB pushed: database %d bytes (%.1f MiB); after compact %d bytes (%.1f MiB)",
+		total>>10, before, float64(before)/(1<<20), after, float64(after)/(1<<20))
 	if after >= before || after < int64(total) {
 		t.Errorf("compact: %d bytes before, %d after", before, after)
 	}

@@ -17,12 +17,15 @@ import (
 // and the audit log keep working.
 func TestDiskFull(t *testing.T) {
 	t.Parallel()
-	disk := smallFS(t, 48<<20)
-	d := startDaemon(t, daemonConfig{transport: overHTTP, db: filepath.Join(disk, "depot.db"), args: []string{"--disk-reserve", "16MiB"}})
+	// Files of 512 KiB onto 16 MiB above the reserve: about 30 are
+	// stored before the refusal, as many as with 1 MiB files on a disk
+	// twice the size, for half the bytes.
+	disk := smallFS(t, 24<<20)
+	d := startDaemon(t, daemonConfig{transport: overHTTP, db: filepath.Join(disk, "depot.db"), args: []string{"--disk-reserve", "8MiB"}})
 	var stored [][]byte
 	var refused *envelope
 	for i := range 48 {
-		data := pseudoRandom(1<<20, uint64(i))
+		data := pseudoRandom(512<<10, uint64(i))
 		env := d.call("guide_cache_file", map[string]any{"path": fmt.Sprintf("/f/%02d.bin", i),
 			"content": base64.StdEncoding.EncodeToString(data), "encoding": "base64"})
 		if !env.Success {
@@ -32,7 +35,7 @@ func TestDiskFull(t *testing.T) {
 		stored = append(stored, data)
 	}
 	if refused == nil {
-		t.Fatal("48 MiB pushed onto a 48 MiB disk without a refusal")
+		t.Fatal("24 MiB pushed onto a 24 MiB disk without a refusal")
 	}
 	if refused.Error.Type != "disk_full" || !strings.Contains(refused.Error.Message, "bytes free") || !strings.Contains(refused.Error.Message, "needs") {
 		t.Fatalf("refusal %+v; want a disk_full error naming free and needed bytes", refused.Error)

@@ -129,9 +129,11 @@ func twoTenants(t *testing.T, args ...string) (*daemon, tenant, tenant) {
 // TestUploadCapsPerIdentity: A beginning raw uploads without sending them
 // reaches its own limit and B can still begin one; A's abandoned chunked
 // uploads reach their own limit and B's write still fits in the store.
+// The store is 2 MiB: A's 15 chunks of 128 KiB, were they not capped,
+// would leave no room for B's 768 KiB.
 func TestUploadCapsPerIdentity(t *testing.T) {
 	t.Parallel()
-	d, a, b := twoTenants(t, "--max-store-size", "8MiB", "--max-file-size", "4MiB")
+	d, a, b := twoTenants(t, "--max-store-size", "2MiB", "--max-file-size", "1MiB")
 	_ = d
 	begun := 0
 	for ; begun < 1100; begun++ {
@@ -150,8 +152,8 @@ func TestUploadCapsPerIdentity(t *testing.T) {
 		t.Fatalf("B could not begin a raw upload after A began %d: %+v", begun, env.Error)
 	}
 
-	// A abandons chunked uploads of 512 KiB chunks until refused.
-	chunk := pseudoRandom(512<<10, 7)
+	// A abandons chunked uploads of 128 KiB chunks until refused.
+	chunk := pseudoRandom(128<<10, 7)
 	staged := 0
 	for i := range 15 {
 		env := a.call(t, "guide_read_file", map[string]any{"path": fmt.Sprintf("/a/big-%d.bin", i), "upload_id": fmt.Sprintf("big-%d", i),
@@ -166,9 +168,9 @@ func TestUploadCapsPerIdentity(t *testing.T) {
 		staged += len(chunk)
 	}
 	t.Logf("A began %d raw uploads and staged %d bytes before its limits", begun, staged)
-	data := pseudoRandom(3<<20, 8)
+	data := pseudoRandom(768<<10, 8)
 	if env := b.call(t, "guide_cache_file", map[string]any{"path": "/b/file.bin", "content": base64.StdEncoding.EncodeToString(data), "encoding": "base64"}); !env.Success {
-		t.Fatalf("B's 3 MiB write after A staged %d bytes of an 8 MiB store: %+v", staged, env.Error)
+		t.Fatalf("B's 768 KiB write after A staged %d bytes of a 2 MiB store: %+v", staged, env.Error)
 	}
 	stats := a.call(t, "guide_cache_stats", map[string]any{})
 	caller, _ := stats.Data["caller"].(map[string]any)
@@ -221,13 +223,14 @@ func TestUploadIDsPerIdentity(t *testing.T) {
 }
 
 // TestEvictionNamesOnlyReadable: A filling the store evicts B's file; A's
-// replies count it but never name it.
+// replies count it but never name it. Files of 256 KiB in a 1 MiB store:
+// A's six writes need more than the store holds.
 func TestEvictionNamesOnlyReadable(t *testing.T) {
 	t.Parallel()
-	_, a, b := twoTenants(t, "--max-store-size", "4MiB", "--max-file-size", "2MiB")
+	_, a, b := twoTenants(t, "--max-store-size", "1MiB", "--max-file-size", "512KiB")
 	put := func(tn tenant, path string, seed uint64) envelope {
 		return tn.call(t, "guide_cache_file", map[string]any{"path": path,
-			"content": base64.StdEncoding.EncodeToString(pseudoRandom(1<<20, seed)), "encoding": "base64"})
+			"content": base64.StdEncoding.EncodeToString(pseudoRandom(256<<10, seed)), "encoding": "base64"})
 	}
 	if env := put(b, "/b/merger-plan-acme-2027.pdf", 1); !env.Success {
 		t.Fatalf("B's write: %+v", env.Error)

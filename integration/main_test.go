@@ -46,6 +46,10 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if !race {
+		// Built while the first tests run, for the few that ask for it.
+		go raceBin()
+	}
 	return m.Run()
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/depotfs/depotfs/internal/policy"
 	"github.com/depotfs/depotfs/internal/ratelimit"
 	"github.com/depotfs/depotfs/mcpserver/internal/guide"
+	"github.com/depotfs/depotfs/mcpserver/internal/outbox"
 	"github.com/depotfs/depotfs/mcpserver/internal/pending"
 	"github.com/depotfs/depotfs/mcpserver/internal/resources"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
@@ -255,6 +256,7 @@ type Server struct {
 
 	streamable *server.StreamableHTTPServer
 	sessions   *sessions
+	streams    *outbox.Registry // the sessions' open GET streams, where their resource notifications go
 	inflight   *budget
 	drain      *drain // the shutdown both transports answer by
 	refusals   refusalBursts
@@ -304,7 +306,8 @@ func newServer(st store.Store, opts *Options) *Server {
 	s.env = &tool.Env{Settings: o.Settings, Uploads: uploads}
 	s.rt = tool.NewRuntime(st, s.env, o.Policy, o.Audit, o.Rate)
 	requests := pending.New(o.Requests, s.done, s.env.MountPath)
-	s.res = resources.New(s.rt, s.env, requests)
+	s.streams = outbox.NewRegistry()
+	s.res = resources.New(s.rt, s.env, requests, s.streams)
 	s.uploads = guide.NewUploads(s.rt)
 	s.list = s.toolList(requests)
 

@@ -19,6 +19,7 @@ import (
 	"github.com/depotfs/depotfs/internal/identity"
 	"github.com/depotfs/depotfs/mcpserver/internal/guide"
 	"github.com/depotfs/depotfs/mcpserver/internal/lift"
+	"github.com/depotfs/depotfs/mcpserver/internal/outbox"
 	"github.com/depotfs/depotfs/mcpserver/internal/rpcerr"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
 )
@@ -146,6 +147,19 @@ func (s *Server) newHandler() http.Handler {
 			}
 			r = r.WithContext(ctx)
 			w, r = withListenAck(w, r)
+			if _, ok := w.(http.Flusher); ok {
+				// depotfs writes its resource notifications to the
+				// stream itself, in order (package outbox).
+				out := outbox.New(w)
+				go out.Run(ctx)
+				defer out.Close()
+				if r.Method == http.MethodGet {
+					defer s.streams.Add(sid, out)()
+				} else {
+					r = r.WithContext(outbox.NewContext(r.Context(), out))
+				}
+				w = out
+			}
 		} else {
 			// A failed resources/read gets the error depotfs chooses
 			// (internal/rpcerr): one Fixes per request.

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/depotfs/depotfs/feed"
+	"github.com/depotfs/depotfs/mcpserver/internal/outbox"
 	"github.com/depotfs/depotfs/mcpserver/internal/pending"
 	"github.com/depotfs/depotfs/mcpserver/internal/rpcerr"
 	"github.com/depotfs/depotfs/mcpserver/internal/tool"
@@ -29,13 +30,15 @@ type Resources struct {
 	env     *tool.Env
 	pending *pending.List
 	subs    *subscriptions // resource subscriptions, files and the pending-requests list
+	streams *outbox.Registry
 	log     *slog.Logger
 }
 
 // New returns the resources over rt's store, paged and bounded by env's
-// ResourcePageSize, MaxResourceBytes and MaxSubscriptions.
-func New(rt *tool.Runtime, env *tool.Env, p *pending.List) *Resources {
-	return &Resources{rt: rt, env: env, pending: p, subs: newSubscriptions(env.MaxSubscriptions), log: env.Logger}
+// ResourcePageSize, MaxResourceBytes and MaxSubscriptions. A session's
+// notifications go to its GET stream in streams while one is open.
+func New(rt *tool.Runtime, env *tool.Env, p *pending.List, streams *outbox.Registry) *Resources {
+	return &Resources{rt: rt, env: env, pending: p, subs: newSubscriptions(env.MaxSubscriptions), streams: streams, log: env.Logger}
 }
 
 // Hooks adds to hooks what serves the depot's files (and the
@@ -168,16 +171,17 @@ func (s *Resources) maySubscribe(ctx context.Context, uri string) error {
 // lasts until resources/unsubscribe or the end of the session.
 func (s *Resources) subscribe(ctx context.Context, uri string) {
 	if session := server.ClientSessionFromContext(ctx); session != nil {
-		s.record(ctx, session, session, uri)
+		s.record(ctx, session, sub{session: session}, uri)
 	}
 }
 
-// record records that owner, notified through session, subscribed to uri;
-// a failure is logged.
-func (s *Resources) record(ctx context.Context, owner any, session server.ClientSession, uri string) {
+// record records that owner, notified as sb says, subscribed to uri; a
+// failure is logged. sb's perms are the caller's in ctx.
+func (s *Resources) record(ctx context.Context, owner any, sb sub, uri string) {
 	p, err := subscriptionPath(uri)
 	if err == nil {
-		err = s.subs.add(owner, session, s.rt.View(ctx).Perms(), uri, p)
+		sb.perms = s.rt.View(ctx).Perms()
+		err = s.subs.add(owner, sb, uri, p)
 	}
 	if err != nil {
 		s.log.Warn("mcp resource subscription not recorded", "uri", uri, "err", err)
@@ -189,7 +193,8 @@ func (s *Resources) record(ctx context.Context, owner any, session server.Client
 // by the hooks that run when the request returns (before its response is
 // sent, so a client that replaces one listen with another is never notified
 // for the old one), and, as a safety net, when mcp-go cancels the request's
-// context.
+// context. Over HTTP their notifications go to the request's own stream
+// (outbox.FromContext), in order.
 func (s *Resources) listen(ctx context.Context, id any, req *mcp.SubscriptionsListenRequest) {
 	session := server.ClientSessionFromContext(ctx)
 	if session == nil {
@@ -197,8 +202,9 @@ func (s *Resources) listen(ctx context.Context, id any, req *mcp.SubscriptionsLi
 	}
 	owner := listenKey(session, id)
 	context.AfterFunc(ctx, func() { s.subs.drop(owner) })
+	sb := sub{session: session, listenID: id, out: outbox.FromContext(ctx)}
 	for _, uri := range req.Params.Notifications.ResourceSubscriptions {
-		s.record(ctx, owner, session, uri)
+		s.record(ctx, owner, sb, uri)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/depotfs/depotfs/feed"
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/internal/policy"
+	"github.com/depotfs/depotfs/mcpserver/internal/outbox"
 	"github.com/depotfs/depotfs/store"
 )
 
@@ -61,10 +62,14 @@ type subscriptions struct {
 
 // sub is one subscription's session and what its owner may read when it
 // subscribed: a subscription to a directory is told only of the changes
-// below it that its owner may read.
+// below it that its owner may read. A subscriptions/listen's also has the
+// listen's id, which its notifications carry, and the stream of the listen
+// over HTTP, where they are written in order (package outbox).
 type sub struct {
-	session server.ClientSession
-	perms   policy.Set
+	session  server.ClientSession
+	perms    policy.Set
+	listenID any
+	out      *outbox.Stream
 }
 
 func newSubscriptions(max int) *subscriptions {
@@ -88,10 +93,9 @@ func (r *subscriptions) room(n int) error {
 	return nil
 }
 
-// add records that owner, notified through session, subscribed to uri,
-// which names the clean path p, with perms. Subscribing twice is one
-// subscription.
-func (r *subscriptions) add(owner any, session server.ClientSession, perms policy.Set, uri, p string) error {
+// add records that owner, notified as s says, subscribed to uri, which
+// names the clean path p. Subscribing twice is one subscription.
+func (r *subscriptions) add(owner any, s sub, uri, p string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	uris := r.byOwner[owner]
@@ -111,7 +115,7 @@ func (r *subscriptions) add(owner any, session server.ClientSession, perms polic
 		subs = map[subKey]sub{}
 		r.byPath[p] = subs
 	}
-	subs[subKey{owner, uri}] = sub{session, perms}
+	subs[subKey{owner, uri}] = s
 	r.count++
 	return nil
 }
@@ -168,12 +172,10 @@ func (r *subscriptions) firstDrop(session server.ClientSession) bool {
 	return true
 }
 
-// target is one notification to send.
+// target is one notification to send: to the subscription key, as s says.
 type target struct {
-	key     subKey
-	session server.ClientSession
-	uri     string
-	perms   policy.Set // what the subscription's owner may read
+	key subKey
+	sub
 }
 
 // affected returns the subscriptions an event concerns: those to its path
@@ -190,7 +192,7 @@ func (r *subscriptions) affected(ev store.Event) []target {
 		for p, subs := range r.byPath {
 			if depotpath.Within(p, ev.Path) {
 				for k, s := range subs {
-					out = append(out, target{k, s.session, k.uri, s.perms})
+					out = append(out, target{k, s})
 				}
 			}
 		}
@@ -199,7 +201,7 @@ func (r *subscriptions) affected(ev store.Event) []target {
 	for p := ev.Path; ; p = path.Dir(p) {
 		for k, s := range r.byPath[p] {
 			if feed.Visible(s.perms, ev.Path) {
-				out = append(out, target{k, s.session, k.uri, s.perms})
+				out = append(out, target{k, s})
 			}
 		}
 		if p == depotpath.Root {
@@ -242,7 +244,7 @@ func (r *subscriptions) to(key string) []target {
 	defer r.mu.Unlock()
 	out := make([]target, 0, len(r.byPath[key]))
 	for k, s := range r.byPath[key] {
-		out = append(out, target{k, s.session, k.uri, s.perms})
+		out = append(out, target{k, s})
 	}
 	return out
 }
@@ -250,14 +252,19 @@ func (r *subscriptions) to(key string) []target {
 // notifyUpdated sends notifications/resources/updated for t, with the
 // change in _meta (package feed: path, kind, type, revision, size,
 // sha256, and from for a move from a path t's owner may read) when there
-// is one. It never blocks: a session whose
-// notification queue is full (its client is not reading) misses the
-// notification; the next one that reaches it carries resync: true and
-// lost_after, the revision of the last one it got, so the client can
-// read what it missed from guide_changes or GET /changes. The first miss
-// of a session is logged.
+// is one. It never blocks: a client whose queue is full (it is not
+// reading) misses the notification; the next one that reaches it carries
+// resync: true and lost_after, the revision of the last one it got, so the
+// client can read what it missed from guide_changes or GET /changes. The
+// first miss of a session is logged.
+//
+// The queue is the one of t's stream over HTTP (a subscriptions/listen's,
+// or the session's GET stream while one is open: package outbox), which
+// writes the notifications there in order; otherwise mcp-go's session
+// channel, which a stdio session's writer reads, and, over HTTP, any
+// request of the session in flight.
 func (s *Resources) notifyUpdated(t target, ev *store.Event) {
-	params := mcp.NotificationParams{AdditionalFields: map[string]any{"uri": t.uri}}
+	params := mcp.NotificationParams{AdditionalFields: map[string]any{"uri": t.key.uri}}
 	var rev uint64
 	if ev != nil && ev.Kind != store.EventResync {
 		c := feed.ChangeFor(t.perms, *ev)
@@ -280,14 +287,31 @@ func (s *Resources) notifyUpdated(t target, ev *store.Event) {
 		JSONRPC:      mcp.JSONRPC_VERSION,
 		Notification: mcp.Notification{Method: mcp.MethodNotificationResourceUpdated, Params: params},
 	}
-	select {
-	case t.session.NotificationChannel() <- n:
-		s.subs.delivered(t, rev, true)
-	default:
-		s.subs.delivered(t, rev, false)
-		if s.subs.firstDrop(t.session) {
-			s.log.Warn("mcp resource notifications dropped: the client is not reading them and its queue is full (further drops for this session are not logged)", "uri", t.uri, "session", t.session.SessionID())
+	out := t.out
+	if id := t.session.SessionID(); out == nil && t.listenID == nil && id != "" {
+		out = s.streams.Of(id)
+	}
+	var ok bool
+	if out != nil {
+		if t.listenID != nil {
+			// Every message on a subscriptions/listen stream carries its
+			// id, as mcp-go tags those it writes.
+			if n.Params.Meta == nil {
+				n.Params.Meta = map[string]any{}
+			}
+			n.Params.Meta[mcp.MetaKeySubscriptionID] = t.listenID
 		}
+		ok = out.Put(n)
+	} else {
+		select {
+		case t.session.NotificationChannel() <- n:
+			ok = true
+		default:
+		}
+	}
+	s.subs.delivered(t, rev, ok)
+	if !ok && s.subs.firstDrop(t.session) {
+		s.log.Warn("mcp resource notifications dropped: the client is not reading them and its queue is full (further drops for this session are not logged)", "uri", t.key.uri, "session", t.session.SessionID())
 	}
 }
 

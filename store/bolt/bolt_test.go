@@ -17,11 +17,19 @@ import (
 	bbolt "go.etcd.io/bbolt"
 )
 
-// openAt opens the store at path with opts. When t ends it checks the
-// file's invariants (unless the test closed the store) and closes it.
+// openAt opens the store at path with opts, without fsync (no test of
+// this package cuts the machine's power, and a killed process keeps what
+// it wrote: the crash tests' children open their stores themselves, with
+// fsync). When t ends it checks the file's invariants (unless the test
+// closed the store) and closes it.
 func openAt(t testing.TB, path string, opts *bolt.Options) *bolt.Store {
 	t.Helper()
-	s, err := bolt.Open(path, opts)
+	var o bolt.Options
+	if opts != nil {
+		o = *opts
+	}
+	o.NoSync = true
+	s, err := bolt.Open(path, &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +113,7 @@ func TestReopenConformance(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			s, err := bolt.Open(path, &bolt.Options{MaxStoreBytes: cfg.MaxStoreBytes, MaxFileBytes: cfg.MaxFileBytes, Now: cfg.Now, KeepVersions: cfg.KeepVersions, History: cfg.History})
+			s, err := bolt.Open(path, &bolt.Options{MaxStoreBytes: cfg.MaxStoreBytes, MaxFileBytes: cfg.MaxFileBytes, Now: cfg.Now, KeepVersions: cfg.KeepVersions, History: cfg.History, NoSync: true})
 			if err != nil {
 				t.Fatal(err)
 			}

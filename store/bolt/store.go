@@ -134,6 +134,17 @@ type Options struct {
 	// a reencryption (Reencrypt) is in progress; 0 means
 	// DefaultResealRate.
 	ResealRate int64
+
+	// NoSync skips the fsync after each commit (bbolt's Options.NoSync):
+	// a committed write then survives the process dying but not the
+	// machine losing power. It is for tests and scratch stores whose
+	// durability nobody relies on; a depot's store leaves it false.
+	NoSync bool
+
+	// usesPerFlush is how many uses one transaction persists; 0 means
+	// the constant usesPerFlush. Only tests set it, to reach the bound
+	// with a few hundred files rather than thousands.
+	usesPerFlush int
 }
 
 // Store is the bbolt implementation of store.Store. A Store is safe for
@@ -224,7 +235,8 @@ func Open(path string, opts *Options) (*Store, error) {
 			return nil, fmt.Errorf("bolt: open: %w", err)
 		}
 	}
-	db, lockFile, err := openLocked(path, &bbolt.Options{Timeout: lockTimeout, InitialMmapSize: mmapSize(path, o.MaxStoreBytes), ReadOnly: o.ReadOnly})
+	o.usesPerFlush = cmp.Or(o.usesPerFlush, usesPerFlush)
+	db, lockFile, err := openLocked(path, &bbolt.Options{Timeout: lockTimeout, InitialMmapSize: mmapSize(path, o.MaxStoreBytes), ReadOnly: o.ReadOnly, NoSync: o.NoSync})
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open: %w", err)
 	}
@@ -291,7 +303,7 @@ func (s *Store) Close() error {
 		s.wmu.Lock()
 		defer s.wmu.Unlock()
 		var err error
-		for err == nil && s.uses.pending() && !s.opts.ReadOnly { // usesPerFlush at a time
+		for err == nil && s.uses.pending() && !s.opts.ReadOnly { // a transaction's worth at a time
 			err = s.updateLocked(context.Background(), func(*wtx) error { return nil })
 		}
 		s.closeErr = errors.Join(err, s.db.Close(), s.lock.Close())

@@ -88,8 +88,8 @@ func (s *Store) expiryDue() (bool, error) {
 
 // sweeper removes expired files every Options.SweepInterval, and persists
 // the uses reads left in memory every Options.FlushInterval when no write
-// did it meanwhile, and whenever usesPerFlush of them wait, until the
-// store is closed.
+// did it meanwhile, and whenever a transaction's worth of them wait (see
+// usesPerFlush), until the store is closed.
 func (s *Store) sweeper() {
 	t := time.NewTicker(s.opts.SweepInterval)
 	defer t.Stop()
@@ -114,7 +114,7 @@ func (s *Store) sweeper() {
 		}
 		// Uses are persisted every FlushInterval, and at once while a
 		// transaction's worth waits (see usesPerFlush).
-		for s.uses.waiting() >= usesPerFlush || (time.Since(lastFlush) >= s.opts.FlushInterval && s.uses.pending()) {
+		for s.uses.waiting() >= s.opts.usesPerFlush || (time.Since(lastFlush) >= s.opts.FlushInterval && s.uses.pending()) {
 			lastFlush = time.Now()
 			err = s.update(ctx, func(*wtx) error { return nil })
 			if err != nil {

@@ -77,7 +77,7 @@ func (s *Store) init() (uint64, error) {
 		}
 		return s.staged.load(tx.Bucket(bucketUploads), s.sealer)
 	})
-	s.uses.init(c)
+	s.uses.init(c, s.opts.usesPerFlush)
 	return rev, err
 }
 

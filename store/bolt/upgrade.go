@@ -119,7 +119,7 @@ func (s *Store) initReadOnly() (uint64, error) {
 		}
 		return nil
 	})
-	s.uses.init(c)
+	s.uses.init(c, s.opts.usesPerFlush)
 	return rev, err
 }
 

@@ -18,12 +18,18 @@ type uses struct {
 	dirty map[hash]uint64 // blobs read since the last flush → their last use
 	moved bool            // hits or misses counted since the last flush
 
+	// perFlush is how many uses a transaction persists (usesPerFlush
+	// unless a test chose fewer), and 16 × perFlush how many wait at
+	// most; set by init.
+	perFlush int
+
 	// hits and misses are totals since the store was created: loaded at
 	// Open, persisted as they are at each flush.
 	hits, misses atomic.Int64
 }
 
-func (u *uses) init(c counters) {
+func (u *uses) init(c counters, perFlush int) {
+	u.perFlush = perFlush
 	u.seq = uint64(c.UseSeq)
 	u.dirty = make(map[hash]uint64)
 	u.hits.Store(c.Hits)
@@ -55,10 +61,13 @@ const (
 	maxDirtyUses = 16 * usesPerFlush
 )
 
+// maxDirty is how many uses wait at most: maxDirtyUses by default.
+func (u *uses) maxDirty() int { return u.perFlush * (maxDirtyUses / usesPerFlush) }
+
 // hit records an Open of blob h (a present file).
 func (u *uses) hit(h hash) {
 	u.mu.Lock()
-	if _, ok := u.dirty[h]; ok || len(u.dirty) < maxDirtyUses {
+	if _, ok := u.dirty[h]; ok || len(u.dirty) < u.maxDirty() {
 		u.seq++
 		u.dirty[h] = u.seq
 	}
@@ -96,7 +105,7 @@ func (u *uses) last() uint64 {
 	return u.seq
 }
 
-// take returns up to usesPerFlush of the blobs read since the last flush
+// take returns up to perFlush of the blobs read since the last flush
 // and forgets them; a failed flush gives them back.
 func (u *uses) take() map[hash]uint64 {
 	u.mu.Lock()
@@ -105,14 +114,14 @@ func (u *uses) take() map[hash]uint64 {
 	if len(u.dirty) == 0 {
 		return nil
 	}
-	if len(u.dirty) <= usesPerFlush {
+	if len(u.dirty) <= u.perFlush {
 		d := u.dirty
 		u.dirty = make(map[hash]uint64)
 		return d
 	}
-	d := make(map[hash]uint64, usesPerFlush)
+	d := make(map[hash]uint64, u.perFlush)
 	for h, seq := range u.dirty {
-		if len(d) == usesPerFlush {
+		if len(d) == u.perFlush {
 			break
 		}
 		d[h] = seq

@@ -55,7 +55,10 @@ func testConcurrency(t *testing.T, open func(t *testing.T) store.Store) {
 	var readersWG sync.WaitGroup
 	for r := range readers {
 		readersWG.Go(func() {
-			for i := 0; ; i++ {
+			// Until the writers stop, and at most as many reads as
+			// there are writes: readers that spin take the CPU the
+			// writers need, and the writes only take longer.
+			for i := range writers * rounds * 2 {
 				select {
 				case <-stop:
 					return

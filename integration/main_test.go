@@ -66,8 +66,8 @@ var raceDaemon = os.Getenv("DEPOTFS_RACE_DAEMON") != "" || soak
 // binDir holds the binaries TestMain and raceBin build.
 var binDir string
 
-// raceBin returns the path of depotfs built with the race detector,
-// building it the first time a test asks for one (when raceDaemon is set,
+// raceBin returns the path of depotfs built with the race detector, once
+// TestMain's background build of it is done (when raceDaemon is set,
 // depotfsBin is that binary and raceBin is not used).
 var raceBin = sync.OnceValues(func() (string, error) {
 	bin := filepath.Join(binDir, "depotfs-race")
@@ -89,10 +89,10 @@ func buildDepotfs(bin string, race bool) error {
 	if race {
 		args = append(args, "-race")
 	}
-	build := exec.Command("go", append(args, "../cmd/depotfs")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("building depotfs (race %v): %w", race, err)
+	// The output goes into the error, not to os.Stderr: the race-built
+	// binary is built while testing.M.Run owns that variable.
+	if out, err := exec.Command("go", append(args, "../cmd/depotfs")...).CombinedOutput(); err != nil {
+		return fmt.Errorf("building depotfs (race %v): %w\n%s", race, err, out)
 	}
 	return nil
 }

@@ -19,9 +19,12 @@ func TestSeveralHostsSealed(t *testing.T) {
 	h := startHostsArgs(t, 2, []string{"--key-file", key})
 	content := bytes.Repeat([]byte(sealMarker+" shared report\n"), 200) // inline and chunked sizes alike
 	h.all[0].mustCall("guide_cache_file", map[string]any{"path": "/small.txt", "content": sealMarker + " small\n"})
-	pushChunked(h.all[0], "/big.txt", bytes.Repeat(content, 200), 256<<10, "big", -1)
+	// 300 KB: two chunks of the upload, stored as chunked content, not
+	// inline.
+	big := bytes.Repeat(content, 50)
+	pushChunked(h.all[0], "/big.txt", big, 256<<10, "big", -1)
 	waitContent(t, h.all[1].path("/small.txt"), []byte(sealMarker+" small\n"), 30*time.Second)
-	waitContent(t, h.all[1].path("/big.txt"), bytes.Repeat(content, 200), 30*time.Second)
+	waitContent(t, h.all[1].path("/big.txt"), big, 30*time.Second)
 	n := 0
 	for _, node := range h.cluster.Nodes {
 		n += countIn(t, node.Dir)

@@ -251,13 +251,14 @@ func listed(dir, name string) bool {
 // holds their older version), a third create files whose names B had
 // just looked up and found missing, a third create files in directories
 // B had found missing; B lists the parent before and after these, and the
-// new name must be listed. No read may be stale or missing. 120 writes,
-// or 10,000 with DEPOTFS_SOAK=1 (the figure of docs/several-hosts.md).
+// new name must be listed. No read may be stale or missing. 60 writes, 20
+// of each kind, or 10,000 with DEPOTFS_SOAK=1 (the figure of
+// docs/several-hosts.md).
 func TestSeveralHostsCloseToOpen(t *testing.T) {
 	t.Parallel()
 	h := startHosts(t, 2)
 	a, b := h.all[0], h.all[1]
-	n := bySoak(120, 10000)
+	n := bySoak(60, 10000)
 	var bad []string
 	for i := range n {
 		p := fmt.Sprintf("/c2o/f%d.txt", i%4)

@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// TestUpdateIsNeverStale rewrites one path 100 times; after each
+// TestUpdateIsNeverStale rewrites one path 40 times (200 with
+// DEPOTFS_SOAK=1); after each
 // acknowledged write a fresh cat, and a re-read by a long-lived open file,
 // print the new content. Every version has the same size, so the kernel
 // cannot notice the change from the size alone.
@@ -14,7 +15,8 @@ func TestUpdateIsNeverStale(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, daemonConfig{transport: overHTTP})
 	const path = "/hot/counter.txt"
-	for i := range 100 {
+	n := bySoak(40, 200)
+	for i := range n {
 		content := fmt.Sprintf("version %03d\n", i)
 		env := d.mustCall("guide_cache_file", map[string]any{"path": path, "content": content})
 		wantStatus := "updated"
@@ -34,7 +36,7 @@ func TestUpdateIsNeverStale(t *testing.T) {
 			t.Fatalf("after write %d os.ReadFile = %q, %v; want %q", i, got, err, content)
 		}
 	}
-	env := d.mustCall("guide_cache_file", map[string]any{"path": path, "content": "version 099\n"})
+	env := d.mustCall("guide_cache_file", map[string]any{"path": path, "content": fmt.Sprintf("version %03d\n", n-1)})
 	if env.Data["status"] != "unchanged" {
 		t.Errorf("pushing identical bytes: status %v, want unchanged", env.Data["status"])
 	}

@@ -176,16 +176,14 @@ async function longPoll(token, prefix, log) {
 // subscription: a failed ping or a broken stream makes it connect and
 // subscribe again.
 //
-// The subscription has a session of its own, which sends nothing after
-// resources/subscribe: guide_changes and the pings go through a second
-// one. mcp-go (the server's MCP library, v1.2.1) writes a session's
-// notifications to the response of any request the session has in
-// flight, as well as to its GET stream, so they can arrive out of order,
-// and drops one it took just as that request ended. FEED_SHARED=1 shows
-// it: the subscriber makes its calls on the subscription's session, and
-// pings on it without pause (2 runs in 3 missed notifications that came
-// after a later one, at a load of 33).
-const shared = process.env.FEED_SHARED === "1";
+// The subscriber makes its guide_changes calls on the subscription's own
+// session, and pings on it without pause, while its GET stream carries the
+// notifications: depotfs writes a session's resource notifications to its
+// GET stream only, in order, never to the response of one of its requests
+// (mcp-go alone hands them to whichever stream takes them first, and drops
+// one a request took just as it ended). FEED_SHARED=0 makes the calls on a
+// second session instead.
+const shared = process.env.FEED_SHARED !== "0";
 async function subscribe(token, uri, prefix, log) {
   while (!ctl.done) {
     const queue = [];

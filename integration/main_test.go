@@ -59,7 +59,8 @@ func runMain(m *testing.M) int {
 // third more CPU and a fifth more wall time in the largest tests, and the
 // concurrency inside the daemon is already run under -race by the store,
 // vfs and mcpserver packages' own tests; the tests that drive the daemon's
-// concurrency end to end (several hosts, sessions, a draining shutdown)
+// concurrency end to end (three hosts, the sessions loop, a shutdown over
+// stdio)
 // keep a race-built daemon, whose reports fail the test (see daemon.stop).
 var raceDaemon = os.Getenv("DEPOTFS_RACE_DAEMON") != "" || soak
 

@@ -21,7 +21,11 @@ import (
 // file then lets depotfs exit 0 at once.
 func TestStdioRefusesAfterSIGTERM(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, daemonConfig{transport: overStdio, args: []string{"--shutdown-timeout", "60s"}})
+	// Race-built: a drain with requests arriving during it, the daemon's
+	// shutdown concurrency end to end, and its exit status shows a race.
+	// (TestSIGTERMDrains drives the same code with a 32 MiB upload, which
+	// a race-built daemon took minutes over on a loaded machine.)
+	d := startDaemon(t, daemonConfig{transport: overStdio, race: true, args: []string{"--shutdown-timeout", "60s"}})
 	d.mustCall("guide_cache_file", map[string]any{"path": "/held.txt", "content": "held"})
 	f, err := os.Open(d.path("/held.txt"))
 	if err != nil {

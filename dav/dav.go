@@ -111,7 +111,7 @@ func (h *Handler) serve(w *recorder, r *http.Request, t Tree) (string, error) {
 	}
 	loc, err := h.locate(r.Context(), t, r.URL.Path)
 	if err != nil {
-		writeError(w, err)
+		writeError(w, "", err)
 		return "", err
 	}
 	if r.Method == "PROPFIND" {
@@ -125,7 +125,7 @@ func (h *Handler) serve(w *recorder, r *http.Request, t Tree) (string, error) {
 func (h *Handler) get(w *recorder, r *http.Request, loc location) error {
 	e, err := loc.stat(r.Context())
 	if err != nil {
-		writeError(w, err)
+		writeError(w, loc.path, err)
 		return err
 	}
 	if e.IsDir() {
@@ -135,25 +135,25 @@ func (h *Handler) get(w *recorder, r *http.Request, loc location) error {
 		}
 		entries, err := loc.readDir(r.Context())
 		if err != nil {
-			writeError(w, err)
+			writeError(w, loc.path, err)
 			return err
 		}
 		return listHTML(w, r, loc, entries)
 	}
 	c, err := loc.open(r.Context())
 	if err != nil {
-		writeError(w, err)
+		writeError(w, loc.path, err)
 		return err
 	}
 	defer c.Close()
-	httpfile.Serve(w, r, e, c)
-	return nil
+	return httpfile.Serve(w, r, e, c)
 }
 
-// writeError answers a failure that happened before the response began.
-// A path the caller may not see is not found, in the same words as one
-// that does not exist: the answer names nothing.
-func writeError(w http.ResponseWriter, err error) {
+// writeError answers a failure about depot path p ("" when the URL names
+// none) that happened before the response began. A path the caller may
+// not see is not found, in the same words as one that does not exist: the
+// answer names nothing.
+func writeError(w http.ResponseWriter, p string, err error) {
 	switch {
 	case errors.Is(err, errBadPath):
 		http.Error(w, "bad request: the URL does not name a depot path (no '..', NUL or empty components; at most 4096 bytes)", http.StatusBadRequest)
@@ -166,7 +166,7 @@ func writeError(w http.ResponseWriter, err error) {
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "the depot cannot answer now; retry later", http.StatusServiceUnavailable)
 	default:
-		http.Error(w, "depotfs could not read the depot; retry later", http.StatusInternalServerError)
+		httpfile.Fail(w, p, err)
 	}
 }
 

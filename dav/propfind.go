@@ -64,13 +64,13 @@ func (h *Handler) propfind(w *recorder, r *http.Request, loc location) error {
 	}
 	e, err := loc.stat(r.Context())
 	if err != nil {
-		writeError(w, err)
+		writeError(w, loc.path, err)
 		return err
 	}
 	var entries []store.Entry
 	if depth == "1" && e.IsDir() {
 		if entries, err = loc.readDir(r.Context()); err != nil {
-			writeError(w, err)
+			writeError(w, loc.path, err)
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/depotfs/depotfs/internal/seal"
+	"github.com/mark3labs/mcp-go/mcp"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -154,8 +156,8 @@ func TestSealedTamperedChunk(t *testing.T) {
 	key := writeKeyFile(t)
 	args := []string{"--key-file", key, "--tools", "guide,fs,provider"}
 	d := startDaemon(t, daemonConfig{transport: overHTTP, args: args})
-	d.mustCall("guide_cache_file", map[string]any{"path": "/victim.txt", "content": sealMarker + " victim\n"})
-	d.mustCall("guide_cache_file", map[string]any{"path": "/bystander.txt", "content": "left alone\n"})
+	d.mustCall("guide_cache_file", map[string]any{"path": "/t/victim.txt", "content": sealMarker + " victim\n"})
+	d.mustCall("guide_cache_file", map[string]any{"path": "/t/bystander.txt", "content": "left alone\n"})
 	d.stop()
 
 	db, err := bbolt.Open(d.db, 0o600, nil)
@@ -187,13 +189,13 @@ func TestSealedTamperedChunk(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	d2 := startDaemon(t, daemonConfig{transport: overHTTP, db: d.db, mount: d.mount, args: append(args, "--metrics-listen", "127.0.0.1:0")})
+	d2 := startDaemon(t, daemonConfig{transport: overHTTP, db: d.db, mount: d.mount, args: append(args, "--metrics-listen", "127.0.0.1:0", "--nfs", "127.0.0.1:0")})
 	for range 2 {
-		if got, err := os.ReadFile(d2.path("/victim.txt")); !errors.Is(err, syscall.EIO) || len(got) != 0 {
+		if got, err := os.ReadFile(d2.path("/t/victim.txt")); !errors.Is(err, syscall.EIO) || len(got) != 0 {
 			t.Errorf("tampered file through the mount: %q, %v; want EIO", got, err)
 		}
 	}
-	if got, err := os.ReadFile(d2.path("/bystander.txt")); err != nil || string(got) != "left alone\n" {
+	if got, err := os.ReadFile(d2.path("/t/bystander.txt")); err != nil || string(got) != "left alone\n" {
 		t.Errorf("untouched file through the mount: %q, %v", got, err)
 	}
 	says := func(msg string) bool {
@@ -203,18 +205,19 @@ func TestSealedTamperedChunk(t *testing.T) {
 	}
 	fc := fsClient{d2.client}
 	var out struct{ Content string }
-	err = fc.call("read", map[string]any{"path": "victim.txt"}, &out)
-	if fe, ok := errors.AsType[*fsError](err); !ok || fe.Code != "integrity_error" || !says(fe.Message) || fe.Details.Path != "victim.txt" || out.Content != "" {
+	err = fc.call("read", map[string]any{"path": "t/victim.txt"}, &out)
+	if fe, ok := errors.AsType[*fsError](err); !ok || fe.Code != "integrity_error" || !says(fe.Message) || fe.Details.Path != "t/victim.txt" || out.Content != "" {
 		t.Errorf("tampered file through fs read: %q, %v; want integrity_error naming the file, no retry, a backup", out.Content, err)
 	}
 	pc := providerClient{d2.client}
-	text, err := pc.ReadFile("/victim.txt", "utf-8", 0)
+	text, err := pc.ReadFile("/t/victim.txt", "utf-8", 0)
 	if pe, ok := errors.AsType[*providerError](err); !ok || pe.Type != "FileProviderError" || !says(pe.Message) || text != "" {
 		t.Errorf("tampered file through read_file: %q, %v; want FileProviderError naming the file, no retry, a backup", text, err)
 	} else {
 		t.Logf("read_file: %v", err)
 	}
-	// Four reads or more (the kernel may retry), one chunk: counted each
+	tamperedDoors(t, d2, says)
+	// Eight reads or more (the kernel may retry), one chunk: counted each
 	// time, logged once.
 	if n := strings.Count(d2.logs.String(), `msg="sealed content failed authentication`); n != 1 {
 		t.Errorf("the daemon logged the damaged chunk %d times; want once:\n%s", n, tail(d2.logs.String(), 20))
@@ -224,8 +227,50 @@ func TestSealedTamperedChunk(t *testing.T) {
 		t.Fatalf("no metrics address in the log:\n%s", d2.logs)
 	}
 	_, fams := scrape(t, side[1]+"/metrics", "")
-	if n := value(t, fams, "depotfs_store_tampered_chunks_total"); n < 4 {
-		t.Errorf("depotfs_store_tampered_chunks_total = %v after four failed reads; want 4 or more", n)
+	if n := value(t, fams, "depotfs_store_tampered_chunks_total"); n < 8 {
+		t.Errorf("depotfs_store_tampered_chunks_total = %v after eight failed reads; want 8 or more", n)
+	}
+}
+
+// tamperedDoors reads /t/victim.txt, whose chunk is damaged, through the
+// doors beside the mount and the tools: a WebDAV GET and a resource link
+// GET answer 500 with the tools' words (says), resources/read a JSON-RPC
+// internal error with them, NFS an I/O error; /t/bystander.txt still reads
+// through each.
+func tamperedDoors(t *testing.T, d *daemon, says func(string) bool) {
+	t.Helper()
+	for _, p := range []string{"t/victim.txt", "t/bystander.txt"} {
+		r := curl(t, "", d.base()+"/dav/"+p)
+		if p == "t/bystander.txt" {
+			if r.status != 200 || string(r.body) != "left alone\n" {
+				t.Errorf("WebDAV GET of the untouched file: %d %q", r.status, r.body)
+			}
+			continue
+		}
+		if r.status != 500 || !says(string(r.body)) || strings.Contains(string(r.body), sealMarker) {
+			t.Errorf("WebDAV GET of the tampered file: %d %q; want 500 with an integrity error", r.status, r.body)
+		}
+	}
+	var info struct{ Link string }
+	if err := (fsClient{d.client}).call("info", map[string]any{"path": "t/victim.txt"}, &info); err != nil || info.Link == "" {
+		t.Fatalf("fs info of the tampered file: %+v, %v; want its link", info, err)
+	}
+	if r := curl(t, "", info.Link); r.status != 500 || !says(string(r.body)) {
+		t.Errorf("link GET of the tampered file: %d %q; want 500 with an integrity error", r.status, r.body)
+	}
+	req := mcp.ReadResourceRequest{}
+	req.Params.URI = resourceURI("/t/victim.txt")
+	res, err := d.client.ReadResource(context.Background(), req)
+	if !errors.Is(err, mcp.ErrInternalError) || !says(strings.TrimPrefix(err.Error(), "internal error: ")) {
+		t.Errorf("resources/read of the tampered file: %+v, %v; want an internal error with the integrity text", res, err)
+	}
+	// NFSv3 has one status for this, NFS3ERR_IO (5), and no words.
+	c := dialNFS(t, d)
+	if status, got := c.read(t, c.handle(t, "t/bystander.txt")); status != 0 || got != "left alone\n" {
+		t.Errorf("NFS READ of the untouched file: status %d, %q", status, got)
+	}
+	if status, got := c.read(t, c.handle(t, "t/victim.txt")); status != 5 || got != "" {
+		t.Errorf("NFS READ of the tampered file: status %d, %q; want NFS3ERR_IO (5)", status, got)
 	}
 }
 

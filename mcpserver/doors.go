@@ -110,10 +110,15 @@ func (s *Server) serveLink(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case err == nil:
-		httpfile.Serve(w, r, e, c)
+		// The record is written before the reply, so a read that fails
+		// while serving is not in it; the store logs and counts a
+		// damaged chunk itself.
+		_ = httpfile.Serve(w, r, e, c)
 	case errors.Is(err, store.ErrClosed), errors.Is(err, store.ErrUnavailable):
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "the depot cannot answer now; retry later", http.StatusServiceUnavailable)
+	case errors.Is(err, store.ErrCorrupt):
+		httpfile.Fail(w, d.Call().Path, err)
 	default:
 		http.Error(w, "not found", http.StatusNotFound)
 	}

@@ -68,6 +68,21 @@ var ErrOutcomeUnknown = errors.New("the write was sent, but whether it was appli
 // from a backup. The store counts and logs such chunks itself.
 var ErrCorrupt = errors.New("stored content failed its integrity check")
 
+// CorruptMessage is what a reader is told of content at depot path p (""
+// when unknown) that failed its integrity check (ErrCorrupt), in the same
+// words by every door that has room for words (the tools, resources/read,
+// WebDAV and resource links). It says what a reader cannot learn
+// otherwise: the error is not transient, so a retry is wasted, and only
+// the operator can bring the content back. The store's own text names
+// chunks, which tell a reader nothing.
+func CorruptMessage(p string) string {
+	what := "this file"
+	if p != "" {
+		what = p
+	}
+	return "the stored content of " + what + " failed its integrity check (a sealed chunk was changed or damaged on disk); retrying will not help: the depotfs operator must restore it from a backup"
+}
+
 // ErrNotEmpty reports a Remove of a directory that still has entries, without
 // RemoveRequest.Recursive.
 var ErrNotEmpty = errors.New("directory not empty")

@@ -43,7 +43,7 @@ func (t *Tally) Failed(place string, err error) {
 	}
 	t.mu.Unlock()
 	if !seen {
-		t.log.Error("sealed content failed authentication: the chunk is damaged or was changed on disk; it is never served (EIO on the mount, an error to tools)", "chunk", place, "err", err)
+		t.log.Error("sealed content failed authentication: the chunk is damaged or was changed on disk; it is never served (EIO on the mount and NFS, an error to tools, 500 over HTTP)", "chunk", place, "err", err)
 	}
 }
 

@@ -1,10 +1,12 @@
 package resources
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -86,8 +88,7 @@ func (s *Resources) readResourceFile(ctx context.Context, uri string) (_ mcp.Res
 	}
 	data := make([]byte, c.Size())
 	if n, err := c.ReadAt(data, 0); n < len(data) {
-		s.log.Error("mcp resource read failed", "path", p, "read", n, "size", len(data), "err", err)
-		return nil, "", 0, fmt.Errorf("resource %s could not be read from the depot; try again", uri)
+		return nil, "", 0, s.readError(uri, p, fmt.Errorf("read %d of %d bytes: %w", n, len(data), cmp.Or(err, io.ErrUnexpectedEOF)))
 	}
 	t := mediaType(p, data[:min(len(data), sniffLen)])
 	if textual(t, data) {
@@ -110,10 +111,14 @@ func (s *Resources) readError(uri, p string, err error) error {
 	case errors.Is(err, policy.ErrDenied):
 		msg = fmt.Sprintf("resource %s: %v", uri, err)
 		code = mcp.INVALID_REQUEST
+	case errors.Is(err, store.ErrCorrupt):
+		// The store has logged the damaged chunk once and counts every
+		// read of it; a line here for each read would undo that.
+		msg = fmt.Sprintf("resource %s: %s", uri, store.CorruptMessage(p))
 	case errors.Is(err, store.ErrNotPresent):
 		msg = fmt.Sprintf("resource %s is not available yet: %s was listed by an agent but its content has not arrived; read it after the agent has pushed it (subscribe to be notified)", uri, p)
 	default:
-		s.log.Error("mcp resource open failed", "path", p, "err", err)
+		s.log.Error("mcp resource read failed", "path", p, "err", err)
 		msg = fmt.Sprintf("resource %s could not be read from the depot; try again", uri)
 	}
 	return &resourceError{msg: msg, err: err, code: code}
@@ -126,8 +131,9 @@ func (s *Resources) readError(uri, p string, err error) error {
 // of another scheme, which no resource template matches), as SEP-2164
 // asks; -32600 (invalid request), also with data.uri, for a read the
 // caller's grants refuse. Other errors (the depot or its audit log
-// failing, a file over the size limit or not yet pushed) are left to
-// mcp-go, which sends -32603.
+// failing, content that failed its integrity check, a file over the size
+// limit or not yet pushed) are left to mcp-go, which sends -32603 with
+// their text: a failure of the server's, not of the request.
 func ReadError(uri string, err error) (mcp.JSONRPCErrorDetails, bool) {
 	data := map[string]string{"uri": uri}
 	var re *resourceError

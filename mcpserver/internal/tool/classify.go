@@ -94,7 +94,7 @@ func Classify(err error) Failure {
 	if se, ok := errors.AsType[*StoreError](err); ok {
 		msg = storeMessage(se)
 	} else if errors.Is(err, store.ErrCorrupt) {
-		msg = CorruptMessage("")
+		msg = store.CorruptMessage("")
 	}
 	switch {
 	case errors.Is(err, depotpath.ErrEscapes):
@@ -196,23 +196,10 @@ func storeFailureOf(err error) (storeFailure, bool) {
 // safe; anything else may carry host detail and gets a generic text.
 func storeMessage(se *StoreError) string {
 	if errors.Is(se.Err, store.ErrCorrupt) {
-		return CorruptMessage(se.Path)
+		return store.CorruptMessage(se.Path)
 	}
 	if _, ok := storeFailureOf(se.Err); ok || errors.Is(se.Err, depotpath.ErrEscapes) || errors.Is(se.Err, depotpath.ErrInvalid) {
 		return se.Err.Error()
 	}
 	return "depotfs failed internally; the operator's log has the details"
-}
-
-// CorruptMessage is the agent's text for content at depot path p ("" when
-// unknown) that failed its integrity check (store.ErrCorrupt). It says
-// what an agent cannot learn otherwise: the error is not transient, so a
-// retry is wasted, and only the operator can bring the content back. The
-// store's own text names chunks, which tell an agent nothing.
-func CorruptMessage(p string) string {
-	what := "this file"
-	if p != "" {
-		what = p
-	}
-	return "the stored content of " + what + " failed its integrity check (a sealed chunk was changed or damaged on disk); retrying will not help: the depotfs operator must restore it from a backup"
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // batchBytes bounds the content one transaction reads or writes while an
-// upload completes, so memory stays bounded for any file size.
+// upload completes or a stream is staged, so memory stays bounded for any
+// file size (Options.batchBytes, which only tests set, overrides it).
 const batchBytes = 16 << 20
 
 // complete turns the fully received upload id into a file: verify the whole
@@ -116,7 +117,7 @@ func (s *Store) hashUpload(ctx context.Context, id string) (*upload, string, err
 					return err
 				}
 			}
-			next, err = s.sealer.hashChunks(d, ub, id, next, u.Count)
+			next, err = s.sealer.hashChunks(d, ub, id, next, u.Count, s.opts.batchBytes)
 			return err
 		})
 		if err != nil {
@@ -127,11 +128,11 @@ func (s *Store) hashUpload(ctx context.Context, id string) (*upload, string, err
 }
 
 // hashChunks writes chunks from..count-1 of an upload into d, stopping after
-// about batchBytes; it returns the index to continue from.
-func (c sealer) hashChunks(d io.Writer, ub *bbolt.Bucket, id string, from, count int) (int, error) {
+// about limit bytes; it returns the index to continue from.
+func (c sealer) hashChunks(d io.Writer, ub *bbolt.Bucket, id string, from, count, limit int) (int, error) {
 	read := 0
 	i := from
-	for ; i < count && read < batchBytes; i++ {
+	for ; i < count && read < limit; i++ {
 		v, ok, err := c.uploadChunk(ub, id, i)
 		if err != nil {
 			return 0, err
@@ -189,7 +190,7 @@ func (w *wtx) stageBatch(h hash, ub *bbolt.Bucket, id string, count int, pos *st
 		v  []byte
 		vi = -1 // the upload chunk v holds: one larger than a blob chunk is read once
 	)
-	for written < batchBytes && pos.chunk < count {
+	for written < w.s.opts.batchBytes && pos.chunk < count {
 		if vi != pos.chunk {
 			var ok bool
 			var err error

@@ -93,7 +93,7 @@ func TestCrashConcurrent(t *testing.T) {
 	}
 	db := filepath.Join(t.TempDir(), "crash.db")
 	for round := range 3 {
-		acked := crashConcurrentRound(t, db, 300+round*300)
+		acked := crashConcurrentRound(t, db, minAcks(100, round))
 		s := openAt(t, db, nil)
 		ctx := context.Background()
 		n := 0

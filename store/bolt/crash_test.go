@@ -33,6 +33,20 @@ const crashLimit = 200 << 10
 // crashPaths is how many paths the crash writer cycles through.
 const crashPaths = 21
 
+// soak is DEPOTFS_SOAK=1, the switch of the test suite's long versions:
+// the crash tests then let their writers run longer before each kill.
+var soak = os.Getenv("DEPOTFS_SOAK") != ""
+
+// minAcks is how many acknowledged writes round r of a crash test waits
+// for before the kill: more each round, so the kills land at different
+// points of the file's growth; three times as many with soak.
+func minAcks(base, r int) int {
+	if soak {
+		base *= 3
+	}
+	return base + r*base
+}
+
 func crashPath(k int) string { return fmt.Sprintf("/crash/d%d/f%d", k%3, k) }
 
 // crashWrite is write i of the crash writer: its path, its content, and
@@ -89,7 +103,7 @@ func TestCrash(t *testing.T) {
 	}
 	db := filepath.Join(t.TempDir(), "crash.db")
 	for round := range 3 {
-		acked := crashRound(t, db, 40+round*60, 0)
+		acked := crashRound(t, db, minAcks(crashPaths+9, round), 0)
 		s := openAt(t, db, nil)
 		checkCrash(t, s, acked, false)
 		if err := s.Close(); err != nil {
@@ -110,7 +124,7 @@ func TestCrashEvicting(t *testing.T) {
 	}
 	db := filepath.Join(t.TempDir(), "crash.db")
 	for round := range 3 {
-		acked := crashRound(t, db, 40+round*60, crashLimit)
+		acked := crashRound(t, db, minAcks(crashPaths+9, round), crashLimit)
 		s := openAt(t, db, &bolt.Options{MaxStoreBytes: crashLimit})
 		checkCrash(t, s, acked, true)
 		st, err := s.Stats(context.Background())

@@ -378,3 +378,11 @@ func OpenChunk(s *Store, h [32]byte, i int64, v []byte) error {
 	_, err := s.sealer.open(adBlob, chunkKey(h, i), v)
 	return err
 }
+
+// WithBatchBytes returns o with staging transactions of about n bytes
+// instead of batchBytes (16 MiB), so that a test spans several of them
+// with a few MiB of content.
+func WithBatchBytes(o Options, n int) *Options {
+	o.batchBytes = n
+	return &o
+}

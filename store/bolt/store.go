@@ -145,6 +145,10 @@ type Options struct {
 	// the constant usesPerFlush. Only tests set it, to reach the bound
 	// with a few hundred files rather than thousands.
 	usesPerFlush int
+	// batchBytes is how much content one staging transaction holds; 0
+	// means the constant batchBytes. Only tests set it, to span several
+	// transactions with a few MiB rather than tens.
+	batchBytes int
 }
 
 // Store is the bbolt implementation of store.Store. A Store is safe for
@@ -236,6 +240,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		}
 	}
 	o.usesPerFlush = cmp.Or(o.usesPerFlush, usesPerFlush)
+	o.batchBytes = cmp.Or(o.batchBytes, batchBytes)
 	db, lockFile, err := openLocked(path, &bbolt.Options{Timeout: lockTimeout, InitialMmapSize: mmapSize(path, o.MaxStoreBytes), ReadOnly: o.ReadOnly, NoSync: o.NoSync})
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open: %w", err)

@@ -257,7 +257,7 @@ func (s *Store) readChunks(ctx context.Context, r io.Reader, size int64, key has
 	buf := make([]byte, s.opts.ChunkSize)
 	for done := false; !done; {
 		var chunks [][]byte // one transaction's worth
-		for batch := 0; batch < batchBytes && !done; {
+		for batch := 0; batch < s.opts.batchBytes && !done; {
 			if write {
 				// The transaction keeps the chunk until it commits:
 				// read straight into a buffer of its own.
@@ -373,7 +373,7 @@ func (s *Store) copyStaged(ctx context.Context, key hash, sum string, size, coun
 	if err != nil {
 		return h, err
 	}
-	per := int64(max(1, batchBytes/s.opts.ChunkSize))
+	per := int64(max(1, s.opts.batchBytes/s.opts.ChunkSize))
 	for i := int64(0); i < count && !exists; i += per {
 		var chunks [][]byte
 		err := s.db.View(func(tx *bbolt.Tx) error {

@@ -96,17 +96,19 @@ func TestCompletedUploadRetry(t *testing.T) {
 	}
 }
 
-// TestLargeUpload sends 20 MiB in 1 MiB chunks, out of order, with small
-// blob chunks so completion spans several staging transactions.
+// TestLargeUpload sends 2.5 MiB in 128 KiB chunks, out of order, with
+// small blob chunks and staging transactions of 1 MiB (a depot's are 16
+// MiB) so completion spans several of them: a depot's sizes, 20 MiB in
+// 1 MiB chunks, showed nothing more.
 func TestLargeUpload(t *testing.T) {
 	if testing.Short() {
 		t.Skip("large upload")
 	}
 	ctx := context.Background()
-	s, _ := openTemp(t, &bolt.Options{ChunkSize: 256 << 10})
-	data := make([]byte, 20<<20+12345)
+	s, _ := openTemp(t, bolt.WithBatchBytes(bolt.Options{ChunkSize: 32 << 10}, 1<<20))
+	data := make([]byte, 5<<19+12345)
 	rand.Read(data)
-	const part = 1 << 20
+	const part = 128 << 10
 	count := (len(data) + part - 1) / part
 	file := store.PutRequest{Path: "/big/file.bin", SHA256: storetest.Sum(data)}
 	var prog store.UploadProgress
@@ -121,9 +123,9 @@ func TestLargeUpload(t *testing.T) {
 		t.Fatalf("%+v", prog)
 	}
 	if !bytes.Equal(readAll(t, s, file.Path), data) {
-		t.Fatal("20 MiB upload reads wrong")
+		t.Fatal("the upload reads wrong")
 	}
-	if st := stats(t, s); st.Chunks != (len(data)+256<<10-1)/(256<<10) || st.Orphans != 0 {
+	if st := stats(t, s); st.Chunks != (len(data)+32<<10-1)/(32<<10) || st.Orphans != 0 {
 		t.Errorf("%+v", st)
 	}
 	// The same content again: no second copy.

@@ -149,8 +149,9 @@ func (s *Server) newHandler() http.Handler {
 			w, r = withListenAck(w, r)
 			if _, ok := w.(http.Flusher); ok {
 				// depotfs writes its resource notifications to the
-				// stream itself, in order (package outbox).
-				out := outbox.New(w)
+				// stream itself, in order (package outbox); a client
+				// that stops reading is cut off as on GET /changes.
+				out := outbox.New(w, lim.BodyIdleTimeout)
 				go out.Run(ctx)
 				defer out.Close()
 				if r.Method == http.MethodGet {

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -38,6 +39,8 @@ var errNoFlush = errors.New("outbox: the response cannot be flushed")
 // mcp-go's. It is safe for concurrent use.
 type Stream struct {
 	w     http.ResponseWriter
+	ctl   *http.ResponseController
+	idle  time.Duration // how long one of Run's writes may stall; 0: no limit
 	queue chan mcp.JSONRPCNotification
 
 	// ready is closed by the first Flush: mcp-go has sent the response's
@@ -57,9 +60,11 @@ var (
 )
 
 // New wraps w, the ResponseWriter of a stream, which must be an
-// http.Flusher for anything to be sent.
-func New(w http.ResponseWriter) *Stream {
-	return &Stream{w: w, queue: make(chan mcp.JSONRPCNotification, QueueLen),
+// http.Flusher for anything to be sent. A write of Run's that stalls for
+// idle (a client that stopped reading) fails, ending Run; 0 means no
+// limit.
+func New(w http.ResponseWriter, idle time.Duration) *Stream {
+	return &Stream{w: w, ctl: http.NewResponseController(w), idle: idle, queue: make(chan mcp.JSONRPCNotification, QueueLen),
 		ready: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -147,6 +152,14 @@ func (s *Stream) send(ctx context.Context, n mcp.JSONRPCNotification) error {
 	f, ok := s.w.(http.Flusher)
 	if !ok {
 		return errNoFlush
+	}
+	if s.idle > 0 {
+		// The deadline is the connection's: it is lifted after the
+		// write, so that mcp-go's own writes, later, are not cut by it.
+		// A writer without deadlines leaves the write unbounded.
+		if s.ctl.SetWriteDeadline(time.Now().Add(s.idle)) == nil {
+			defer func() { _ = s.ctl.SetWriteDeadline(time.Time{}) }()
+		}
 	}
 	if _, err := s.w.Write(event); err != nil {
 		return fmt.Errorf("outbox: writing %s: %w", n.Method, err)

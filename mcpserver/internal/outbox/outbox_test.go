@@ -62,7 +62,7 @@ func events(t *testing.T, body string) []string {
 // after Close.
 func TestStream(t *testing.T) {
 	rec := &lockedRecorder{ResponseRecorder: httptest.NewRecorder()}
-	s := outbox.New(rec)
+	s := outbox.New(rec, 0)
 	ctx := context.Background()
 	go s.Run(ctx)
 	const n = 200
@@ -121,7 +121,7 @@ func TestStream(t *testing.T) {
 // TestRegistry: a session's newest open stream is the one notified.
 func TestRegistry(t *testing.T) {
 	r := outbox.NewRegistry()
-	a, b := outbox.New(httptest.NewRecorder()), outbox.New(httptest.NewRecorder())
+	a, b := outbox.New(httptest.NewRecorder(), 0), outbox.New(httptest.NewRecorder(), 0)
 	if r.Of("s") != nil {
 		t.Fatal("a stream for a session that opened none")
 	}

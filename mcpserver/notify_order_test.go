@@ -22,32 +22,48 @@ import (
 // revision order, on its GET stream. mcp-go alone hands a session's
 // notifications to whichever of its requests in flight takes them first,
 // so they arrived out of order, and one taken by a request as it ended was
-// lost.
+// lost. A subscriptions/listen (2026-07-28) gets the same on its stream.
 func TestResourceNotificationsInOrderWithCalls(t *testing.T) {
-	const callers, writes = 4, 500
-	h := newHarness(t, nil)
-	streamOpen := make(chan struct{})
-	var once sync.Once
-	inner := h.srv.Handler()
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			w = &flushNoted{ResponseWriter: w, first: func() { once.Do(func() { close(streamOpen) }) }}
+	t.Run("session", func(t *testing.T) {
+		h := newHarness(t, nil)
+		streamOpen := make(chan struct{})
+		var once sync.Once
+		inner := h.srv.Handler()
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet {
+				w = &flushNoted{ResponseWriter: w, first: func() { once.Do(func() { close(streamOpen) }) }}
+			}
+			inner.ServeHTTP(w, r)
+		}))
+		t.Cleanup(ts.Close)
+		tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithContinuousListening())
+		if err != nil {
+			t.Fatal(err)
 		}
-		inner.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
-	tr, err := transport.NewStreamableHTTP(ts.URL, transport.WithContinuousListening())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := startSubscriber(t, client.NewClient(tr, client.WithProtocolVersion(sessionEra)), sessionEra)
-	// A notification sent before the GET stream opened could only ride
-	// on a response: the stream is open before anything is subscribed.
-	select {
-	case <-streamOpen:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the client opened no GET stream within 10s")
-	}
+		s := startSubscriber(t, client.NewClient(tr, client.WithProtocolVersion(sessionEra)), sessionEra)
+		// A notification sent before the GET stream opened could only
+		// ride on a response: the stream is open before anything is
+		// subscribed.
+		select {
+		case <-streamOpen:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the client opened no GET stream within 10s")
+		}
+		checkInOrder(t, h, s, 500)
+	})
+	t.Run("listen", func(t *testing.T) {
+		h := newHarness(t, nil)
+		checkInOrder(t, h, newSubscriber(t, h.srv, "http", statelessEra), 100)
+	})
+}
+
+// checkInOrder subscribes s to /feed/ and makes writes tool calls through
+// s's client, four at a time, each writing a file below it; then s must
+// have been notified of every change below /feed in the change log, once,
+// in revision order.
+func checkInOrder(t *testing.T, h *harness, s *subscriber, writes int) {
+	t.Helper()
+	const callers = 4
 	from := h.revision()
 	s.subscribe("depot:///feed/")
 
@@ -102,6 +118,9 @@ func TestResourceNotificationsInOrderWithCalls(t *testing.T) {
 			}
 			if n.Params.Meta["resync"] != nil {
 				t.Fatalf("after %d of %d notifications: %v: the client was told some were lost", len(got), len(want), n.Params.Meta)
+			}
+			if s.era == statelessEra && n.Params.Meta[mcp.MetaKeySubscriptionID] == nil {
+				t.Fatalf("notification without the listen's id: %v", n.Params.Meta)
 			}
 			rev, _ := n.Params.Meta["revision"].(float64)
 			got = append(got, uint64(rev))

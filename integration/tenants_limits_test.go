@@ -292,8 +292,19 @@ func TestRevokedTokenCutsPUT(t *testing.T) {
 	data := pseudoRandom(64<<10, 3)
 	u := beginUpload(t, d, map[string]any{"path": "/in/flight.bin", "sha256": sha256hex(data)})
 	body := &gatedBody{first: data[:1024], rest: data[1024:], open: make(chan struct{})}
-	done := make(chan putReply, 1)
-	go func() { done <- put(t, u, body, int64(len(data)), tok) }()
+	// The PUT runs off the test's goroutine, so it reports its error
+	// rather than failing the test there (which left the test waiting
+	// for it forever): a connection the server cuts before the client
+	// finished sending fails with a broken pipe instead of a reply.
+	type putResult struct {
+		r   putReply
+		err error
+	}
+	done := make(chan putResult, 1)
+	go func() {
+		r, err := tryPut(u, body, int64(len(data)), tok)
+		done <- putResult{r, err}
+	}()
 	waitFor(t, 10*time.Second, "the PUT's first bytes to be sent", body.waiting.Load)
 	depotfsCommand(t, "token", "revoke", "--tokens", tokens, id)
 	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
@@ -306,9 +317,9 @@ func TestRevokedTokenCutsPUT(t *testing.T) {
 		}
 	}
 	close(body.open)
-	r := <-done
-	if r.Status == http.StatusOK || r.Env.Success {
-		t.Errorf("the revoked token's PUT finished %d %+v; want it cut", r.Status, r.Env)
+	res := <-done
+	if res.err == nil && (res.r.Status == http.StatusOK || res.r.Env.Success) {
+		t.Errorf("the revoked token's PUT finished %d %+v; want it cut", res.r.Status, res.r.Env)
 	}
 	if !cut {
 		t.Error("no audit record of the cut upload")

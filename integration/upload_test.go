@@ -28,9 +28,20 @@ type putReply struct {
 // token, if any) and decodes the response envelope.
 func put(t testing.TB, rawURL string, body io.Reader, size int64, bearer string) putReply {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPut, rawURL, body)
+	r, err := tryPut(rawURL, body, size, bearer)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return r
+}
+
+// tryPut is put returning its error instead of failing the test, for a
+// PUT made off the test's goroutine or one the server may cut.
+func tryPut(rawURL string, body io.Reader, size int64, bearer string) (putReply, error) {
+	var r putReply
+	req, err := http.NewRequest(http.MethodPut, rawURL, body)
+	if err != nil {
+		return r, err
 	}
 	req.ContentLength = size
 	if bearer != "" {
@@ -38,16 +49,15 @@ func put(t testing.TB, rawURL string, body io.Reader, size int64, bearer string)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("PUT: %v", err)
+		return r, fmt.Errorf("PUT: %w", err)
 	}
 	defer resp.Body.Close()
-	var r putReply
 	r.Status = resp.StatusCode
 	raw, _ := io.ReadAll(resp.Body)
 	if err := json.Unmarshal(raw, &r.Env); err != nil {
-		t.Fatalf("PUT response %d %q: %v", resp.StatusCode, raw, err)
+		return r, fmt.Errorf("PUT response %d %q: %w", resp.StatusCode, raw, err)
 	}
-	return r
+	return r, nil
 }
 
 // beginUpload calls guide_begin_upload and returns its upload_url.

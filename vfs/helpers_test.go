@@ -35,12 +35,30 @@ func (l *logBuffer) String() string {
 	return l.buf.String()
 }
 
-// newStore opens a bolt store in a fresh temporary directory, closed when
-// the test ends (after any mount of it is unmounted).
+// soak is DEPOTFS_SOAK=1, the switch of the test suite's long versions:
+// the tests that repeat something to catch a race repeat it more.
+var soak = os.Getenv("DEPOTFS_SOAK") != ""
+
+// bySoak returns long under DEPOTFS_SOAK=1 and short otherwise.
+func bySoak(short, long int) int {
+	if soak {
+		return long
+	}
+	return short
+}
+
+// newStore opens a bolt store in a fresh temporary directory, without
+// fsync (no test here cuts the power), closed when the test ends (after
+// any mount of it is unmounted).
 func newStore(tb testing.TB, opts *bolt.Options) (*bolt.Store, string) {
 	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "depot.db")
-	st, err := bolt.Open(path, opts)
+	var o bolt.Options
+	if opts != nil {
+		o = *opts
+	}
+	o.NoSync = true
+	st, err := bolt.Open(path, &o)
 	if err != nil {
 		tb.Fatalf("open store: %v", err)
 	}

@@ -1,9 +1,10 @@
 // Package natstest runs real NATS servers with JetStream for tests: a
 // cluster of nats-server processes configured exactly as
 // docs/several-hosts.md tells operators to (sync_interval: always), each
-// with its own store directory and random ports. A node is a process of
-// its own, so that a test can kill it with SIGKILL like any crashed server
-// and its servers do not compete with the test for the Go scheduler: the
+// with its own store directory (on tmpfs where there is one, see
+// storeRoot) and random ports. A node is a process of its own, so that a
+// test can kill it with SIGKILL like any crashed server and its servers
+// do not compete with the test for the Go scheduler: the
 // program natstest/node, built without the race detector once per test
 // process, or, if that build fails, the test binary itself started again
 // in node mode (see Main). It is for tests only.
@@ -126,10 +127,11 @@ type Node struct {
 // URL is the node's client URL.
 func (n *Node) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.Port) }
 
-// Cluster is a set of in-process servers forming one JetStream cluster.
-// Its methods must be called from the test's goroutine.
+// Cluster is a set of servers forming one JetStream cluster. Its methods
+// must be called from the test's goroutine.
 type Cluster struct {
-	t     testing.TB
+	t     testing.TB // nil for a cluster from Launch
+	dir   string     // the store directories' parent, removed by Stop
 	Nodes []*Node
 }
 
@@ -161,31 +163,63 @@ cluster {
 }
 
 // freePort returns a TCP port nothing listens on right now.
-func freePort(t testing.TB) int {
-	t.Helper()
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return 0, fmt.Errorf("picking a free port: %w", err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Start starts an n-node cluster and waits until JetStream has a leader;
 // t.Cleanup shuts it down.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t}
-	dir := t.TempDir()
+	c, err := Launch(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.t = t
+	t.Cleanup(c.Stop)
+	return c
+}
+
+// Launch starts an n-node cluster for a whole test process, in a new
+// directory under storeRoot, and waits until JetStream answers on every
+// node; Stop shuts it down and removes the directory. It is for tests
+// that share one cluster, each on depots of its own, and neither stop nor
+// pause its nodes: Restart and WaitReady need a cluster from Start.
+func Launch(n int) (*Cluster, error) {
+	dir, err := os.MkdirTemp(storeRoot(), "natstest-")
+	if err != nil {
+		return nil, err
+	}
+	c, err := launch(dir, n)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	c.dir = dir
+	return c, nil
+}
+
+// launch starts an n-node cluster with its store directories in dir.
+func launch(dir string, n int) (*Cluster, error) {
+	c := &Cluster{}
 	// A port picked free may be taken before the server binds it: then
 	// the whole cluster starts again on new ports.
 	for attempt := 1; ; attempt++ {
 		c.Nodes = nil
 		for i := range n {
-			c.Nodes = append(c.Nodes, &Node{
-				Name: fmt.Sprintf("n%d", i+1), Port: freePort(t), ClusterPort: freePort(t), HTTPPort: freePort(t),
-				Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)),
-			})
+			nd := &Node{Name: fmt.Sprintf("n%d", i+1), Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1))}
+			for _, p := range []*int{&nd.Port, &nd.ClusterPort, &nd.HTTPPort} {
+				var err error
+				if *p, err = freePort(); err != nil {
+					return nil, err
+				}
+			}
+			c.Nodes = append(c.Nodes, nd)
 		}
 		var err error
 		for i := range c.Nodes {
@@ -196,20 +230,43 @@ func Start(t testing.TB, n int) *Cluster {
 		if err == nil {
 			break
 		}
-		for i := range c.Nodes {
-			c.Kill(i)
-		}
+		c.Stop()
 		if attempt == 3 {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
-	t.Cleanup(func() {
-		for i := range c.Nodes {
-			c.Kill(i)
-		}
-	})
-	c.WaitReady()
-	return c
+	if err := c.waitReady(); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Stop kills every node and removes the cluster's directory.
+func (c *Cluster) Stop() {
+	for i := range c.Nodes {
+		c.Kill(i)
+	}
+	os.RemoveAll(c.dir)
+}
+
+// storeRoot is the directory the clusters' store directories go in:
+// $DEPOTFS_NATSTEST_DIR if set, else /dev/shm where it is a writable
+// directory, else the system's temporary directory. The servers fsync
+// every write (sync_interval: always), which on a loaded disk costs
+// milliseconds each and, in R3 streams, on two servers per write; on
+// tmpfs it costs nothing, and a SIGKILLed server loses no more there than
+// on a disk: what it wrote is in the kernel's page cache either way.
+func storeRoot() string {
+	if dir := os.Getenv("DEPOTFS_NATSTEST_DIR"); dir != "" {
+		return dir
+	}
+	if f, err := os.CreateTemp("/dev/shm", "natstest-probe-"); err == nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "/dev/shm"
+	}
+	return os.TempDir()
 }
 
 // Routes returns the cluster ports of every node.
@@ -270,6 +327,12 @@ func (c *Cluster) start(i int) error {
 // WaitReady waits until JetStream answers on every running node.
 func (c *Cluster) WaitReady() {
 	c.t.Helper()
+	if err := c.waitReady(); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *Cluster) waitReady() error {
 	deadline := time.Now().Add(20 * time.Second)
 	for _, nd := range c.Nodes {
 		if nd.cmd == nil {
@@ -277,11 +340,12 @@ func (c *Cluster) WaitReady() {
 		}
 		for !jsReady(nd.URL()) {
 			if time.Now().After(deadline) {
-				c.t.Fatalf("JetStream on %s not ready within 20s", nd.Name)
+				return fmt.Errorf("JetStream on %s not ready within 20s", nd.Name)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	return nil
 }
 
 // jsReady reports whether JetStream at url answers an account request.

@@ -158,7 +158,7 @@ func TestCloseToOpenThroughFaults(t *testing.T) {
 // message and read the path as it was before it.
 func TestCloseToOpenAfterSkippedMessages(t *testing.T) {
 	t.Parallel()
-	c := natstest.Start(t, 3)
+	c := sharedCluster(t)
 	prefix := fmt.Sprintf("sk%d", depots.Add(1))
 	hs := hostsOf(t, c, prefix, 2)
 	a, b := hs[0], hs[1].(*nats.Store)

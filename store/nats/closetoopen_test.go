@@ -37,7 +37,7 @@ func TestCloseToOpenAcrossHosts(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("DEPOTFS_CLOSE_TO_OPEN_N")); err == nil && v > 0 {
 		n = v
 	}
-	c := natstest.Start(t, 3)
+	c := sharedCluster(t)
 	prefix := fmt.Sprintf("c%d", depots.Add(1))
 	hs := hostsOf(t, c, prefix, 2)
 	a, b := hs[0], hs[1]

@@ -6,7 +6,6 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/nats"
-	"github.com/depotfs/depotfs/store/nats/natstest"
 	"github.com/depotfs/depotfs/store/storetest"
 )
 
@@ -16,7 +15,7 @@ import (
 // changes nothing); a depot created without one starts low.
 func TestFirstRevision(t *testing.T) {
 	t.Parallel()
-	c := natstest.Start(t, 3)
+	c := sharedCluster(t)
 	const floor = 5_000_000_000
 	a := openWith(t, c, storetest.Config{}, "first", nats.Options{FirstRevision: floor})
 	res, err := a.Put(t.Context(), store.PutRequest{Path: "/f", Data: []byte("after the restore")})

@@ -7,7 +7,6 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/nats"
-	"github.com/depotfs/depotfs/store/nats/natstest"
 	"github.com/depotfs/depotfs/store/storetest"
 )
 
@@ -22,7 +21,7 @@ import (
 // held v2.
 func TestSnapshotGroupedAfterPutKeepsHistory(t *testing.T) {
 	t.Parallel()
-	c := natstest.Start(t, 3)
+	c := sharedCluster(t)
 	for round := range 4 {
 		s := openPrefix(t, c, storetest.Config{KeepVersions: 1}, fmt.Sprintf("g%d", depots.Add(1))).(*nats.Store)
 		for _, v := range []string{"v1", "v2"} {

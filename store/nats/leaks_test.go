@@ -16,7 +16,6 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/nats"
-	"github.com/depotfs/depotfs/store/nats/natstest"
 	"github.com/depotfs/depotfs/store/storetest"
 )
 
@@ -30,7 +29,7 @@ func hexSum(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(
 // in flight newer than the cut are untouched, and still read.
 func TestSweepChunks(t *testing.T) {
 	t.Parallel()
-	c := natstest.Start(t, 3)
+	c := sharedCluster(t)
 	prefix := fmt.Sprintf("t%d", depots.Add(1))
 	opts := nats.Options{InlineBytes: -1, MaxChunkSize: 16 << 10} // everything in the chunk stream
 	a := openWith(t, c, storetest.Config{}, prefix, opts).(*nats.Store)

@@ -1,6 +1,7 @@
 package nats_test
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -26,7 +27,7 @@ func openIn(t *testing.T, c *natstest.Cluster, cfg storetest.Config) store.Store
 // cross chunk boundaries.
 func TestStoreConformanceSmallChunks(t *testing.T) {
 	t.Parallel()
-	c := natstest.Start(t, 3)
+	c := sharedCluster(t)
 	storetest.RunAll(t, func(t *testing.T, cfg storetest.Config) store.Store {
 		return openWith(t, c, cfg, fmt.Sprintf("t%d", depots.Add(1)), nats.Options{InlineBytes: -1, MaxChunkSize: 16 << 10})
 	})
@@ -44,6 +45,10 @@ func openWith(t testing.TB, c *natstest.Cluster, cfg storetest.Config, prefix st
 	o := base
 	o.Prefix, o.MaxStoreBytes, o.MaxFileBytes, o.Now, o.KeepVersions = prefix, cfg.MaxStoreBytes, cfg.MaxFileBytes, cfg.Now, cfg.KeepVersions
 	o.Quotas, o.History = cfg.Quotas, cfg.History
+	if isShared(c) && o.Timeout == 0 {
+		o.Timeout = sharedTimeout
+	}
+	dropAtCleanup(t, c, prefix)
 	s, err := nats.Open(t.Context(), c.Connect(t), &o)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +59,7 @@ func openWith(t testing.TB, c *natstest.Cluster, cfg storetest.Config, prefix st
 
 func TestStoreConformance(t *testing.T) {
 	t.Parallel()
-	c := natstest.Start(t, 3)
+	c := sharedCluster(t)
 	t.Run("One", func(t *testing.T) {
 		storetest.RunAll(t, func(t *testing.T, cfg storetest.Config) store.Store { return openIn(t, c, cfg) })
 	})
@@ -78,7 +83,22 @@ func TestStoreConformance(t *testing.T) {
 // here the Jepsen run and the close-to-open count.
 var soak = os.Getenv("DEPOTFS_SOAK") != ""
 
+// defaultParallel is how many tests run at once unless -parallel says
+// otherwise. Most of the tests that kill or pause servers wait for
+// elections and time limits rather than on a core, so go test's default
+// (one per core) queued those waits one after the other behind the
+// conformance suites.
+const defaultParallel = 8
+
 func TestMain(m *testing.M) {
 	natstest.Main()
-	os.Exit(m.Run())
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", fmt.Sprint(defaultParallel))
+	}
+	code := m.Run()
+	stopShared()
+	os.Exit(code)
 }

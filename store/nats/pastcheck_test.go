@@ -18,6 +18,10 @@ import (
 // versions, on clk.
 func openPast(t *testing.T, c *natstest.Cluster, prefix string, keep int, clk *pastcheck.Clock, base nats.Options) (*nats.Store, error) {
 	base.Prefix, base.Now, base.KeepVersions = prefix, clk.Now, keep
+	if isShared(c) && base.Timeout == 0 {
+		base.Timeout = sharedTimeout
+	}
+	dropAtCleanup(t, c, prefix)
 	s, err := nats.Open(t.Context(), c.Connect(t), &base)
 	if err == nil {
 		t.Cleanup(func() { s.Close() })
@@ -57,7 +61,7 @@ func pastConfig(t *testing.T, c *natstest.Cluster, keep int, base nats.Options) 
 // without faults, at once: 200 operations each, 3,000 under DEPOTFS_SOAK=1.
 func TestPastAgainstModel(t *testing.T) {
 	t.Parallel()
-	c := natstest.Start(t, 3)
+	c := sharedCluster(t)
 	ops := 200
 	if soak {
 		ops = 3000

@@ -7,7 +7,6 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/nats"
-	"github.com/depotfs/depotfs/store/nats/natstest"
 	"github.com/depotfs/depotfs/store/storetest"
 )
 
@@ -16,7 +15,7 @@ import (
 // the quota; a host opened later counts everything as it replays.
 func TestQuotaTwoHosts(t *testing.T) {
 	t.Parallel()
-	c := natstest.Start(t, 3)
+	c := sharedCluster(t)
 	cfg := storetest.Config{Quotas: []store.Quota{{Prefix: "/a", Bytes: 100}}}
 	one, two := openPrefix(t, c, cfg, "quota"), openPrefix(t, c, cfg, "quota")
 	ctx := t.Context()

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/depotfs/depotfs/store"
-	"github.com/depotfs/depotfs/store/nats/natstest"
 	"github.com/depotfs/depotfs/store/storetest"
 )
 
@@ -20,7 +19,7 @@ import (
 // never saw: that is still the depot's last change.)
 func TestNewHostRevisionAfterRemove(t *testing.T) {
 	t.Parallel()
-	c := natstest.Start(t, 3)
+	c := sharedCluster(t)
 	prefix := fmt.Sprintf("r%d", depots.Add(1))
 	old := openPrefix(t, c, storetest.Config{KeepVersions: 1}, prefix)
 	if _, err := old.Put(t.Context(), store.PutRequest{Path: "/gone", Data: []byte("g")}); err != nil {
@@ -67,7 +66,7 @@ func revision(t *testing.T, s store.Store) uint64 {
 // is known committed even when the host closed before applying it.
 func TestPutOnClosingHost(t *testing.T) {
 	t.Parallel()
-	c := natstest.Start(t, 3)
+	c := sharedCluster(t)
 	prefix := fmt.Sprintf("r%d", depots.Add(1))
 	other := openPrefix(t, c, storetest.Config{}, prefix)
 	ok, closedErr := 0, 0

@@ -10,7 +10,6 @@ import (
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/fetch"
 	"github.com/depotfs/depotfs/store/nats"
-	"github.com/depotfs/depotfs/store/nats/natstest"
 	"github.com/depotfs/depotfs/store/storetest"
 )
 
@@ -18,7 +17,7 @@ import (
 // the third host's broker shows one request with both waiters; content
 // written through that host reaches both readers.
 func TestFetchAcrossHosts(t *testing.T) {
-	c := natstest.Start(t, 3)
+	c := sharedCluster(t)
 	prefix := fmt.Sprintf("t%d", depots.Add(1))
 	var brokers []*fetch.Broker
 	var stores []store.Store

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,27 +37,37 @@ func testKEK(t testing.TB) *seal.FileKey {
 // through the chunk stream in small chunks.
 func TestConformanceSealed(t *testing.T) {
 	t.Parallel()
-	c := natstest.Start(t, 3)
+	c := sharedCluster(t)
 	kek := testKEK(t)
 	storetest.RunAll(t, func(t *testing.T, cfg storetest.Config) store.Store {
 		return openWith(t, c, cfg, fmt.Sprintf("t%d", depots.Add(1)), nats.Options{InlineBytes: 256, MaxChunkSize: 16 << 10, Key: kek})
 	})
 }
 
-// sealMarker is plaintext the test looks for in the servers' files.
-const sealMarker = "NATS-SEALED-MARKER-9e2b"
+// sealMarker is plaintext the test looks for in the servers' files,
+// followed by the depot's prefix: the cluster is shared, and another
+// depot's marker is not this one's.
+const sealMarker = "NATS-SEALED-MARKER-9e2b-"
 
-// countMarker counts sealMarker in every file of the cluster's servers.
-func countMarker(t *testing.T, c *natstest.Cluster) int {
+// countMarker counts marker in every file of the cluster's servers.
+func countMarker(t *testing.T, c *natstest.Cluster, marker string) int {
 	t.Helper()
 	n := 0
 	for _, node := range c.Nodes {
+		// The servers go on writing for the other tests meanwhile: a
+		// file may be gone between its listing and its reading.
 		err := filepath.WalkDir(node.Dir, func(p string, d os.DirEntry, err error) error {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
 			if err != nil || d.IsDir() {
 				return err
 			}
 			b, err := os.ReadFile(p)
-			n += bytes.Count(b, []byte(sealMarker))
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			n += bytes.Count(b, []byte(marker))
 			return err
 		})
 		if err != nil {
@@ -77,23 +88,25 @@ func TestSealedAtRest(t *testing.T) {
 		t.Run(map[bool]string{false: "clear", true: "sealed"}[sealed], func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			c := natstest.Start(t, 3)
+			c := sharedCluster(t)
+			prefix := fmt.Sprintf("sr%d", depots.Add(1))
+			marker := sealMarker + prefix
 			var kek seal.Wrapper
 			if sealed {
 				kek = testKEK(t)
 			}
 			opts := nats.Options{InlineBytes: 1024, MaxChunkSize: 16 << 10, Key: kek}
-			s := openWith(t, c, storetest.Config{}, "d", opts)
+			s := openWith(t, c, storetest.Config{}, prefix, opts)
 			files := map[string][]byte{
-				"/inline.txt": []byte(sealMarker + " small\n"),
-				"/chunks.txt": bytes.Repeat([]byte(sealMarker+" large\n"), 3000),
+				"/inline.txt": []byte(marker + " small\n"),
+				"/chunks.txt": bytes.Repeat([]byte(marker+" large\n"), 3000),
 			}
 			for p, d := range files {
 				if _, err := s.Put(ctx, store.PutRequest{Path: p, Data: d}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			up := bytes.Repeat([]byte(sealMarker+" upload\n"), 2000)
+			up := bytes.Repeat([]byte(marker+" upload\n"), 2000)
 			files["/upload.txt"] = up
 			half := len(up) / 2
 			for i, part := range [][]byte{up[:half], up[half:]} {
@@ -103,7 +116,7 @@ func TestSealedAtRest(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			n := countMarker(t, c)
+			n := countMarker(t, c, marker)
 			if sealed && n != 0 {
 				t.Fatalf("the servers' files hold the plaintext %d times", n)
 			}
@@ -111,7 +124,7 @@ func TestSealedAtRest(t *testing.T) {
 				t.Fatal("the control without a key does not show its plaintext: the test looks in the wrong place")
 			}
 			// Another host, with the same key, reads it all.
-			s2 := openWith(t, c, storetest.Config{}, "d", opts)
+			s2 := openWith(t, c, storetest.Config{}, prefix, opts)
 			for p, want := range files {
 				ct, err := s2.Open(ctx, p)
 				if err != nil {
@@ -125,7 +138,7 @@ func TestSealedAtRest(t *testing.T) {
 			}
 			if !sealed {
 				o := opts
-				o.Prefix, o.Key = "d", testKEK(t)
+				o.Prefix, o.Key = prefix, testKEK(t)
 				if _, err := nats.Open(t.Context(), c.Connect(t), &o); !errors.Is(err, seal.ErrNotSealed) {
 					t.Fatalf("a host with a key on a clear depot = %v; want ErrNotSealed", err)
 				}
@@ -141,7 +154,7 @@ func TestSealedAtRest(t *testing.T) {
 				{other, seal.ErrWrongKey, []string{kek.(*seal.FileKey).KeyID(), other.KeyID()}},
 			} {
 				o := opts
-				o.Prefix, o.Key = "d", c2.key
+				o.Prefix, o.Key = prefix, c2.key
 				st, err := nats.Open(t.Context(), c.Connect(t), &o)
 				if err == nil {
 					st.Close()
@@ -168,12 +181,13 @@ func TestSealedAtRest(t *testing.T) {
 func TestSealedTampered(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := natstest.Start(t, 3)
+	c := sharedCluster(t)
+	prefix := fmt.Sprintf("st%d", depots.Add(1))
 	opts := nats.Options{InlineBytes: 1024, MaxChunkSize: 16 << 10, Key: testKEK(t)}
-	s := openWith(t, c, storetest.Config{}, "d", opts)
+	s := openWith(t, c, storetest.Config{}, prefix, opts)
 	files := map[string][]byte{
-		"/inline.txt":    []byte(sealMarker + " small\n"),
-		"/chunks.txt":    bytes.Repeat([]byte(sealMarker+" large\n"), 3000),
+		"/inline.txt":    []byte("small\n"),
+		"/chunks.txt":    bytes.Repeat([]byte("large\n"), 3000),
 		"/bystander.txt": []byte("left alone\n"),
 	}
 	for _, p := range []string{"/inline.txt", "/chunks.txt"} {
@@ -212,15 +226,15 @@ func TestSealedTampered(t *testing.T) {
 			}
 		}
 	}
-	flip("d-chunks", "d-chunks.>")
-	flip("KV_d-tree", "$KV.d-tree.d.>")
+	flip(prefix+"-chunks", prefix+"-chunks.>")
+	flip("KV_"+prefix+"-tree", "$KV."+prefix+"-tree.d.>")
 	if _, err := s.Put(ctx, store.PutRequest{Path: "/bystander.txt", Data: files["/bystander.txt"]}); err != nil {
 		t.Fatal(err)
 	}
 
 	// A second host, whose caches never held the content before it was
 	// changed.
-	s2 := openWith(t, c, storetest.Config{}, "d", opts)
+	s2 := openWith(t, c, storetest.Config{}, prefix, opts)
 	for _, p := range []string{"/inline.txt", "/chunks.txt"} {
 		for range 2 {
 			ct, err := s2.Open(ctx, p)
@@ -260,16 +274,17 @@ func TestSealedTampered(t *testing.T) {
 func TestSealedRekey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := natstest.Start(t, 3)
+	c := sharedCluster(t)
+	prefix := fmt.Sprintf("kek%d", depots.Add(1))
 	k1, k2 := testKEK(t), testKEK(t)
 	opts := nats.Options{InlineBytes: 1024, MaxChunkSize: 16 << 10, Key: k1}
-	s := openWith(t, c, storetest.Config{}, "d", opts)
+	s := openWith(t, c, storetest.Config{}, prefix, opts)
 	files := map[string][]byte{"/before.txt": bytes.Repeat([]byte("before the rotation\n"), 2000)}
 	if _, err := s.Put(ctx, store.PutRequest{Path: "/before.txt", Data: files["/before.txt"]}); err != nil {
 		t.Fatal(err)
 	}
 	nc := c.Connect(t)
-	r, err := nats.Rekey(ctx, nc, "d", k1, k2)
+	r, err := nats.Rekey(ctx, nc, prefix, k1, k2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,16 +312,16 @@ func TestSealedRekey(t *testing.T) {
 	readAll(s)
 	o2 := opts
 	o2.Key = k2
-	readAll(openWith(t, c, storetest.Config{}, "d", o2))
+	readAll(openWith(t, c, storetest.Config{}, prefix, o2))
 	o1 := opts
-	o1.Prefix = "d"
+	o1.Prefix = prefix
 	if st, err := nats.Open(ctx, c.Connect(t), &o1); err == nil {
 		st.Close()
 		t.Fatal("a host with the old key opened the depot after the rotation")
 	} else if !errors.Is(err, seal.ErrWrongKey) || !strings.Contains(err.Error(), k1.KeyID()) || !strings.Contains(err.Error(), k2.KeyID()) {
 		t.Fatalf("a host with the old key: %v; want ErrWrongKey naming both keys", err)
 	}
-	if _, err := nats.Rekey(ctx, nc, "d", k1, testKEK(t)); !errors.Is(err, seal.ErrWrongKey) {
+	if _, err := nats.Rekey(ctx, nc, prefix, k1, testKEK(t)); !errors.Is(err, seal.ErrWrongKey) {
 		t.Fatalf("Rekey with the old key = %v; want ErrWrongKey", err)
 	}
 
@@ -316,7 +331,7 @@ func TestSealedRekey(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i, next := range []*seal.FileKey{k3, k4} {
-		wg.Go(func() { _, errs[i] = nats.Rekey(ctx, c.Connect(t), "d", k2, next) })
+		wg.Go(func() { _, errs[i] = nats.Rekey(ctx, c.Connect(t), prefix, k2, next) })
 	}
 	wg.Wait()
 	won := -1
@@ -335,13 +350,13 @@ func TestSealedRekey(t *testing.T) {
 	}
 	o := opts
 	o.Key = []*seal.FileKey{k3, k4}[won]
-	readAll(openWith(t, c, storetest.Config{}, "d", o))
+	readAll(openWith(t, c, storetest.Config{}, prefix, o))
 
-	if _, err := nats.Rekey(ctx, nc, "none", k1, k2); !errors.Is(err, nats.ErrNoDepot) {
+	if _, err := nats.Rekey(ctx, nc, prefix+"none", k1, k2); !errors.Is(err, nats.ErrNoDepot) {
 		t.Errorf("Rekey of a prefix without a depot = %v; want ErrNoDepot", err)
 	}
-	openWith(t, c, storetest.Config{}, "clear", nats.Options{})
-	if _, err := nats.Rekey(ctx, nc, "clear", k1, k2); !errors.Is(err, seal.ErrNotSealed) {
+	openWith(t, c, storetest.Config{}, prefix+"clear", nats.Options{})
+	if _, err := nats.Rekey(ctx, nc, prefix+"clear", k1, k2); !errors.Is(err, seal.ErrNotSealed) {
 		t.Errorf("Rekey of a clear depot = %v; want ErrNotSealed", err)
 	}
 }

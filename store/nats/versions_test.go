@@ -8,7 +8,6 @@ import (
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/nats"
-	"github.com/depotfs/depotfs/store/nats/natstest"
 	"github.com/depotfs/depotfs/store/storetest"
 )
 
@@ -19,7 +18,7 @@ import (
 // snapshots, held bytes and trees at the snapshot.
 func TestVersionsAcrossHostsAndRestart(t *testing.T) {
 	t.Parallel()
-	c := natstest.Start(t, 3)
+	c := sharedCluster(t)
 	prefix := fmt.Sprintf("t%d", depots.Add(1))
 	cfg := storetest.Config{KeepVersions: 2}
 	a := openPrefix(t, c, cfg, prefix).(*nats.Store)
@@ -106,7 +105,7 @@ func TestVersionsAcrossHostsAndRestart(t *testing.T) {
 // large is tried again with fewer versions.
 func TestSnapshotReleaseInSeveralCommits(t *testing.T) {
 	t.Parallel()
-	c := natstest.Start(t, 3)
+	c := sharedCluster(t)
 	for _, batch := range []int{40, 12, 10} {
 		t.Run(fmt.Sprint(batch), func(t *testing.T) {
 			s := openWith(t, c, storetest.Config{}, fmt.Sprintf("t%d", depots.Add(1)), nats.Options{MaxBatch: batch})
@@ -144,7 +143,7 @@ func TestSnapshotReleaseInSeveralCommits(t *testing.T) {
 // the release goes), not once the release is done.
 func TestSnapshotGoneAtDeletionStart(t *testing.T) {
 	t.Parallel()
-	c := natstest.Start(t, 3)
+	c := sharedCluster(t)
 	prefix := fmt.Sprintf("t%d", depots.Add(1))
 	a := openWith(t, c, storetest.Config{}, prefix, nats.Options{MaxBatch: 12})
 	b := openWith(t, c, storetest.Config{}, prefix, nats.Options{MaxBatch: 12})

@@ -40,7 +40,7 @@ func TestConformanceSealed(t *testing.T) {
 	c := sharedCluster(t)
 	kek := testKEK(t)
 	storetest.RunAll(t, func(t *testing.T, cfg storetest.Config) store.Store {
-		return openWith(t, c, cfg, fmt.Sprintf("t%d", depots.Add(1)), nats.Options{InlineBytes: 256, MaxChunkSize: 16 << 10, Key: kek})
+		return openWith(t, c, cfg, fmt.Sprintf("t%d", depots.Add(1)), smallChunks(cfg, nats.Options{InlineBytes: 256, MaxChunkSize: 16 << 10, Key: kek}))
 	})
 }
 

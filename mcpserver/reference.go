@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/depotfs/depotfs/mcpserver/internal/markdown"
 	"github.com/depotfs/depotfs/mcpserver/internal/resources"
@@ -36,8 +37,10 @@ func ExamplesFile(name string) string {
 	return examplesDirs[t.Profile] + "/" + name + ".json"
 }
 
-// allTools returns every tool of every profile, by name.
-func allTools() map[string]tool.Tool {
+// allTools returns every tool of every profile, by name. The map is built
+// once, from a server built for it (which costs about a server's start),
+// and shared: callers only read it.
+var allTools = sync.OnceValue(func() map[string]tool.Tool {
 	s := newServer(nil, &Options{Tools: Profiles()})
 	defer s.close()
 	out := make(map[string]tool.Tool, len(s.list))
@@ -45,7 +48,7 @@ func allTools() map[string]tool.Tool {
 		out[t.Spec.Name] = t
 	}
 	return out
-}
+})
 
 // CallNames returns the name of every tool of every profile and of the
 // other requests audited as calls (resources/read): the names a call can

@@ -336,8 +336,12 @@ func newServer(st store.Store, opts *Options) *Server {
 	registered := make([]server.ServerTool, len(s.list))
 	for i, t := range s.list {
 		spec := t.Spec
-		if out, ok := t.Docs.OutputSchema(spec.Name); ok && o.OutputSchemas {
-			spec.RawOutputSchema = out
+		if o.OutputSchemas {
+			// Built only when declared: building one decodes and encodes
+			// the whole reply frame, most of a server's start.
+			if out, ok := t.Docs.OutputSchema(spec.Name); ok {
+				spec.RawOutputSchema = out
+			}
 		}
 		registered[i] = server.ServerTool{Tool: spec, Handler: s.rt.Handler(t)}
 	}

@@ -53,7 +53,7 @@ func Tools(env *tool.Env) []tool.Tool {
 // content of its replies.
 func (s *tools) providerTool(name, title string, path tool.PathArg, shape providerShape, run tool.Func) tool.Tool {
 	spec := s.docs.Spec(name, title, tool.Hints{ReadOnly: true, Idempotent: true})
-	_, shape.structured = s.docs.OutputSchema(name)
+	shape.structured = s.docs.HasOutputSchema(name)
 	return tool.Tool{
 		Spec:    spec,
 		Profile: tool.ProfileProvider,

@@ -49,7 +49,10 @@ type Docs struct {
 	dir    string
 	slot   string
 	shared map[string]string // $defs name → document
-	fill   map[string]string // placeholder → value
+	// fillText and fillJSON fill the placeholders of a document, the
+	// second with the values JSON-escaped for .json documents. Built once:
+	// a server reads every tool's documents at its start.
+	fillText, fillJSON *strings.Replacer
 }
 
 // NewDocs returns the documents in dir of fsys (usually an embed.FS of the
@@ -70,7 +73,15 @@ func NewDocs(fsys fs.FS, dir, slot string, shared map[string]string, env *Env, e
 	for i := 0; i+1 < len(extra); i += 2 {
 		fill[extra[i]] = extra[i+1]
 	}
-	return &Docs{fsys: fsys, dir: dir, slot: slot, shared: shared, fill: fill}
+	text := make([]string, 0, 2*len(fill))
+	quoted := make([]string, 0, 2*len(fill))
+	for k, v := range fill {
+		q, _ := json.Marshal(v) // a string: it cannot fail
+		text = append(text, k, v)
+		quoted = append(quoted, k, string(q[1:len(q)-1]))
+	}
+	return &Docs{fsys: fsys, dir: dir, slot: slot, shared: shared,
+		fillText: strings.NewReplacer(text...), fillJSON: strings.NewReplacer(quoted...)}
 }
 
 // maxFileDoc describes the file size limit checked at the edge.
@@ -143,10 +154,16 @@ func (d *Docs) Reference(name string) string {
 // OutputSchema returns the schema every reply of a tool satisfies (see
 // outputSchema), and false for a tool without a <tool>.output.json.
 func (d *Docs) OutputSchema(name string) (json.RawMessage, bool) {
-	if !d.has(name + ".output.json") {
+	if !d.HasOutputSchema(name) {
 		return nil, false
 	}
 	return d.outputSchema(name), true
+}
+
+// HasOutputSchema reports whether a tool has a <tool>.output.json, without
+// building its schema (which decodes and encodes the whole reply frame).
+func (d *Docs) HasOutputSchema(name string) bool {
+	return d.has(name + ".output.json")
 }
 
 // has reports whether the document exists.
@@ -190,15 +207,10 @@ func (d *Docs) doc(name string) string {
 	if err != nil {
 		panic(fmt.Sprintf("mcpserver: tool document %s: %v", name, err))
 	}
-	pairs := make([]string, 0, 2*len(d.fill))
-	for k, v := range d.fill {
-		if strings.HasSuffix(name, ".json") {
-			quoted, _ := json.Marshal(v)
-			v = string(quoted[1 : len(quoted)-1])
-		}
-		pairs = append(pairs, k, v)
+	if strings.HasSuffix(name, ".json") {
+		return d.fillJSON.Replace(string(b))
 	}
-	return strings.NewReplacer(pairs...).Replace(string(b))
+	return d.fillText.Replace(string(b))
 }
 
 // Examples returns the raw examples file of a tool, and false when it has

@@ -52,6 +52,17 @@ func OutputSchemas(s *Server) map[string][]byte {
 	return out
 }
 
+// OutputSchema returns the output schema of the tool s serves by name, and
+// false when it serves no such tool or the tool has none.
+func OutputSchema(s *Server, name string) ([]byte, bool) {
+	for _, t := range s.list {
+		if t.Spec.Name == name {
+			return t.Docs.OutputSchema(name)
+		}
+	}
+	return nil, false
+}
+
 // References returns the long reference of every tool s serves (what
 // docs/tools.md renders), by name.
 func References(s *Server) map[string]string {

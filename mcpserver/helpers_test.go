@@ -55,7 +55,7 @@ type harness struct {
 	mu      sync.Mutex
 	applied []uint64
 
-	schemas map[string]*jsonschema.Schema // output schema per tool
+	schemas *replySchemas // output schema per tool
 }
 
 // newHarness starts a harness with an in-process client. opts may be nil
@@ -127,7 +127,7 @@ func startHarness(t testing.TB, cfg harnessConfig) *harness {
 	default:
 		t.Fatalf("unknown transport %q", transport)
 	}
-	h.schemas = outputSchemas(t, h.srv)
+	h.schemas = newReplySchemas(h.srv)
 	return h
 }
 
@@ -195,21 +195,51 @@ func startClientAs(t testing.TB, c *client.Client, ctx context.Context) *client.
 	return c
 }
 
-// outputSchemas compiles the output schema of every tool srv serves that
-// has one (a provider tool whose contract replies with a plain value has
+// replySchemas are the compiled output schemas of the tools a server
+// serves (a provider tool whose contract replies with a plain value has
 // none). tools/list does not send them; every checked reply must satisfy
-// its tool's.
-func outputSchemas(t testing.TB, srv *mcpserver.Server) map[string]*jsonschema.Schema {
-	t.Helper()
-	out := map[string]*jsonschema.Schema{}
-	for name, raw := range mcpserver.OutputSchemas(srv) {
-		out[name] = compileSchema(t, name+"-output", raw)
-	}
-	return out
+// its tool's. Each is built when a reply of its tool is first checked: a
+// test calls a few of the dozens of tools, and building them all was most
+// of the CPU a small test spent. It is safe for concurrent use.
+type replySchemas struct {
+	srv *mcpserver.Server
+	mu  sync.Mutex
+	m   map[string]*jsonschema.Schema // guarded by mu; nil: the tool has none
 }
+
+func newReplySchemas(srv *mcpserver.Server) *replySchemas {
+	return &replySchemas{srv: srv, m: map[string]*jsonschema.Schema{}}
+}
+
+// of returns the compiled output schema of tool, nil if it has none.
+func (r *replySchemas) of(t testing.TB, tool string) *jsonschema.Schema {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if sch, ok := r.m[tool]; ok {
+		return sch
+	}
+	var sch *jsonschema.Schema
+	if raw, ok := mcpserver.OutputSchema(r.srv, tool); ok {
+		sch = compileSchema(t, tool+"-output", raw)
+	}
+	r.m[tool] = sch
+	return sch
+}
+
+// compiledSchemas holds compileSchema's results by name and schema text:
+// every harness checks replies against the same few dozen schemas, and
+// compiling them again was most of the CPU a small test spent (a tenth of
+// a second per harness under -race). A compiled schema is only read after,
+// and Validate is safe for concurrent use.
+var compiledSchemas sync.Map // name + "\n" + raw → *jsonschema.Schema
 
 func compileSchema(t testing.TB, name string, raw json.RawMessage) *jsonschema.Schema {
 	t.Helper()
+	key := name + "\n" + string(raw)
+	if sch, ok := compiledSchemas.Load(key); ok {
+		return sch.(*jsonschema.Schema)
+	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		t.Fatalf("%s: schema is not JSON: %v", name, err)
@@ -223,6 +253,7 @@ func compileSchema(t testing.TB, name string, raw json.RawMessage) *jsonschema.S
 	if err != nil {
 		t.Fatalf("%s: schema does not compile: %v", name, err)
 	}
+	compiledSchemas.Store(key, sch)
 	return sch
 }
 
@@ -289,7 +320,7 @@ func (h *harness) call(tool string, args any) envelope {
 	return checkedCall(h.t, h.ctx, h.client, h.schemas, tool, args)
 }
 
-func checkedCall(t testing.TB, ctx context.Context, c *client.Client, schemas map[string]*jsonschema.Schema, tool string, args any) envelope {
+func checkedCall(t testing.TB, ctx context.Context, c *client.Client, schemas *replySchemas, tool string, args any) envelope {
 	t.Helper()
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
@@ -315,7 +346,7 @@ func checkedCall(t testing.TB, ctx context.Context, c *client.Client, schemas ma
 	if !reflect.DeepEqual(fromText, fromStruct) {
 		t.Fatalf("%s: text and structured content differ:\n%s\n%s", tool, text.Text, res.RawStructuredContent)
 	}
-	if sch := schemas[tool]; sch != nil {
+	if sch := schemas.of(t, tool); sch != nil {
 		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(res.RawStructuredContent))
 		if err != nil {
 			t.Fatal(err)

@@ -57,7 +57,7 @@ func (h *harness) callRaw(tool string, args any) rawReply {
 		if ja, jb := mustJSON(h.t, a), mustJSON(h.t, b); ja != jb {
 			h.t.Fatalf("%s: text %s and structured content %s differ", tool, jb, ja)
 		}
-		if sch := h.schemas[tool]; sch != nil {
+		if sch := h.schemas.of(h.t, tool); sch != nil {
 			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(r.structured))
 			if err != nil {
 				h.t.Fatal(err)

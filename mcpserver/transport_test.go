@@ -133,7 +133,7 @@ func TestHTTPShutdownFinishesCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	startClient(t, c)
-	schemas := outputSchemas(t, srv)
+	schemas := newReplySchemas(srv)
 
 	replied := make(chan envelope, 1)
 	go func() {

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/depotfs/depotfs/store/bolt"
 )
 
 func TestReadFileWhole(t *testing.T) {
@@ -31,9 +33,14 @@ func chunks(data []byte, n int) [][]byte {
 }
 
 func TestReadFileChunked(t *testing.T) {
-	h := newHarness(t, nil)
+	// The store's chunks are small, so the upload's six parts (about 15.7
+	// KiB each) straddle their boundaries as a large upload's do over the
+	// default 1 MiB chunks; the bytes need not be MiBs to show a misplaced
+	// or lost part.
+	const storeChunk = 16 << 10
+	h := startHarness(t, harnessConfig{store: &bolt.Options{ChunkSize: storeChunk}})
 	rng := rand.New(rand.NewPCG(1, 2))
-	data := make([]byte, 5<<20+12345)
+	data := make([]byte, 5*storeChunk+12345)
 	for i := range data {
 		data[i] = byte(rng.UintN(256))
 	}

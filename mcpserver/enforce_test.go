@@ -198,6 +198,7 @@ func TestEnforcement(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each case has its own server and store
 			e := newEnforced(t, nil, tt.allow, tt.deny).as(tt.id)
 			rev := e.revision()
 			env := e.call(tt.tool, tt.args)

@@ -133,6 +133,7 @@ func walkOrder(paths []string) []string {
 func TestResourcesListPagination(t *testing.T) {
 	for _, pageSize := range []int{1, 7, 40, 41, 1000} {
 		t.Run(fmt.Sprint(pageSize), func(t *testing.T) {
+			t.Parallel() // each page size has its own server and store
 			h := newHarness(t, &mcpserver.Options{Settings: mcpserver.Settings{MountPoint: testMount, ResourcePageSize: pageSize}})
 			var want []string
 			for i := range 40 {
@@ -263,6 +264,7 @@ func TestResourceRead(t *testing.T) {
 		{"percent-encoded name", "/a b/ü?#.md", []byte("# title\n"), "text/markdown", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case has its own server and store
 			h := newHarness(t, nil)
 			h.put(tc.path, tc.data)
 			uri := mcpserver.ResourceURI(tc.path)

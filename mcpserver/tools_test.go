@@ -140,6 +140,10 @@ func TestTools(t *testing.T) {
 	}
 	for name, want := range toolTable {
 		t.Run(name, func(t *testing.T) {
+			// Each tool's examples start their own servers; what the tools
+			// share (h, its in-process client) is only read or called
+			// with arguments refused before anything is stored.
+			t.Parallel()
 			tool, ok := tools[name]
 			if !ok {
 				t.Fatal("not served")

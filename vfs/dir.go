@@ -83,14 +83,24 @@ func (d *dirNode) OpendirHandle(context.Context, uint32) (fs.FileHandle, uint32,
 }
 
 // list reads the directory's listing from the store, as one consistent
-// snapshot.
-func (d *dirNode) list(ctx context.Context) ([]store.Entry, syscall.Errno) {
-	entries, err := d.fsys.st.ReadDir(ctx, d.path)
+// snapshot: compact when the store can list so (store.Lister).
+func (d *dirNode) list(ctx context.Context) (*store.Listing, syscall.Errno) {
+	var (
+		l   *store.Listing
+		err error
+	)
+	if lister, ok := d.fsys.st.(store.Lister); ok {
+		l, err = lister.List(ctx, d.path)
+	} else {
+		var entries []store.Entry
+		entries, err = d.fsys.st.ReadDir(ctx, d.path)
+		l = store.ListingOf(d.path, entries)
+	}
 	if err != nil {
 		if d.path == depotpath.Root && errors.Is(err, store.ErrNotExist) {
-			return nil, 0
+			return store.ListingOf(d.path, nil), 0
 		}
 		return nil, d.fsys.errno("readdir", d.path, err)
 	}
-	return entries, 0
+	return l, 0
 }

@@ -17,26 +17,26 @@ type listedDir interface {
 	fs.InodeEmbedder
 	fs.NodeLookuper
 	// list reads the directory's entries.
-	list(ctx context.Context) ([]store.Entry, syscall.Errno)
+	list(ctx context.Context) (*store.Listing, syscall.Errno)
 	// listedAs is the inode number and mode the listing shows for e.
-	listedAs(e store.Entry) (ino uint64, mode uint32)
+	listedAs(e store.Listed) (ino uint64, mode uint32)
 	// lookupListed answers the lookup of e, the entry just listed.
 	lookupListed(ctx context.Context, e store.Entry, out *fuse.EntryOut) *fs.Inode
 }
 
 // dirHandle is an open directory: a snapshot of its listing and a position
-// in it. Positions 0 and 1 are "." and ".."; position i+2 is entries[i]. The
+// in it. Positions 0 and 1 are "." and ".."; position i+2 is entry i. The
 // offset the kernel sees after position i is i+1. go-fuse serializes the
 // calls on one handle.
 type dirHandle struct {
 	dir     listedDir
-	entries []store.Entry
-	loaded  bool // entries has been read from the store
+	entries *store.Listing // nil until read from the store
 	pos     int
-	// last is the entry most recently handed out, which READDIRPLUS looks
-	// up right away: serving that lookup from the listing saves a store
-	// read per entry.
-	last *store.Entry
+	// last is 1 + the index of the entry most recently handed out (0:
+	// none), which READDIRPLUS looks up right away: serving that lookup
+	// from the listing saves a store read per entry, and only then is the
+	// entry decoded whole.
+	last int
 	// de is what Readdirent hands out, reused: go-fuse copies it before
 	// asking for the next (an allocation per listed name otherwise).
 	de fuse.DirEntry
@@ -51,14 +51,14 @@ var (
 
 // load reads the listing on first use.
 func (h *dirHandle) load(ctx context.Context) syscall.Errno {
-	if h.loaded {
+	if h.entries != nil {
 		return 0
 	}
 	entries, errno := h.dir.list(ctx)
 	if errno != 0 {
 		return errno
 	}
-	h.entries, h.loaded = entries, true
+	h.entries = entries
 	return 0
 }
 
@@ -69,7 +69,7 @@ func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 	}
 	h.de = fuse.DirEntry{Off: uint64(h.pos) + 1, Mode: syscall.S_IFDIR}
 	de := &h.de
-	h.last = nil
+	h.last = 0
 	self := h.dir.EmbeddedInode()
 	switch {
 	case h.pos == 0:
@@ -79,11 +79,11 @@ func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 		if _, parent := self.Parent(); parent != nil {
 			de.Ino = parent.StableAttr().Ino
 		}
-	case h.pos-2 < len(h.entries):
-		e := &h.entries[h.pos-2]
-		de.Name = depotpath.Base(e.Path)
-		de.Ino, de.Mode = h.dir.listedAs(*e)
-		h.last = e
+	case h.pos-2 < h.entries.Len():
+		e := h.entries.At(h.pos - 2)
+		de.Name = e.Name
+		de.Ino, de.Mode = h.dir.listedAs(e)
+		h.last = h.pos - 1
 	default:
 		return nil, 0
 	}
@@ -96,28 +96,38 @@ func (h *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 	if errno := h.load(ctx); errno != 0 {
 		return errno
 	}
-	if off > uint64(len(h.entries))+2 {
+	if off > uint64(h.entries.Len())+2 {
 		return syscall.EINVAL
 	}
 	h.pos = int(off)
-	h.last = nil
+	h.last = 0
 	return 0
 }
 
 // Lookup answers READDIRPLUS's lookup of the entry just listed from the
-// listing, and any other name as the directory does.
+// listing, and any other name as the directory does (so does an entry
+// whose record does not decode, which the store then reports).
 func (h *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if h.last != nil && depotpath.Base(h.last.Path) == name {
-		return h.dir.lookupListed(ctx, *h.last, out), 0
+	if i := h.last - 1; i >= 0 && h.entries.At(i).Name == name {
+		if e, err := h.entries.Entry(i); err == nil {
+			return h.dir.lookupListed(ctx, e, out), 0
+		}
 	}
 	return h.dir.Lookup(ctx, name, out)
 }
 
+// listedEntry is the entry a listing shows e as, with the fields that
+// number it (see stableAttr).
+func listedEntry(e store.Listed) store.Entry {
+	return store.Entry{Kind: e.Kind, Ino: e.Ino, Revision: e.Revision}
+}
+
 // listedAs shows a file node that followed later versions with its first
 // version's number: the listing says what stat says.
-func (d *dirNode) listedAs(e store.Entry) (uint64, uint32) {
+func (d *dirNode) listedAs(l store.Listed) (uint64, uint32) {
+	e := listedEntry(l)
 	id := stableAttr(e)
-	if ch := d.GetChild(depotpath.Base(e.Path)); ch != nil && !e.IsDir() {
+	if ch := d.GetChild(l.Name); ch != nil && !e.IsDir() {
 		if f, ok := ch.Operations().(*fileNode); ok {
 			if v, _ := f.snapshot(); v.rev == e.Revision {
 				return ch.StableAttr().Ino, id.Mode

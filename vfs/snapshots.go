@@ -289,18 +289,19 @@ func (d *snapDir) OpendirHandle(context.Context, uint32) (fs.FileHandle, uint32,
 }
 
 // list reads the directory as of the snapshot's revision.
-func (d *snapDir) list(ctx context.Context) ([]store.Entry, syscall.Errno) {
+func (d *snapDir) list(ctx context.Context) (*store.Listing, syscall.Errno) {
 	entries, err := d.fsys.st.ReadDirAt(ctx, d.path, d.tree.rev)
 	if errors.Is(err, store.ErrNotExist) && d.ino == 0 {
-		return nil, 0 // the empty tree of a prefix that did not exist
+		return store.ListingOf(d.path, nil), 0 // the empty tree of a prefix that did not exist
 	}
 	if err != nil {
 		return nil, d.fsys.errno("readdir", d.path, err)
 	}
-	return entries, 0
+	return store.ListingOf(d.path, entries), 0
 }
 
-func (d *snapDir) listedAs(e store.Entry) (uint64, uint32) {
+func (d *snapDir) listedAs(l store.Listed) (uint64, uint32) {
+	e := listedEntry(l)
 	return snapIno(d.tree.id, e), stableAttr(e).Mode
 }
 

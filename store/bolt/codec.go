@@ -264,3 +264,55 @@ func decodeListed(r *record, v []byte, strs map[string]string, c sealer, buf *[2
 	}
 	return sum, declared, nil
 }
+
+// peekRecord reads what a listing needs of an encoded record (its kind,
+// inode number and revision) without decoding the rest, and checks the
+// whole record as decodeListed does: a record it accepts decodes, and one
+// it refuses does not (FuzzPeekRecord). Nothing is allocated.
+func peekRecord(v []byte) (kind store.Kind, ino, rev uint64, err error) {
+	d := decoder{b: v}
+	if d.byte() != recordFormat {
+		return 0, 0, 0, errCorrupt
+	}
+	kind = store.Kind(d.byte())
+	flags := d.byte()
+	ino = d.uvarint()
+	d.varint() // size
+	if flags&flagHash != 0 {
+		d.bytes(32)
+	}
+	if flags&flagDeclared != 0 {
+		d.bytes(32)
+	}
+	d.uvarint()  // mode
+	d.skipTime() // mtime
+	d.skipString()
+	d.skipString()
+	d.skipTime() // created
+	d.skipTime() // updated
+	d.uvarint()
+	d.skipString()
+	d.skipTime() // expires
+	rev = d.uvarint()
+	if d.err == nil && (len(d.b) != 0 || (kind != store.KindFile && kind != store.KindDir) || flags >= flagDeclared<<1) {
+		d.err = errCorrupt
+	}
+	if d.err != nil {
+		return 0, 0, 0, d.err
+	}
+	return kind, ino, rev, nil
+}
+
+// skipString passes over a string without reading it.
+func (d *decoder) skipString() { d.bytes(d.uvarint()) }
+
+// skipTime passes over a time, checking it as time does.
+func (d *decoder) skipTime() {
+	if d.byte() == 0 {
+		return
+	}
+	d.varint()
+	if d.uvarint() >= 1e9 {
+		d.err = errCorrupt
+	}
+}

@@ -1,11 +1,15 @@
 package bolt
 
 import (
+	"bytes"
+	"context"
 	"encoding/hex"
+	"math"
 	"unsafe"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // listing spells the paths and content hashes of a listing's entries into
@@ -85,4 +89,57 @@ func (l *listing) spell(out []store.Entry) {
 			e.DeclaredSHA256 = s[at : at+64]
 		}
 	}
+}
+
+var _ store.Lister = (*Store)(nil)
+
+// List is ReadDir as a store.Listing (see store.Lister): each child's
+// name, kind, inode number and revision are read from its record at once,
+// and the record is kept for the listing to decode only the entries a
+// caller asks for. It is safe for concurrent use.
+func (s *Store) List(ctx context.Context, dir string) (*store.Listing, error) {
+	var l *store.Listing
+	err := s.view(ctx, "readdir", dir, func(tx *bbolt.Tx) error {
+		e, err := entryAt(tx, dir, math.MaxUint64, s.sealer)
+		if err != nil {
+			return err
+		}
+		if !e.IsDir() {
+			return store.ErrNotDir
+		}
+		prefix := dirPrefix(dir)
+		c := tx.Bucket(bucketTree).Cursor()
+		// Sized once, as ReadDirAt's.
+		n, names, recs := 0, 0, 0
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			n++
+			names += len(k) - len(prefix)
+			recs += len(v)
+		}
+		sl := s.sealer
+		l = store.NewListing(dir, n, names, recs, func(p string, v []byte) (store.Entry, error) {
+			var r record
+			if err := decodeInto(&r, v, sl); err != nil {
+				return store.Entry{}, pathErr("readdir", p, err)
+			}
+			return r.Entry(p), nil
+		})
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if l.Len()%1024 == 1023 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			kind, ino, rev, err := peekRecord(v)
+			if err != nil {
+				return err
+			}
+			l.Add(k[len(prefix):], kind, ino, rev, v)
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }

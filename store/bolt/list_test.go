@@ -1,0 +1,71 @@
+package bolt_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/bolt"
+)
+
+// TestListIsReadDir: a Listing shows what ReadDir shows, entry for entry
+// (names, kinds, inode numbers and revisions read at once; the rest
+// decoded on demand), in a plain and a sealed store, whose hashes the
+// listing opens only when an entry is asked for; and fails as ReadDir
+// does.
+func TestListIsReadDir(t *testing.T) {
+	for name, opts := range map[string]*bolt.Options{"plain": nil, "sealed": {Key: testKEK(t)}} {
+		t.Run(name, func(t *testing.T) {
+			s, _ := openTemp(t, opts)
+			ctx := context.Background()
+			if _, err := s.List(ctx, "/"); err != nil {
+				t.Fatalf("List of an empty store's root: %v", err)
+			}
+			var reqs []store.PutRequest
+			for _, p := range []string{"/top.txt", "/a/one.txt", "/a/three.txt", "/a/deeper/x", "/a/ü.txt"} {
+				reqs = append(reqs, store.PutRequest{Path: p, Data: []byte(p)})
+			}
+			if _, err := s.PutBatch(ctx, reqs); err != nil {
+				t.Fatal(err)
+			}
+			const sum = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+			if _, err := s.Declare(ctx, store.DeclareRequest{Entries: []store.Declaration{{Path: "/a/two.txt", Kind: store.KindFile, Size: 5, SHA256: sum}}}); err != nil {
+				t.Fatal(err)
+			}
+			for _, dir := range []string{"/", "/a", "/a/deeper"} {
+				want, err := s.ReadDir(ctx, dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l, err := s.List(ctx, dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if l.Len() != len(want) {
+					t.Fatalf("List(%s): %d entries, ReadDir %d", dir, l.Len(), len(want))
+				}
+				for i, w := range want {
+					got, err := l.Entry(i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !reflect.DeepEqual(got, w) {
+						t.Errorf("List(%s) entry %d:\n %+v\nReadDir:\n %+v", dir, i, got, w)
+					}
+					at := l.At(i)
+					if wantAt := (store.Listed{Name: depotpath.Base(w.Path), Kind: w.Kind, Ino: w.Ino, Revision: w.Revision}); at != wantAt {
+						t.Errorf("List(%s).At(%d) = %+v, want %+v", dir, i, at, wantAt)
+					}
+				}
+			}
+			for p, want := range map[string]error{"/top.txt": store.ErrNotDir, "/missing": store.ErrNotExist} {
+				if _, err := s.List(ctx, p); !errors.Is(err, want) {
+					t.Errorf("List(%s): %v, want %v", p, err, want)
+				}
+			}
+		})
+	}
+}

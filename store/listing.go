@@ -1,0 +1,117 @@
+package store
+
+import (
+	"context"
+	"unsafe"
+
+	"github.com/depotfs/depotfs/internal/depotpath"
+)
+
+// Lister is a Store that lists a directory as a Listing: what a directory
+// read needs of each entry (name, kind, inode number, revision) at once,
+// the rest of it decoded only when asked for. Most entries of a walk's
+// listings are never looked up (find reads names and kinds), and a whole
+// Entry a child was most of a listing's cost and of the garbage it left.
+// A mount lists through it when the store has it (store/bolt). It is safe
+// for concurrent use.
+type Lister interface {
+	// List is ReadDir as a Listing: the live children of dir sorted by
+	// name, one consistent snapshot, or an error wrapping ErrNotExist or
+	// ErrNotDir.
+	List(ctx context.Context, dir string) (*Listing, error)
+}
+
+// Listed is what a Listing holds of an entry without decoding it.
+type Listed struct {
+	// Name is the entry's name in its directory. It shares the listing's
+	// memory: a caller that keeps it longer than the listing clones it.
+	Name     string
+	Kind     Kind
+	Ino      uint64 // as Entry.Ino
+	Revision uint64 // as Entry.Revision
+}
+
+// Listing is a directory's entries in name order, held compactly: the
+// names in one buffer, each entry's encoded record in another, which
+// Entry decodes. The names are apart because a name handed to the kernel
+// lives as long as the kernel keeps its node (go-fuse keeps it as the
+// node's name), and keeps the buffer it is in: the records are freed with
+// the listing. It is built once (ListingOf, or NewListing and Add by a
+// store), then only read; reads are safe for concurrent use.
+type Listing struct {
+	dir     string
+	names   []byte // the names, one after the other; only ever appended to
+	recs    []byte // the records, one after the other
+	at      []listedAt
+	decode  func(path string, rec []byte) (Entry, error)
+	entries []Entry // ListingOf's; nil otherwise
+}
+
+// listedAt is where one entry's name and record begin in Listing.names
+// and Listing.recs; each ends where the next entry's begins.
+type listedAt struct {
+	name, rec uint32
+	kind      Kind
+	ino, rev  uint64
+}
+
+// NewListing returns an empty listing of dir for a store to Add n entries
+// to, whose names take names bytes and records recs bytes (hints); decode
+// decodes an entry's record (as Add was given it) into the Entry at path,
+// and must not keep rec, which is the listing's memory.
+func NewListing(dir string, n, names, recs int, decode func(path string, rec []byte) (Entry, error)) *Listing {
+	return &Listing{dir: dir, names: make([]byte, 0, names), recs: make([]byte, 0, recs), at: make([]listedAt, 0, n), decode: decode}
+}
+
+// ListingOf returns the listing of dir whose entries are entries, for a
+// store that has no compact form.
+func ListingOf(dir string, entries []Entry) *Listing {
+	return &Listing{dir: dir, entries: entries}
+}
+
+// Add appends the entry named name with the record rec, which Entry
+// decodes later; both are copied. Entries are added in name order.
+func (l *Listing) Add(name []byte, kind Kind, ino, rev uint64, rec []byte) {
+	l.at = append(l.at, listedAt{name: uint32(len(l.names)), rec: uint32(len(l.recs)), kind: kind, ino: ino, rev: rev})
+	l.names = append(l.names, name...)
+	l.recs = append(l.recs, rec...)
+}
+
+// Len is the number of entries.
+func (l *Listing) Len() int {
+	if l.entries != nil {
+		return len(l.entries)
+	}
+	return len(l.at)
+}
+
+// At returns what the listing holds of entry i without decoding it.
+func (l *Listing) At(i int) Listed {
+	if l.entries != nil {
+		e := &l.entries[i]
+		return Listed{Name: depotpath.Base(e.Path), Kind: e.Kind, Ino: e.Ino, Revision: e.Revision}
+	}
+	a := &l.at[i]
+	end := uint32(len(l.names))
+	if i+1 < len(l.at) {
+		end = l.at[i+1].name
+	}
+	// The name shares the buffer's bytes, without a copy a name: Add only
+	// appends, so bytes once written are never written again (a grown
+	// buffer is a new array; the old one stays as it was).
+	name := unsafe.String(unsafe.SliceData(l.names[a.name:]), int(end-a.name))
+	return Listed{Name: name, Kind: a.kind, Ino: a.ino, Revision: a.rev}
+}
+
+// Entry returns entry i whole, decoding its record; an error when the
+// record is corrupt.
+func (l *Listing) Entry(i int) (Entry, error) {
+	if l.entries != nil {
+		return l.entries[i], nil
+	}
+	end := uint32(len(l.recs))
+	if i+1 < len(l.at) {
+		end = l.at[i+1].rec
+	}
+	return l.decode(depotpath.Join(l.dir, l.At(i).Name), l.recs[l.at[i].rec:end])
+}

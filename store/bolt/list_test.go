@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
 	"github.com/depotfs/depotfs/store"
@@ -26,7 +27,7 @@ func TestListIsReadDir(t *testing.T) {
 			}
 			var reqs []store.PutRequest
 			for _, p := range []string{"/top.txt", "/a/one.txt", "/a/three.txt", "/a/deeper/x", "/a/ü.txt"} {
-				reqs = append(reqs, store.PutRequest{Path: p, Data: []byte(p)})
+				reqs = append(reqs, store.PutRequest{Path: p, Data: []byte(p), Encoding: "utf-8", Source: "push:1", Writer: "agent"})
 			}
 			if _, err := s.PutBatch(ctx, reqs); err != nil {
 				t.Fatal(err)
@@ -60,6 +61,17 @@ func TestListIsReadDir(t *testing.T) {
 						t.Errorf("List(%s).At(%d) = %+v, want %+v", dir, i, at, wantAt)
 					}
 				}
+			}
+			// The entries decoded share the listing's strings: a node the
+			// kernel keeps holds its source.
+			l, err := s.List(ctx, "/a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			one, err1 := l.Entry(1)
+			three, err2 := l.Entry(2)
+			if err1 != nil || err2 != nil || one.Source != "push:1" || unsafe.StringData(one.Source) != unsafe.StringData(three.Source) {
+				t.Errorf("entries decoded from one listing: sources %q and %q (%v, %v), not one string", one.Source, three.Source, err1, err2)
 			}
 			for p, want := range map[string]error{"/top.txt": store.ErrNotDir, "/missing": store.ErrNotExist} {
 				if _, err := s.List(ctx, p); !errors.Is(err, want) {

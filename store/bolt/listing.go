@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"math"
+	"sync"
 	"unsafe"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
@@ -116,11 +117,30 @@ func (s *Store) List(ctx context.Context, dir string) (*store.Listing, error) {
 			names += len(k) - len(prefix)
 			recs += len(v)
 		}
-		sl := s.sealer
+		// The entries decoded share the listing's few distinct sources,
+		// encodings and writers, as ReadDirAt's do: a node the kernel
+		// keeps holds its source and encoding.
+		var (
+			sl   = s.sealer
+			mu   sync.Mutex
+			strs = map[string]string{}
+		)
 		l = store.NewListing(dir, n, names, recs, func(p string, v []byte) (store.Entry, error) {
-			var r record
-			if err := decodeInto(&r, v, sl); err != nil {
+			var (
+				r    record
+				sums [2]hash
+			)
+			mu.Lock()
+			sum, declared, err := decodeListed(&r, v, strs, sl, &sums)
+			mu.Unlock()
+			if err != nil {
 				return store.Entry{}, pathErr("readdir", p, err)
+			}
+			if sum != nil {
+				r.SHA256 = hex.EncodeToString(sum)
+			}
+			if declared != nil {
+				r.Declared = hex.EncodeToString(declared)
 			}
 			return r.Entry(p), nil
 		})

@@ -1,12 +1,14 @@
 package integration_test
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/depotfs/depotfs/store/nats/natstest"
@@ -42,16 +44,23 @@ func runMain(m *testing.M) int {
 	parallelByDefault()
 	depotfsBin = filepath.Join(dir, "depotfs")
 	race := raceDaemon && !benchmarking()
-	if err := buildDepotfs(depotfsBin, race); err != nil {
+	if err := buildDepotfs(context.Background(), depotfsBin, race); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	if !race {
-		// Built while the first tests run, for the few that ask for it.
+		// Built while the first tests run, for the few that ask for it;
+		// stopped if the tests end first (a -run that needs none).
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		raceBuildCtx = ctx
 		go raceBin()
 	}
 	return m.Run()
 }
+
+// raceBuildCtx bounds raceBin's background build to the run of the tests.
+var raceBuildCtx = context.Background()
 
 // raceDaemon is DEPOTFS_RACE_DAEMON=1 or DEPOTFS_SOAK=1: every daemon the
 // tests start is built with the race detector. By default only the daemons
@@ -72,7 +81,7 @@ var binDir string
 // depotfsBin is that binary and raceBin is not used).
 var raceBin = sync.OnceValues(func() (string, error) {
 	bin := filepath.Join(binDir, "depotfs-race")
-	return bin, buildDepotfs(bin, true)
+	return bin, buildDepotfs(raceBuildCtx, bin, true)
 })
 
 // benchmarking reports whether -test.bench was given: benchmarks measure
@@ -82,17 +91,21 @@ func benchmarking() bool {
 	return f != nil && f.Value.String() != ""
 }
 
-// buildDepotfs builds cmd/depotfs into bin. -buildvcs=auto overrides a
+// buildDepotfs builds cmd/depotfs into bin; cancelling ctx kills go build
+// and the compilers it started. -buildvcs=auto overrides a
 // GOFLAGS=-buildvcs=false so that, in a git checkout, the version test sees
 // the revision.
-func buildDepotfs(bin string, race bool) error {
+func buildDepotfs(ctx context.Context, bin string, race bool) error {
 	args := []string{"build", "-buildvcs=auto", "-o", bin}
 	if race {
 		args = append(args, "-race")
 	}
+	cmd := exec.CommandContext(ctx, "go", append(args, "../cmd/depotfs")...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// The output goes into the error, not to os.Stderr: the race-built
 	// binary is built while testing.M.Run owns that variable.
-	if out, err := exec.Command("go", append(args, "../cmd/depotfs")...).CombinedOutput(); err != nil {
+	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("building depotfs (race %v): %w\n%s", race, err, out)
 	}
 	return nil

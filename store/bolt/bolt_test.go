@@ -97,7 +97,12 @@ func opener(base bolt.Options) storetest.Opener {
 	}
 }
 
+// The three conformance suites run in parallel with each other (and the
+// package's other parallel tests): each is sequential and uses well under
+// one core, and they were most of the package's time one after another.
+
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.RunAll(t, opener(bolt.Options{}))
 }
 
@@ -137,6 +142,7 @@ func TestSharedConformance(t *testing.T) {
 // TestConformanceSmallChunks runs the suite with blobs of many chunks, so
 // reads cross chunk boundaries.
 func TestConformanceSmallChunks(t *testing.T) {
+	t.Parallel()
 	storetest.RunAll(t, opener(bolt.Options{ChunkSize: 40}))
 }
 

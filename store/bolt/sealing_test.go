@@ -36,6 +36,7 @@ func testKEK(t testing.TB) *seal.FileKey {
 // so that every read opens several sealed chunks and crosses their
 // boundaries.
 func TestConformanceSealed(t *testing.T) {
+	t.Parallel()
 	storetest.RunAll(t, opener(bolt.Options{ChunkSize: 40, Key: testKEK(t)}))
 }
 

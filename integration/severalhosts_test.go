@@ -97,7 +97,11 @@ func TestSeveralHostsPushReadBack(t *testing.T) {
 }
 
 // TestSeveralHostsUpdateLatency: 100 updates on A, each visible on B and C
-// right after A acknowledges it; reports the latency distribution.
+// after A acknowledges it; logs the latency distribution. The distribution
+// is a measurement, not a check: on a shared machine under load its p99
+// moves by seconds with no fault in depotfs (a 500 ms bound failed at load
+// 40-60 on main before and after the change it was run for); what is
+// checked is that every update arrives on both hosts.
 func TestSeveralHostsUpdateLatency(t *testing.T) {
 	t.Parallel()
 	h := startHosts(t, 3)
@@ -126,9 +130,6 @@ func TestSeveralHostsUpdateLatency(t *testing.T) {
 	pct := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))] }
 	t.Logf("visibility on B and C after A acknowledged (%d reads): min %v p50 %v p90 %v p99 %v max %v",
 		len(lat), lat[0], pct(0.5), pct(0.9), pct(0.99), lat[len(lat)-1])
-	if p99 := pct(0.99); p99 > 500*time.Millisecond {
-		t.Errorf("p99 %v: updates take too long to reach the other hosts", p99)
-	}
 }
 
 // TestSeveralHostsNATSNodeKilled: SIGKILL of one NATS server in the middle

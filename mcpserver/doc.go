@@ -32,8 +32,8 @@
 // internal/fstools (the tools of each profile, with their documents and
 // examples in doc/), internal/resources (resources and subscriptions),
 // internal/outbox (the writer of resource notifications on an HTTP
-// notification stream), internal/pending (the pending-requests list) and internal/markdown (the
-// tool reference).
+// notification stream), internal/pending (the pending-requests list) and
+// internal/markdown (the tool reference).
 //
 // # Resources
 //
@@ -50,9 +50,10 @@
 // Subscriptions: resources/subscribe on session-based protocol versions
 // (notifications go to the session's GET stream while one is open, in
 // order; without one, to the replies of its requests), subscriptions/listen
-// on 2026-07-28 (notifications go to the listen request's own stream). One watcher goroutine per Server turns
-// store events into notifications/resources/updated, never blocking: a
-// client whose queue is full misses the notification. [Server.Close] stops
+// on 2026-07-28 (notifications go to the listen request's own stream,
+// after its acknowledgement). One watcher goroutine per Server turns store
+// events into notifications/resources/updated, never blocking: a client
+// whose queue is full misses the notification. [Server.Close] stops
 // the watcher and ends every HTTP notification stream, so that
 // http.Server.Shutdown never waits for one.
 //

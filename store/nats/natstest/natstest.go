@@ -34,6 +34,15 @@ import (
 // envNode names the configuration file a node process runs.
 const envNode = "DEPOTFS_NATSTEST_NODE"
 
+// nodeStartLimit bounds how long a node may take to listen, and a
+// cluster's nodes to answer JetStream requests. A node is the race-built
+// test binary, and a restarted one recovers its JetStream state before it
+// listens: with eight integration tests and another package's tests on two
+// cores, a restart took over 20 s (the limit before), which failed the
+// test with the node, not depotfs, at fault. A start that succeeds waits
+// no longer for the higher limit.
+const nodeStartLimit = 60 * time.Second
+
 // Main runs a node and exits when the process is started as one by a
 // Cluster; otherwise it returns at once. Call it first in TestMain of
 // every package that starts a Cluster.
@@ -55,7 +64,7 @@ func Main() {
 	}
 	srv.ConfigureLogger()
 	srv.Start()
-	if !srv.ReadyForConnections(20 * time.Second) {
+	if !srv.ReadyForConnections(nodeStartLimit) {
 		fmt.Fprintln(os.Stderr, "natstest node: not ready")
 		os.Exit(2)
 	}
@@ -318,8 +327,8 @@ func (c *Cluster) start(i int) error {
 		if !ok {
 			return fmt.Errorf("node %s did not start", nd.Name)
 		}
-	case <-time.After(30 * time.Second):
-		return fmt.Errorf("node %s did not start within 30s", nd.Name)
+	case <-time.After(nodeStartLimit + 5*time.Second):
+		return fmt.Errorf("node %s did not start within %v", nd.Name, nodeStartLimit+5*time.Second)
 	}
 	return nil
 }
@@ -333,14 +342,14 @@ func (c *Cluster) WaitReady() {
 }
 
 func (c *Cluster) waitReady() error {
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(nodeStartLimit)
 	for _, nd := range c.Nodes {
 		if nd.cmd == nil {
 			continue
 		}
 		for !jsReady(nd.URL()) {
 			if time.Now().After(deadline) {
-				return fmt.Errorf("JetStream on %s not ready within 20s", nd.Name)
+				return fmt.Errorf("JetStream on %s not ready within %v", nd.Name, nodeStartLimit)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}

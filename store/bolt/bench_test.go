@@ -126,18 +126,26 @@ func BenchmarkReadDir(b *testing.B) {
 	}
 }
 
+// putDirOfFiles stores n small files in dir in one batch, as bench/scale.sh's
+// tree holds them, and returns their requests.
+func putDirOfFiles(b *testing.B, s *bolt.Store, dir string, n int) []store.PutRequest {
+	b.Helper()
+	reqs := make([]store.PutRequest, n)
+	for i := range reqs {
+		reqs[i] = store.PutRequest{Path: fmt.Sprintf("%s/f%08d.txt", dir, i), Data: []byte(fmt.Sprint(i))}
+	}
+	if _, err := s.PutBatch(context.Background(), reqs); err != nil {
+		b.Fatal(err)
+	}
+	return reqs
+}
+
 // BenchmarkReadDirFiles lists a directory of 1,000 stored files, as the
 // mount does for each directory a walk opens (bench/scale.sh's tree).
 func BenchmarkReadDirFiles(b *testing.B) {
 	s, _ := openTemp(b, nil)
 	ctx := context.Background()
-	var reqs []store.PutRequest
-	for i := range 1000 {
-		reqs = append(reqs, store.PutRequest{Path: fmt.Sprintf("/b0/d00000/f%08d.txt", i), Data: []byte(fmt.Sprint(i))})
-	}
-	if _, err := s.PutBatch(ctx, reqs); err != nil {
-		b.Fatal(err)
-	}
+	reqs := putDirOfFiles(b, s, "/b0/d00000", 1000)
 	b.ReportAllocs()
 	for b.Loop() {
 		es, err := s.ReadDir(ctx, "/b0/d00000")

@@ -3,7 +3,6 @@ package bolt_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"reflect"
 	"testing"
 	"unsafe"
@@ -89,13 +88,7 @@ func TestListIsReadDir(t *testing.T) {
 func BenchmarkListFiles(b *testing.B) {
 	s, _ := openTemp(b, nil)
 	ctx := context.Background()
-	var reqs []store.PutRequest
-	for i := range 1000 {
-		reqs = append(reqs, store.PutRequest{Path: fmt.Sprintf("/b0/d00000/f%08d.txt", i), Data: []byte(fmt.Sprint(i))})
-	}
-	if _, err := s.PutBatch(ctx, reqs); err != nil {
-		b.Fatal(err)
-	}
+	reqs := putDirOfFiles(b, s, "/b0/d00000", 1000)
 	b.ReportAllocs()
 	for b.Loop() {
 		l, err := s.List(ctx, "/b0/d00000")

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -171,14 +172,39 @@ cluster {
 `, n.Name, n.Port, n.HTTPPort, n.Dir, n.ClusterPort, strings.Join(rs, ", "))
 }
 
-// freePort returns a TCP port nothing listens on right now.
+// freePort returns a TCP port nothing listens on right now, below the
+// kernel's ephemeral range. A node keeps its ports across Restart, and a
+// port from the ephemeral range (what listening on port 0 gives) may by
+// then be the local end of some outgoing connection: a restarted node
+// then cannot listen ("natstest node: not ready"), as happened once under
+// CI with the depot hosts' many connections to the other nodes.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("picking a free port: %w", err)
+	low := ephemeralLow()
+	for range 200 {
+		port := 10000 + rand.IntN(low-10000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("picking a free port: none free among 200 tries below %d", low)
+}
+
+// ephemeralLow returns the first port of the kernel's ephemeral range,
+// or Linux's default when it cannot be read.
+func ephemeralLow() int {
+	const linuxDefault = 32768
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return linuxDefault
+	}
+	var low, high int
+	if _, err := fmt.Sscan(string(b), &low, &high); err != nil || low <= 11000 {
+		return linuxDefault
+	}
+	return low
 }
 
 // Start starts an n-node cluster and waits until JetStream has a leader;

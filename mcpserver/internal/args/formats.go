@@ -452,3 +452,17 @@ func FormatMode(m fs.FileMode) string {
 	}
 	return fmt.Sprintf("%04o", uint32(m.Perm()))
 }
+
+// Content is a content argument and the encoding it was sent in, as
+// Object.Content reads them, for Fill: Max, set before decoding, bounds
+// its decoded bytes.
+type Content struct {
+	Data     []byte
+	Encoding string
+	Max      int64
+}
+
+// DecodeArg reads field (and the encoding argument) into c.
+func (c *Content) DecodeArg(o *Object, field string, _ bool) {
+	c.Data, c.Encoding = o.Content(field, c.Max)
+}

@@ -66,16 +66,10 @@ func (g Glob) Match(name string) bool {
 	return ok
 }
 
-// Glob reads an optional fnmatch pattern argument; absent, it matches
-// everything.
-func (o *Object) Glob(field string) Glob {
-	s, ok := o.Str(field, false)
-	if !ok {
-		return Glob{}
-	}
-	g, err := ParseGlob(s)
-	if err != nil {
-		o.Problems().Add(o.Name(field), err)
-	}
-	return g
+// ParseArg sets g from an fnmatch pattern (see ParseGlob), so that Fill
+// decodes a Glob field.
+func (g *Glob) ParseArg(s string) error {
+	parsed, err := ParseGlob(s)
+	*g = parsed
+	return err
 }

@@ -29,20 +29,27 @@ type fsCopyReply struct {
 
 // fsTransferArgs are the arguments of copy and move.
 type fsTransferArgs struct {
-	from, to  string
-	overwrite bool
-	recursive bool // copy only
+	Source      fsPath `json:"source"`
+	Destination fsPath `json:"destination"`
+	Overwrite   bool   `json:"overwrite"`
+	from, to    string // the paths of Source and Destination
 }
 
-func (s *tools) decodeTransfer(c *tool.Call, raw json.RawMessage, isCopy bool) (fsTransferArgs, error) {
-	a := fsTransferArgs{recursive: true}
-	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
-		a.from = s.pathArg(o, "source")
-		a.to = s.pathArg(o, "destination")
-		a.overwrite = o.Bool("overwrite", false)
-		if isCopy {
-			a.recursive = o.Bool("recursive", true)
-		}
+// fsCopyArgs are the arguments of copy.
+type fsCopyArgs struct {
+	fsTransferArgs
+	Recursive bool `json:"recursive"`
+}
+
+// decodeTransfer reads the arguments of copy (isCopy) or move.
+func (s *tools) decodeTransfer(c *tool.Call, raw json.RawMessage, isCopy bool) (fsCopyArgs, error) {
+	a := fsCopyArgs{fsTransferArgs: fsTransferArgs{Source: s.path(), Destination: s.path()}, Recursive: true}
+	var dst any = &a.fsTransferArgs
+	if isCopy {
+		dst = &a
+	}
+	err := args.Fill(raw, c.OwnArgs(), dst, func(o *args.Object) {
+		a.from, a.to = a.Source.p, a.Destination.p
 		if a.from == depotpath.Root || a.to == depotpath.Root {
 			o.Problems().Addf("source", "the depot root cannot be copied, moved or replaced")
 		} else if a.from != "" && a.to != "" && depotpath.Within(a.to, a.from) {
@@ -54,7 +61,7 @@ func (s *tools) decodeTransfer(c *tool.Call, raw json.RawMessage, isCopy bool) (
 
 // transferError words a refused copy or move: the store names the path
 // concerned in its *fs.PathError.
-func (s *tools) transferError(err error, a fsTransferArgs) error {
+func (s *tools) transferError(err error, a fsCopyArgs) error {
 	p := a.to
 	var pe *fs.PathError
 	if errors.As(err, &pe) && pe.Path == a.from {

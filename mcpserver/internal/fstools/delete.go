@@ -29,16 +29,17 @@ type fsDeleteReply struct {
 // directory and everything in it, in one atomic change. With force, a
 // path that does not exist is not an error.
 func (s *tools) fsDelete(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var p string
-	var recursive, force bool
-	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
-		p = s.pathArg(o, "path")
-		if p == depotpath.Root {
+	a := struct {
+		Path      fsPath `json:"path"`
+		Recursive bool   `json:"recursive"`
+		Force     bool   `json:"force"`
+	}{Path: s.path()}
+	err := args.Fill(raw, c.OwnArgs(), &a, func(o *args.Object) {
+		if a.Path.p == depotpath.Root {
 			o.Problems().Addf("path", "the depot root cannot be deleted; delete the entries in it")
 		}
-		recursive = o.Bool("recursive", false)
-		force = o.Bool("force", false)
 	})
+	p, recursive, force := a.Path.p, a.Recursive, a.Force
 	c.Path = p
 	if err != nil {
 		return tool.Reply{}, err

@@ -123,24 +123,34 @@ func relPath(p string) string {
 	return strings.TrimPrefix(p, "/")
 }
 
-// pathArg reads a path argument: relative to the depot root ("a/b"),
-// or absolute in the depot ("/a/b"); "" and "." are the root. An absolute
-// path under the server's mount point is refused, naming the depot path
-// it shows: the contract's paths are relative to its root, and the reply
-// has no warning to say that a mount path was translated.
-func (s *tools) pathArg(o *args.Object, field string) string {
+// fsPath is a path argument, as args.Fill decodes it: relative to the
+// depot root ("a/b"), or absolute in the depot ("/a/b"); "" and "." are
+// the root. An absolute path under the server's mount point is refused,
+// naming the depot path it shows: the contract's paths are relative to
+// its root, and the reply has no warning to say that a mount path was
+// translated. A plain value; tools.path sets the mount before decoding.
+type fsPath struct {
+	p     string // the clean depot path; "" when refused
+	mount string
+}
+
+// path returns an fsPath to decode into.
+func (s *tools) path() fsPath { return fsPath{mount: s.opts.MountPoint} }
+
+// DecodeArg reads field into f.
+func (f *fsPath) DecodeArg(o *args.Object, field string, required bool) {
 	raw, ok := o.Raw(field)
 	if ok && string(raw) == `""` {
-		return depotpath.Root
+		f.p = depotpath.Root
+		return
 	}
-	p, _ := o.DepotPath(field, true)
-	if in, ok := args.UnderMount(p, s.opts.MountPoint); ok {
+	f.p, _ = o.DepotPath(field, required)
+	if in, ok := args.UnderMount(f.p, f.mount); ok {
 		if str, _ := args.DecodeString(raw); strings.HasPrefix(str, "/") {
 			o.Problems().Addf(o.Name(field), "%s is a path in the server's mount, not in the depot: send the depot path %s", args.Quote(str), args.Quote(relPath(in)))
-			return ""
+			f.p = ""
 		}
 	}
-	return p
 }
 
 // fsTime formats a time as the contract does: RFC 3339 in UTC.

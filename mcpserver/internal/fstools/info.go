@@ -47,16 +47,17 @@ type fsPermissions struct {
 // fsInfo is info: what the depot knows of a path. A path with no entry is
 // not an error: the reply says exists false.
 func (s *tools) fsInfo(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var p, snap string
-	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
-		p = s.pathArg(o, "path")
-		snap = tool.SnapshotName(o)
-	})
+	a := struct {
+		Path     fsPath            `json:"path"`
+		Snapshot tool.SnapshotName `json:"snapshot"`
+	}{Path: s.path()}
+	err := args.Fill(raw, c.OwnArgs(), &a)
+	p := a.Path.p
 	c.Path = p
 	if err != nil {
 		return tool.Reply{}, err
 	}
-	pl, err := c.Store().Locate(ctx, "path", p, snap)
+	pl, err := c.Store().Locate(ctx, "path", p, string(a.Snapshot))
 	if err != nil {
 		return tool.Reply{}, err
 	}

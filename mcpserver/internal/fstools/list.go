@@ -34,24 +34,21 @@ type fsListReply struct {
 // with ".") and what is below hidden directories are left out unless
 // include_hidden.
 func (s *tools) fsList(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var dir string
-	var pattern args.Glob
-	var recursive, hidden bool
-	metadata := true
-	var snap string
-	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
-		dir = s.pathArg(o, "path")
-		pattern = o.Glob("pattern")
-		recursive = o.Bool("recursive", false)
-		hidden = o.Bool("include_hidden", false)
-		metadata = o.Bool("metadata", true)
-		snap = tool.SnapshotName(o)
-	})
+	a := struct {
+		Path          fsPath            `json:"path"`
+		Pattern       args.Glob         `json:"pattern"`
+		Recursive     bool              `json:"recursive"`
+		IncludeHidden bool              `json:"include_hidden"`
+		Metadata      bool              `json:"metadata"`
+		Snapshot      tool.SnapshotName `json:"snapshot"`
+	}{Path: s.path()}
+	err := args.Fill(raw, c.OwnArgs(), &a)
+	dir := a.Path.p
 	c.Path = dir
 	if err != nil {
 		return tool.Reply{}, err
 	}
-	pl, err := c.Store().Locate(ctx, "path", dir, snap)
+	pl, err := c.Store().Locate(ctx, "path", dir, string(a.Snapshot))
 	if err != nil {
 		return tool.Reply{}, err
 	}
@@ -65,20 +62,20 @@ func (s *tools) fsList(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 		return tool.Reply{}, fsStoreError(store.ErrNotDir, dir)
 	}
 	out := fsListReply{Entries: []fsEntry{}}
-	err = tree.Walk(ctx, dir, recursive, func(e store.Entry) (bool, error) {
+	err = tree.Walk(ctx, dir, a.Recursive, func(e store.Entry) (bool, error) {
 		name := depotpath.Base(e.Path)
 		isHidden := strings.HasPrefix(name, ".")
-		if isHidden && !hidden {
+		if isHidden && !a.IncludeHidden {
 			return false, nil
 		}
-		if !pattern.Match(name) {
+		if !a.Pattern.Match(name) {
 			return true, nil
 		}
 		if len(out.Entries) >= s.opts.MaxListEntries {
 			out.Truncated = true
 			return false, tool.ErrStopWalk
 		}
-		out.Entries = append(out.Entries, fsListEntry(e, relPath(pl.Show(e.Path)), isHidden, metadata))
+		out.Entries = append(out.Entries, fsListEntry(e, relPath(pl.Show(e.Path)), isHidden, a.Metadata))
 		return true, nil
 	})
 	if err != nil {

@@ -22,12 +22,12 @@ type fsMkdirReply struct {
 // fsMkdir is mkdir: an explicit directory, with its parents unless
 // recursive is false. An existing directory is success (created false).
 func (s *tools) fsMkdir(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var p string
-	recursive := true
-	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
-		p = s.pathArg(o, "path")
-		recursive = o.Bool("recursive", true)
-	})
+	a := struct {
+		Path      fsPath `json:"path"`
+		Recursive bool   `json:"recursive"`
+	}{Path: s.path()}
+	err := args.Fill(raw, c.OwnArgs(), &a)
+	p, recursive := a.Path.p, a.Recursive
 	c.Path = p
 	if err != nil {
 		return tool.Reply{}, err

@@ -23,7 +23,7 @@ func (s *tools) fsTransfer(isCopy bool) tool.Func {
 			return tool.Reply{}, err
 		}
 		c.Attrs = append(c.Attrs, slog.String("destination", a.to))
-		if !a.recursive {
+		if !a.Recursive {
 			e, err := c.Store().Stat(ctx, a.from)
 			if err != nil {
 				return tool.Reply{}, fsStoreError(err, a.from)
@@ -36,9 +36,9 @@ func (s *tools) fsTransfer(isCopy bool) tool.Func {
 		defer cancel()
 		var res store.CopyResult
 		if isCopy {
-			res, err = c.Store().Copy(ctx, store.CopyRequest{From: a.from, To: a.to, IfAbsent: !a.overwrite, Writer: c.Who().String()})
+			res, err = c.Store().Copy(ctx, store.CopyRequest{From: a.from, To: a.to, IfAbsent: !a.Overwrite, Writer: c.Who().String()})
 		} else {
-			res, err = c.Store().Move(ctx, store.MoveRequest{From: a.from, To: a.to, IfAbsent: !a.overwrite, Writer: c.Who().String()})
+			res, err = c.Store().Move(ctx, store.MoveRequest{From: a.from, To: a.to, IfAbsent: !a.Overwrite, Writer: c.Who().String()})
 		}
 		if err != nil {
 			return tool.Reply{}, s.transferError(err, a)

@@ -42,29 +42,28 @@ type fsReadReply struct {
 // it, at most max_size bytes (truncated says when there was more), as
 // UTF-8 text, or base64 when asked or when the content is not text.
 func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var p, encoding string        // encoding: args.EncodingUTF8, args.EncodingBase64 or "binary"
-	var start, end, maxSize int64 // start, end: lines, 0-based, end inclusive; -1 when not given
-	var revision uint64           // read the file as it was at this revision; 0: now
-	var part bool                 // the call asks for lines or a size: no link instead
-	var snap string               // the snapshot argument
-	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
+	a := struct {
+		Path      fsPath            `json:"path"`
+		Encoding  readEncoding      `json:"encoding"`
+		StartLine int64             `json:"start_line"` // lines, 0-based; -1 when not given
+		EndLine   int64             `json:"end_line"`   // inclusive; -1 when not given
+		MaxSize   int64             `json:"max_size"`
+		Revision  uint64            `json:"revision"` // read the file as it was at this revision; 0: now
+		Snapshot  tool.SnapshotName `json:"snapshot"`
+	}{Path: s.path(), StartLine: -1, EndLine: -1}
+	var part bool // the call asks for lines or a size: no link instead
+	err := args.Fill(raw, c.OwnArgs(), &a, func(o *args.Object) {
 		part = o.Has("start_line") || o.Has("end_line") || o.Has("max_size")
-		p = s.pathArg(o, "path")
-		encoding, _ = o.Encoding("encoding", "binary")
-		start = o.Count("start_line", -1)
-		end = o.Count("end_line", -1)
-		maxSize = o.Count("max_size", s.defaultReadBytes())
-		revision = uint64(o.Count("revision", 0))
-		snap = tool.SnapshotName(o)
-		if start >= 0 && end >= 0 && end < start {
-			o.Problems().Addf("end_line", "%d is before start_line %d (end_line is inclusive)", end, start)
+		if a.StartLine >= 0 && a.EndLine >= 0 && a.EndLine < a.StartLine {
+			o.Problems().Addf("end_line", "%d is before start_line %d (end_line is inclusive)", a.EndLine, a.StartLine)
 		}
 	})
+	p, encoding, start, end, maxSize, revision := a.Path.p, string(a.Encoding), a.StartLine, a.EndLine, a.MaxSize, a.Revision
 	c.Path = p
 	if err != nil {
 		return tool.Reply{}, err
 	}
-	pl, err := c.Store().Locate(ctx, "path", p, snap)
+	pl, err := c.Store().Locate(ctx, "path", p, string(a.Snapshot))
 	if err != nil {
 		return tool.Reply{}, err
 	}
@@ -112,6 +111,16 @@ func (s *tools) fsRead(ctx context.Context, c *tool.Call, raw json.RawMessage) (
 	}
 	out.Content, out.Encoding, out.Size = base64.StdEncoding.EncodeToString(data), "base64", len(data)
 	return reply, nil
+}
+
+// readEncoding is read's encoding argument: args.EncodingUTF8,
+// args.EncodingBase64 or "binary", in any case.
+type readEncoding string
+
+// DecodeArg reads field into e (see args.Object.Encoding).
+func (e *readEncoding) DecodeArg(o *args.Object, field string, _ bool) {
+	enc, _ := o.Encoding(field, "binary")
+	*e = readEncoding(enc)
 }
 
 // checkRevision refuses a revision the depot has not reached: the tree

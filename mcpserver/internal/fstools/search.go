@@ -54,31 +54,34 @@ type fsContextLine struct {
 
 // fsSearch is search: grep over the depot, on every CPU.
 func (s *tools) fsSearch(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	q := search.Query{Recursive: true}
-	var files args.Glob
-	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
-		q.Root = s.pathArg(o, "root_path")
-		pattern, hasPattern := o.Str("pattern", true)
-		regex := o.Bool("regex", false)
-		caseSensitive := o.Bool("case_sensitive", false)
-		files = o.Glob("file_pattern")
-		q.Recursive = o.Bool("recursive", true)
-		q.MaxResults = int(o.Count("max_results", search.DefaultMaxResults))
-		q.MaxFileSize = o.Count("max_file_size", s.defaultSearchFileBytes())
-		q.ContextLines = int(o.Count("context_lines", 0))
-		if hasPattern {
-			p, err := search.Compile(pattern, regex, caseSensitive)
-			if err != nil {
-				o.Problems().Addf("pattern", "%v", err)
-			}
-			q.Pattern = p
+	a := struct {
+		RootPath      fsPath    `json:"root_path"`
+		Pattern       *string   `json:"pattern"` // nil: refused
+		Regex         bool      `json:"regex"`
+		FilePattern   args.Glob `json:"file_pattern"`
+		Recursive     bool      `json:"recursive"`
+		CaseSensitive bool      `json:"case_sensitive"`
+		MaxResults    int       `json:"max_results"`
+		MaxFileSize   int64     `json:"max_file_size"`
+		ContextLines  int       `json:"context_lines"`
+	}{RootPath: s.path()}
+	var q search.Query
+	err := args.Fill(raw, c.OwnArgs(), &a, func(o *args.Object) {
+		if a.Pattern == nil {
+			return
 		}
+		p, err := search.Compile(*a.Pattern, a.Regex, a.CaseSensitive)
+		if err != nil {
+			o.Problems().Addf("pattern", "%v", err)
+		}
+		q.Pattern = p
 	})
+	q.Root, q.Recursive, q.MaxResults, q.MaxFileSize, q.ContextLines = a.RootPath.p, a.Recursive, a.MaxResults, a.MaxFileSize, a.ContextLines
 	c.Path = q.Root
 	if err != nil {
 		return tool.Reply{}, err
 	}
-	q.Files = files.Match
+	q.Files = a.FilePattern.Match
 	res, err := search.Run(ctx, c.Store(), q)
 	if err != nil {
 		if errors.Is(err, store.ErrNotExist) || errors.Is(err, store.ErrNotDir) {

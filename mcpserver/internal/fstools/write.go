@@ -54,23 +54,23 @@ type fsWriteReply struct {
 // fsWrite is write: one whole file, stored atomically.
 func (s *tools) fsWrite(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
 	probs := c.OwnArgs()
-	var p, encoding, mode string // encoding: args.EncodingUTF8 or args.EncodingBase64
-	var data []byte
-	var makeDirs bool
-	var cond tool.Condition
-	err := args.Parse(raw, probs, func(o *args.Object) {
-		p = s.pathArg(o, "path")
-		if p == depotpath.Root {
+	a := struct {
+		Path     fsPath       `json:"path"`
+		Content  args.Content `json:"content"`
+		Mode     string       `json:"mode"`
+		MakeDirs bool         `json:"make_dirs"`
+		tool.Condition
+	}{Path: s.path(), Content: args.Content{Max: s.opts.MaxContentBytes}}
+	err := args.Fill(raw, probs, &a, func(o *args.Object) {
+		if a.Path.p == depotpath.Root {
 			o.Problems().Addf("path", "names the depot root, which is a directory; give a file path such as \"notes/todo.txt\"")
 		}
-		data, encoding = o.Content("content", s.opts.MaxContentBytes)
-		mode = o.Choice("mode", modeOverwrite, false)
-		makeDirs = o.Bool("make_dirs", false)
-		cond = tool.DecodeCondition(o)
-		if cond.Set() && mode != modeOverwrite {
-			o.Problems().Addf("mode", "is %s, and if_revision and if_absent guard only a whole write (mode overwrite): leave mode out, or the conditions", mode)
+		a.Condition.Valid(o)
+		if a.Condition.Set() && a.Mode != modeOverwrite {
+			o.Problems().Addf("mode", "is %s, and if_revision and if_absent guard only a whole write (mode overwrite): leave mode out, or the conditions", a.Mode)
 		}
 	})
+	p, data, encoding, mode, makeDirs, cond := a.Path.p, a.Content.Data, a.Content.Encoding, a.Mode, a.MakeDirs, a.Condition
 	c.Path = p
 	if err != nil {
 		return tool.Reply{}, err

@@ -20,14 +20,12 @@ import (
 // content address, answered from the entry without reading the content;
 // MD5 and SHA-1 stream the content, whatever its size.
 func (s *tools) providerFileHash(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var p providerPath
-	algorithm := "md5"
-	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
-		p = s.providerPathArg(o, "file_path")
-		if name, ok := o.Str("algorithm", false); ok {
-			algorithm = strings.ToLower(name)
-		}
-	})
+	var a struct {
+		FilePath  string        `json:"file_path" args:"path"`
+		Algorithm hashAlgorithm `json:"algorithm"`
+	}
+	err := args.Fill(raw, c.OwnArgs(), &a)
+	p := s.providerPath("file_path", a.FilePath)
 	c.Path = p.depot
 	if err != nil {
 		return tool.Reply{}, err
@@ -36,7 +34,7 @@ func (s *tools) providerFileHash(ctx context.Context, c *tool.Call, raw json.Raw
 		return tool.Reply{}, err
 	}
 	var h hash.Hash
-	switch algorithm {
+	switch a.Algorithm {
 	case "sha256":
 		e, err := p.tree(c).Stat(ctx, p.depot)
 		if err != nil {
@@ -55,7 +53,7 @@ func (s *tools) providerFileHash(ctx context.Context, c *tool.Call, raw json.Raw
 	case "sha1":
 		h = sha1.New()
 	default:
-		return tool.Reply{}, &providerError{providerFailed, fmt.Sprintf("Invalid hash algorithm: %s (use md5, sha1, sha256)", args.Quote(algorithm)), args.ErrInvalid}
+		return tool.Reply{}, &providerError{providerFailed, fmt.Sprintf("Invalid hash algorithm: %s (use md5, sha1, sha256)", args.Quote(string(a.Algorithm))), args.ErrInvalid}
 	}
 	content, err := p.tree(c).Open(ctx, p.depot)
 	if err != nil {
@@ -67,6 +65,17 @@ func (s *tools) providerFileHash(ctx context.Context, c *tool.Call, raw json.Raw
 		return tool.Reply{}, &tool.StoreError{Op: "read", Path: p.depot, Err: err}
 	}
 	return tool.Reply{Data: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// hashAlgorithm is calculate_file_hash's algorithm argument, lower-cased.
+// It takes any string, beyond the schema's enum: the contract refuses an
+// unknown algorithm with an error of its own, not as a malformed call.
+type hashAlgorithm string
+
+// ParseArg sets h from the argument s.
+func (h *hashAlgorithm) ParseArg(s string) error {
+	*h = hashAlgorithm(strings.ToLower(s))
+	return nil
 }
 
 // copyContent writes the whole of content to w in 1 MiB pieces, stopping

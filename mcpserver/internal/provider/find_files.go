@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
@@ -15,33 +14,14 @@ import (
 // providerFindFiles is find_files: the paths of the files below a
 // directory (recursive by default) whose names match any of patterns.
 func (s *tools) providerFindFiles(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var dir providerPath
-	var patterns []args.Glob
-	var maxFiles int64
-	recursive := true
-	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
-		dir = s.providerPathArg(o, "directory_path")
-		if elems, ok := o.Array("patterns", true); ok {
-			for i, el := range elems {
-				field := fmt.Sprintf("patterns[%d]", i)
-				if args.JSONType(el) != "string" {
-					o.Problems().Addf(field, "expected a string, got %s", args.JSONType(el))
-					continue
-				}
-				p, err := args.DecodeString(el)
-				if err == nil {
-					var g args.Glob
-					if g, err = args.ParseGlob(p); err == nil {
-						patterns = append(patterns, g)
-						continue
-					}
-				}
-				o.Problems().Add(field, err)
-			}
-		}
-		recursive = o.Bool("recursive", true)
-		maxFiles = o.Count("max_files", 0)
-	})
+	var a struct {
+		DirectoryPath string      `json:"directory_path" args:"path"`
+		Patterns      []args.Glob `json:"patterns"`
+		Recursive     bool        `json:"recursive"`
+		MaxFiles      int64       `json:"max_files"`
+	}
+	err := args.Fill(raw, c.OwnArgs(), &a)
+	dir := s.providerPath("directory_path", a.DirectoryPath)
 	c.Path = dir.depot
 	if err != nil {
 		return tool.Reply{}, err
@@ -49,11 +29,11 @@ func (s *tools) providerFindFiles(ctx context.Context, c *tool.Call, raw json.Ra
 	if err := s.locate(ctx, c, &dir, ""); err != nil {
 		return tool.Reply{}, err
 	}
-	return s.providerWalk(ctx, c, dir, recursive, maxFiles, func(e store.Entry) bool {
+	return s.providerWalk(ctx, c, dir, a.Recursive, a.MaxFiles, func(e store.Entry) bool {
 		if e.IsDir() {
 			return false
 		}
 		name := depotpath.Base(e.Path)
-		return slices.ContainsFunc(patterns, func(g args.Glob) bool { return g.Match(name) })
+		return slices.ContainsFunc(a.Patterns, func(g args.Glob) bool { return g.Match(name) })
 	})
 }

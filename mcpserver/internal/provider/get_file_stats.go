@@ -53,7 +53,9 @@ func (s *tools) providerFileStats(ctx context.Context, c *tool.Call, raw json.Ra
 
 // decodeStatArgs reads the one argument of file_exists and get_file_stats.
 func (s *tools) decodeStatArgs(c *tool.Call, raw json.RawMessage) (providerPath, error) {
-	var p providerPath
-	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) { p = s.providerPathArg(o, "path") })
-	return p, err
+	var a struct {
+		Path string `json:"path" args:"path"`
+	}
+	err := args.Fill(raw, c.OwnArgs(), &a)
+	return s.providerPath("path", a.Path), err
 }

@@ -15,27 +15,24 @@ import (
 // entries, files and directories, matching pattern; with recursive, of
 // every entry below it (pattern matching names at any depth).
 func (s *tools) providerListDirectory(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var dir providerPath
-	var pattern args.Glob
-	var recursive bool
-	var maxFiles int64
-	var snap string
-	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
-		dir = s.providerPathArg(o, "directory_path")
-		pattern = o.Glob("pattern")
-		recursive = o.Bool("recursive", false)
-		maxFiles = o.Count("max_files", 0)
-		snap = tool.SnapshotName(o)
-	})
+	var a struct {
+		DirectoryPath string            `json:"directory_path" args:"path"`
+		Pattern       args.Glob         `json:"pattern"`
+		Recursive     bool              `json:"recursive"`
+		MaxFiles      int64             `json:"max_files"`
+		Snapshot      tool.SnapshotName `json:"snapshot"`
+	}
+	err := args.Fill(raw, c.OwnArgs(), &a)
+	dir := s.providerPath("directory_path", a.DirectoryPath)
 	c.Path = dir.depot
 	if err != nil {
 		return tool.Reply{}, err
 	}
-	if err := s.locate(ctx, c, &dir, snap); err != nil {
+	if err := s.locate(ctx, c, &dir, string(a.Snapshot)); err != nil {
 		return tool.Reply{}, err
 	}
-	return s.providerWalk(ctx, c, dir, recursive, maxFiles, func(e store.Entry) bool {
-		return pattern.Match(depotpath.Base(e.Path))
+	return s.providerWalk(ctx, c, dir, a.Recursive, a.MaxFiles, func(e store.Entry) bool {
+		return a.Pattern.Match(depotpath.Base(e.Path))
 	})
 }
 

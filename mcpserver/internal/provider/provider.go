@@ -146,13 +146,13 @@ func (s *tools) locate(ctx context.Context, c *tool.Call, p *providerPath, snap 
 // tree returns the tree p is read in.
 func (p providerPath) tree(c *tool.Call) tool.Tree { return c.Store().Tree(p.place) }
 
-// providerPathArg reads a path argument: a depot path ("/a/b", or "a/b"
-// from the root), or the same entry under Options.MountPoint
-// ("/mnt/depot/a/b"), which is stripped. A host path outside the mount
-// point is taken as a depot path: it can only name depot entries.
-func (s *tools) providerPathArg(o *args.Object, field string) providerPath {
-	p, ok := o.DepotPath(field, true)
-	if !ok {
+// providerPath returns the path argument field, decoded as the depot path
+// p ("" when it was refused): a depot path ("/a/b", or "a/b" from the
+// root), or the same entry under Options.MountPoint ("/mnt/depot/a/b"),
+// which is stripped. A host path outside the mount point is taken as a
+// depot path: it can only name depot entries.
+func (s *tools) providerPath(field, p string) providerPath {
+	if p == "" {
 		return providerPath{field: field}
 	}
 	if in, ok := args.UnderMount(p, s.opts.MountPoint); ok {

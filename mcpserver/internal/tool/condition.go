@@ -89,23 +89,27 @@ func member(obj []byte, key string) (start, end int, ok bool) {
 
 // Condition is what a conditional write requires of the entry it
 // replaces. The zero Condition requires nothing. It is a plain value.
+// Embedded in a tool's arguments, args.Fill decodes it; Valid then says
+// whether it can hold.
 type Condition struct {
-	IfRevision uint64 // non-zero: the entry must be at this revision
-	IfAbsent   bool   // the path must have no entry
+	IfRevision uint64 `json:"if_revision"` // non-zero: the entry must be at this revision
+	IfAbsent   bool   `json:"if_absent"`   // the path must have no entry
 }
 
-// DecodeCondition reads if_revision and if_absent from o; giving both is
-// a problem, as they cannot hold together.
+// DecodeCondition reads if_revision and if_absent from o (see Valid).
 func DecodeCondition(o *args.Object) Condition {
 	var c Condition
-	if n, ok := o.Int(argIfRevision, false); ok {
-		c.IfRevision = uint64(n)
-	}
-	c.IfAbsent = o.Bool(argIfAbsent, false)
+	o.Fill(&c)
+	c.Valid(o)
+	return c
+}
+
+// Valid records a problem in o when c cannot hold: giving both
+// if_revision and if_absent.
+func (c Condition) Valid(o *args.Object) {
 	if c.IfAbsent && c.IfRevision != 0 {
 		o.Problems().Addf(o.Name(argIfAbsent), "cannot be combined with if_revision: a file with a revision is not absent")
 	}
-	return c
 }
 
 // Set reports whether c requires anything.

@@ -31,8 +31,8 @@ const SnapshotArg = "snapshot"
 var snapshotProperty = map[string]any{SnapshotArg: map[string]any{
 	"type": "string", "description": "Read in this snapshot (guide_snapshot); paths under /.snapshots/NAME do too."}}
 
-// InSnapshots returns t with the snapshot argument, which SnapshotName
-// decodes, added to its input schema after the others: the one
+// InSnapshots returns t with the snapshot argument, which a SnapshotName
+// field decodes, added to its input schema after the others: the one
 // declaration of the argument every read and list tool that takes it
 // sends.
 func InSnapshots(t Tool) Tool {
@@ -90,18 +90,18 @@ func (pl Place) Revision() uint64 {
 	return pl.Snap.Revision
 }
 
-// SnapshotName reads the snapshot argument: "" when absent. A malformed
-// name is recorded as a problem.
-func SnapshotName(o *args.Object) string {
-	name, ok := o.Str(SnapshotArg, false)
-	if !ok {
-		return ""
+// SnapshotName is the snapshot argument of a read tool, as args.Fill
+// decodes it: "" when absent. A malformed name is a problem of the call.
+type SnapshotName string
+
+// ParseArg sets n from the argument s, refusing what cannot name a
+// snapshot.
+func (n *SnapshotName) ParseArg(s string) error {
+	if s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\x00") {
+		return fmt.Errorf("%w: %s is not a snapshot name; guide_snapshot with action list shows the snapshots you may read", args.ErrInvalid, args.Quote(s))
 	}
-	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
-		o.Problems().Addf(o.Name(SnapshotArg), "%s is not a snapshot name; guide_snapshot with action list shows the snapshots you may read", args.Quote(name))
-		return ""
-	}
-	return name
+	*n = SnapshotName(s)
+	return nil
 }
 
 // splitSnapshotPath splits a clean depot path at or below

@@ -85,7 +85,7 @@ type Limits struct {
 
 // cacheStats reports the store's statistics, the broker's and the limits.
 func (s *tools) cacheStats(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	if err := args.Parse(raw, c.OwnArgs(), func(*args.Object) {}); err != nil { // it takes none
+	if err := args.Fill(raw, c.OwnArgs(), &struct{}{}); err != nil { // it takes none
 		return tool.Reply{}, err
 	}
 	st, err := c.Store().Stats(ctx)

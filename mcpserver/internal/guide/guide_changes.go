@@ -20,22 +20,18 @@ const toolChanges = "guide_changes"
 // changes is the long-poll door of the change feed: the changes below
 // prefix after since, waiting up to wait_ms for a first one.
 func (s *tools) changes(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	req := feed.Request{Prefix: depotpath.Root}
-	sinceSet := false
-	err := args.Parse(raw, c.Args(), func(o *args.Object) {
-		if p, ok := o.Str("prefix", false); ok {
-			clean, err := depotpath.Clean(p)
-			if err != nil {
-				o.Problems().Add("prefix", fmt.Errorf("%w (a depot path such as /src)", err))
-			}
-			req.Prefix = clean
-		}
-		var since int64
-		since, sinceSet = o.Int("since", false)
-		req.Since = uint64(since)
-		req.Wait = time.Duration(o.Count("wait_ms", 0)) * time.Millisecond
-		req.Max = int(o.Count("max", feed.DefaultMax))
-	})
+	var a struct {
+		Prefix changesPrefix `json:"prefix"`
+		Since  *uint64       `json:"since"`
+		WaitMS int64         `json:"wait_ms"`
+		Max    int           `json:"max"`
+	}
+	err := args.Fill(raw, c.Args(), &a)
+	req := feed.Request{Prefix: string(a.Prefix), Wait: time.Duration(a.WaitMS) * time.Millisecond, Max: a.Max}
+	sinceSet := a.Since != nil
+	if sinceSet {
+		req.Since = *a.Since
+	}
 	c.Path = req.Prefix
 	if err != nil {
 		return tool.Reply{}, err
@@ -80,4 +76,17 @@ func (s *tools) changes(ctx context.Context, c *tool.Call, raw json.RawMessage) 
 		Message: msg,
 		Stats:   map[string]any{"changes": len(page.Changes), "waited_ms": waited.Milliseconds()},
 	}, nil
+}
+
+// changesPrefix is guide_changes' prefix argument: a clean depot path.
+type changesPrefix string
+
+// ParseArg sets p from s, the path cleaned.
+func (p *changesPrefix) ParseArg(s string) error {
+	clean, err := depotpath.Clean(s)
+	*p = changesPrefix(clean)
+	if err != nil {
+		return fmt.Errorf("%w (a depot path such as /src)", err)
+	}
+	return nil
 }

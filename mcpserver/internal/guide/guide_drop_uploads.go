@@ -38,39 +38,22 @@ type KeptUpload struct {
 
 // dropUploads drops the uploads named, or all those idle long enough.
 func (s *tools) dropUploads(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	dir := ""
-	var ids []string
-	idle := time.Duration(-1)
-	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
-		dir, _ = o.DepotPath("path", false) // "": every upload the caller may see
-		if elems, ok := o.Array("upload_ids", false); ok {
-			if len(elems) == 0 || len(elems) > maxDropIDs {
-				o.Problems().Addf("upload_ids", "give 1 to %d upload ids, got %d", maxDropIDs, len(elems))
-			}
-			for i, e := range elems {
-				id, err := args.DecodeString(e)
-				if err == nil {
-					err = args.CheckUploadID(id)
-				}
-				if err != nil {
-					o.Problems().Addf(fmt.Sprintf("upload_ids[%d]", i), "%v", err)
-				} else if !slices.Contains(ids, id) {
-					ids = append(ids, id)
-				}
-			}
-			if ids == nil {
-				ids = []string{}
-			}
-		}
-		if n, ok := o.Int("idle_seconds", false); ok {
-			// Beyond what a Duration holds nothing has been idle that
-			// long anyway.
-			idle = time.Duration(min(n, math.MaxInt64/int64(time.Second))) * time.Second
-		}
+	var a struct {
+		Path        string    `json:"path" args:"path"` // "": every upload the caller may see
+		UploadIDs   uploadIDs `json:"upload_ids"`
+		IdleSeconds *int64    `json:"idle_seconds"`
+	}
+	err := args.Fill(raw, c.OwnArgs(), &a, func(o *args.Object) {
 		if !o.Has("upload_ids") && !o.Has("idle_seconds") {
 			o.Problems().Addf("upload_ids", "give upload_ids, idle_seconds or both (idle_seconds 0 alone drops every upload)")
 		}
 	})
+	dir, ids, idle := a.Path, []string(a.UploadIDs), time.Duration(-1)
+	if a.IdleSeconds != nil {
+		// Beyond what a Duration holds nothing has been idle that long
+		// anyway.
+		idle = time.Duration(min(*a.IdleSeconds, math.MaxInt64/int64(time.Second))) * time.Second
+	}
 	if err != nil {
 		return tool.Reply{}, err
 	}
@@ -100,4 +83,31 @@ func (s *tools) dropUploads(ctx context.Context, c *tool.Call, raw json.RawMessa
 	}
 	c.Status = fmt.Sprintf("dropped %d", len(dropped))
 	return tool.Reply{Data: d, Message: fmt.Sprintf("Dropped %d chunked upload(s), freeing %d bytes; %d named upload(s) kept.", len(dropped), d.Freed, len(d.Kept))}, nil
+}
+
+// uploadIDs is guide_drop_uploads' upload_ids argument: 1 to maxDropIDs
+// valid ids, each once; nil when absent.
+type uploadIDs []string
+
+// DecodeArg reads field into ids.
+func (ids *uploadIDs) DecodeArg(o *args.Object, field string, required bool) {
+	elems, ok := o.Array(field, required)
+	if !ok {
+		return
+	}
+	if len(elems) == 0 || len(elems) > maxDropIDs {
+		o.Problems().Addf(field, "give 1 to %d upload ids, got %d", maxDropIDs, len(elems))
+	}
+	*ids = []string{}
+	for i, e := range elems {
+		id, err := args.DecodeString(e)
+		if err == nil {
+			err = args.CheckUploadID(id)
+		}
+		if err != nil {
+			o.Problems().Addf(fmt.Sprintf("%s[%d]", field, i), "%v", err)
+		} else if !slices.Contains(*ids, id) {
+			*ids = append(*ids, id)
+		}
+	}
 }

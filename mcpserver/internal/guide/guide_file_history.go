@@ -36,10 +36,11 @@ type HistoryData struct {
 
 // fileHistory lists the versions of a file the depot keeps, newest first.
 func (s *tools) fileHistory(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var p string
-	err := args.Parse(raw, c.Args(), func(o *args.Object) {
-		p, _ = o.DepotPath("path", true)
-	})
+	var a struct {
+		Path string `json:"path" args:"path"`
+	}
+	err := args.Fill(raw, c.Args(), &a)
+	p := a.Path
 	c.Path = p
 	if err != nil {
 		return tool.Reply{}, err

@@ -64,10 +64,11 @@ func shownDir(dir string) string {
 
 // listUploads lists the chunked uploads the caller may see.
 func (s *tools) listUploads(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	dir := ""
-	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
-		dir, _ = o.DepotPath("path", false) // "": every upload the caller may see
-	})
+	var a struct {
+		Path string `json:"path" args:"path"` // "": every upload the caller may see
+	}
+	err := args.Fill(raw, c.OwnArgs(), &a)
+	dir := a.Path
 	if err != nil {
 		return tool.Reply{}, err
 	}

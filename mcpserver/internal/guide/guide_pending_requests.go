@@ -17,18 +17,21 @@ const toolPendingRequests = "guide_pending_requests"
 // pendingRequests lists the pending requests, waiting up to wait_seconds
 // for a new one when there is none.
 func (s *tools) pendingRequests(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var wait time.Duration
+	var a struct {
+		WaitSeconds int64   `json:"wait_seconds"`
+		Cursor      *string `json:"cursor"`
+	}
 	var after uint64 // only requests with a greater ID count as new
 	var foreign bool // the cursor came from another run of depotfs
-	err := args.Parse(raw, c.OwnArgs(), func(o *args.Object) {
-		wait = time.Duration(o.Count("wait_seconds", 0)) * time.Second
-		if cur, ok := o.Str("cursor", false); ok {
+	err := args.Fill(raw, c.OwnArgs(), &a, func(o *args.Object) {
+		if a.Cursor != nil {
 			var err error
-			if after, foreign, err = s.pending.ParseCursor(cur); err != nil {
+			if after, foreign, err = s.pending.ParseCursor(*a.Cursor); err != nil {
 				o.Problems().Add("cursor", err)
 			}
 		}
 	})
+	wait := time.Duration(a.WaitSeconds) * time.Second
 	if err != nil {
 		return tool.Reply{}, err
 	}

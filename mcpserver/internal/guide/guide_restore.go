@@ -21,21 +21,17 @@ const toolRestore = "guide_restore"
 // its current content again, as a new revision. The content is shared,
 // not copied.
 func (s *tools) restore(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
-	var p, snapName string
-	var rev uint64
-	err := args.Parse(raw, c.Args(), func(o *args.Object) {
-		p, _ = o.DepotPath("path", true)
-		rev = uint64(o.Count("revision", 0))
-		if n, ok := o.Str("snapshot", false); ok {
-			if err := checkSnapshotName(n); err != nil {
-				o.Problems().Addf("snapshot", "%v", err)
-			}
-			snapName = n
-		}
+	var a struct {
+		Path     string       `json:"path" args:"path"`
+		Revision uint64       `json:"revision"`
+		Snapshot snapshotName `json:"snapshot"`
+	}
+	err := args.Fill(raw, c.Args(), &a, func(o *args.Object) {
 		if o.Has("revision") == o.Has("snapshot") {
 			o.Problems().Addf("revision", "give exactly one of revision (guide_file_history lists them) or snapshot")
 		}
 	})
+	p, rev, snapName := a.Path, a.Revision, string(a.Snapshot)
 	c.Path = p
 	if err != nil {
 		return tool.Reply{}, err

@@ -40,8 +40,35 @@ type SnapshotData struct {
 
 // snapshotArgs are guide_snapshot's arguments.
 type snapshotArgs struct {
-	action, name, path string
-	ttl                time.Duration
+	Action     snapshotAction `json:"action"`
+	Name       snapshotName   `json:"name"`
+	Path       string         `json:"path" args:"path"`
+	TTLSeconds int64          `json:"ttl_seconds"`
+}
+
+// snapshotAction is guide_snapshot's action, refused by a message that
+// lists the actions when it is missing.
+type snapshotAction string
+
+// DecodeArg reads field into a.
+func (a *snapshotAction) DecodeArg(o *args.Object, field string, _ bool) {
+	if !o.Has(field) {
+		o.Problems().Addf(field, "required: create, list or delete")
+	}
+	*a = snapshotAction(o.Choice(field, "", false))
+}
+
+// snapshotName is a snapshot name argument (see checkSnapshotName); a
+// refused name is kept, for the log.
+type snapshotName string
+
+// ParseArg sets n from s, refusing what cannot name a snapshot.
+func (n *snapshotName) ParseArg(s string) error {
+	*n = snapshotName(s)
+	if err := checkSnapshotName(s); err != nil {
+		return fmt.Errorf("%w: %v", args.ErrInvalid, err)
+	}
+	return nil
 }
 
 // checkSnapshotName returns an error unless name can name a snapshot: 1 to
@@ -58,23 +85,12 @@ func checkSnapshotName(name string) error {
 // decodeSnapshot reads guide_snapshot's arguments.
 func (s *tools) decodeSnapshot(c *tool.Call, raw json.RawMessage) (snapshotArgs, error) {
 	var a snapshotArgs
-	err := args.Parse(raw, c.Args(), func(o *args.Object) {
+	err := args.Fill(raw, c.Args(), &a, func(o *args.Object) {
 		probs := o.Problems()
-		if !o.Has("action") {
-			probs.Addf("action", "required: create, list or delete")
+		if !o.Has("name") && (a.Action == "create" || a.Action == "delete") {
+			probs.Addf("name", "required to %s a snapshot", a.Action)
 		}
-		a.action = o.Choice("action", "", false)
-		if n, ok := o.Str("name", false); ok {
-			if err := checkSnapshotName(n); err != nil {
-				probs.Addf("name", "%v", err)
-			}
-			a.name = n
-		} else if !o.Has("name") && (a.action == "create" || a.action == "delete") {
-			probs.Addf("name", "required to %s a snapshot", a.action)
-		}
-		a.path, _ = o.DepotPath("path", false)
-		a.ttl = time.Duration(o.Count("ttl_seconds", 0)) * time.Second
-		if a.action != "create" {
+		if a.Action != "create" {
 			for _, f := range []string{"path", "ttl_seconds"} {
 				if o.Has(f) {
 					probs.Addf(f, "taken only by action create")
@@ -88,37 +104,37 @@ func (s *tools) decodeSnapshot(c *tool.Call, raw json.RawMessage) (snapshotArgs,
 // snapshot creates, lists or deletes snapshots.
 func (s *tools) snapshot(ctx context.Context, c *tool.Call, raw json.RawMessage) (tool.Reply, error) {
 	a, err := s.decodeSnapshot(c, raw)
-	c.Path = a.path
+	c.Path = a.Path
 	if err != nil {
 		return tool.Reply{}, err
 	}
-	if a.name != "" {
-		c.Attrs = append(c.Attrs, slog.String("snapshot", a.name))
+	if a.Name != "" {
+		c.Attrs = append(c.Attrs, slog.String("snapshot", string(a.Name)))
 	}
-	switch a.action {
+	switch a.Action {
 	case "create":
 		return s.createSnapshot(ctx, c, a)
 	case "delete":
-		return s.deleteSnapshot(ctx, c, a.name)
+		return s.deleteSnapshot(ctx, c, string(a.Name))
 	}
 	return s.listSnapshots(ctx, c)
 }
 
 func (s *tools) createSnapshot(ctx context.Context, c *tool.Call, a snapshotArgs) (tool.Reply, error) {
-	req := store.SnapshotRequest{Name: a.name, Prefix: a.path}
-	if a.ttl > 0 {
-		req.Expires = s.opts.Now().Add(a.ttl)
+	req := store.SnapshotRequest{Name: string(a.Name), Prefix: a.Path}
+	if a.TTLSeconds > 0 {
+		req.Expires = s.opts.Now().Add(time.Duration(a.TTLSeconds) * time.Second)
 	}
 	ctx, cancel := s.opts.CommitContext(ctx)
 	defer cancel()
 	snap, err := c.Store().CreateSnapshot(ctx, req)
 	if errors.Is(err, store.ErrExist) {
 		return tool.Reply{}, &tool.Refusal{Type: tool.ErrorConflict,
-			Message:     fmt.Sprintf("a snapshot named %s already exists", a.name),
+			Message:     fmt.Sprintf("a snapshot named %s already exists", a.Name),
 			Instruction: "Choose another name, or delete the existing snapshot first (action delete) if you mean to replace it; action list shows the snapshots. Nothing was changed."}
 	}
 	if err != nil {
-		return tool.Reply{}, &tool.StoreError{Op: "create snapshot " + a.name, Path: shownDir(a.path), Err: err}
+		return tool.Reply{}, &tool.StoreError{Op: "create snapshot " + string(a.Name), Path: shownDir(a.Path), Err: err}
 	}
 	c.Status = "created"
 	info := s.snapshotInfo(c, snap)

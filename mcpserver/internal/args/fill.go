@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 )
 
 // Arg is an argument type with a format of its own, such as a depot path:
@@ -89,13 +90,7 @@ func (o *Object) fillStruct(v reflect.Value) {
 // jsonName returns the argument a struct field holds: its json tag's name,
 // "" for a field that holds none.
 func jsonName(f reflect.StructField) string {
-	tag := f.Tag.Get("json")
-	for i := range len(tag) {
-		if tag[i] == ',' {
-			tag = tag[:i]
-			break
-		}
-	}
+	tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 	if tag == "-" || !f.IsExported() {
 		return ""
 	}
@@ -168,7 +163,7 @@ func (o *Object) scalar(field string, v reflect.Value, required bool, p *node) b
 				}
 				return false
 			}
-			v.SetString(o.Choice(field, v.String(), false))
+			v.SetString(o.Choice(field, v.String()))
 			return true
 		}
 		s, ok := o.Str(field, required)
@@ -188,8 +183,9 @@ func (o *Object) scalar(field string, v reflect.Value, required bool, p *node) b
 		return ok
 	case reflect.Uint64:
 		n, ok := o.integer(field, required, int64(v.Uint()))
-		if ok && n < 0 {
-			panic(fmt.Sprintf("args: %s is unsigned but the schema allows %d", o.Name(field), n))
+		if ok && n < 0 { // the schema should say minimum 0; refused all the same
+			o.probs.Addf(o.Name(field), "%d is below the minimum 0", n)
+			return false
 		}
 		if ok {
 			v.SetUint(uint64(n))

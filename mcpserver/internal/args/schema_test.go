@@ -48,7 +48,7 @@ func TestSchemaCheck(t *testing.T) {
 		o.Str("path", true)
 		o.Int("count", false)
 		o.Count("size", 0)
-		o.Choice("mode", "a", false)
+		o.Choice("mode", "a")
 		o.Bool("flag", false)
 		if elems, ok := o.Array("entries", false); ok {
 			for i, e := range elems {
@@ -94,7 +94,7 @@ func TestSchemaCheck(t *testing.T) {
 		}, nil},
 		{"other default", `{"path": "/a"}`, func(o *args.Object) {
 			o.Str("path", true)
-			o.Choice("mode", "b", false)
+			o.Choice("mode", "b")
 			o.Bool("flag", true)
 		}, []string{`mode: the decoder's default is "b", the schema's "a"`, "flag: the decoder's default is true, the schema's false"}},
 		{"other encodings", `{"path": "/a"}`, func(o *args.Object) {

@@ -29,9 +29,8 @@ func (o *Object) Count(field string, def int64) int64 {
 
 // Choice returns an optional string field that must be one of the enum
 // its input schema declares, or def (the schema's default, when it
-// declares one) when it is absent. fold compares case-insensitively and
-// returns the choice as listed.
-func (o *Object) Choice(field, def string, fold bool) string {
+// declares one) when it is absent.
+func (o *Object) Choice(field, def string) string {
 	o.declare(field, accepts{def: def})
 	choices := o.enum(field)
 	s, ok := o.Str(field, false)
@@ -39,7 +38,7 @@ func (o *Object) Choice(field, def string, fold bool) string {
 		return def
 	}
 	for _, c := range choices {
-		if s == c || fold && strings.EqualFold(s, c) {
+		if s == c {
 			return c
 		}
 	}

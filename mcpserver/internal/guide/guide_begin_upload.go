@@ -76,7 +76,7 @@ func (s *tools) beginUpload(ctx context.Context, c *tool.Call, raw json.RawMessa
 	if o := c.Decode(raw); o != nil {
 		up.file = decodeTarget(o)
 		up.size = o.Count("size", -1)
-		up.format = o.Choice("format", formatFile, false)
+		up.format = o.Choice("format", formatFile)
 		up.file.decodeMeta(o)
 		up.file.cond = tool.DecodeCondition(o)
 		o.Finish()

@@ -55,7 +55,7 @@ func (a *snapshotAction) DecodeArg(o *args.Object, field string, _ bool) {
 	if !o.Has(field) {
 		o.Problems().Addf(field, "required: create, list or delete")
 	}
-	*a = snapshotAction(o.Choice(field, "", false))
+	*a = snapshotAction(o.Choice(field, ""))
 }
 
 // snapshotName is a snapshot name argument (see checkSnapshotName); a

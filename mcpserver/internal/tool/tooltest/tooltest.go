@@ -103,9 +103,6 @@ func (w testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// As makes the following calls those of id.
-func (h *Harness) As(id identity.Identity) { h.ctx = identity.NewContext(h.t.Context(), id) }
-
 // Tool returns the tool named name; the test fails when there is none.
 func (h *Harness) Tool(name string) tool.Tool {
 	h.t.Helper()

@@ -7,19 +7,22 @@ import (
 	"io"
 )
 
-// countingReader counts and hashes what is read through it, and keeps the
-// first error of the reader below (a body cut short, a stalled client).
+// countingReader counts and, with h set, hashes what is read through it,
+// and keeps the first error of the reader below (a body cut short, a
+// stalled client).
 type countingReader struct {
 	r   io.Reader
 	n   int64
-	h   hash.Hash
+	h   hash.Hash // nil: not hashed
 	err error
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
-	c.h.Write(p[:n])
+	if c.h != nil {
+		c.h.Write(p[:n])
+	}
 	if err != nil && err != io.EOF && c.err == nil {
 		c.err = err
 	}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -275,7 +274,9 @@ func (u *Uploads) put(r *http.Request, c *tool.Call, token string) (tool.Reply, 
 	}
 	req := s.request(c, a, toolBeginUpload, a.sha256, nil)
 	req.Encoding = "raw"
-	body := &countingReader{r: r.Body, h: sha256.New()}
+	// Not hashed here: the store hashes what it stores, and checks it
+	// against a declared sha256.
+	body := &countingReader{r: r.Body}
 	res, err := c.Store().PutStream(r.Context(), req, body, size)
 	switch {
 	case err == nil:

@@ -159,7 +159,7 @@ func (s *Store) resealBatch(batch int) (n int64, size int, finished bool, err er
 	}
 	sl := s.sealer
 	rw := func(prefix string, ad, v []byte) ([]byte, bool, error) {
-		p, current, err := sl.openAny(prefix, ad, v)
+		p, current, err := sl.openAny(nil, prefix, ad, v)
 		if err != nil || current {
 			return nil, false, err
 		}

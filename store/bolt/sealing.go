@@ -151,22 +151,40 @@ func (c sealer) seal(prefix string, k, v []byte) []byte {
 	return c.key.Seal(make([]byte, 0, len(v)+seal.Overhead), v, ad(prefix, k))
 }
 
+// overhead is how many bytes sealing adds to a chunk: none without a key.
+func (c sealer) overhead() int {
+	if c.key == nil {
+		return 0
+	}
+	return seal.Overhead
+}
+
+// sealBlob returns what a sealed store stores as chunk i of blob h: data
+// sealed into dst's array (a new one when dst is too small).
+func (c sealer) sealBlob(dst []byte, h hash, i int64, data []byte) []byte {
+	return c.key.Seal(dst[:0], data, ad(adBlob, chunkKey(h, i)))
+}
+
 // open returns the plaintext of chunk v stored under key k (v itself
 // without a key); a chunk that fails authentication is an error wrapping
 // store.ErrCorrupt and seal.ErrTampered, never bytes (the mount answers
 // EIO, a tool says the content must be restored), counted and logged once.
 func (c sealer) open(prefix string, k, v []byte) ([]byte, error) {
-	p, _, err := c.openAny(prefix, k, v)
+	p, _, err := c.openAny(nil, prefix, k, v)
 	return p, err
 }
 
-// openAny is open, and tells whether the chunk is sealed under the current
-// data key (false: under the one a reencryption is moving away from).
-func (c sealer) openAny(prefix string, k, v []byte) ([]byte, bool, error) {
+// openAny is open into dst's array (a new one when dst is too small), and
+// tells whether the chunk is sealed under the current data key (false:
+// under the one a reencryption is moving away from).
+func (c sealer) openAny(dst []byte, prefix string, k, v []byte) ([]byte, bool, error) {
 	if c.key == nil {
 		return v, true, nil
 	}
-	buf := make([]byte, 0, max(0, len(v)-seal.Overhead))
+	buf := dst[:0]
+	if n := len(v) - seal.Overhead; cap(buf) < n {
+		buf = make([]byte, 0, max(0, n))
+	}
 	p, err := c.key.Open(buf, v, ad(prefix, k))
 	if err == nil {
 		return p, true, nil

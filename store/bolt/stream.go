@@ -232,36 +232,25 @@ func streamLock(sum string) string { return "\x00stream:" + sum }
 // transactions of about batchBytes. It returns the hash, the size and the
 // number of chunks.
 //
-// A transaction commits while the next batch is read: the disk's flushes
-// and the network's reads overlap instead of taking turns, at the cost of
-// a second batch in memory.
+// A transaction commits while the next batch is read (see stager). A
+// sealed store seals each chunk as it is read, into a buffer the
+// transaction keeps, and reads the next into the same buffer; a clear
+// one reads each chunk into a buffer of its own.
 func (s *Store) readChunks(ctx context.Context, r io.Reader, size int64, key hash, write bool) (string, int64, int64, error) {
 	d := sha256.New()
 	var n, next int64
-	var staging chan stageResult // the transaction in flight, if any
-	// wait returns the result of the transaction in flight, if any.
-	wait := func() error {
-		if staging == nil {
-			return nil
-		}
-		res := <-staging
-		staging = nil
-		if res.appeared {
-			write = false
-		}
-		return res.err
-	}
+	st := s.newStager(key, s.opts.ChunkSize)
 	// On an early return the transaction in flight is waited for, so no
 	// goroutine outlives the call; the error returned is the first one.
-	defer wait()
-	buf := make([]byte, s.opts.ChunkSize)
+	defer st.wait()
+	read := make([]byte, s.opts.ChunkSize)
 	for done := false; !done; {
-		var chunks [][]byte // one transaction's worth
+		var chunks [][]byte // one transaction's worth, as stored
 		for batch := 0; batch < s.opts.batchBytes && !done; {
-			if write {
-				// The transaction keeps the chunk until it commits:
-				// read straight into a buffer of its own.
-				buf = make([]byte, s.opts.ChunkSize)
+			buf := read
+			if write && s.sealer.key == nil {
+				// The transaction keeps the chunk until it commits.
+				buf = st.bufs.get()
 			}
 			m, err := fill(r, buf)
 			switch {
@@ -282,36 +271,31 @@ func (s *Store) readChunks(ctx context.Context, r io.Reader, size int64, key has
 				return "", 0, 0, fmt.Errorf("%w: more than the %d bytes announced", store.ErrUpload, size)
 			}
 			if write {
-				chunks = append(chunks, buf[:m])
+				c := buf[:m]
+				if s.sealer.key != nil {
+					c = s.sealer.sealBlob(st.bufs.get(), key, next+int64(len(chunks)), c)
+				}
+				chunks = append(chunks, c)
 			}
 			batch += m
 		}
-		if err := wait(); err != nil {
+		if err := st.wait(); err != nil {
 			return "", 0, 0, err
 		}
+		write = write && !st.appeared
 		if len(chunks) == 0 || !write {
 			continue
 		}
-		staging = make(chan stageResult, 1)
-		go func(first int64, ch chan<- stageResult) {
-			appeared, err := s.stageChunks(ctx, key, first, chunks)
-			ch <- stageResult{appeared, err}
-		}(next, staging)
+		st.start(ctx, next, chunks)
 		next += int64(len(chunks))
 	}
-	if err := wait(); err != nil {
+	if err := st.wait(); err != nil {
 		return "", 0, 0, err
 	}
 	if size >= 0 && n != size {
 		return "", 0, 0, fmt.Errorf("%w: %d bytes arrived, %d were announced", store.ErrUpload, n, size)
 	}
 	return hex.EncodeToString(d.Sum(nil)), n, next, nil
-}
-
-// stageResult is how a staging transaction ended.
-type stageResult struct {
-	appeared bool // the blob got a record meanwhile: stop writing
-	err      error
 }
 
 // recordStaged gives blob h, whose size bytes are staged, a record with no
@@ -331,35 +315,11 @@ func (s *Store) recordStaged(ctx context.Context, h hash, size int64) error {
 	})
 }
 
-// stageChunks writes chunks as the chunks first, first+1, ... of blob key,
-// with the orphan mark that has the next Open delete them if no file comes
-// to use them. When the blob has appeared meanwhile (a Put of the same
-// content), it writes nothing and reports it: the chunks of a blob with a
-// record are never overwritten.
-func (s *Store) stageChunks(ctx context.Context, key hash, first int64, chunks [][]byte) (bool, error) {
-	appeared := false
-	err := s.update(ctx, func(w *wtx) error {
-		_, ok, err := getBlob(w.blobs, key)
-		if appeared = ok; ok || err != nil {
-			return err
-		}
-		if err := w.orphan.Put(key[:], []byte{1}); err != nil {
-			return err
-		}
-		for i, c := range chunks {
-			if err := w.putBlobChunk(key, first+int64(i), c); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return appeared, err
-}
-
 // copyStaged copies the count chunks staged under the random key, whose
 // content is sum (size bytes), under sum, in bounded transactions, unless
 // the store has that content; it returns the blob's hash, pinned and with
-// a record.
+// a record. Each transaction commits while the next batch is read (and,
+// in a sealed store, opened and sealed again for its new place).
 func (s *Store) copyStaged(ctx context.Context, key hash, sum string, size, count int64) (hash, error) {
 	h, err := s.sealer.blobKey(sum)
 	if err != nil {
@@ -373,38 +333,63 @@ func (s *Store) copyStaged(ctx context.Context, key hash, sum string, size, coun
 	if err != nil {
 		return h, err
 	}
-	per := int64(max(1, s.opts.batchBytes/s.opts.ChunkSize))
-	for i := int64(0); i < count && !exists; i += per {
-		var chunks [][]byte
-		err := s.db.View(func(tx *bbolt.Tx) error {
-			b := tx.Bucket(bucketChunks)
-			for j := i; j < min(i+per, count); j++ {
-				k := chunkKey(key, j)
-				v, ok := lookup(b, k)
-				if !ok {
-					return fmt.Errorf("staged chunk %d is missing", j)
-				}
-				v, err := s.sealer.open(adBlob, k, v)
-				if err != nil {
-					return err
-				}
-				chunks = append(chunks, append([]byte(nil), v...))
-			}
-			return nil
-		})
-		if err == nil {
-			exists, err = s.stageChunks(ctx, h, i, chunks)
-		}
-		if err != nil {
-			s.unpin(h)
-			return h, dbErr(err)
-		}
+	if !exists {
+		err = s.copyChunks(ctx, key, h, count)
 	}
-	if err := s.recordStaged(ctx, h, size); err != nil {
+	if err == nil {
+		err = s.recordStaged(ctx, h, size)
+	}
+	if err != nil {
 		s.unpin(h)
 		return h, err
 	}
 	return h, nil
+}
+
+// copyChunks copies the count chunks of blob from to blob to, which is
+// pinned, unless to gets a record meanwhile.
+func (s *Store) copyChunks(ctx context.Context, from, to hash, count int64) error {
+	st := s.newStager(to, s.opts.ChunkSize)
+	defer st.wait()
+	per := int64(max(1, s.opts.batchBytes/s.opts.ChunkSize))
+	var plain []byte // a sealed chunk opened, sealed again at once
+	for i := int64(0); i < count; i += per {
+		chunks := make([][]byte, 0, per)
+		err := s.db.View(func(tx *bbolt.Tx) error {
+			b := tx.Bucket(bucketChunks)
+			for j := i; j < min(i+per, count); j++ {
+				k := chunkKey(from, j)
+				v, ok := lookup(b, k)
+				if !ok {
+					return fmt.Errorf("staged chunk %d is missing", j)
+				}
+				if s.sealer.key == nil {
+					// v lives in the file's map, valid only in this
+					// read transaction.
+					chunks = append(chunks, append(st.bufs.get()[:0], v...))
+					continue
+				}
+				p, _, err := s.sealer.openAny(plain, adBlob, k, v)
+				if err != nil {
+					return err
+				}
+				plain = p
+				chunks = append(chunks, s.sealer.sealBlob(st.bufs.get(), to, j, p))
+			}
+			return nil
+		})
+		if err != nil {
+			return dbErr(err)
+		}
+		if err := st.wait(); err != nil {
+			return dbErr(err)
+		}
+		if st.appeared {
+			return nil
+		}
+		st.start(ctx, i, chunks)
+	}
+	return dbErr(st.wait())
 }
 
 // pinBlob pins h, as an open Content does, and reports whether the store

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"testing"
 
 	"github.com/depotfs/depotfs/store"
@@ -103,45 +104,64 @@ func TestPutStreamsLeavesNothing(t *testing.T) {
 
 // TestPutStreamManyTransactions streams 2.5 MiB in staging transactions
 // of 1 MiB (a depot's are 16 MiB: 40 MiB showed the same), three
-// transactions of which one commits while the next batch is read: the
-// file reads back whole, with or without a declared hash, and a client
-// that disconnects while a transaction is in flight leaves nothing behind.
+// transactions of which one commits while the next batch is read, and as
+// many to copy them under their hash: the file reads back whole, with or
+// without a declared hash, with a key or without (the buffers of
+// committed batches are reused for the next, the last chunk is short),
+// none of it in the clear with a key, and a client that disconnects while
+// a transaction is in flight leaves nothing behind.
 func TestPutStreamManyTransactions(t *testing.T) {
-	const batch = 1 << 20
-	s, _ := openTemp(t, bolt.WithBatchBytes(bolt.Options{ChunkSize: batch / 16}, batch))
-	ctx := context.Background()
-	data := make([]byte, batch*5/2)
-	for i := range data {
-		data[i] = byte(i*31 + i>>16)
-	}
-	for _, declared := range []string{"", storetest.Sum(data)} {
-		p := "/big/" + fmt.Sprint(declared != "")
-		res, err := s.PutStream(ctx, store.PutRequest{Path: p, SHA256: declared}, bytes.NewReader(data), int64(len(data)))
-		if err != nil {
-			t.Fatalf("declared %q: %v", declared, err)
-		}
-		if res.Entry.SHA256 != storetest.Sum(data) || !bytes.Equal(readAll(t, s, p), data) {
-			t.Fatalf("declared %q: stored content differs", declared)
-		}
-		if err := s.Remove(ctx, store.RemoveRequest{Path: p}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	before, err := bolt.ReadStats(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, declared := range []string{"", storetest.Sum(data)} {
-		// Two transactions staged, the third batch cut short.
-		if _, err := s.PutStream(ctx, store.PutRequest{Path: "/cut", SHA256: declared}, &brokenReader{n: batch * 9 / 4}, -1); err == nil {
-			t.Fatalf("declared %q: a disconnected stream succeeded", declared)
-		}
-		if after, err := bolt.ReadStats(s); err != nil || after != before {
-			t.Errorf("declared %q: left %+v (%v), had %+v", declared, after, err, before)
-		}
-	}
-	if err := bolt.Verify(s); err != nil {
-		t.Error(err)
+	for _, sealed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "clear", true: "sealed"}[sealed], func(t *testing.T) {
+			t.Parallel()
+			const batch = 1 << 20
+			o := bolt.Options{ChunkSize: batch / 16}
+			if sealed {
+				o.Key = testKEK(t)
+			}
+			s, path := openTemp(t, bolt.WithBatchBytes(o, batch))
+			ctx := context.Background()
+			data := make([]byte, batch*5/2+1000)
+			for i := range data {
+				data[i] = byte(i*31 + i>>16)
+			}
+			for _, declared := range []string{"", storetest.Sum(data)} {
+				p := "/big/" + fmt.Sprint(declared != "")
+				res, err := s.PutStream(ctx, store.PutRequest{Path: p, SHA256: declared}, bytes.NewReader(data), int64(len(data)))
+				if err != nil {
+					t.Fatalf("declared %q: %v", declared, err)
+				}
+				if res.Entry.SHA256 != storetest.Sum(data) || !bytes.Equal(readAll(t, s, p), data) {
+					t.Fatalf("declared %q: stored content differs", declared)
+				}
+				raw, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if clear := bytes.Contains(raw, data[1000:1256]); clear == sealed {
+					t.Fatalf("declared %q: the file holds the content in the clear: %v", declared, clear)
+				}
+				if err := s.Remove(ctx, store.RemoveRequest{Path: p}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, err := bolt.ReadStats(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, declared := range []string{"", storetest.Sum(data)} {
+				// Two transactions staged, the third batch cut short.
+				if _, err := s.PutStream(ctx, store.PutRequest{Path: "/cut", SHA256: declared}, &brokenReader{n: batch * 9 / 4}, -1); err == nil {
+					t.Fatalf("declared %q: a disconnected stream succeeded", declared)
+				}
+				if after, err := bolt.ReadStats(s); err != nil || after != before {
+					t.Errorf("declared %q: left %+v (%v), had %+v", declared, after, err, before)
+				}
+			}
+			if err := bolt.Verify(s); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
 

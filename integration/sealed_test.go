@@ -64,7 +64,8 @@ func countAll(t *testing.T, path string, needles ...[]byte) int {
 }
 
 // TestSealedAtRest pushes marked content through the tools (one file in a
-// call, one in chunks, large enough for passthrough), reads it back
+// call, one in chunks, large enough for passthrough, and one in a raw PUT
+// of several staging chunks by depotfs push), reads it back
 // through the mount, and counts the marker in the database, the blob cache
 // and an offline backup: none with a key, some without (the control). The
 // sealed depot refuses to start without its key, naming it.
@@ -83,7 +84,15 @@ func TestSealedAtRest(t *testing.T) {
 			big := bytes.Repeat([]byte(sealMarker+" a large one\n"), 40000) // ≈ 1.3 MiB: passthrough size
 			d.mustCall("guide_cache_file", map[string]any{"path": "/small.txt", "content": small})
 			pushChunked(d, "/big.txt", big, 512<<10, "big", -1)
-			for p, want := range map[string][]byte{"/small.txt": []byte(small), "/big.txt": big} {
+			raw := bytes.Repeat([]byte(sealMarker+" sent raw\n"), 100000) // ≈ 3 MiB: several chunks
+			src := filepath.Join(t.TempDir(), "raw.txt")
+			if err := os.WriteFile(src, raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if code, out, errOut := runDepotfs(t, "push", "--url", d.url, "--to", "/", src); code != 0 {
+				t.Fatalf("push: exit %d\n%s%s", code, out, errOut)
+			}
+			for p, want := range map[string][]byte{"/small.txt": []byte(small), "/big.txt": big, "/raw.txt": raw} {
 				for range 2 { // cold, then from the blob cache or the page cache
 					if got, err := os.ReadFile(d.path(p)); err != nil || !bytes.Equal(got, want) {
 						t.Fatalf("%s through the mount: %d bytes, %v; want %d", p, len(got), err, len(want))
@@ -104,7 +113,7 @@ func TestSealedAtRest(t *testing.T) {
 			// in the backup: it holds the audit log, which names the hashes
 			// of the files written, in the clear.)
 			var sums [][]byte
-			for _, c := range [][]byte{[]byte(small), big} {
+			for _, c := range [][]byte{[]byte(small), big, raw} {
 				sum := sha256.Sum256(c)
 				sums = append(sums, sum[:], []byte(hex.EncodeToString(sum[:])))
 			}
@@ -139,7 +148,7 @@ func TestSealedAtRest(t *testing.T) {
 			if code, out, errOut := runDepotfs(t, "backup", "verify", bak); code != 0 || !strings.Contains(out, "sealed content not read") {
 				t.Errorf("backup verify without the key: exit %d\n%s%s", code, out, errOut)
 			}
-			if code, out, errOut := runDepotfs(t, "backup", "verify", bak, "--key-file", key); code != 0 || !strings.Contains(out, "2 file(s) whose content matches") {
+			if code, out, errOut := runDepotfs(t, "backup", "verify", bak, "--key-file", key); code != 0 || !strings.Contains(out, "3 file(s) whose content matches") {
 				t.Errorf("backup verify with the key: exit %d\n%s%s", code, out, errOut)
 			}
 		})

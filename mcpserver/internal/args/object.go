@@ -5,8 +5,9 @@
 // fix them all at once, and records every depot path it decodes so the
 // tool pipeline checks each one against the caller's grants. The tool's
 // input schema (Schema) is the source of its integers' bounds and its
-// choices, and what every getter states besides is checked against it.
-// It knows nothing of MCP, the store or the reply contracts.
+// choices, and what every getter states besides is checked against it;
+// Fill decodes a struct of a tool's arguments by that schema alone. It
+// knows nothing of MCP, the store or the reply contracts.
 package args
 
 import (

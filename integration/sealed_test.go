@@ -79,7 +79,11 @@ func TestSealedAtRest(t *testing.T) {
 			if sealed {
 				args = []string{"--key-file", key}
 			}
-			d := startDaemon(t, daemonConfig{transport: overHTTP, args: args})
+			// The database and the blob cache beside it on a disk: on
+			// tmpfs, a sealed depot keeps passthrough, whose plaintext
+			// copies stay in memory.
+			db := filepath.Join(diskTempDir(t), "depot.db")
+			d := startDaemon(t, daemonConfig{transport: overHTTP, db: db, args: args})
 			small := sealMarker + " a small report\n"
 			big := bytes.Repeat([]byte(sealMarker+" a large one\n"), 40000) // ≈ 1.3 MiB: passthrough size
 			d.mustCall("guide_cache_file", map[string]any{"path": "/small.txt", "content": small})

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -247,18 +246,35 @@ func testSnapshotIsolation(t *testing.T, open Opener) {
 	if snap.Revision != revision(t, s) || snap.Prefix != "/t" || snap.Writer != "w" {
 		t.Fatalf("snapshot %+v, want the current revision %d", snap, revision(t, s))
 	}
+	// The walker walks the tree at the snapshot in rounds, at least
+	// rounds times, and the writers make one cycle of every kind of change
+	// (12 operations) each while each of the first rounds walks: every
+	// walk of those runs beside writes, and the writers stop. Writers that
+	// ran until the walks were done spun, taking the walker's CPU and
+	// growing the history each walk reads.
+	const rounds = 5
 	ctx := withinDeadline(t)
-	var wg sync.WaitGroup
-	var ops atomic.Int64
-	stop := make(chan struct{})
+	turn := make([]chan struct{}, rounds) // closed as the walker begins a walk
+	for k := range turn {
+		turn[k] = make(chan struct{})
+	}
+	openTurns := func(upTo int) {
+		for k := range min(upTo, rounds) {
+			select {
+			case <-turn[k]:
+			default:
+				close(turn[k])
+			}
+		}
+	}
+	var writing, wg sync.WaitGroup
+	writersDone := make(chan struct{})
 	errs := make(chan error, writers+1)
 	for w := range writers {
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
+		writing.Go(func() {
+			for i := 0; i < rounds*12; i++ {
+				if i%12 == 0 {
+					<-turn[i/12]
 				}
 				p := fmt.Sprintf("/t/d%d/f%d", (w+i)%dirs, i%files)
 				var err error
@@ -281,22 +297,33 @@ func testSnapshotIsolation(t *testing.T, open Opener) {
 					errs <- fmt.Errorf("writer %d: %w", w, err)
 					return
 				}
-				ops.Add(1)
 			}
 		})
 	}
+	go func() {
+		writing.Wait()
+		close(writersDone)
+	}()
 	wg.Go(func() {
-		defer close(stop)
-		// At least 5 walks, and until every kind of change has been
-		// made several times.
-		for walks := 0; len(errs) == 0 && (walks < 5 || ops.Load() < writers*36); walks++ {
+		defer openTurns(rounds) // a walk that failed leaves no writer waiting
+		for walks := 0; ; walks++ {
+			openTurns(walks + 1)
 			if err := checkTreeAt(ctx, s, snap, want); err != nil {
 				errs <- err
 				return
 			}
+			if walks+1 < rounds {
+				continue
+			}
+			select {
+			case <-writersDone:
+				return
+			default:
+			}
 		}
 	})
 	wg.Wait()
+	<-writersDone
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)

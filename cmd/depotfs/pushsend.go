@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -172,12 +173,20 @@ func (p *pusher) pushFile(ctx context.Context, item *pushItem, r *pushed) error 
 	if err != nil {
 		return err
 	}
-	args := map[string]any{"path": item.dest, "size": st.Size, "mtime": st.MTime.UTC().Format(time.RFC3339Nano)}
+	// The hash is declared: the server then writes each chunk once, under
+	// the content's address, instead of staging it under a random key and
+	// copying it there once the hash is known (and, in a sealed depot,
+	// opening and sealing it again), and writes nothing of content it
+	// already has. It refuses bytes that do not match.
+	sum, err := fileSum(item.f, item.local, st.Size)
+	if err != nil {
+		return err
+	}
+	args := map[string]any{"path": item.dest, "size": st.Size, "sha256": sum, "mtime": st.MTime.UTC().Format(time.RFC3339Nano)}
 	if perm := st.Mode.Perm(); perm != 0 {
 		args["mode"] = fmt.Sprintf("%04o", perm)
 	}
 	var data json.RawMessage
-	local := sha256.New()
 	for tries := 0; ; {
 		upload, err := p.begin(ctx, args)
 		if err != nil {
@@ -185,8 +194,7 @@ func (p *pusher) pushFile(ctx context.Context, item *pushItem, r *pushed) error 
 		}
 		var sent int64
 		body := newSteadyReader(item.f, item.local, st, p.prog, &sent)
-		local.Reset()
-		data, err = p.put(ctx, upload, io.TeeReader(body, local), st.Size, func() error { return body.failed })
+		data, err = p.put(ctx, upload, body, st.Size, func() error { return body.failed })
 		if err == nil {
 			break
 		}
@@ -205,10 +213,24 @@ func (p *pusher) pushFile(ctx context.Context, item *pushItem, r *pushed) error 
 		SHA256 string `json:"sha256"`
 	}
 	json.Unmarshal(data, &d)
-	if want := hex.EncodeToString(local.Sum(nil)); d.SHA256 != want {
-		return fmt.Errorf("the server stored sha256 %s, push read and sent %s", d.SHA256, want)
+	if d.SHA256 != sum {
+		return fmt.Errorf("the server stored sha256 %s, push read and sent %s", d.SHA256, sum)
 	}
 	return nil
+}
+
+// fileSum returns the SHA-256 of the first size bytes of f, the file name,
+// read where they lie (f's offset stays where it is).
+func fileSum(f *os.File, name string, size int64) (string, error) {
+	h := sha256.New()
+	n, err := io.Copy(h, io.NewSectionReader(f, 0, size))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	if n < size {
+		return "", fmt.Errorf("%s: %w while it was read: it shrank from %d bytes; nothing of it was stored", name, errChanged, size)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // pushTree sends a tree as tar streams of at most batchEntries entries and

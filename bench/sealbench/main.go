@@ -2,7 +2,11 @@
 // work on a depot without a key and on one with a key, side by side in one
 // run, and prints each figure with its ratio to the depot without a key.
 // The work: ingest in MCP batches (guide_cache_files) and as a raw HTTP
-// PUT (depotfs push of one large file), a cold read through the mount
+// PUT of one large file, by depotfs push (which declares the file's
+// sha256, so the server writes it once, under its address) and by a
+// client that declares none, as curl -T does (the server stages the
+// bytes and copies them under their hash once it is known; another
+// file, so that nothing is deduplicated), a cold read through the mount
 // (server restarted, database and blob files dropped from the page cache)
 // and a warm one (dd again), and an offline backup. Below the table, the
 // cipher's own throughput next to SHA-256's on this machine.
@@ -17,14 +21,18 @@
 package main
 
 import (
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +42,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/crypto/chacha20poly1305"
 	"golang.org/x/sys/unix"
 
@@ -58,7 +68,7 @@ var configs = []config{
 
 // metrics are the figures of one configuration in one round.
 type metrics struct {
-	batch, put, cold, warm, backup time.Duration
+	batch, put, putRaw, cold, warm, backup time.Duration
 }
 
 func main() {
@@ -82,11 +92,15 @@ func main() {
 	}
 	big := make([]byte, *bigMiB<<20)
 	rand.NewChaCha8([32]byte{3}).Read(big)
-	bigFile := filepath.Join(dir, "big.bin")
+	bigFile, otherFile := filepath.Join(dir, "big.bin"), filepath.Join(dir, "other.bin")
 	if err := os.WriteFile(bigFile, big, 0o644); err != nil {
 		log.Fatal(err)
 	}
-	b := &bench{bin: *bin, dir: dir, keyFile: keyFile, bigFile: bigFile, bigMiB: *bigMiB, batchFiles: *batchFiles}
+	rand.NewChaCha8([32]byte{4}).Read(big)
+	if err := os.WriteFile(otherFile, big, 0o644); err != nil {
+		log.Fatal(err)
+	}
+	b := &bench{bin: *bin, dir: dir, keyFile: keyFile, bigFile: bigFile, otherFile: otherFile, bigMiB: *bigMiB, batchFiles: *batchFiles}
 	fmt.Printf("sealbench: %d CPUs, load %s; %d rounds, best of each; ratio = time / time without a key, passthrough on (the default)\n\n", runtime.NumCPU(), load(), *rounds)
 	best := make([]metrics, len(configs))
 	for r := range *rounds {
@@ -96,11 +110,12 @@ func main() {
 		}
 	}
 	base := best[0]
-	fmt.Printf("| configuration | batch ingest, %d × 32 KiB | raw PUT, %d MiB | cold read | warm read | offline backup |\n|---|---|---|---|---|---|\n", *batchFiles, *bigMiB)
+	fmt.Printf("| configuration | batch ingest, %d × 32 KiB | raw PUT, %d MiB, push | raw PUT, no sha256 | cold read | warm read | offline backup |\n|---|---|---|---|---|---|---|\n", *batchFiles, *bigMiB)
 	for i, c := range configs {
 		m := best[i]
-		fmt.Printf("| %s | %s (%.2f×) | %s (%.2f×) | %s (%.2f×) | %s (%.2f×) | %s (%.2f×) |\n", c.name,
+		fmt.Printf("| %s | %s (%.2f×) | %s (%.2f×) | %s (%.2f×) | %s (%.2f×) | %s (%.2f×) | %s (%.2f×) |\n", c.name,
 			secs(m.batch), ratio(m.batch, base.batch), secs(m.put), ratio(m.put, base.put),
+			secs(m.putRaw), ratio(m.putRaw, base.putRaw),
 			secs(m.cold), ratio(m.cold, base.cold), secs(m.warm), ratio(m.warm, base.warm),
 			secs(m.backup), ratio(m.backup, base.backup))
 	}
@@ -110,8 +125,8 @@ func main() {
 
 // bench holds what every run shares.
 type bench struct {
-	bin, dir, keyFile, bigFile string
-	bigMiB, batchFiles         int
+	bin, dir, keyFile, bigFile, otherFile string
+	bigMiB, batchFiles                    int
 }
 
 // run measures configuration c once, in a fresh depot.
@@ -150,6 +165,7 @@ func (b *bench) run(c config, round int) metrics {
 		}
 	})
 	m.put = run(b.bin, "push", "--url", url, "--to", "/raw", b.bigFile)
+	m.putRaw = benchd.Timed(func() { putUndeclared(mcp, "/undeclared/other.bin", b.otherFile) })
 	stop(cmd)
 	// Cold: a new server (no opened chunks in memory, no kernel cache of
 	// the mount) over files dropped from the page cache.
@@ -207,6 +223,50 @@ func ciphers() {
 	}
 }
 
+// putUndeclared sends file to path as a client that knows no hash does:
+// guide_begin_upload with the size alone, then one PUT of the bytes.
+func putUndeclared(c *client.Client, path, file string) {
+	f, err := os.Open(file)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		log.Fatal(err)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "guide_begin_upload"
+	req.Params.Arguments = map[string]any{"path": path, "size": st.Size()}
+	res, err := c.CallTool(context.Background(), req)
+	if err != nil || res.IsError {
+		log.Fatalf("guide_begin_upload: %v %+v", err, res)
+	}
+	var begun struct {
+		Data struct {
+			UploadURL string `json:"upload_url"`
+		} `json:"data"`
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, &begun); err != nil || begun.Data.UploadURL == "" {
+		log.Fatalf("guide_begin_upload: no upload_url in %s (%v)", raw, err)
+	}
+	put, err := http.NewRequest(http.MethodPut, begun.Data.UploadURL, f)
+	if err != nil {
+		log.Fatal(err)
+	}
+	put.ContentLength = st.Size()
+	resp, err := http.DefaultClient.Do(put)
+	if err != nil {
+		log.Fatalf("PUT: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		log.Fatalf("PUT: HTTP %d: %s", resp.StatusCode, body)
+	}
+}
+
 // stop stops a server and waits for it (it unmounts on SIGTERM).
 func stop(cmd *exec.Cmd) {
 	cmd.Process.Signal(syscall.SIGTERM)
@@ -240,7 +300,7 @@ func minOf(a, m metrics, first bool) metrics {
 	if first {
 		return m
 	}
-	return metrics{min(a.batch, m.batch), min(a.put, m.put), min(a.cold, m.cold), min(a.warm, m.warm), min(a.backup, m.backup)}
+	return metrics{min(a.batch, m.batch), min(a.put, m.put), min(a.putRaw, m.putRaw), min(a.cold, m.cold), min(a.warm, m.warm), min(a.backup, m.backup)}
 }
 
 func load() string {

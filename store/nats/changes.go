@@ -85,7 +85,7 @@ type rawChanges struct {
 // only until they fill the hub: the log may hold History records of up to
 // changesPerRecord events each, and decoding every event at open, to keep
 // the newest History of them, was half of a host's start-up.
-func replayed(recs []rawChanges, from uint64, capacity int) (uint64, []store.Event) {
+func replayed(recs []rawChanges, from uint64, capacity int, addr addresses) (uint64, []store.Event) {
 	slices.SortFunc(recs, func(a, b rawChanges) int { return cmp.Compare(a.n, b.n) })
 	var runs [][]store.Event // newest first
 	n := 0
@@ -93,7 +93,7 @@ func replayed(recs []rawChanges, from uint64, capacity int) (uint64, []store.Eve
 		if i < len(recs)-1 && recs[i].n+1 != recs[i+1].n {
 			break
 		}
-		r, err := decodeChanges(recs[i].key, recs[i].data)
+		r, err := decodeChanges(recs[i].key, recs[i].data, addr)
 		if err != nil {
 			break
 		}
@@ -111,11 +111,16 @@ func replayed(recs []rawChanges, from uint64, capacity int) (uint64, []store.Eve
 	return from, evs
 }
 
-// decodeChanges decodes a change record.
-func decodeChanges(key string, data []byte) (changeRecord, error) {
+// decodeChanges decodes a change record, its entries' hashes opened.
+func decodeChanges(key string, data []byte, addr addresses) (changeRecord, error) {
 	var r changeRecord
 	if err := json.Unmarshal(data, &r); err != nil {
 		return r, fmt.Errorf("change record %s: %w", key, err)
+	}
+	for i := range r.Events {
+		if err := addr.openEntry(&r.Events[i].Entry); err != nil {
+			return r, fmt.Errorf("change record %s: %w", key, err)
+		}
 	}
 	return r, nil
 }

@@ -43,7 +43,7 @@ func TestReplayedDecodesOnlyWhatTheHubKeeps(t *testing.T) {
 	recs, all := logOf(t, 10, 29, 5, 1000) // revisions 1001..1100
 	slices.Reverse(recs)                   // any order
 	for _, capacity := range []int{1, 5, 7, 100, 1000} {
-		from, evs := replayed(slices.Clone(recs), 1100, capacity)
+		from, evs := replayed(slices.Clone(recs), 1100, capacity, addresses{})
 		if len(evs) < min(capacity, len(all)) {
 			t.Fatalf("capacity %d: %d events, fewer than the hub keeps", capacity, len(evs))
 		}
@@ -57,21 +57,21 @@ func TestReplayedDecodesOnlyWhatTheHubKeeps(t *testing.T) {
 	}
 	// Only the newest consecutive run counts.
 	gap, _ := logOf(t, 1, 3, 5, 900)
-	from, evs := replayed(append(gap, recs...), 1100, 1000)
+	from, evs := replayed(append(gap, recs...), 1100, 1000, addresses{})
 	if from != 1000 || len(evs) != 100 {
 		t.Fatalf("after a gap: from %d with %d events, want 1000 with 100", from, len(evs))
 	}
 	// Entries changed after the newest record: nothing to replay.
-	if from, evs := replayed(slices.Clone(recs), 1101, 1000); from != 1101 || evs != nil {
+	if from, evs := replayed(slices.Clone(recs), 1101, 1000, addresses{}); from != 1101 || evs != nil {
 		t.Fatalf("log behind the store: from %d with %d events, want 1101 with none", from, len(evs))
 	}
-	if from, evs := replayed(nil, 7, 1000); from != 7 || len(evs) != 0 {
+	if from, evs := replayed(nil, 7, 1000, addresses{}); from != 7 || len(evs) != 0 {
 		t.Fatalf("no log: from %d with %d events, want 7 with none", from, len(evs))
 	}
 	// A record that does not decode ends the run.
 	broken := slices.Clone(recs)
 	broken[len(broken)-3].data = []byte(`{"n":12,"prev":`)
-	from, evs = replayed(broken, 1100, 1000)
+	from, evs = replayed(broken, 1100, 1000, addresses{})
 	if from != 1015 || len(evs) != 85 {
 		t.Fatalf("a broken record: from %d with %d events, want 1015 with 85", from, len(evs))
 	}

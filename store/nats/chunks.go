@@ -20,9 +20,9 @@ import (
 
 // chunkStore holds content in a stream of chunk messages, one subject per
 // chunk, and keeps a bounded cache of the chunks this host read. A
-// chunk's subject names its content's hash, the generation of its upload
-// and its index, so its bytes never change: the cache needs no
-// invalidation.
+// chunk's subject names its content's id (its hash, or keyed address),
+// the generation of its upload and its index, so its bytes never change:
+// the cache needs no invalidation.
 type chunkStore struct {
 	js      jetstream.JetStream
 	stream  jetstream.Stream
@@ -38,6 +38,9 @@ type chunkStore struct {
 	// tampered counts the sealed chunks that failed to open and logs each
 	// once; set with key.
 	tampered *seal.Tally
+	// addr names content by keyed addresses when key came from a version
+	// 2 seal record; set with key.
+	addr addresses
 }
 
 // newChunks returns the chunk store of stream name, with its cache; create
@@ -70,20 +73,21 @@ func (c *chunkStore) create(ctx context.Context, replicas int) error {
 	return nil
 }
 
-// blobSubject is the subject of chunk i of content sum, generation gen.
-func (c *chunkStore) blobSubject(sum, gen string, i int64) string {
-	return c.blobPrefix(sum, gen) + "." + strconv.FormatInt(i, 10)
+// blobSubject is the subject of chunk i of the content whose id
+// (addresses.id) is id, generation gen.
+func (c *chunkStore) blobSubject(id, gen string, i int64) string {
+	return c.blobPrefix(id, gen) + "." + strconv.FormatInt(i, 10)
 }
 
-// blobPrefix is the subject prefix of the chunks of content sum,
-// generation gen. Content streamed in (PutStream) is written before its
-// hash is known: its generation starts with streamGen and its chunks are
-// named by the generation alone.
-func (c *chunkStore) blobPrefix(sum, gen string) string {
-	if id, ok := strings.CutPrefix(gen, streamGen); ok {
-		return c.name + ".s." + id
+// blobPrefix is the subject prefix of the chunks of the content whose id
+// is id, generation gen. Content streamed in (PutStream) is written
+// before its hash is known: its generation starts with streamGen and its
+// chunks are named by the generation alone.
+func (c *chunkStore) blobPrefix(id, gen string) string {
+	if sid, ok := strings.CutPrefix(gen, streamGen); ok {
+		return c.name + ".s." + sid
 	}
-	return c.name + "." + sum + "." + gen
+	return c.name + "." + id + "." + gen
 }
 
 // streamGen starts the generation of content stored by PutStream.
@@ -329,30 +333,30 @@ func leaderLast(ctx context.Context, nc *nats.Conn, stream, subject string) (dat
 	return r.Message.Data, true, nil
 }
 
-// inlineCacheKey is the cache key of content stored inline.
-func inlineCacheKey(sum string) string { return "inline." + sum }
+// inlineCacheKey is the cache key of content stored inline, by its id.
+func inlineCacheKey(id string) string { return "inline." + id }
 
-// inlineData returns content stored inline in the tree bucket, from the
-// cache (where every host puts it as it applies the tree) or the bucket.
+// inlineData returns the content whose id is id, stored inline in the
+// tree bucket, from the cache (where every host puts it as it applies the tree) or the bucket.
 // The cache holds it as stored, sealed in a sealed depot: it is opened on
 // each read (at most the inline limit, 16 KiB by default).
-func (s *Store) inlineData(ctx context.Context, sum string) ([]byte, error) {
-	b, ok := s.chunks.cache.get(inlineCacheKey(sum))
+func (s *Store) inlineData(ctx context.Context, id string) ([]byte, error) {
+	b, ok := s.chunks.cache.get(inlineCacheKey(id))
 	if !ok {
 		var err error
-		if b, err = lastMsg(ctx, s.nc, s.tree, s.subject(dataKey(sum)), s.opts.WriteTimeout); err != nil {
+		if b, err = lastMsg(ctx, s.nc, s.tree, s.subject(dataKey(id)), s.opts.WriteTimeout); err != nil {
 			return nil, err
 		}
-		s.chunks.cache.add(inlineCacheKey(sum), b)
+		s.chunks.cache.add(inlineCacheKey(id), b)
 	}
-	return s.chunks.openData(dataKey(sum), b)
+	return s.chunks.openData(dataKey(id), b)
 }
 
-// drop deletes the subjects under prefix (a content generation or an
-// upload). Failures are only logged by callers: what is left is garbage,
-// never referenced again.
-func (c *chunkStore) drop(ctx context.Context, sum, gen string) error {
-	return c.purge(ctx, c.blobPrefix(sum, gen)+".>")
+// drop deletes the chunks of generation gen of the content whose id is
+// id. Failures are only logged by callers: what is left is garbage, never
+// referenced again.
+func (c *chunkStore) drop(ctx context.Context, id, gen string) error {
+	return c.purge(ctx, c.blobPrefix(id, gen)+".>")
 }
 
 func (c *chunkStore) purge(ctx context.Context, filter string) error {

@@ -111,21 +111,36 @@ func chunkGroup(rest string) (string, bool) {
 func (s *Store) liveChunkGroups() map[string]bool {
 	prefix := s.chunks.name + "."
 	live := map[string]bool{}
-	add := func(sum, gen string) {
+	add := func(id, gen string) {
 		if gen != genInline {
-			live[strings.TrimPrefix(s.chunks.blobPrefix(sum, gen), prefix)] = true
+			live[strings.TrimPrefix(s.chunks.blobPrefix(id, gen), prefix)] = true
 		}
 	}
+	// Blobs' ids are computed after the state is released: in a depot
+	// with keyed addresses each is an HMAC, and a million of them would
+	// hold off every write for a second.
+	type gen struct{ sum, gen string }
+	var blobs []gen
 	s.view.mu.RLock()
-	defer s.view.mu.RUnlock()
+	if s.chunks.addr.keyed() {
+		blobs = make([]gen, 0, len(s.view.st.blobs))
+	}
 	for sum, b := range s.view.st.blobs {
-		add(sum, b.Gen)
+		if blobs != nil {
+			blobs = append(blobs, gen{sum, b.Gen})
+		} else {
+			add(sum, b.Gen)
+		}
 	}
 	for k := range s.view.st.gcs {
 		add(gcParts(k))
 	}
 	for k := range s.view.st.uploads {
 		live[k] = true
+	}
+	s.view.mu.RUnlock()
+	for _, b := range blobs {
+		add(s.chunks.addr.id(b.sum), b.gen)
 	}
 	return live
 }

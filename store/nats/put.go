@@ -176,8 +176,8 @@ func (s *Store) PutBatch(ctx context.Context, reqs []store.PutRequest) ([]store.
 	// Content the store does not hold is written as the chunks of a new
 	// generation.
 	return s.putFiles(ctx, reqs, files, func(ctx context.Context, sum string) (string, error) {
-		gen := nuid.Next()
-		_, err := s.chunks.write(ctx, data[sum], s.chunkSize, func(i int) string { return s.chunks.blobSubject(sum, gen, int64(i)) })
+		gen, id := nuid.Next(), s.chunks.addr.id(sum)
+		_, err := s.chunks.write(ctx, data[sum], s.chunkSize, func(i int) string { return s.chunks.blobSubject(id, gen, int64(i)) })
 		return gen, err
 	}, map[string]string{})
 }

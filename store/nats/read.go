@@ -85,15 +85,15 @@ func (s *Store) OpenAt(ctx context.Context, path string, rev uint64) (store.Cont
 	s.uses.touch(r.SHA256)
 	s.open.add(r.SHA256, 1)
 	sum := r.SHA256
-	return chunkread.New(blobChunks{s: s, sum: sum, gen: b.Gen}, sum, b.Size, b.ChunkSize, func() { s.open.add(sum, -1) }), nil
+	return chunkread.New(blobChunks{s: s, id: s.chunks.addr.id(sum), gen: b.Gen}, sum, b.Size, b.ChunkSize, func() { s.open.add(sum, -1) }), nil
 }
 
-// blobChunks are the chunks of one generation of content sum: on this
-// host they stay while the content is open (Store.open), elsewhere for
-// Options.GCDelay after they were dropped.
+// blobChunks are the chunks of one generation of the content whose id
+// is id: on this host they stay while the content is open (Store.open),
+// elsewhere for Options.GCDelay after they were dropped.
 type blobChunks struct {
-	s        *Store
-	sum, gen string
+	s       *Store
+	id, gen string
 }
 
 // Chunks reads the content's chunks from this host's cache or the
@@ -105,8 +105,8 @@ func (b blobChunks) Chunks(read func(get func(i int64) ([]byte, error)) error) e
 	ctx := context.Background()
 	return read(func(i int64) ([]byte, error) {
 		if b.gen == genInline {
-			return b.s.inlineData(ctx, b.sum)
+			return b.s.inlineData(ctx, b.id)
 		}
-		return b.s.chunks.read(ctx, b.s.chunks.blobSubject(b.sum, b.gen, i))
+		return b.s.chunks.read(ctx, b.s.chunks.blobSubject(b.id, b.gen, i))
 	})
 }

@@ -16,9 +16,9 @@ import (
 // Keys in the tree bucket. Every key starts with a one-letter kind:
 //
 //	e.<sha256 of the path>       an entry (record); the path is in the value
-//	b.<content sha256>           a blob (blobRecord) with at least one reference
-//	d.<content sha256>           the bytes of a small blob stored inline (raw)
-//	g.<content sha256>.<gen>     chunks of a dropped blob awaiting deletion (gcRecord)
+//	b.<content id>               a blob (blobRecord) with at least one reference
+//	d.<content id>               the bytes of a small blob stored inline (raw)
+//	g.<content id>.<gen>         chunks of a dropped blob awaiting deletion (gcRecord)
 //	u.<sha256 of the upload id>  a chunked upload (uploadRecord)
 //	v.<sha256 of the path>.<rev> a retained version written at rev (versionRecord)
 //	s.<sha256 of the name>       a snapshot (store.Snapshot)
@@ -27,9 +27,10 @@ import (
 //	m.root                       the root directory's times
 //	m.depot                      the depot's id (depotRecord)
 //
-// Paths and upload ids are hashed because a KV key is a NATS subject token
-// sequence: it allows neither every character of a depot path nor 4096
-// bytes of it.
+// A content id is its sha256, or in a depot sealed with keyed addresses
+// its keyed address (see addresses). Paths and upload ids are hashed
+// because a KV key is a NATS subject token sequence: it allows neither
+// every character of a depot path nor 4096 bytes of it.
 const (
 	keyCounters = "m.counters"
 	keyRoot     = "m.root"  // the root's times (rootRecord)
@@ -56,13 +57,15 @@ func hashHex(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
-func entryKey(p string) string     { return "e." + hashHex(p) }
-func blobKey(sum string) string    { return "b." + sum }
-func dataKey(sum string) string    { return "d." + sum }
-func gcKey(sum, gen string) string { return "g." + sum + "." + gen }
-func uploadKey(id string) string   { return "u." + hashHex(id) }
-func kindOfKey(k string) byte      { return k[0] }
-func gcParts(k string) (sum, gen string) {
+func entryKey(p string) string { return "e." + hashHex(p) }
+
+// blobKey, dataKey and gcKey take a content id (addresses.id).
+func blobKey(id string) string    { return "b." + id }
+func dataKey(id string) string    { return "d." + id }
+func gcKey(id, gen string) string { return "g." + id + "." + gen }
+func uploadKey(id string) string  { return "u." + hashHex(id) }
+func kindOfKey(k string) byte     { return k[0] }
+func gcParts(k string) (id, gen string) {
 	if len(k) < 2+64+1 {
 		return "", ""
 	}
@@ -92,7 +95,7 @@ func (r *record) rec() *entryrec.Record {
 }
 
 // blobRecord is one stored content: its chunks are the messages
-// <chunk subject>.<sha256>.<Gen>.<index>, each ChunkSize bytes but the
+// <chunk subject>.<content id>.<Gen>.<index>, each ChunkSize bytes but the
 // last. Gen is chosen by the host that uploaded the chunks, so a blob
 // dropped and stored again never shares chunk subjects with its earlier
 // life, whose deletion may still be pending.
@@ -103,6 +106,11 @@ type blobRecord struct {
 	Refs      uint64 `json:"r"`          // present files using the blob
 	Pins      uint64 `json:"p,omitzero"` // pinned present files and held versions using it
 	Versions  uint64 `json:"v,omitzero"` // retained versions among the Refs
+	// H is the content's sha256 enciphered (addresses.seal) in a depot
+	// with keyed addresses, whose key names only its address; empty in
+	// memory and in other depots. The delete marker of such a blob
+	// carries it too.
+	H string `json:"h,omitempty"`
 }
 
 // heldOnly reports whether only retained versions use the blob
@@ -119,6 +127,9 @@ const genInline = "inline"
 // can still need them (Options.GCDelay after At).
 type gcRecord struct {
 	At time.Time `json:"at"`
+	H  string    `json:"h,omitempty"` // as blobRecord.H
+
+	sum string // the content's sha256, as applied
 }
 
 // uploadRecord is a chunked upload in progress (or completed, kept until

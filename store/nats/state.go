@@ -30,6 +30,7 @@ type state struct {
 	rootTime time.Time
 	depot    string      // the depot's id (keyDepot)
 	cache    *chunkCache // where inline content goes as it is applied
+	addr     addresses   // how the records name content (set before any is applied)
 	vstate               // retained versions and snapshots
 
 	quota   *quota.Set    // the store's quotas

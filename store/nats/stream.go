@@ -151,7 +151,7 @@ func (s *Store) PutStreams(ctx context.Context, next func() (store.PutRequest, i
 	drop := func() {
 		for _, f := range files {
 			if f.gen != "" {
-				if err := s.chunks.drop(context.WithoutCancel(ctx), f.sum, f.gen); err != nil {
+				if err := s.chunks.drop(context.WithoutCancel(ctx), s.chunks.addr.id(f.sum), f.gen); err != nil {
 					s.log.Warn("nats: deleting the chunks of a refused stream", "err", err)
 				}
 			}
@@ -192,7 +192,7 @@ func (s *Store) PutStreams(ctx context.Context, next func() (store.PutRequest, i
 	// generation than the one kept, are garbage.
 	for _, f := range files {
 		if f.gen != "" && uploaded[f.sum] != f.gen {
-			if derr := s.chunks.drop(context.WithoutCancel(ctx), f.sum, f.gen); derr != nil {
+			if derr := s.chunks.drop(context.WithoutCancel(ctx), s.chunks.addr.id(f.sum), f.gen); derr != nil {
 				s.log.Warn("nats: deleting duplicate chunks", "err", derr)
 			}
 		}

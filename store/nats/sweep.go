@@ -99,13 +99,13 @@ func (s *Store) ExpireUploads(ctx context.Context) (int, error) {
 // ago, except content this host still reads, then their gc records.
 func (s *Store) collect(ctx context.Context) error {
 	now := s.now()
-	type victim struct{ key, sum, gen string }
+	type victim struct{ key, id, sum, gen string }
 	var due []victim
 	s.view.mu.RLock()
 	for k, g := range s.view.st.gcs {
-		sum, gen := gcParts(k)
-		if now.Sub(g.At) >= s.opts.GCDelay && !s.open.has(sum) && len(due) < expireBatch {
-			due = append(due, victim{k, sum, gen})
+		id, gen := gcParts(k)
+		if now.Sub(g.At) >= s.opts.GCDelay && !s.open.has(g.sum) && len(due) < expireBatch {
+			due = append(due, victim{k, id, g.sum, gen})
 		}
 	}
 	s.view.mu.RUnlock()
@@ -114,7 +114,7 @@ func (s *Store) collect(ctx context.Context) error {
 	}
 	for _, v := range due {
 		if v.gen != genInline {
-			if err := s.chunks.drop(ctx, v.sum, v.gen); err != nil {
+			if err := s.chunks.drop(ctx, v.id, v.gen); err != nil {
 				return err
 			}
 		}
@@ -128,7 +128,7 @@ func (s *Store) collect(ctx context.Context) error {
 			// Inline bytes go in the same batch, unless the content was
 			// stored again meanwhile (the same bytes, by hash).
 			if v.gen == genInline && t.blob(v.sum) == nil {
-				t.gcData = append(t.gcData, v.sum)
+				t.gcData = append(t.gcData, v.id)
 			}
 		}
 		return nil

@@ -47,7 +47,7 @@ type changes struct {
 	blobs   overlay[blobRecord]
 	uploads overlay[uploadRecord]
 	gcDone  []string // gc keys whose chunks are deleted
-	gcData  []string // inline content whose bytes are deleted
+	gcData  []string // ids of inline content whose bytes are deleted
 	c       counters
 	stored  int64 // stored bytes as of the changes so far
 
@@ -141,7 +141,7 @@ func (s *Store) updateUploaded(ctx context.Context, fn func(t *txn) error, uploa
 	defer func() {
 		for sum, gen := range j.uploaded {
 			if !j.keep[sum] {
-				s.chunks.drop(context.WithoutCancel(ctx), sum, gen)
+				s.chunks.drop(context.WithoutCancel(ctx), s.chunks.addr.id(sum), gen)
 			}
 		}
 	}()
@@ -449,17 +449,20 @@ const (
 // uploads, gc records and counters first, then entries in the order of
 // their changes, so the last message (the store's revision after the
 // commit) is an entry's. It assigns the new entries' inodes and every
-// changed entry's revision: the sequence its message will get.
+// changed entry's revision: the sequence its message will get. Every
+// record is encoded here, with its content hashes sealed in a depot with
+// keyed addresses (addresses.marshal).
 func (t *txn) messages() ([]*nats.Msg, error) {
 	var msgs []*nats.Msg
 	var encErr error // the first record that would not encode
+	addr := t.s.chunks.addr
 	add := func(key string, v any) {
 		m := nats.NewMsg(t.s.subject(key))
 		if v == nil {
 			m.Header.Set(kvOperation, "DEL")
 		} else {
 			var err error
-			m.Data, err = json.Marshal(v)
+			m.Data, err = addr.marshal(v)
 			encErr = cmp.Or(encErr, err)
 		}
 		msgs = append(msgs, m)
@@ -474,19 +477,34 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 	msgs = append(msgs, marker)
 	for _, sum := range t.blobs.keys {
 		b := t.blobs.m[sum]
+		id, h := addr.id(sum), ""
+		if addr.keyed() {
+			var err error
+			h, err = addr.seal(sum)
+			encErr = cmp.Or(encErr, err)
+		}
 		switch {
 		case b.Refs > 0:
 			if b.Gen == genInline && t.st.blobs[sum] == nil {
-				m := nats.NewMsg(t.s.subject(dataKey(sum)))
-				m.Data = t.s.chunks.sealData(dataKey(sum), t.inline[sum])
+				m := nats.NewMsg(t.s.subject(dataKey(id)))
+				m.Data = t.s.chunks.sealData(dataKey(id), t.inline[sum])
 				msgs = append(msgs, m)
 			}
-			add(blobKey(sum), b)
+			c := *b
+			c.H = h
+			add(blobKey(id), &c)
 		default:
 			if t.st.blobs[sum] != nil {
-				add(blobKey(sum), nil)
+				add(blobKey(id), nil)
+				if h != "" {
+					// The key names only the address: the marker
+					// says whose it is (see state.applyOne).
+					var err error
+					msgs[len(msgs)-1].Data, err = json.Marshal(blobRecord{H: h})
+					encErr = cmp.Or(encErr, err)
+				}
 			}
-			add(gcKey(sum, b.Gen), gcRecord{At: t.now})
+			add(gcKey(id, b.Gen), gcRecord{At: t.now, H: h})
 		}
 	}
 	var completed []string
@@ -506,8 +524,8 @@ func (t *txn) messages() ([]*nats.Msg, error) {
 	for _, k := range t.dtDrop {
 		add(k, nil)
 	}
-	for _, sum := range t.gcData {
-		add(dataKey(sum), nil)
+	for _, id := range t.gcData {
+		add(dataKey(id), nil)
 	}
 	for _, dir := range slices.Sorted(maps.Keys(t.Touched)) {
 		if dir == depotpath.Root {

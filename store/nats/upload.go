@@ -214,8 +214,8 @@ func (s *Store) complete(ctx context.Context, ukey string) (store.PutResult, err
 		done.done = out
 		return nil
 	}, func(ctx context.Context, sum string) (string, error) {
-		gen := nuid.Next()
-		w := s.chunks.writer(ctx, s.chunkSize, func(i int) string { return s.chunks.blobSubject(sum, gen, int64(i)) })
+		gen, id := nuid.Next(), s.chunks.addr.id(sum)
+		w := s.chunks.writer(ctx, s.chunkSize, func(i int) string { return s.chunks.blobSubject(id, gen, int64(i)) })
 		if err := s.uploadParts(ctx, ukey, u, w.write); err != nil {
 			w.abort()
 			return "", err

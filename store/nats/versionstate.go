@@ -2,6 +2,7 @@ package nats
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 
@@ -72,6 +73,9 @@ func (st *state) applyVersion(key string, data []byte, del bool) error {
 	vr, err := decodeUnless[versionRecord](del, key, data)
 	if vr == nil {
 		return err
+	}
+	if err := st.addr.openRecord(&vr.Record); err != nil {
+		return fmt.Errorf("version %s: %w", key, err)
 	}
 	vr.Record.Revision = vr.Rev
 	v := &rules.Version{Path: vr.Path, Rec: &vr.Record, Until: vr.Until, Held: vr.Held}

@@ -215,7 +215,7 @@ func (v *view) apply(msgs []msg, rev uint64) {
 	entryRev := st.entryRev
 	if !v.opened && st.rev >= v.openSeq {
 		v.opened = true
-		v.hub.Restore(replayed(v.replay, v.from, v.history))
+		v.hub.Restore(replayed(v.replay, v.from, v.history, st.addr))
 		v.replay = nil
 	}
 	v.mu.Unlock()
@@ -257,6 +257,9 @@ func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted
 		if err != nil {
 			return nil, "", err
 		}
+		if err := st.addr.openRecord(&r.Record); err != nil {
+			return nil, "", fmt.Errorf("record %s: %w", key, err)
+		}
 		if touch {
 			// Only a directory's times moved: no revision, no event.
 			r.Revision = r.Rev
@@ -280,6 +283,20 @@ func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted
 		if err != nil {
 			return nil, "", err
 		}
+		if st.addr.keyed() {
+			// The key names the content's address; the record, or the
+			// delete marker, its enciphered hash.
+			h := b
+			if del {
+				if h, err = decode[blobRecord](key, data); err != nil {
+					return nil, "", err
+				}
+			}
+			if sum, err = st.addr.open(h.H); err != nil || sum == "" {
+				return nil, "", fmt.Errorf("blob %s: %w", key, cmp.Or(err, errNoSum))
+			}
+			h.H = ""
+		}
 		old := st.blobs[sum]
 		st.setBlob(sum, b)
 		if b != nil && (old == nil || b.Refs > old.Refs) {
@@ -287,8 +304,8 @@ func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted
 		}
 		return nil, "", nil
 	case 'd':
-		// Inline content goes to the chunk cache only: a read that
-		// misses it gets it from the bucket.
+		// Inline content goes to the chunk cache only, by its id: a read
+		// that misses it gets it from the bucket.
 		if !del && st.cache != nil {
 			st.cache.add(inlineCacheKey(key[2:]), append([]byte(nil), data...))
 		}
@@ -297,10 +314,18 @@ func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted
 		if err != nil {
 			return nil, "", err
 		}
-		st.gcs[key] = g
 		if g == nil {
 			delete(st.gcs, key)
+			return nil, "", nil
 		}
+		g.sum, _ = gcParts(key)
+		if st.addr.keyed() {
+			if g.sum, err = st.addr.open(g.H); err != nil || g.sum == "" {
+				return nil, "", fmt.Errorf("gc record %s: %w", key, cmp.Or(err, errNoSum))
+			}
+			g.H = ""
+		}
+		st.gcs[key] = g
 	case 'c':
 		if del {
 			return nil, "", nil
@@ -316,6 +341,11 @@ func (st *state) applyOne(key string, data []byte, del bool, seq uint64, evicted
 		return nil, "", st.applyDirTime(key, data, del)
 	case 'u':
 		u, err := decodeUnless[uploadRecord](del, key, data)
+		if err == nil && u != nil {
+			if err = st.addr.openUpload(u); err != nil {
+				err = fmt.Errorf("upload %s: %w", key, err)
+			}
+		}
 		if err == nil {
 			st.setUpload(key, u)
 		}

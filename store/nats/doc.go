@@ -14,8 +14,14 @@
 //     revision of the message that wrote it.
 //   - <prefix>-chunks, a stream: one subject per chunk of at most
 //     1 MiB (less when the servers' max_payload is 1 MiB:
-//     <prefix>-chunks.<sha256>.<generation>.<index>), and the chunks of
-//     uploads in progress. Reads go to the stream leader.
+//     <prefix>-chunks.<content id>.<generation>.<index>), and the chunks
+//     of uploads in progress. Reads go to the stream leader.
+//
+// A content id is the content's sha256, or in a depot sealed with keyed
+// addresses (every depot created with Options.Key) an HMAC of it under a
+// key of the depot's, whose records then keep the sha256 only enciphered;
+// the host's state and every caller name content by the plain sha256
+// (see addresses).
 //
 // Both are created with Options.Replicas (3 by default). The servers must
 // fsync every write before acknowledging it (sync_interval: always, see

@@ -47,3 +47,8 @@ func SlowApply(t testing.TB, d time.Duration) {
 	applyPause.Store(int64(d))
 	t.Cleanup(func() { applyPause.Store(0) })
 }
+
+// PlainAddresses makes a depot that o creates with a key name content by
+// its plain hash (a version 1 seal record), as depots sealed before keyed
+// addresses do.
+func PlainAddresses(o *Options) { o.plainAddresses = true }

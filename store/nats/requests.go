@@ -22,6 +22,7 @@ import (
 type Requests struct {
 	kv   jetstream.KeyValue
 	host string
+	addr addresses // a request's hash is kept as records keep it
 }
 
 var _ fetch.Exchange = (*Requests)(nil)
@@ -51,13 +52,17 @@ func (s *Store) Requests(ctx context.Context) (*Requests, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nats: requests bucket: %w", err)
 	}
-	return &Requests{kv: kv, host: nuid.Next()}, nil
+	return &Requests{kv: kv, host: nuid.Next(), addr: s.chunks.addr}, nil
 }
 
 func (r *Requests) key(path string) string { return r.host + "." + hashHex(path)[:32] }
 
 // Publish announces or refreshes this host's request.
 func (r *Requests) Publish(ctx context.Context, req fetch.Request) error {
+	var err error
+	if req.SHA256, err = r.addr.seal(req.SHA256); err != nil {
+		return err
+	}
 	b, err := json.Marshal(sharedRequest{Request: req, At: time.Now().UTC()})
 	if err != nil {
 		return err
@@ -125,7 +130,11 @@ func (r *Requests) Watch(ctx context.Context, fn func([]fetch.Request)) error {
 			}
 			if e.Operation() == jetstream.KeyValuePut {
 				var q sharedRequest
-				if err := json.Unmarshal(e.Value(), &q); err == nil {
+				err := json.Unmarshal(e.Value(), &q)
+				if err == nil {
+					q.SHA256, err = r.addr.open(q.SHA256)
+				}
+				if err == nil {
 					all[e.Key()] = q
 				}
 			} else {

@@ -45,13 +45,29 @@ func (c *chunkStore) openData(ad string, b []byte) ([]byte, error) {
 	return p, nil
 }
 
-// unseal reads the depot's seal record at Open and unwraps its data key
-// with Options.Key, so every host of a sealed depot must hold the key that
-// wraps it: a host without a key, or with another, is refused naming the
-// key id the depot wants. A host with a key seals a depot this Open
-// created (of hosts creating it at once, the first record wins, and the
-// others must hold its key); it refuses one that exists without a record,
-// whose content may be in the clear.
+// readSeal reads the depot's seal record before this host reads the tree,
+// whose records name content by keyed addresses if the record says so,
+// and unwraps its data key with Options.Key (see openSeal): sealed
+// reports that there is a record. Open reads it once more (unseal) when
+// there was none.
+func (s *Store) readSeal(ctx context.Context) (sealed bool, err error) {
+	data, err := lastMsg(ctx, s.nc, s.tree, s.subject(keySeal), s.opts.Timeout)
+	switch {
+	case errors.Is(err, errChunkMissing):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading the depot's seal record: %w", err)
+	}
+	return true, s.openSeal(ctx, data, false)
+}
+
+// unseal settles, once this host has read the tree, the sealing of a depot
+// that had no seal record when readSeal looked. A host with a key seals a
+// depot this Open created, with keyed addresses (of hosts creating it at
+// once, the first record wins, and the others must hold its key); it
+// refuses one that exists without a record, whose content may be in the
+// clear. A record another host wrote meanwhile is opened as readSeal
+// would.
 func (s *Store) unseal(ctx context.Context, created bool) error {
 	kek := s.opts.Key
 	data, err := lastMsg(ctx, s.nc, s.tree, s.subject(keySeal), s.opts.Timeout)
@@ -61,7 +77,11 @@ func (s *Store) unseal(ctx context.Context, created bool) error {
 	case errors.Is(err, errChunkMissing) && !created:
 		return fmt.Errorf("%w: the depot under prefix %q was created without a key and its content may be in the clear; start this host without --key-file and DEPOTFS_KEY", seal.ErrNotSealed, s.opts.Prefix)
 	case errors.Is(err, errChunkMissing):
-		k, r, err := seal.NewRecord(ctx, kek)
+		newRecord := seal.NewKeyedRecord
+		if s.opts.plainAddresses {
+			newRecord = seal.NewRecord
+		}
+		k, r, err := newRecord(ctx, kek)
 		if err != nil {
 			return err
 		}
@@ -72,25 +92,57 @@ func (s *Store) unseal(ctx context.Context, created bool) error {
 			return fmt.Errorf("reading the depot's seal record: %w", err)
 		}
 		if r2, err := seal.ParseRecord(data); err == nil && r2.ID == r.ID {
-			s.log.Info("nats: new depot sealed", "prefix", s.opts.Prefix, "data_key", r.ID, "key", r.KEKID)
-			s.chunks.key, s.chunks.tampered = k, seal.NewTally(s.log)
-			return nil
+			s.log.Info("nats: new depot sealed", "prefix", s.opts.Prefix, "data_key", r.ID, "key", r.KEKID, "keyed_addresses", k.Keyed())
+			return s.useKey(k, true)
 		}
 	case err != nil:
 		return fmt.Errorf("reading the depot's seal record: %w", err)
 	}
+	return s.openSeal(ctx, data, true)
+}
+
+// openSeal unwraps the data key of the seal record data with Options.Key
+// and uses it (late as useKey says), so every host of a sealed depot must
+// hold the key that wraps it: a host without a key, or with another, is
+// refused naming the key id the depot wants.
+func (s *Store) openSeal(ctx context.Context, data []byte, late bool) error {
 	r, err := seal.ParseRecord(data)
 	if err != nil {
 		return err
 	}
-	if kek == nil {
+	if s.opts.Key == nil {
 		return fmt.Errorf("%w: its data key %s is wrapped by key %s: give every host that key (--key-file or DEPOTFS_KEY)", seal.ErrNoKey, r.ID, r.KEKID)
 	}
-	k, err := seal.Open(ctx, kek, r)
+	k, err := seal.Open(ctx, s.opts.Key, r)
 	if err != nil {
 		return fmt.Errorf("every host of a depot needs the key that wraps its data key: %w", err)
 	}
+	return s.useKey(k, late)
+}
+
+// errSealedMeanwhile reports a depot that another host sealed, with keyed
+// addresses, while this host read its records without the key: it must
+// read them again.
+var errSealedMeanwhile = errors.New("another host sealed the depot while this host read it; open it again")
+
+// useKey makes k the depot's data key on this host. A key for keyed
+// addresses that comes late, after the tree was read (another host
+// sealed the new depot meanwhile), is refused with errSealedMeanwhile if
+// the state read holds content already, named by addresses it took for
+// hashes.
+func (s *Store) useKey(k *seal.Key, late bool) error {
 	s.chunks.key, s.chunks.tampered = k, seal.NewTally(s.log)
+	if !k.Keyed() {
+		return nil
+	}
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
+	st := s.view.st
+	if late && len(st.blobs)+len(st.gcs)+len(st.entries)+len(st.uploads)+len(st.vkeys) > 0 {
+		return errSealedMeanwhile
+	}
+	s.chunks.addr = addresses{k}
+	st.addr = s.chunks.addr
 	return nil
 }
 

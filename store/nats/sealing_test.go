@@ -3,19 +3,25 @@ package nats_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/depotfs/depotfs/internal/seal"
 	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/fetch"
 	"github.com/depotfs/depotfs/store/nats"
 	"github.com/depotfs/depotfs/store/nats/natstest"
 	"github.com/depotfs/depotfs/store/storetest"
@@ -52,6 +58,13 @@ const sealMarker = "NATS-SEALED-MARKER-9e2b-"
 // countMarker counts marker in every file of the cluster's servers.
 func countMarker(t *testing.T, c *natstest.Cluster, marker string) int {
 	t.Helper()
+	return countAll(t, c, marker)
+}
+
+// countAll counts each of needles in every file of the cluster's servers,
+// in one walk, and returns the sum.
+func countAll(t *testing.T, c *natstest.Cluster, needles ...string) int {
+	t.Helper()
 	n := 0
 	for _, node := range c.Nodes {
 		// The servers go on writing for the other tests meanwhile: a
@@ -67,7 +80,9 @@ func countMarker(t *testing.T, c *natstest.Cluster, marker string) int {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil
 			}
-			n += bytes.Count(b, []byte(marker))
+			for _, s := range needles {
+				n += bytes.Count(b, []byte(s))
+			}
 			return err
 		})
 		if err != nil {
@@ -77,11 +92,16 @@ func countMarker(t *testing.T, c *natstest.Cluster, marker string) int {
 	return n
 }
 
-// TestSealedAtRest writes inline content, chunked content and a chunked
-// upload to a depot: with a key, the servers' files never hold the
-// plaintext (the control without a key does), a second host with the key
-// reads everything back, and hosts without it or with another key are
-// refused at Open, naming the key the depot wants.
+// TestSealedAtRest writes inline content, chunked content, a chunked
+// upload, equal content twice, a placeholder declaring a hash, a version
+// kept by history and a snapshot to a depot: with a key, the servers'
+// files hold neither the plaintext nor any content's plain SHA-256, in
+// hex or raw (the control without a key holds both); equal content is
+// one blob either way; a second host with the key, which decodes every
+// record from the stream, reads everything back and shows plain hashes
+// in entries, placeholders, history, snapshots and the change log; and
+// hosts without the key or with another are refused at Open, naming the
+// key the depot wants.
 func TestSealedAtRest(t *testing.T) {
 	t.Parallel()
 	for _, sealed := range []bool{false, true} {
@@ -96,7 +116,8 @@ func TestSealedAtRest(t *testing.T) {
 				kek = testKEK(t)
 			}
 			opts := nats.Options{InlineBytes: 1024, MaxChunkSize: 16 << 10, Key: kek}
-			s := openWith(t, c, storetest.Config{}, prefix, opts)
+			cfg := storetest.Config{KeepVersions: 2}
+			s := openWith(t, c, cfg, prefix, opts)
 			files := map[string][]byte{
 				"/inline.txt": []byte(marker + " small\n"),
 				"/chunks.txt": bytes.Repeat([]byte(marker+" large\n"), 3000),
@@ -116,6 +137,38 @@ func TestSealedAtRest(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			dup := []byte(marker + " twice\n")
+			for _, p := range []string{"/dup1.txt", "/dup2.txt"} {
+				if _, err := s.Put(ctx, store.PutRequest{Path: p, Data: dup}); err != nil {
+					t.Fatal(err)
+				}
+				files[p] = dup
+			}
+			declared := []byte(marker + " declared\n")
+			_, err := s.Declare(ctx, store.DeclareRequest{Entries: []store.Declaration{
+				{Path: "/declared.txt", Kind: store.KindFile, Size: int64(len(declared)), SHA256: storetest.Sum(declared)}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err := s.(store.Versions).CreateSnapshot(ctx, store.SnapshotRequest{Name: "before"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			old := files["/inline.txt"]
+			files["/inline.txt"] = []byte(marker + " small, again\n")
+			if _, err := s.Put(ctx, store.PutRequest{Path: "/inline.txt", Data: files["/inline.txt"], SHA256: storetest.Sum(files["/inline.txt"])}); err != nil {
+				t.Fatal(err)
+			}
+			// A host's demand-fetch request for the placeholder names
+			// its hash too.
+			ex, err := s.(*nats.Store).Requests(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := fetch.Request{ID: 1, Path: "/declared.txt", SHA256: storetest.Sum(declared), Waiters: 1}
+			if err := ex.Publish(ctx, req); err != nil {
+				t.Fatal(err)
+			}
 			n := countMarker(t, c, marker)
 			if sealed && n != 0 {
 				t.Fatalf("the servers' files hold the plaintext %d times", n)
@@ -123,8 +176,94 @@ func TestSealedAtRest(t *testing.T) {
 			if !sealed && n == 0 {
 				t.Fatal("the control without a key does not show its plaintext: the test looks in the wrong place")
 			}
+			var sums []string
+			plain := map[string]bool{"": true}
+			for _, d := range append(slices.Collect(maps.Values(files)), old, declared) {
+				sum := sha256.Sum256(d)
+				sums = append(sums, hex.EncodeToString(sum[:]), string(sum[:]))
+				plain[hex.EncodeToString(sum[:])] = true
+			}
+			n = countAll(t, c, sums...)
+			if sealed && n != 0 {
+				t.Fatalf("the servers' files hold plain content hashes %d times", n)
+			}
+			if !sealed && n == 0 {
+				t.Fatal("the control without a key does not show its content hashes: the test looks in the wrong place")
+			}
+			// One blob for each content: the equal files share one.
+			js, err := jetstream.New(c.Connect(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tree, err := js.Stream(ctx, "KV_"+prefix+"-tree")
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := tree.Info(ctx, jetstream.WithSubjectFilter("$KV."+prefix+"-tree.b.>"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(info.State.Subjects); got != 5 {
+				t.Errorf("%d blob records for 5 contents (one of them in two files)", got)
+			}
+
+			// A sweep for leaked chunks finds every chunk of the files
+			// live (it names them by the same ids) and leaves them.
+			if _, err := s.(*nats.Store).SweepChunks(ctx, time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+
 			// Another host, with the same key, reads it all.
-			s2 := openWith(t, c, storetest.Config{}, prefix, opts)
+			s2 := openWith(t, c, cfg, prefix, opts)
+			for p, want := range files {
+				if e, err := s2.Stat(ctx, p); err != nil || e.SHA256 != storetest.Sum(want) {
+					t.Errorf("Stat %s on a second host: %q, %v; want the plain hash", p, e.SHA256, err)
+				}
+			}
+			if e, err := s2.Stat(ctx, "/declared.txt"); err != nil || e.DeclaredSHA256 != storetest.Sum(declared) {
+				t.Errorf("the placeholder on a second host: declared %q, %v; want the plain hash", e.DeclaredSHA256, err)
+			}
+			if h, err := s2.(store.Versions).History(ctx, "/inline.txt"); err != nil || len(h) != 2 || h[1].SHA256 != storetest.Sum(old) {
+				t.Errorf("History on a second host: %+v, %v; want the earlier version's plain hash", h, err)
+			}
+			if e, err := s2.(store.Versions).StatAt(ctx, "/inline.txt", snap.Revision); err != nil || e.SHA256 != storetest.Sum(old) {
+				t.Errorf("the snapshot on a second host: %q, %v; want the plain hash", e.SHA256, err)
+			}
+			ex2, err := s2.(*nats.Store).Requests(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wctx, stop := context.WithCancel(ctx)
+			seen := make(chan []fetch.Request, 1)
+			go ex2.Watch(wctx, func(rs []fetch.Request) {
+				if len(rs) > 0 {
+					select {
+					case seen <- rs:
+					default:
+					}
+				}
+			})
+			select {
+			case rs := <-seen:
+				if rs[0].Path != req.Path || rs[0].SHA256 != req.SHA256 {
+					t.Errorf("the request on a second host: %+v; want %+v", rs[0], req)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("the second host never saw the first one's request")
+			}
+			stop()
+			page, err := s2.Changes(ctx, "/", 0, 100)
+			if err != nil || len(page.Events) < len(files) {
+				t.Fatalf("Changes on a second host: %d events, %v", len(page.Events), err)
+			}
+			for _, ev := range page.Events {
+				if !plain[ev.Entry.SHA256] || !plain[ev.Entry.DeclaredSHA256] {
+					t.Errorf("change event %s %s: hashes %q, %q; want plain ones", ev.Kind, ev.Path, ev.Entry.SHA256, ev.Entry.DeclaredSHA256)
+				}
+			}
+			if _, err := s2.Put(ctx, store.PutRequest{Path: "/dup1.txt", Data: dup, SHA256: storetest.Sum(old)}); !errors.Is(err, store.ErrHashMismatch) {
+				t.Errorf("a put declaring another hash = %v; want ErrHashMismatch", err)
+			}
 			for p, want := range files {
 				ct, err := s2.Open(ctx, p)
 				if err != nil {
@@ -170,6 +309,51 @@ func TestSealedAtRest(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSealedPlainAddresses opens a depot sealed before keyed addresses
+// (a version 1 seal record: content named by its plain hash, which the
+// servers' files show): a host of this build reads it, and writes and
+// reads new content in it, as it was.
+func TestSealedPlainAddresses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := sharedCluster(t)
+	prefix := fmt.Sprintf("spa%d", depots.Add(1))
+	opts := nats.Options{InlineBytes: 1024, MaxChunkSize: 16 << 10, Key: testKEK(t)}
+	old := opts
+	nats.PlainAddresses(&old)
+	s := openWith(t, c, storetest.Config{}, prefix, old)
+	files := map[string][]byte{
+		"/inline.txt": []byte(prefix + " small\n"),
+		"/chunks.txt": bytes.Repeat([]byte(prefix+" large\n"), 3000),
+	}
+	for p, d := range files {
+		if _, err := s.Put(ctx, store.PutRequest{Path: p, Data: d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if countAll(t, c, storetest.Sum(files["/inline.txt"]), storetest.Sum(files["/chunks.txt"])) == 0 {
+		t.Fatal("the depot does not name content by its plain hash: not the old format")
+	}
+	s2 := openWith(t, c, storetest.Config{}, prefix, opts)
+	files["/new.txt"] = bytes.Repeat([]byte(prefix+" new\n"), 3000)
+	if _, err := s2.Put(ctx, store.PutRequest{Path: "/new.txt", Data: files["/new.txt"]}); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []store.Store{s2, s} {
+		for p, want := range files {
+			ct, err := st.Open(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(io.NewSectionReader(ct, 0, ct.Size()))
+			ct.Close()
+			if err != nil || !bytes.Equal(got, want) || ct.SHA256() != storetest.Sum(want) {
+				t.Fatalf("%s: %d bytes, %v; want %d", p, len(got), err, len(want))
+			}
+		}
 	}
 }
 

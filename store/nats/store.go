@@ -133,9 +133,14 @@ type Options struct {
 	// Key is the key-encryption key of a sealed depot: every host of a
 	// sealed depot must hold the key that wraps its data key, and a depot
 	// created by a host with a key is sealed (content, inline content and
-	// uploads' chunks; see package seal). nil keeps content in the clear
-	// and is refused by a sealed depot.
+	// uploads' chunks; see package seal) and names content by keyed
+	// addresses. nil keeps content in the clear and is refused by a
+	// sealed depot.
 	Key seal.Wrapper
+	// plainAddresses makes a depot created with a Key name content by
+	// its plain hash (a version 1 seal record), as builds before keyed
+	// addresses did: for tests of such depots only.
+	plainAddresses bool
 
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -297,6 +302,12 @@ func (s *Store) setup(outer context.Context) error {
 	s.tree = tree
 	s.chunks = newChunks(s.js, s.opts.Prefix+"-chunks", s.opts.CacheBytes, s.opts.Timeout, s.opts.WriteTimeout)
 	s.view.st.cache = &s.chunks.cache
+	// The key first: in a depot with keyed addresses the tree's records
+	// cannot be read without it.
+	sealed, err := s.readSeal(ctx)
+	if err != nil {
+		return err
+	}
 	info, err := tree.Info(ctx)
 	if err != nil {
 		return fmt.Errorf("tree bucket: %w", err)
@@ -331,8 +342,10 @@ func (s *Store) setup(outer context.Context) error {
 	if err := s.agree(ctx); err != nil {
 		return err
 	}
-	if err := s.unseal(ctx, !exists); err != nil {
-		return err
+	if !sealed {
+		if err := s.unseal(ctx, !exists); err != nil {
+			return err
+		}
 	}
 	return s.chunks.create(ctx, s.opts.Replicas)
 }

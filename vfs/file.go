@@ -22,13 +22,17 @@ import (
 // version of the same path is a new fileNode (see stableAttr), except when
 // it has the same content or extends it (see follow): then the node
 // follows it and the inode stays. It is safe for concurrent use.
+//
+// The kernel may know hundreds of thousands of files, and go-fuse keeps a
+// node for each, most of them never opened: what only an open needs is
+// apart (opened), and the fields are laid out to fit the 288-byte size
+// class (TestFileNodeSize).
 type fileNode struct {
-	primer
-
-	// mu guards every field below it.
-	mu      sync.Mutex
-	version fileVersion // what the node shows (see follow)
-	gone    bool        // replaced by an unrelated version, or removed: link count 0
+	node
+	// mu guards every field below it except primer (atomic).
+	mu     sync.Mutex
+	primer primer
+	gone   bool // replaced by an unrelated version, or removed: link count 0
 	// cached: the node followed a newer version (see follow) and is
 	// served through the page cache from then on; passed: a handle was
 	// once served by passthrough, so the node never follows a newer
@@ -38,10 +42,35 @@ type fileNode struct {
 	// changed content and mode in between would fail opens with EIO (or
 	// read the older backing file).
 	cached, passed bool
-	opens          int32    // open handles, of either kind
-	shared         *shared  // the content the open fileHandles of the version shown share; nil when none is open
-	blob           *os.File // the blob file open handles share (passthrough); nil when none is open
-	blobRefs       int32    // open handles on blob
+	version        fileVersion // what the node shows (see follow)
+	open           *opened     // nil until the node is first opened or keeps content (see opened)
+}
+
+// opened is what a fileNode keeps of its open handles and the content
+// they share, allocated the first time it has any: most nodes a walk
+// makes are never opened.
+type opened struct {
+	opens    int32    // open handles, of either kind
+	blobRefs int32    // open handles on blob
+	shared   *shared  // the content the open fileHandles of the version shown share; nil when none is open
+	blob     *os.File // the blob file open handles share (passthrough); nil when none is open
+}
+
+// opened returns the node's open state, allocating it on first use. f.mu
+// must be held, or the node not yet be in the tree.
+func (f *fileNode) opened() *opened {
+	if f.open == nil {
+		f.open = new(opened)
+	}
+	return f.open
+}
+
+// opensLocked is the number of open handles. f.mu must be held.
+func (f *fileNode) opensLocked() int32 {
+	if f.open == nil {
+		return 0
+	}
+	return f.open.opens
 }
 
 var (
@@ -257,7 +286,7 @@ func (f *fileNode) serve(ctx context.Context, v fileVersion, c store.Content) (f
 	if h == nil {
 		return nil, 0, errMoved
 	}
-	f.prime(h.s, v.path)
+	f.primer.prime(&f.node, h.s, v.path)
 	return h, cached, 0
 }
 
@@ -319,10 +348,11 @@ func (f *fileNode) openOld(ctx context.Context, v fileVersion) (fs.FileHandle, u
 // primer); a larger file's first READ brings a whole MiB anyway.
 const primeMax = 128 << 10
 
-// primer is a file node, live (fileNode) or of a snapshot (snapFile), that
-// hands a small file's content to the kernel's page cache.
+// primer hands a small file's content to the kernel's page cache for a
+// file node, live (fileNode) or of a snapshot (snapFile). It is a field
+// apart from the node (rather than embedding it) so that the fileNode's
+// flags share its word.
 type primer struct {
-	node
 	primed atomic.Bool // the content was handed to the kernel's page cache
 }
 
@@ -332,23 +362,23 @@ type primer struct {
 // instead of costing a READ round trip. The node's content only ever grows
 // (a snapshot's never changes), so the pages can never be stale; if the
 // kernel drops them later, reads ask for them as usual. c must be the
-// content the node shows, of the file at p.
-func (f *primer) prime(c store.Content, p string) {
+// content the node n shows, of the file at p.
+func (f *primer) prime(n *node, c store.Content, p string) {
 	size := c.Size()
 	if size <= 0 || size > primeMax || f.primed.Swap(true) {
 		return
 	}
 	buf := make([]byte, size)
-	if n, err := c.ReadAt(buf, 0); int64(n) != size {
+	if got, err := c.ReadAt(buf, 0); int64(got) != size {
 		f.primed.Store(false)
 		if err != nil && !errors.Is(err, io.EOF) {
-			f.fsys.log.Debug("vfs: reading a file to prime the page cache failed", "path", p, "err", err)
+			n.fsys.log.Debug("vfs: reading a file to prime the page cache failed", "path", p, "err", err)
 		}
 		return
 	}
-	if errno := f.WriteCache(0, buf); errno != 0 {
+	if errno := n.WriteCache(0, buf); errno != 0 {
 		f.primed.Store(false)
-		f.fsys.log.Debug("vfs: priming the page cache failed", "path", p, "err", errno)
+		n.fsys.log.Debug("vfs: priming the page cache failed", "path", p, "err", errno)
 	}
 }
 
@@ -363,7 +393,8 @@ func (f *fileNode) openBlob(ctx context.Context, pt *blobs, c store.Content, v f
 	if !f.version.same(v) {
 		return nil, nil
 	}
-	if f.blob == nil {
+	o := f.opened()
+	if o.blob == nil {
 		var bf *os.File
 		var err error
 		if c != nil {
@@ -374,10 +405,10 @@ func (f *fileNode) openBlob(ctx context.Context, pt *blobs, c store.Content, v f
 		if err != nil {
 			return nil, err
 		}
-		f.blob, f.passed = bf, true
+		o.blob, f.passed = bf, true
 	}
-	f.blobRefs++
-	f.opens++
+	o.blobRefs++
+	o.opens++
 	return &blobHandle{node: f}, nil
 }
 
@@ -386,23 +417,24 @@ func (f *fileNode) openBlob(ctx context.Context, pt *blobs, c store.Content, v f
 func (f *fileNode) releaseBlob() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.opens--
-	f.blobRefs--
-	if f.blobRefs > 0 {
+	o := f.open
+	o.opens--
+	o.blobRefs--
+	if o.blobRefs > 0 {
 		return
 	}
-	bf := f.blob
+	bf := o.blob
 	time.AfterFunc(lingerFor, func() { f.expireBlob(bf) })
 }
 
 // expireBlob closes the blob file bf if no handle took it up again.
 func (f *fileNode) expireBlob(bf *os.File) {
 	f.mu.Lock()
-	if f.blob != bf || f.blobRefs > 0 {
+	if o := f.open; o.blob != bf || o.blobRefs > 0 {
 		f.mu.Unlock()
 		return
 	}
-	f.blob = nil
+	f.open.blob = nil
 	f.mu.Unlock()
 	if err := bf.Close(); err != nil {
 		f.fsys.log.Warn("vfs: closing a blob file failed", "path", f.path(), "err", err)

@@ -70,12 +70,12 @@ func (f *fileNode) follow(ctx context.Context, e store.Entry, c store.Content, r
 		case e.Revision <= v.rev:
 			f.mu.Unlock()
 			return kept, v.size
-		case retarget && f.opens == 0 && !f.passed:
+		case retarget && f.opensLocked() == 0 && !f.passed:
 			// A node the kernel was told is gone keeps saying so (its
 			// link count): the opener resolved the name before.
 			f.version = nv
 			f.cached = true
-			f.primed.Store(false)
+			f.primer.primed.Store(false)
 			f.mu.Unlock()
 			return retargeted, v.size
 		case f.gone:
@@ -85,7 +85,7 @@ func (f *fileNode) follow(ctx context.Context, e store.Entry, c store.Content, r
 			f.version = nv
 			f.mu.Unlock()
 			return refreshed, v.size
-		case !v.present && nv.present && f.opens == 0:
+		case !v.present && nv.present && f.opensLocked() == 0:
 			f.version = nv
 			f.mu.Unlock()
 			return filled, v.size

@@ -183,7 +183,7 @@ func (fsys *fsys) child(ctx context.Context, parent *fs.Inode, name string, e st
 	if e.IsDir() {
 		n = &dirNode{node: node{fsys: fsys}, path: strings.Clone(e.Path)}
 	} else {
-		f := &fileNode{primer: primer{node: node{fsys: fsys}}, version: newFileVersion(e)}
+		f := &fileNode{node: node{fsys: fsys}, version: newFileVersion(e)}
 		if replacing || justUpdated(e) || fsys.staledRecently(e.Path) {
 			e = f.keep(ctx, e)
 			id = stableAttr(e)

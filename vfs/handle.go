@@ -44,7 +44,7 @@ func (f *fileNode) newHandle(v fileVersion, c store.Content) *fileHandle {
 		c.Close()
 		return nil
 	}
-	f.opens++
+	f.opened().opens++
 	s, took := f.adoptLocked(c)
 	f.mu.Unlock()
 	if !took {
@@ -57,14 +57,15 @@ func (f *fileNode) newHandle(v fileVersion, c store.Content) *fileHandle {
 // one the node shares when it has c's bytes, else c, now shared. It
 // reports whether it took c. f.mu must be held.
 func (f *fileNode) adoptLocked(c store.Content) (s *shared, took bool) {
-	if s := f.shared; s != nil && s.SHA256() == c.SHA256() && s.Size() == c.Size() {
+	o := f.opened()
+	if s := o.shared; s != nil && s.SHA256() == c.SHA256() && s.Size() == c.Size() {
 		s.refs++
 		return s, false
 	}
 	// A shorter content (from before the node followed an append) stays
 	// with the handles that hold it.
-	f.shared = &shared{Content: c, refs: 1}
-	return f.shared, true
+	o.shared = &shared{Content: c, refs: 1}
+	return o.shared, true
 }
 
 // keep holds the content of e, the version a lookup is about to answer
@@ -92,7 +93,7 @@ func (f *fileNode) keep(ctx context.Context, e store.Entry) store.Entry {
 		}
 		if v.holds(c) {
 			s := &shared{Content: c}
-			f.shared = s
+			f.opened().shared = s
 			time.AfterFunc(lingerFor, func() { f.expire(s) })
 			return e
 		}
@@ -134,7 +135,7 @@ func (f *fileNode) hold(ctx context.Context) bool {
 		return false
 	}
 	s := &shared{Content: c}
-	f.shared = s
+	f.opened().shared = s
 	f.mu.Unlock()
 	time.AfterFunc(lingerFor, func() { f.expire(s) })
 	return true
@@ -145,12 +146,15 @@ func (f *fileNode) hold(ctx context.Context) bool {
 func (f *fileNode) shareHandle(v fileVersion) *fileHandle {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := f.shared
+	if f.open == nil {
+		return nil
+	}
+	s := f.open.shared
 	if s == nil || !f.version.same(v) || !v.holds(s.Content) {
 		return nil
 	}
 	s.refs++
-	f.opens++
+	f.open.opens++
 	return &fileHandle{node: f, path: v.path, s: s}
 }
 
@@ -163,7 +167,7 @@ func (f *fileNode) drop(s *shared) error {
 		f.mu.Unlock()
 		return nil
 	}
-	if f.shared == s {
+	if f.open.shared == s {
 		f.mu.Unlock()
 		time.AfterFunc(lingerFor, func() { f.expire(s) })
 		return nil
@@ -181,8 +185,8 @@ func (f *fileNode) expire(s *shared) {
 		return
 	}
 	s.closed = true
-	if f.shared == s {
-		f.shared = nil
+	if f.open.shared == s {
+		f.open.shared = nil
 	}
 	f.mu.Unlock()
 	if err := s.Close(); err != nil {
@@ -265,7 +269,7 @@ func (h *fileHandle) grow(ctx context.Context, s *shared) bool {
 // Release drops the handle's share of the content.
 func (h *fileHandle) Release(context.Context) syscall.Errno {
 	h.node.mu.Lock()
-	h.node.opens--
+	h.node.open.opens--
 	h.node.mu.Unlock()
 	if err := h.node.drop(h.s); err != nil {
 		return h.node.fsys.errno("release", h.path, err)

@@ -229,7 +229,7 @@ var (
 func (h *blobHandle) fd() uintptr {
 	h.node.mu.Lock()
 	defer h.node.mu.Unlock()
-	return h.node.blob.Fd()
+	return h.node.open.blob.Fd()
 }
 
 // PassthroughFd gives the kernel the blob file to read from.

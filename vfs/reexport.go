@@ -51,7 +51,7 @@ func (d *dirNode) LookupNode(ctx context.Context, id uint64, out *fuse.EntryOut)
 	if err != nil {
 		return nil, d.fsys.errno("lookup by handle", p, err)
 	}
-	f := &fileNode{primer: primer{node: node{fsys: d.fsys}}, version: newFileVersion(e)}
+	f := &fileNode{node: node{fsys: d.fsys}, version: newFileVersion(e)}
 	if now, err := d.fsys.st.Stat(ctx, p); err != nil || now.IsDir() || Ino(now) != id {
 		f.markGone()
 	}

@@ -228,7 +228,7 @@ func (t snapTree) expired(now time.Time) bool {
 func (t snapTree) child(ctx context.Context, fsys *fsys, parent *fs.Inode, e store.Entry, out *fuse.Attr) *fs.Inode {
 	fsys.fillAttr(e, out)
 	out.Ino = snapIno(t.id, e)
-	var n fs.InodeEmbedder = &snapFile{primer: primer{node: node{fsys: fsys}}, tree: t, version: newFileVersion(e)}
+	var n fs.InodeEmbedder = &snapFile{node: node{fsys: fsys}, tree: t, version: newFileVersion(e)}
 	if e.IsDir() {
 		n = &snapDir{node: node{fsys: fsys}, tree: t, path: strings.Clone(e.Path), ino: e.Ino}
 	}
@@ -312,7 +312,8 @@ func (d *snapDir) lookupListed(ctx context.Context, e store.Entry, out *fuse.Ent
 
 // snapFile is a file version of a snapshot's tree. Immutable.
 type snapFile struct {
-	primer
+	node
+	primer  primer
 	tree    snapTree
 	version fileVersion
 }
@@ -349,7 +350,7 @@ func (f *snapFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	if err != nil {
 		return nil, 0, f.fsys.errno("open", f.version.path, err)
 	}
-	f.prime(c, f.version.path) // as the live tree's files do
+	f.primer.prime(&f.node, c, f.version.path) // as the live tree's files do
 	return &snapHandle{fsys: f.fsys, path: f.version.path, c: c}, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH, 0
 }
 

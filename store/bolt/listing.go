@@ -110,10 +110,18 @@ func (s *Store) List(ctx context.Context, dir string) (*store.Listing, error) {
 		}
 		prefix := dirPrefix(dir)
 		c := tx.Bucket(bucketTree).Cursor()
-		// Sized once, as ReadDirAt's.
-		n, names, recs := 0, 0, 0
+		// One pass of the cursor, the children kept aside to size the
+		// listing once (a second pass cost as much as the first).
+		kvs := getChildren()
+		defer putChildren(kvs)
+		names, recs := 0, 0
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			n++
+			if len(*kvs)%1024 == 1023 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			*kvs = append(*kvs, listChild{name: k[len(prefix):], rec: v})
 			names += len(k) - len(prefix)
 			recs += len(v)
 		}
@@ -125,7 +133,7 @@ func (s *Store) List(ctx context.Context, dir string) (*store.Listing, error) {
 			mu   sync.Mutex
 			strs = map[string]string{}
 		)
-		l = store.NewListing(dir, n, names, recs, func(p string, v []byte) (store.Entry, error) {
+		l = store.NewListing(dir, len(*kvs), names, recs, func(p string, v []byte) (store.Entry, error) {
 			var (
 				r    record
 				sums [2]hash
@@ -144,17 +152,12 @@ func (s *Store) List(ctx context.Context, dir string) (*store.Listing, error) {
 			}
 			return r.Entry(p), nil
 		})
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			if l.Len()%1024 == 1023 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			kind, ino, rev, err := peekRecord(v)
+		for _, ch := range *kvs {
+			kind, ino, rev, err := peekRecord(ch.rec)
 			if err != nil {
 				return err
 			}
-			l.Add(k[len(prefix):], kind, ino, rev, v)
+			l.Add(ch.name, kind, ino, rev, ch.rec)
 		}
 		return ctx.Err()
 	})
@@ -162,4 +165,28 @@ func (s *Store) List(ctx context.Context, dir string) (*store.Listing, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// listChild is a child's name and record as List reads them, valid
+// during its transaction.
+type listChild struct{ name, rec []byte }
+
+// listChildren holds List's children during its transaction, reused
+// across listings; one that grew past maxPooledChildren is left to the
+// collector, so a huge directory's listing does not stay in the pool.
+var listChildren = sync.Pool{New: func() any { return new([]listChild) }}
+
+const maxPooledChildren = 1 << 14
+
+func getChildren() *[]listChild { return listChildren.Get().(*[]listChild) }
+
+func putChildren(kvs *[]listChild) {
+	if cap(*kvs) > maxPooledChildren {
+		return
+	}
+	// The slices point into bbolt's map, which a later transaction may
+	// remap: none is kept.
+	clear(*kvs)
+	*kvs = (*kvs)[:0]
+	listChildren.Put(kvs)
 }

@@ -44,6 +44,9 @@ type fsys struct {
 	// staled holds the paths an open failed with ESTALE in the last
 	// lingerFor, and when (see stale).
 	staled map[string]time.Time
+	// anyStaled is len(staled) > 0, read without mu: a lookup asks
+	// staledRecently, and a walk's lookups should not all take mu.
+	anyStaled atomic.Bool
 }
 
 // catcherUp is a store other hosts write (store/nats) that can wait until
@@ -111,12 +114,16 @@ func (fsys *fsys) stale(p string) syscall.Errno {
 		fsys.staled = make(map[string]time.Time)
 	}
 	fsys.staled[p] = now
+	fsys.anyStaled.Store(true)
 	return syscall.ESTALE
 }
 
 // staledRecently reports whether an open of the file at p failed with
 // ESTALE in the last lingerFor (see stale).
 func (fsys *fsys) staledRecently(p string) bool {
+	if !fsys.anyStaled.Load() {
+		return false
+	}
 	fsys.mu.Lock()
 	defer fsys.mu.Unlock()
 	at, ok := fsys.staled[p]
@@ -125,6 +132,7 @@ func (fsys *fsys) staledRecently(p string) bool {
 		// burst of failed opens leaves nothing behind once its paths are
 		// looked up again.
 		delete(fsys.staled, p)
+		fsys.anyStaled.Store(len(fsys.staled) > 0)
 		return false
 	}
 	return ok
@@ -198,6 +206,9 @@ func (fsys *fsys) child(ctx context.Context, parent *fs.Inode, name string, e st
 // ago (by the store's clock, so either way: hosts' clocks differ): the file
 // is being updated, and may be again before an open of it arrives.
 func justUpdated(e store.Entry) bool {
+	if e.Updates == 0 {
+		return false // never updated: no clock read (a walk's lookups)
+	}
 	since := time.Since(e.Updated)
-	return e.Updates > 0 && since < lingerFor && since > -lingerFor
+	return since < lingerFor && since > -lingerFor
 }

@@ -43,7 +43,7 @@ type Listing struct {
 	names   []byte // the names, one after the other; only ever appended to
 	recs    []byte // the records, one after the other
 	at      []listedAt
-	decode  func(path string, rec []byte) (Entry, error)
+	decode  func(dir, name string, rec []byte) (Entry, error)
 	entries []Entry // ListingOf's; nil otherwise
 }
 
@@ -57,9 +57,10 @@ type listedAt struct {
 
 // NewListing returns an empty listing of dir for a store to Add n entries
 // to, whose names take names bytes and records recs bytes (hints); decode
-// decodes an entry's record (as Add was given it) into the Entry at path,
-// and must not keep rec, which is the listing's memory.
-func NewListing(dir string, n, names, recs int, decode func(path string, rec []byte) (Entry, error)) *Listing {
+// decodes an entry's record (as Add was given it) into the Entry named
+// name in dir, and must keep neither name nor rec, which are the
+// listing's memory.
+func NewListing(dir string, n, names, recs int, decode func(dir, name string, rec []byte) (Entry, error)) *Listing {
 	return &Listing{dir: dir, names: make([]byte, 0, names), recs: make([]byte, 0, recs), at: make([]listedAt, 0, n), decode: decode}
 }
 
@@ -104,7 +105,9 @@ func (l *Listing) At(i int) Listed {
 }
 
 // Entry returns entry i whole, decoding its record; an error when the
-// record is corrupt.
+// record is corrupt. Its strings may share memory with each other (a
+// store spells the path and the hashes into one string): a caller that
+// keeps one of them for long copies it.
 func (l *Listing) Entry(i int) (Entry, error) {
 	if l.entries != nil {
 		return l.entries[i], nil
@@ -113,5 +116,5 @@ func (l *Listing) Entry(i int) (Entry, error) {
 	if i+1 < len(l.at) {
 		end = l.at[i+1].rec
 	}
-	return l.decode(depotpath.Join(l.dir, l.At(i).Name), l.recs[l.at[i].rec:end])
+	return l.decode(l.dir, l.At(i).Name, l.recs[l.at[i].rec:end])
 }

@@ -3,6 +3,7 @@ package nats
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -295,7 +296,17 @@ func (s *Store) setup(outer context.Context) error {
 	}
 	if cfg := tree.CachedInfo().Config; !cfg.AllowAtomicPublish {
 		cfg.AllowAtomicPublish = true
-		if tree, err = s.js.UpdateStream(ctx, cfg); err != nil {
+		err := retry(ctx, func() (err error) {
+			tree, err = s.js.UpdateStream(ctx, cfg)
+			if errors.Is(err, jetstream.ErrStreamNotFound) && !exists {
+				// The bucket this Open just created and found: a
+				// server that does not know it yet answered (seen on
+				// a loaded cluster), and one that does will.
+				return fmt.Errorf("%w: %w", nats.ErrNoResponders, err)
+			}
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("tree bucket: allowing atomic batches: %w", err)
 		}
 	}

@@ -106,7 +106,6 @@ func startHarness(t testing.TB, cfg harnessConfig) *harness {
 		transport = "inprocess"
 	}
 	o.Logger = slog.New(slog.NewJSONHandler(h.logs, nil))
-	o.CheckArguments = true // every call checks its decoder against its input schema
 	if o.Applied == nil {
 		o.Applied = func(ctx context.Context, rev uint64) error {
 			h.mu.Lock()

@@ -3,7 +3,6 @@ package args
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
@@ -100,29 +99,17 @@ type Problems struct {
 	// arguments under it are taken as the depot paths they show (see
 	// SetMount); "" leaves such paths as they are.
 	mount string
-	// schema, when set, is the input schema every getter is checked
-	// against (see Check).
-	schema  *Schema
-	defects []string // where the decoder and schema disagree, each once
+	// schema, when set, is the input schema every getter reads (see
+	// Check).
+	schema *Schema
 }
 
-// Check makes every getter of the objects decoded into p compare what it
-// accepts with s, and every finished object check that a missing required
-// argument was refused by name. The disagreements go to Defects, never to
-// the call's problems: an agent's call is not refused because the server's
-// two descriptions of it differ.
+// Check makes every getter of the objects decoded into p read s, the
+// tool's input schema (see Schema): an argument's bounds, choices and
+// default come from it, a getter of an argument it does not declare, or of
+// another JSON type, panics, and every finished object refuses a missing
+// argument s requires.
 func (p *Problems) Check(s *Schema) { p.schema = s }
-
-// Defects returns where the decoder disagreed with the schema given to
-// Check, each once, in the order found.
-func (p *Problems) Defects() []string { return p.defects }
-
-// defect records one disagreement, once.
-func (p *Problems) defect(format string, args ...any) {
-	if msg := fmt.Sprintf(format, args...); !slices.Contains(p.defects, msg) {
-		p.defects = append(p.defects, msg)
-	}
-}
 
 // SetMount makes DepotPath take a path under mount, the host directory
 // where the depot is mounted ("/mnt/depot/a/b"), as the depot path it

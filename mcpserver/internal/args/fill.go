@@ -99,10 +99,7 @@ func jsonName(f reflect.StructField) string {
 
 // fill reads field into v, a settable field of the struct being filled.
 func (o *Object) fill(field string, v reflect.Value) {
-	p := o.probs.schema.prop(o.prefix, field)
-	if p == nil {
-		panic(fmt.Sprintf("args: %s is not in the input schema", o.Name(field)))
-	}
+	p := o.declared(field, "")
 	required := o.probs.schema.requires(o.prefix, field)
 	if p.Default != nil && v.Kind() != reflect.Pointer {
 		o.setDefault(field, v, p.Default)
@@ -176,13 +173,13 @@ func (o *Object) scalar(field string, v reflect.Value, required bool, p *node) b
 		v.SetBool(o.Bool(field, v.Bool()))
 		return sent
 	case reflect.Int, reflect.Int64:
-		n, ok := o.integer(field, required, v.Int())
+		n, ok := o.Int(field, required)
 		if ok {
 			v.SetInt(n)
 		}
 		return ok
 	case reflect.Uint64:
-		n, ok := o.integer(field, required, int64(v.Uint()))
+		n, ok := o.Int(field, required)
 		if ok && n < 0 { // the schema should say minimum 0; refused all the same
 			o.probs.Addf(o.Name(field), "%d is below the minimum 0", n)
 			return false
@@ -193,20 +190,6 @@ func (o *Object) scalar(field string, v reflect.Value, required bool, p *node) b
 		return ok
 	}
 	panic(fmt.Sprintf("args: %s: Fill cannot read a %s", o.Name(field), v.Type()))
-}
-
-// integer reads an integer field: required, or optional with def when the
-// call leaves it out.
-func (o *Object) integer(field string, required bool, def int64) (int64, bool) {
-	if required {
-		return o.Int(field, true)
-	}
-	o.declare(field, accepts{def: def})
-	n, ok := o.Int(field, false)
-	if !ok {
-		return def, false
-	}
-	return n, true
 }
 
 // slice reads an array field of strings, or of a Parser, into v; an

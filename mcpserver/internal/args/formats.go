@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"math"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -118,9 +119,13 @@ func (o *Object) SHA256(field string, required bool) (string, bool) {
 // spellings of UTF-8 ("utf-8", the guide tools' and Python's, and "utf8",
 // the fs tools' and Node's) and "base64" are accepted in any case, as are
 // the extra choices a tool adds ("binary"); the result is EncodingUTF8,
-// EncodingBase64 or the extra choice as listed.
+// EncodingBase64 or the extra choice as listed. The input schema's enum
+// must list the same choices (in any case), or Encoding panics.
 func (o *Object) Encoding(field string, extra ...string) (string, bool) {
-	o.declare(field, accepts{typ: "string", choices: append([]string{EncodingUTF8, "utf8", EncodingBase64}, extra...), fold: true})
+	choices := append([]string{EncodingUTF8, "utf8", EncodingBase64}, extra...)
+	if o.probs.schema != nil && !sameFolded(o.enum(field), choices) {
+		panic(fmt.Sprintf("args: %s: the decoder accepts %q, the input schema's enum is %q", o.Name(field), choices, o.enum(field)))
+	}
 	if !o.Has(field) {
 		return EncodingUTF8, true
 	}
@@ -139,9 +144,22 @@ func (o *Object) Encoding(field string, extra ...string) (string, bool) {
 			return c, true
 		}
 	}
-	choices := append([]string{EncodingUTF8, "utf8", EncodingBase64}, extra...)
 	o.probs.Addf(o.Name(field), "must be one of %s (case does not matter), got %s", strings.Join(quoteAll(choices), ", "), Quote(s))
 	return "", false
+}
+
+// sameFolded reports whether a and b hold the same strings, ignoring case
+// and order.
+func sameFolded(a, b []string) bool {
+	norm := func(ss []string) []string {
+		out := make([]string, len(ss))
+		for i, s := range ss {
+			out[i] = strings.ToLower(s)
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	return slices.Equal(norm(a), norm(b))
 }
 
 // Content reads a content argument sent in the encoding the "encoding"

@@ -4,8 +4,8 @@
 // fixed), collects every problem with its argument's name so an agent can
 // fix them all at once, and records every depot path it decodes so the
 // tool pipeline checks each one against the caller's grants. The tool's
-// input schema (Schema) is the source of its integers' bounds and its
-// choices, and what every getter states besides is checked against it;
+// input schema (Schema) is the one source of its arguments' bounds,
+// choices, defaults and which are required, which every getter reads;
 // Fill decodes a struct of a tool's arguments by that schema alone. It
 // knows nothing of MCP, the store or the reply contracts.
 package args
@@ -86,7 +86,7 @@ func (o *Object) Name(field string) string { return o.prefix + field }
 
 // Has reports whether the field was sent, and marks it known.
 func (o *Object) Has(field string) bool {
-	o.declare(field, accepts{})
+	o.declared(field, "")
 	o.known[field] = true
 	_, ok := o.fields[field]
 	return ok
@@ -96,7 +96,7 @@ func (o *Object) Has(field string) bool {
 // JSON type. A missing required field, a null or a value of another type is
 // recorded as a problem.
 func (o *Object) Value(field, want string, required bool) (json.RawMessage, bool) {
-	o.declare(field, accepts{typ: want})
+	o.declared(field, want)
 	o.known[field] = true
 	raw, ok := o.fields[field]
 	if !ok {
@@ -138,7 +138,6 @@ func (o *Object) Str(field string, required bool) (string, bool) {
 // agents and clients of the provider contract send numbers that way, and
 // the meaning is never in doubt (see DESIGN.md, "Arguments").
 func (o *Object) Int(field string, required bool) (int64, bool) {
-	o.declare(field, accepts{typ: "integer"})
 	lo, hi := o.bounds(field)
 	return o.readInt(field, required, lo, hi)
 }
@@ -147,7 +146,6 @@ func (o *Object) Int(field string, required bool) (int64, bool) {
 // limit: a value above it is refused with over's error, which names the
 // limit and the fix (see LimitError), rather than as out of range.
 func (o *Object) IntLimit(field string, required bool, over func(n int64) error) (int64, bool) {
-	o.declare(field, accepts{typ: "integer"})
 	lo, hi := o.bounds(field)
 	n, ok := o.readInt(field, required, lo, MaxExactInteger)
 	if ok && n > hi {
@@ -222,18 +220,10 @@ func (o *Object) Array(field string, required bool) ([]json.RawMessage, bool) {
 // Raw returns the raw value of a field that accepts several JSON types,
 // such as mtime; the caller checks the type.
 func (o *Object) Raw(field string) (json.RawMessage, bool) {
-	o.declare(field, accepts{})
+	o.declared(field, "")
 	o.known[field] = true
 	raw, ok := o.fields[field]
 	return raw, ok
-}
-
-// declare checks what a getter accepts of field against the tool's input
-// schema, when the problems list has one (Problems.Check).
-func (o *Object) declare(field string, a accepts) {
-	if o.probs.schema != nil {
-		o.probs.schema.check(o.probs, o.prefix, field, a)
-	}
 }
 
 // bounds returns the minimum and maximum the input schema declares for
@@ -241,10 +231,7 @@ func (o *Object) declare(field string, a accepts) {
 // none (or there is no schema).
 func (o *Object) bounds(field string) (lo, hi int64) {
 	lo, hi = -MaxExactInteger, MaxExactInteger
-	if o.probs.schema == nil {
-		return lo, hi
-	}
-	if p := o.probs.schema.prop(o.prefix, field); p != nil {
+	if p := o.declared(field, "integer"); p != nil {
 		if p.Minimum != nil {
 			lo = int64(*p.Minimum)
 		}
@@ -260,12 +247,10 @@ func (o *Object) bounds(field string) (lo, hi int64) {
 // enum panics; the tests call every tool.
 func (o *Object) enum(field string) []string {
 	var choices []string
-	if o.probs.schema != nil {
-		if p := o.probs.schema.prop(o.prefix, field); p != nil {
-			for _, e := range p.Enum {
-				if c, ok := e.(string); ok {
-					choices = append(choices, c)
-				}
+	if p := o.declared(field, "string"); p != nil {
+		for _, e := range p.Enum {
+			if c, ok := e.(string); ok {
+				choices = append(choices, c)
 			}
 		}
 	}
@@ -279,10 +264,11 @@ func (o *Object) enum(field string) []string {
 const maxUnknownListed = 8
 
 // Finish reports every field no getter asked for, so a misspelt optional
-// argument is never silently ignored.
+// argument is never silently ignored, and every argument the input schema
+// requires that the call left out and no getter refused.
 func (o *Object) Finish() {
 	if o.probs.schema != nil {
-		o.probs.schema.checkRequired(o.prefix, o.fields, o.probs)
+		o.probs.schema.refuseMissing(o.prefix, o.fields, o.probs)
 	}
 	var unknown []string
 	for field := range o.fields {

@@ -3,20 +3,17 @@ package args
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 )
 
-// Schema is a tool's input schema as its decoder reads it: the one source
-// of each integer argument's bounds and each choice's enum (Int, Count,
-// IntLimit, Choice), and what every other fact a getter states is checked
-// against: the argument is declared, has the JSON type the getter reads,
-// the default the getter falls back to, and a call missing a required
-// argument is refused naming it. The schema is the published one, what
-// tools/list sends; a decoder that disagrees with it is a defect the Problems record apart from the call's problems (see
-// Problems.Check and Problems.Defects). A Schema is immutable, safe for
-// concurrent use.
+// Schema is a tool's input schema as its decoder reads it, the published
+// one that tools/list sends: the one source of each argument's bounds,
+// choices and default (Int, IntLimit, Count, Bool, Choice, Fill) and of
+// which arguments a call must send (Object.Finish refuses a missing one
+// that no getter refused). A getter that reads an argument the schema does
+// not declare, or as another JSON type, panics (see Problems.Check). A
+// Schema is immutable, safe for concurrent use.
 type Schema struct {
 	root *node
 }
@@ -85,14 +82,6 @@ func (n *node) types() []string {
 	return many
 }
 
-// accepts is what a getter states about its argument.
-type accepts struct {
-	typ     string   // the JSON type read; "" any
-	choices []string // the strings accepted, where the decoder lists them; nil: any
-	fold    bool     // choices compare case-insensitively
-	def     any      // the value taken when the argument is absent; nil: none stated
-}
-
 // prop returns the schema of field in the object at prefix, nil when the
 // schema does not declare it.
 func (s *Schema) prop(prefix, field string) *node {
@@ -103,83 +92,53 @@ func (s *Schema) prop(prefix, field string) *node {
 	return s.resolve(obj.Properties[field])
 }
 
-// check compares what a getter of the object at prefix accepts of field
-// with the schema.
-func (s *Schema) check(probs *Problems, prefix, field string, a accepts) {
-	name := prefix + field
-	p := s.prop(prefix, field)
+// declared returns the schema of field in the object o decodes, nil when
+// there is no schema (Problems.Check), and checks that a getter reading it
+// as typ ("" any) agrees: the schema declares field, with typ as its only
+// JSON type (an integer may also be a string of digits, see Int). A getter
+// that disagrees is a build defect, so declared panics; the tests call
+// every tool.
+func (o *Object) declared(field, typ string) *node {
+	s := o.probs.schema
+	if s == nil {
+		return nil
+	}
+	p := s.prop(o.prefix, field)
 	if p == nil {
-		probs.defect("%s: decoded, but not in the input schema", name)
-		return
+		panic(fmt.Sprintf("args: %s is not in the input schema", o.Name(field)))
 	}
-	if a.typ != "" {
-		ok := map[string]bool{a.typ: true}
-		if a.typ == "integer" {
-			ok["string"] = true // Int takes decimal digits in a string too
-		}
-		types := p.types()
-		if !slices.Contains(types, a.typ) {
-			probs.defect("%s: the decoder reads %s, the schema declares %s", name, a.typ, strings.Join(types, " or "))
-		} else {
-			for _, t := range types {
-				if !ok[t] {
-					probs.defect("%s: the schema allows %s, the decoder reads only %s", name, t, a.typ)
-				}
-			}
-		}
+	types := p.types()
+	if typ != "" && (!slices.Contains(types, typ) || slices.ContainsFunc(types, func(t string) bool {
+		return t != typ && !(typ == "integer" && t == "string")
+	})) {
+		panic(fmt.Sprintf("args: %s: the decoder reads %s, the input schema declares %s", o.Name(field), typ, strings.Join(types, " or ")))
 	}
-	if a.choices != nil {
-		s.checkChoices(probs, name, p.Enum, a.choices, a.fold)
-	}
-	if a.def != nil && p.Default != nil {
-		var want, got any
-		b, _ := json.Marshal(a.def) // a bool, an integer or a string
-		if json.Unmarshal(p.Default, &want) != nil || json.Unmarshal(b, &got) != nil || !reflect.DeepEqual(want, got) {
-			probs.defect("%s: the decoder's default is %s, the schema's %s", name, b, p.Default)
+	return p
+}
+
+// schemaDefault sets *v, a getter's default for field, to the schema's
+// default when it declares one. A default that does not fit is a build
+// defect, so it panics.
+func (o *Object) schemaDefault(field string, v any) {
+	if p := o.declared(field, ""); p != nil && p.Default != nil {
+		if err := json.Unmarshal(p.Default, v); err != nil {
+			panic(fmt.Sprintf("args: %s: the schema's default %s does not fit %T: %v", o.Name(field), p.Default, v, err))
 		}
 	}
 }
 
-// checkChoices compares the strings a getter accepts with the schema's
-// enum, as sets (case-folded when the getter folds case).
-func (s *Schema) checkChoices(probs *Problems, name string, enum []any, choices []string, fold bool) {
-	norm := func(v string) string {
-		if fold {
-			return strings.ToLower(v)
-		}
-		return v
-	}
-	var want, got []string
-	for _, e := range enum {
-		if str, ok := e.(string); ok {
-			want = append(want, norm(str))
-		}
-	}
-	for _, c := range choices {
-		got = append(got, norm(c))
-	}
-	slices.Sort(want)
-	slices.Sort(got)
-	if !slices.Equal(slices.Compact(want), slices.Compact(got)) {
-		probs.defect("%s: the decoder accepts %q, the schema's enum is %q", name, got, want)
-	}
-}
-
-// checkRequired records a required argument of the object at prefix that
-// the call did not send and the decoder did not refuse: the schema says a
-// call without it is invalid, so the decoder must say so too, by name.
-func (s *Schema) checkRequired(prefix string, sent map[string]json.RawMessage, probs *Problems) {
+// refuseMissing refuses each argument the object at prefix requires that
+// the call did not send and no getter refused by name, so a call the
+// schema calls invalid is never accepted.
+func (s *Schema) refuseMissing(prefix string, sent map[string]json.RawMessage, probs *Problems) {
 	obj := s.object(prefix)
-	if obj == nil || probs.Full() {
+	if obj == nil {
 		return
 	}
 	for _, field := range obj.Required {
-		if _, ok := sent[field]; ok {
-			continue
-		}
 		name := prefix + field
-		if !slices.ContainsFunc(probs.list, func(p problem) bool { return p.field == name }) {
-			probs.defect("%s: required by the schema, but a call without it was not refused naming it", name)
+		if _, ok := sent[field]; !ok && !slices.ContainsFunc(probs.list, func(p problem) bool { return p.field == name }) {
+			probs.Addf(name, "required %s argument is missing", strings.Join(s.resolve(obj.Properties[field]).types(), " or "))
 		}
 	}
 }

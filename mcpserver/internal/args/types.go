@@ -5,10 +5,10 @@ import (
 	"strings"
 )
 
-// Bool returns a boolean field, or def when it is absent; def must be the
-// schema's default, when it declares one.
+// Bool returns a boolean field, or, when it is absent, the schema's
+// default (def where the schema declares none).
 func (o *Object) Bool(field string, def bool) bool {
-	o.declare(field, accepts{def: def})
+	o.schemaDefault(field, &def)
 	raw, ok := o.Value(field, "boolean", false)
 	if !ok {
 		return def
@@ -16,10 +16,10 @@ func (o *Object) Bool(field string, def bool) bool {
 	return string(raw) == "true"
 }
 
-// Count returns an optional integer field (see Int), or def when it is
-// absent; def must be the schema's default, when it declares one.
+// Count returns an optional integer field (see Int), or, when it is
+// absent, the schema's default (def where the schema declares none).
 func (o *Object) Count(field string, def int64) int64 {
-	o.declare(field, accepts{def: def})
+	o.schemaDefault(field, &def)
 	n, ok := o.Int(field, false)
 	if !ok {
 		return def
@@ -28,10 +28,10 @@ func (o *Object) Count(field string, def int64) int64 {
 }
 
 // Choice returns an optional string field that must be one of the enum
-// its input schema declares, or def (the schema's default, when it
-// declares one) when it is absent.
+// its input schema declares, or, when it is absent, the schema's default
+// (def where the schema declares none).
 func (o *Object) Choice(field, def string) string {
-	o.declare(field, accepts{def: def})
+	o.schemaDefault(field, &def)
 	choices := o.enum(field)
 	s, ok := o.Str(field, false)
 	if !ok {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,9 +58,6 @@ type Call struct {
 	// args collects the argument problems and the clean paths the decoder
 	// produced (Decode); authorizeArgs checks those paths.
 	args args.Problems
-	// own are the problem lists of arguments the body checks itself
-	// (OwnArgs), kept for their schema defects.
-	own []*args.Problems
 	// store is the only way the tool body reaches the store: every
 	// operation is checked against perms first (store.go).
 	store *Store
@@ -91,22 +87,11 @@ func (c *Call) Args() *args.Problems { return &c.args }
 // OwnArgs returns an empty problems list for arguments whose paths the
 // body checks itself, through the guarded store, instead of the pipeline
 // (which checks those of Args against the tool's path declarations). Its
-// getters are checked against the tool's input schema like those of Args.
+// getters read the tool's input schema like those of Args.
 func (c *Call) OwnArgs() *args.Problems {
 	p := new(args.Problems)
 	p.Check(c.def.args)
-	c.own = append(c.own, p)
 	return p
-}
-
-// schemaDefects returns where the call's decoding disagreed with the
-// tool's input schema (see args.Problems.Check).
-func (c *Call) schemaDefects() []string {
-	d := c.args.Defects()
-	for _, p := range c.own {
-		d = append(d, p.Defects()...)
-	}
-	return d
 }
 
 // Store returns the guarded store: the only way a tool body reaches the
@@ -176,12 +161,6 @@ func (s *Runtime) Serve(ctx context.Context, t Tool, body func(c *Call) (Reply, 
 	}
 	if derr := c.authorizeArgs(); derr != nil && !errors.Is(err, policy.ErrDenied) {
 		out, err = Reply{}, derr
-	}
-	if d := c.schemaDefects(); len(d) > 0 {
-		s.log.Error("mcp tool decoder disagrees with its input schema", "tool", c.def.name, "defects", d)
-		if s.env.CheckArguments {
-			out, err = Reply{}, fmt.Errorf("%s: the decoder disagrees with the input schema: %s", c.def.name, strings.Join(d, "; "))
-		}
 	}
 	if err == nil {
 		out.Warnings = append(out.Warnings, c.args.Warnings()...)

@@ -155,14 +155,6 @@ type Settings struct {
 	// all clients; default DefaultMaxSubscriptions.
 	MaxSubscriptions int
 
-	// CheckArguments fails a call whose decoding disagrees with its
-	// tool's input schema (an argument read that the schema does not
-	// declare, another type, range or set of choices, a missing required
-	// argument not refused) with a system error naming the difference,
-	// instead of only logging it. The tests set it, so every call they
-	// make checks that the published schema and the decoder agree.
-	CheckArguments bool
-
 	// OutputSchemas declares each tool's output schema in tools/list, for
 	// every tool whose results are structured (the guide and fs tools,
 	// get_file_stats), and has the server check each structured result

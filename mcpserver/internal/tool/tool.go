@@ -74,8 +74,8 @@ type Tool struct {
 
 // def is what the permission checks need to know of t: a grant may name
 // the tool or its profile, and each path argument needs its access; and
-// the input schema its decoder is checked against. A schema that does not
-// parse is a build defect, so def panics; the tests build every tool.
+// the input schema its decoder reads. A schema that does not parse is a
+// build defect, so def panics; the tests build every tool.
 func (t Tool) def() def {
 	d := def{name: t.Spec.Name, group: string(t.Profile), paths: make(map[string]grant.Access, len(t.Paths))}
 	if len(t.Spec.RawInputSchema) > 0 {

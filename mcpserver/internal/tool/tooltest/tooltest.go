@@ -54,7 +54,6 @@ func Env() *tool.Env {
 			Now:                      time.Now,
 			CommitTimeout:            time.Minute,
 			LinkMinBytes:             -1,
-			CheckArguments:           true,
 		},
 	}
 }

@@ -80,3 +80,31 @@ func PendingSessions(s *Server) int {
 	defer s.sessions.mu.Unlock()
 	return s.sessions.pending
 }
+
+// examplesDirs are the directories of each profile's examples, under this
+// package's source directory.
+var examplesDirs = map[Profile]string{
+	ProfileGuide:    "internal/guide/doc/examples",
+	ProfileProvider: "internal/provider/doc/examples",
+	ProfileFS:       "internal/fstools/doc/examples",
+}
+
+// ToolExamplesFile returns the examples file of a tool, relative to this
+// package's source directory, or "" for an unknown tool.
+func ToolExamplesFile(name string) string {
+	t, ok := allTools()[name]
+	if !ok {
+		return ""
+	}
+	return examplesDirs[t.Profile] + "/" + name + ".json"
+}
+
+// ToolExamples returns the documented examples of a tool, none if it has
+// no examples file or is unknown. It is safe for concurrent use.
+func ToolExamples(name string) ([]Example, error) {
+	t, ok := allTools()[name]
+	if !ok {
+		return nil, nil
+	}
+	return examplesOf(t)
+}

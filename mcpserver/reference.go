@@ -14,28 +14,10 @@ import (
 )
 
 // The documented examples of each tool are <tool>.json, a JSON array of
-// Example, in the doc/examples directory of the tool's package (see
-// ExamplesFile). They are embedded in the binary; the package's tests run
-// every example against a real store and fail when a recorded reply no
-// longer matches (go test -run TestTools -update rewrites them).
-
-// examplesDirs are the directories of each profile's examples, under this
-// package's source directory.
-var examplesDirs = map[Profile]string{
-	ProfileGuide:    "internal/guide/doc/examples",
-	ProfileProvider: "internal/provider/doc/examples",
-	ProfileFS:       "internal/fstools/doc/examples",
-}
-
-// ExamplesFile returns the examples file of a tool, relative to this
-// package's source directory, or "" for an unknown tool.
-func ExamplesFile(name string) string {
-	t, ok := allTools()[name]
-	if !ok {
-		return ""
-	}
-	return examplesDirs[t.Profile] + "/" + name + ".json"
-}
+// Example, in the doc/examples directory of the tool's package. They are
+// embedded in the binary; the package's tests run every example against a
+// real store and fail when a recorded reply no longer matches (go test
+// -run TestTools -update rewrites them).
 
 // allTools returns every tool of every profile, by name. The map is built
 // once, from a server built for it (which costs about a server's start),
@@ -117,16 +99,6 @@ func WriteToolDocs(w io.Writer, opts *Options) error {
 		tools = append(tools, doc)
 	}
 	return markdown.Write(w, tools)
-}
-
-// ToolExamples returns the documented examples of a tool, none if it has
-// no examples file or is unknown. It is safe for concurrent use.
-func ToolExamples(name string) ([]Example, error) {
-	t, ok := allTools()[name]
-	if !ok {
-		return nil, nil
-	}
-	return examplesOf(t)
 }
 
 // examplesOf returns the documented examples of t.

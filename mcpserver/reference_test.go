@@ -99,7 +99,7 @@ func runExamples(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	if len(examples) == 0 {
-		t.Fatalf("no examples: add %s (title, setup, arguments; then go test -run TestTools -update records the replies)", mcpserver.ExamplesFile(name))
+		t.Fatalf("no examples: add %s (title, setup, arguments; then go test -run TestTools -update records the replies)", mcpserver.ToolExamplesFile(name))
 	}
 	changed := false
 	for i := range examples {
@@ -134,7 +134,7 @@ func runExamples(t *testing.T, name string) {
 		if err := enc.Encode(examples); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(mcpserver.ExamplesFile(name), b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(mcpserver.ToolExamplesFile(name), b.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -151,7 +151,7 @@ func TestExamplesBelongToTools(t *testing.T) {
 		t.Fatal("no examples files found")
 	}
 	for _, f := range files {
-		if name := strings.TrimSuffix(filepath.Base(f), ".json"); mcpserver.ExamplesFile(name) != f {
+		if name := strings.TrimSuffix(filepath.Base(f), ".json"); mcpserver.ToolExamplesFile(name) != f {
 			t.Errorf("%s documents a tool the server does not have there", f)
 		}
 	}

@@ -149,7 +149,7 @@ func TestTools(t *testing.T) {
 				t.Fatal("not served")
 			}
 			// A tool lives in its profile's package, in a file named after it.
-			if pkg := filepath.Dir(filepath.Dir(filepath.Dir(mcpserver.ExamplesFile(name)))); !fileExists(filepath.Join(pkg, name+".go")) {
+			if pkg := filepath.Dir(filepath.Dir(filepath.Dir(mcpserver.ToolExamplesFile(name)))); !fileExists(filepath.Join(pkg, name+".go")) {
 				t.Errorf("no %s/%s.go: a tool's body is in a file named after it", pkg, name)
 			}
 			info := declared[name]

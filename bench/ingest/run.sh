@@ -9,6 +9,8 @@
 #   BENCH_ROUNDS=3 ...        # the one-file-per-call pairs 3 times, alternating
 #   BENCH_PROFILE=DIR ...     # depotfs's CPU profile and execution trace of
 #                             # its last one-file-per-call runs, into DIR
+#   BENCH_STRACE=1 ...        # one more run of each under strace: depotfs's
+#                             # flushes per call and calls per flush
 #
 # The references write to tmpfs without fsync; the rows "reference + fsync"
 # run the same reference servers from a copy patched to fsync each file and
@@ -33,7 +35,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "installing the pinned npm packages and building depotfs..." >&2
-cp "$here/package.json" "$here/bench.mjs" "$here/ref-server.mjs" "$work/"
+cp "$here/package.json" "$here/bench.mjs" "$here/ref-server.mjs" "$here/flushes.mjs" "$work/"
 (cd "$work" && npm install --no-audit --no-fund --loglevel=error >/dev/null)
 tags=()
 if [ -n "${BENCH_PROFILE:-}" ]; then
@@ -207,8 +209,30 @@ if [ -n "${BENCH_PROFILE:-}" ]; then
 		bench d_sprof small depotfs stdio "$work/depotfs" $(depotfs_args) --stdio
 	echo "profiled: HTTP $(rate "$(result d_prof)" files) files/s, stdio $(rate "$(result d_sprof)" files) files/s" >&2
 fi
+flush_rows=""
+if [ -n "${BENCH_STRACE:-}" ] && ! command -v strace >/dev/null; then
+	echo "strace not found: no rows of depotfs's flushes" >&2
+elif [ -n "${BENCH_STRACE:-}" ]; then
+	echo "depotfs under strace of its flushes (not in the table)..." >&2
+	trace=(strace --seccomp-bpf -f -T -y -e trace=fsync,fdatasync)
+	# shellcheck disable=SC2046
+	start_http "${trace[@]}" -o "$work/strace_http" "$work/depotfs" $(depotfs_args) --listen 127.0.0.1:0
+	bench d_strace small depotfs "$url"
+	# strace leaves a command it started running when it is killed: stop
+	# depotfs, then wait for strace to see it exit.
+	kill "$(cat "/proc/${pids[-1]}/task/${pids[-1]}/children")"
+	wait "${pids[-1]}" 2>/dev/null || true
+	unset 'pids[-1]'
+	flush_rows+=$(cd "$work" && node flushes.mjs strace_http "$files" "$(node -e 'console.log(JSON.parse(process.argv[1]).seconds)' "$(result d_strace)")" "HTTP, $(rate "$(result d_strace)" files) files/s")$'\n'
+	# shellcheck disable=SC2046
+	bench d_sstrace small depotfs stdio "${trace[@]}" -o "$work/strace_stdio" "$work/depotfs" $(depotfs_args) --stdio
+	flush_rows+=$(cd "$work" && node flushes.mjs strace_stdio "$files" "$(node -e 'console.log(JSON.parse(process.argv[1]).seconds)' "$(result d_sstrace)")" "stdio, $(rate "$(result d_sstrace)" files) files/s")$'\n'
+fi
 small_table() {
 	printf '| work | depotfs | baseline | ratio | goal |\n|---|---|---|---|---|\n%s' "$small_rows"
+	if [ -n "$flush_rows" ]; then
+		printf '\n| depotfs under strace | flush | per call | calls per flush | mean ms | p90 ms | of the wall time |\n|---|---|---|---|---|---|---|\n%s' "$flush_rows"
+	fi
 }
 for r in d_small r_small d_stdio; do
 	declare "$r=$(result $r)"

@@ -1,0 +1,13 @@
+#!/bin/sh
+# bench/walk.sh: what a first walk of the mount costs the server a file,
+# against the FUSE floor in the same run (see bench/walkbench): CPU, and
+# heap objects and bytes allocated, which do not depend on the machine's
+# load. Arguments go to walkbench, e.g.
+#   sudo bench/walk.sh -files 100000 -work ls -reps 5
+#   sudo bench/walk.sh -work find -cpuprofile /tmp/walk   # CPU profiles
+set -eu
+cd "$(dirname "$0")/.."
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+go build -o "$bin/walkbench" ./bench/walkbench
+"$bin/walkbench" "$@"

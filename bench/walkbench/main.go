@@ -1,0 +1,264 @@
+// Command walkbench measures what a first walk over the mount costs the
+// server, a file at a time, against the FUSE floor (bench/internal/floor)
+// in the same run: the CPU the serving process spent (user and system,
+// from getrusage), and the objects, bytes and collections its Go heap
+// allocated, during `find -type f` or `ls -lR` of a mount made just before
+// (so the kernel knows no file). The allocation counts do not depend on
+// the machine's load, which bench/scale.sh's wall and CPU times do on a
+// shared machine; they are the figure to compare between two versions.
+//
+// The depot is a bolt store written directly (not pushed), the tree of
+// bench/scale.sh (/bK/dDDDDD/fNNNNNNNN.txt, -per-dir files of 64 to 2048
+// bytes a directory), kept in -db between runs. Each side runs in its own
+// process (this command with -side), the mount in-process with vfs's
+// defaults and the Go runtime's (no soft memory limit: bench/scale.sh
+// measures the server with its --memory-limit); the two alternate,
+// -reps walks each, and the medians are printed with their ratio. With
+// -cpuprofile PREFIX each side's process writes a CPU profile of its walk
+// N to PREFIX-N-depotfs.pprof or PREFIX-N-floor.pprof (go tool pprof
+// takes them all at once). It needs root (FUSE).
+// bench/walk.sh builds and runs it.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/depotfs/depotfs/bench/internal/floor"
+	"github.com/depotfs/depotfs/store"
+	"github.com/depotfs/depotfs/store/bolt"
+	"github.com/depotfs/depotfs/vfs"
+)
+
+var walkCmd = map[string][]string{
+	"find": {"find", "%s", "-type", "f"},
+	"ls":   {"ls", "-lR", "%s"},
+}
+
+// pass is what one walk cost the serving process, a file.
+type pass struct {
+	CPU    float64 // µs of user and system time
+	Allocs float64 // heap objects allocated
+	Bytes  float64 // heap bytes allocated
+	GCs    uint32  // collections during the walk (not a file)
+}
+
+func main() {
+	db := flag.String("db", "/var/tmp/walkbench.db", "bolt `file` holding the depot; written first if missing")
+	files := flag.Int("files", 100000, "files in the depot")
+	perDir := flag.Int("per-dir", 1000, "files in each directory")
+	work := flag.String("work", "find", "walk: find or ls")
+	reps := flag.Int("reps", 3, "walks of each side, alternating; the median is printed")
+	prof := flag.String("cpuprofile", "", "write each side's CPU profile of its walk N to `prefix`-N-SIDE.pprof")
+	side := flag.String("side", "", "internal: serve and walk this side (depotfs or floor), print each pass")
+	flag.Parse()
+	if _, ok := walkCmd[*work]; !ok {
+		log.Fatalf("-work: unknown %q", *work)
+	}
+	if *side != "" {
+		serve(*side, *db, *files, *perDir, *work, *reps, *prof)
+		return
+	}
+	self, err := os.Executable()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("walkbench: %s, %d files, %d a directory, %s, %d passes a side; load average at start: %s\n",
+		time.Now().UTC().Format(time.RFC3339), *files, *perDir, *work, *reps, loadavg())
+	got := map[string][]pass{}
+	for k := range *reps {
+		for _, s := range []string{"depotfs", "floor"} {
+			p := ""
+			if *prof != "" {
+				p = fmt.Sprintf("%s-%d", *prof, k+1)
+			}
+			got[s] = append(got[s], runSide(self, s, *db, *files, *perDir, *work, p)...)
+		}
+	}
+	med := func(s string, f func(pass) float64) float64 {
+		var xs []float64
+		for _, p := range got[s] {
+			xs = append(xs, f(p))
+		}
+		slices.Sort(xs)
+		return xs[len(xs)/2]
+	}
+	fmt.Printf("\n| work | files | server CPU µs a file, depotfs / floor | ×floor | objects a file | ×floor | bytes a file | ×floor | collections a walk | load at end |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	row := []func(pass) float64{
+		func(p pass) float64 { return p.CPU },
+		func(p pass) float64 { return p.Allocs },
+		func(p pass) float64 { return p.Bytes },
+	}
+	fmt.Printf("| %s | %d ", *work, *files)
+	for _, f := range row {
+		d, fl := med("depotfs", f), med("floor", f)
+		fmt.Printf("| %.2f / %.2f | %.2f× ", d, fl, d/fl)
+	}
+	gcs := func(p pass) float64 { return float64(p.GCs) }
+	fmt.Printf("| %.0f / %.0f | %s |\n", med("depotfs", gcs), med("floor", gcs), loadavg())
+}
+
+// runSide runs one pass of side in a process of its own.
+func runSide(self, side, db string, files, perDir int, work, prof string) []pass {
+	args := []string{"-side", side, "-db", db, "-files", strconv.Itoa(files), "-per-dir", strconv.Itoa(perDir), "-work", work, "-reps", "1"}
+	if prof != "" {
+		args = append(args, "-cpuprofile", prof)
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		log.Fatalf("%s side: %v", side, err)
+	}
+	var ps []pass
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var p pass
+		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+			log.Fatalf("%s side said %q: %v", side, sc.Text(), err)
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// serve mounts side's tree reps times, walks it each time and prints a
+// pass a line, as JSON.
+func serve(side, db string, files, perDir int, work string, reps int, prof string) {
+	mnt, err := os.MkdirTemp("", "walkbench")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.Remove(mnt)
+	var mount func() (unmount func())
+	switch side {
+	case "floor":
+		t := floor.New(time.Now())
+		for i := range files {
+			p, data := file(i, perDir)
+			t.Add(p, data)
+		}
+		mount = func() func() {
+			srv, err := floor.Mount(mnt, t)
+			if err != nil {
+				log.Fatal(err)
+			}
+			return func() { srv.Unmount() }
+		}
+	case "depotfs":
+		st := openDepot(db, files, perDir)
+		defer st.Close()
+		mount = func() func() {
+			m, err := vfs.Mount(context.Background(), mnt, st, nil)
+			if err != nil {
+				log.Fatal(err)
+			}
+			return func() { m.Unmount() }
+		}
+	default:
+		log.Fatalf("-side: unknown %q", side)
+	}
+	if prof != "" {
+		f, err := os.Create(prof + "-" + side + ".pprof")
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	runtime.GC()
+	enc := json.NewEncoder(os.Stdout)
+	for range reps {
+		unmount := mount()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		c0 := cpu()
+		args := slices.Clone(walkCmd[work])
+		for i, a := range args {
+			if a == "%s" {
+				args[i] = mnt
+			}
+		}
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			log.Fatalf("%v: %v", args, err)
+		}
+		c := cpu() - c0
+		runtime.ReadMemStats(&m1)
+		n := float64(files)
+		enc.Encode(pass{CPU: float64(c.Nanoseconds()) / 1e3 / n, Allocs: float64(m1.Mallocs-m0.Mallocs) / n,
+			Bytes: float64(m1.TotalAlloc-m0.TotalAlloc) / n, GCs: m1.NumGC - m0.NumGC})
+		unmount()
+	}
+}
+
+// openDepot opens the depot at db, writing its files first if it is new.
+func openDepot(db string, files, perDir int) *bolt.Store {
+	_, statErr := os.Stat(db)
+	st, err := bolt.Open(db, &bolt.Options{NoSync: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if statErr == nil {
+		return st
+	}
+	ctx := context.Background()
+	for i := 0; i < files; i += 1000 {
+		var reqs []store.PutRequest
+		for j := i; j < min(files, i+1000); j++ {
+			p, data := file(j, perDir)
+			reqs = append(reqs, store.PutRequest{Path: p, Data: data, Encoding: "utf-8", Source: "walkbench", Writer: "walkbench"})
+		}
+		if _, err := st.PutBatch(ctx, reqs); err != nil {
+			log.Fatal(err)
+		}
+	}
+	return st
+}
+
+// file is file i of the tree, as bench/scale.sh's.
+func file(i, perDir int) (string, []byte) {
+	r := rand.New(rand.NewPCG(uint64(i), 42))
+	data := make([]byte, 64+r.IntN(2048-64+1))
+	for j := range data {
+		data[j] = 'a' + byte(r.IntN(26))
+	}
+	return fmt.Sprintf("/b%d/d%05d/f%08d.txt", i/100_000, i/perDir, i), data
+}
+
+// cpu is the user and system time this process has used.
+func cpu() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		log.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadavg is the one-minute load average.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}

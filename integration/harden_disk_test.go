@@ -17,15 +17,16 @@ import (
 // and the audit log keep working.
 func TestDiskFull(t *testing.T) {
 	t.Parallel()
-	// Files of 512 KiB onto 16 MiB above the reserve: about 30 are
-	// stored before the refusal, as many as with 1 MiB files on a disk
-	// twice the size, for half the bytes.
-	disk := smallFS(t, 24<<20)
-	d := startDaemon(t, daemonConfig{transport: overHTTP, db: filepath.Join(disk, "depot.db"), args: []string{"--disk-reserve", "8MiB"}})
+	// Files of 256 KiB onto 8 MiB above the reserve: 12 are stored
+	// before the refusal, as with 512 KiB files on a disk twice the size
+	// (the database grows in steps that double), for half the bytes, each
+	// of which the race-built test's JSON encoding costs CPU.
+	disk := smallFS(t, 12<<20)
+	d := startDaemon(t, daemonConfig{transport: overHTTP, db: filepath.Join(disk, "depot.db"), args: []string{"--disk-reserve", "4MiB"}})
 	var stored [][]byte
 	var refused *envelope
 	for i := range 48 {
-		data := pseudoRandom(512<<10, uint64(i))
+		data := pseudoRandom(256<<10, uint64(i))
 		env := d.call("guide_cache_file", map[string]any{"path": fmt.Sprintf("/f/%02d.bin", i),
 			"content": base64.StdEncoding.EncodeToString(data), "encoding": "base64"})
 		if !env.Success {
@@ -35,7 +36,7 @@ func TestDiskFull(t *testing.T) {
 		stored = append(stored, data)
 	}
 	if refused == nil {
-		t.Fatal("24 MiB pushed onto a 24 MiB disk without a refusal")
+		t.Fatal("12 MiB pushed onto a 12 MiB disk without a refusal")
 	}
 	if refused.Error.Type != "disk_full" || !strings.Contains(refused.Error.Message, "bytes free") || !strings.Contains(refused.Error.Message, "needs") {
 		t.Fatalf("refusal %+v; want a disk_full error naming free and needed bytes", refused.Error)

@@ -212,15 +212,18 @@ func (v *view) apply(msgs []msg, rev uint64) {
 		}
 	}
 	st.rev = max(st.rev, rev)
-	entryRev := st.entryRev
 	if !v.opened && st.rev >= v.openSeq {
 		v.opened = true
 		v.hub.Restore(replayed(v.replay, v.from, v.history, st.addr))
 		v.replay = nil
 	}
+	// The events are published before v.mu lets a waiter see the new
+	// revision: a write returns once this host applied it (waitFor), and
+	// Changes right after must list it. Published after the unlock, a
+	// Changes between the two missed the write the caller had just made.
+	v.hub.Publish(evs, st.entryRev)
 	v.mu.Unlock()
 	v.uses.touch(touched...)
-	v.hub.Publish(evs, entryRev)
 }
 
 // keyOf returns the KV key of a subject $KV.<bucket>.<key>.

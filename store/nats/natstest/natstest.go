@@ -287,7 +287,7 @@ func (c *Cluster) Stop() {
 
 // storeRoot is the directory the clusters' store directories go in:
 // $DEPOTFS_NATSTEST_DIR if set, else /dev/shm where it is a writable
-// directory, else the system's temporary directory. The servers fsync
+// directory with 1 GiB free, else the system's temporary directory. The servers fsync
 // every write (sync_interval: always), which on a loaded disk costs
 // milliseconds each and, in R3 streams, on two servers per write; on
 // tmpfs it costs nothing, and a SIGKILLed server loses no more there than
@@ -295,6 +295,12 @@ func (c *Cluster) Stop() {
 func storeRoot() string {
 	if dir := os.Getenv("DEPOTFS_NATSTEST_DIR"); dir != "" {
 		return dir
+	}
+	// A container's /dev/shm is often 64 MiB, too small for the clusters
+	// of a package's tests.
+	var st syscall.Statfs_t
+	if err := syscall.Statfs("/dev/shm", &st); err != nil || uint64(st.Bavail)*uint64(st.Bsize) < 1<<30 {
+		return os.TempDir()
 	}
 	if f, err := os.CreateTemp("/dev/shm", "natstest-probe-"); err == nil {
 		f.Close()

@@ -68,7 +68,9 @@
 // because every client pays for tools/list in its context window on every
 // session (TestToolsListSize keeps the default profiles under 24 KiB).
 // With Settings.OutputSchemas, tools/list also declares each output
-// schema and every structured result is checked against it.
+// schema, every structured result is checked against it, and the provider
+// tools whose contract returns a bare value send it as structured content
+// too (an object holding it; the text is unchanged).
 //
 // # Files fetched on demand
 //

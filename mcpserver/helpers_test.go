@@ -195,9 +195,8 @@ func startClientAs(t testing.TB, c *client.Client, ctx context.Context) *client.
 }
 
 // replySchemas are the compiled output schemas of the tools a server
-// serves (a provider tool whose contract replies with a plain value has
-// none). tools/list does not send them; every checked reply must satisfy
-// its tool's. Each is built when a reply of its tool is first checked: a
+// serves. tools/list sends them only with Settings.OutputSchemas; every
+// checked reply must satisfy its tool's. Each is built when a reply of its tool is first checked: a
 // test calls a few of the dozens of tools, and building them all was most
 // of the CPU a small test spent. It is safe for concurrent use.
 type replySchemas struct {

@@ -9,12 +9,14 @@ import (
 )
 
 // TestOutputSchemasDeclared: with Settings.OutputSchemas, tools/list
-// declares the output schema of every tool whose results are structured,
-// the very schema the tests validate its replies against and docs/tools.md
-// shows, and the server checks each structured result against it: calls
-// of every shape still succeed. The provider tools whose contract returns
-// a bare value (text, a list, a boolean) declare none, since an MCP output
-// schema describes an object. It logs what the schemas cost in tools/list.
+// declares the output schema of every tool, the very schema the tests
+// validate its replies against and docs/tools.md shows, and the server
+// checks each structured result against it: calls of every shape still
+// succeed. A provider tool whose contract returns a bare value (text, a
+// list, a boolean, a digest) then also sends it as structured content,
+// an object holding the value, as a declared schema obliges it to; its
+// text stays the contract's, as without the setting, where it sends no
+// structured content. It logs what the schemas cost in tools/list.
 func TestOutputSchemasDeclared(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, &mcpserver.Options{Tools: mcpserver.Profiles(), Settings: mcpserver.Settings{MountPoint: testMount, OutputSchemas: true}})
@@ -37,24 +39,18 @@ func TestOutputSchemasDeclared(t *testing.T) {
 	for _, tool := range list.Result.Tools {
 		tools[tool.Name] = tool.OutputSchema
 	}
-	values := map[string]bool{"read_file": true, "read_file_binary": true, "list_directory": true, "file_exists": true, "calculate_file_hash": true, "find_files": true}
 	for name, declared := range tools {
 		schema, ok := want[name]
-		switch {
-		case !ok && !values[name]:
+		if !ok {
 			t.Errorf("%s has no output schema", name)
-		case !ok:
-			if len(declared) > 0 {
-				t.Errorf("%s returns a bare value but declares an output schema", name)
-			}
-		default:
-			var a, b bytes.Buffer
-			if err := json.Compact(&a, schema); err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Compact(&b, declared); err != nil || a.String() != b.String() {
-				t.Errorf("%s declares the output schema %.200s, want %.200s (%v)", name, b.String(), a.String(), err)
-			}
+			continue
+		}
+		var a, b bytes.Buffer
+		if err := json.Compact(&a, schema); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Compact(&b, declared); err != nil || a.String() != b.String() {
+			t.Errorf("%s declares the output schema %.200s, want %.200s (%v)", name, b.String(), a.String(), err)
 		}
 	}
 	with := len(toolsListReply(t, &mcpserver.Options{Tools: mcpserver.Profiles(), Settings: mcpserver.Settings{MountPoint: testMount, OutputSchemas: true}}))
@@ -78,5 +74,40 @@ func TestOutputSchemasDeclared(t *testing.T) {
 		if r := h.callRaw(c.tool, c.args); r.isError || len(r.structured) == 0 {
 			t.Errorf("%s %v: %s (isError %v, %d bytes structured)", c.tool, c.args, r.text, r.isError, len(r.structured))
 		}
+	}
+
+	// The provider tools that reply with a bare value: the same text with
+	// the setting and without, structured content (checked against the
+	// schema by callRaw) only with it.
+	plain := newHarness(t, &mcpserver.Options{Tools: mcpserver.Profiles(), Settings: mcpserver.Settings{MountPoint: testMount}})
+	for _, x := range []*harness{h, plain} {
+		x.seed("/o/b.txt", []byte("beta"))
+	}
+	for _, c := range []struct {
+		tool string
+		args m
+		want string // the structured content
+	}{
+		{"read_file", m{"file_path": "/o/b.txt"}, `{"content":"beta"}`},
+		{"read_file_binary", m{"file_path": "/o/b.txt"}, `{"base64":"YmV0YQ=="}`},
+		{"list_directory", m{"directory_path": testMount + "/o", "pattern": "b*"}, `{"paths":["` + testMount + `/o/b.txt"]}`},
+		{"find_files", m{"directory_path": "/o", "patterns": []string{"b.*"}}, `{"paths":["/o/b.txt"]}`},
+		{"file_exists", m{"path": "/o/b.txt"}, `{"exists":true}`},
+		{"file_exists", m{"path": "/../etc/passwd"}, `{"exists":false}`},
+		{"calculate_file_hash", m{"file_path": "/o/b.txt", "algorithm": "md5"}, `{"digest":"987bcab01b929eb2c07877b224215c92"}`},
+	} {
+		on, off := h.callRaw(c.tool, c.args), plain.callRaw(c.tool, c.args)
+		if on.isError || on.text != off.text || off.isError || len(off.structured) > 0 {
+			t.Errorf("%s %v: text %q with output schemas, %q (structured %s) without", c.tool, c.args, on.text, off.text, off.structured)
+		}
+		var got bytes.Buffer
+		if err := json.Compact(&got, on.structured); err != nil || got.String() != c.want {
+			t.Errorf("%s %v: structured content %s, want %s (%v)", c.tool, c.args, on.structured, c.want, err)
+		}
+	}
+	// An error is the contract's object either way.
+	on, off := h.callRaw("read_file", m{"file_path": "/o/none"}), plain.callRaw("read_file", m{"file_path": "/o/none"})
+	if !on.isError || on.text != off.text || string(on.structured) != string(off.structured) {
+		t.Errorf("read_file of a missing file: %s %s with output schemas, %s %s without", on.text, on.structured, off.text, off.structured)
 	}
 }

@@ -24,8 +24,8 @@ type rawReply struct {
 
 // callRaw calls a tool of the provider or fs profile and checks what every
 // such reply must satisfy: one text block, structured content (when there
-// is some) equal to the text and valid against the tool's output schema
-// (only an error's without one), and no host path of the harness in the reply.
+// is some) valid against the tool's output schema and holding the text's
+// value (see sameValue), and no host path of the harness in the reply.
 func (h *harness) callRaw(tool string, args any) rawReply {
 	h.t.Helper()
 	req := mcp.CallToolRequest{}
@@ -47,31 +47,49 @@ func (h *harness) callRaw(tool string, args any) rawReply {
 		h.t.Fatalf("%s: reply reveals the host directory %s: %s", tool, h.dir, r.text)
 	}
 	if len(r.structured) > 0 {
-		var a, b any
-		if err := json.Unmarshal(r.structured, &a); err != nil {
-			h.t.Fatalf("%s: structured content: %v", tool, err)
+		if !sameValue(h.t, r.structured, r.text) {
+			h.t.Fatalf("%s: text %s is not the value of the structured content %s", tool, r.text, r.structured)
 		}
-		if err := json.Unmarshal([]byte(r.text), &b); err != nil {
-			h.t.Fatalf("%s: text is not the JSON of the structured content: %v", tool, err)
-		}
-		if ja, jb := mustJSON(h.t, a), mustJSON(h.t, b); ja != jb {
-			h.t.Fatalf("%s: text %s and structured content %s differ", tool, jb, ja)
-		}
-		if sch := h.schemas.of(h.t, tool); sch != nil {
-			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(r.structured))
-			if err != nil {
-				h.t.Fatal(err)
-			}
-			if err := sch.Validate(inst); err != nil {
-				h.t.Fatalf("%s: reply does not match the output schema: %v\n%s", tool, err, r.structured)
-			}
-		} else if !r.isError {
-			// A tool without one answers with a bare value, and
-			// structured content only with its error object.
+		sch := h.schemas.of(h.t, tool)
+		if sch == nil {
 			h.t.Fatalf("%s: structured content, but no output schema: %s", tool, r.structured)
+		}
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(r.structured))
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if err := sch.Validate(inst); err != nil {
+			h.t.Fatalf("%s: reply does not match the output schema: %v\n%s", tool, err, r.structured)
 		}
 	}
 	return r
+}
+
+// sameValue reports whether text says what the structured content raw
+// does: text is raw's JSON (an object reply, an error), or raw is an
+// object of one property whose value is text (a provider tool's bare value
+// under Settings.OutputSchemas: a string as is, anything else as JSON).
+func sameValue(t testing.TB, raw json.RawMessage, text string) bool {
+	t.Helper()
+	var a any
+	if err := json.Unmarshal(raw, &a); err != nil {
+		t.Fatalf("structured content: %v", err)
+	}
+	var b any
+	if json.Unmarshal([]byte(text), &b) == nil && mustJSON(t, a) == mustJSON(t, b) {
+		return true
+	}
+	obj, ok := a.(map[string]any)
+	if !ok || len(obj) != 1 {
+		return false
+	}
+	for _, v := range obj {
+		if s, ok := v.(string); ok {
+			return s == text
+		}
+		return json.Unmarshal([]byte(text), &b) == nil && mustJSON(t, v) == mustJSON(t, b)
+	}
+	return false
 }
 
 func mustJSON(t testing.TB, v any) string {

@@ -70,43 +70,42 @@ func allProfiles(t *testing.T) *harness {
 }
 
 // toolTable is every tool the server offers, with what the table test
-// checks of it: its profile, its annotations, its required arguments and
-// whether it declares an output schema. A new tool gets a row here.
+// checks of it: its profile, its annotations and its required arguments.
+// A new tool gets a row here.
 var toolTable = map[string]struct {
 	profile                           mcpserver.Profile
 	readOnly, destructive, idempotent bool
 	required                          []string
-	output                            bool
 }{
-	"guide_cache_file":       {mcpserver.ProfileGuide, false, true, true, []string{"content"}, true},
-	"guide_cache_files":      {mcpserver.ProfileGuide, false, true, true, []string{"files"}, true},
-	"guide_begin_upload":     {mcpserver.ProfileGuide, false, true, true, nil, true},
-	"guide_read_file":        {mcpserver.ProfileGuide, false, true, true, []string{"content"}, true},
-	"guide_list_directory":   {mcpserver.ProfileGuide, false, true, true, []string{"entries", "path"}, true},
-	"guide_pending_requests": {mcpserver.ProfileGuide, true, false, true, nil, true},
-	"guide_changes":          {mcpserver.ProfileGuide, true, false, true, nil, true},
-	"guide_cache_stats":      {mcpserver.ProfileGuide, true, false, true, nil, true},
-	"guide_list_uploads":     {mcpserver.ProfileGuide, true, false, true, nil, true},
-	"guide_drop_uploads":     {mcpserver.ProfileGuide, false, true, true, nil, true},
-	"guide_snapshot":         {mcpserver.ProfileGuide, false, true, false, []string{"action"}, true},
-	"guide_file_history":     {mcpserver.ProfileGuide, true, false, true, []string{"path"}, true},
-	"guide_restore":          {mcpserver.ProfileGuide, false, true, true, []string{"path"}, true},
-	"read_file":              {mcpserver.ProfileProvider, true, false, true, []string{"file_path"}, false},
-	"read_file_binary":       {mcpserver.ProfileProvider, true, false, true, []string{"file_path"}, false},
-	"list_directory":         {mcpserver.ProfileProvider, true, false, true, []string{"directory_path"}, false},
-	"file_exists":            {mcpserver.ProfileProvider, true, false, true, []string{"path"}, false},
-	"get_file_stats":         {mcpserver.ProfileProvider, true, false, true, []string{"path"}, true},
-	"calculate_file_hash":    {mcpserver.ProfileProvider, true, false, true, []string{"file_path"}, false},
-	"find_files":             {mcpserver.ProfileProvider, true, false, true, []string{"directory_path", "patterns"}, false},
-	"list":                   {mcpserver.ProfileFS, true, false, true, []string{"path"}, true},
-	"read":                   {mcpserver.ProfileFS, true, false, true, []string{"path"}, true},
-	"write":                  {mcpserver.ProfileFS, false, true, false, []string{"content", "path"}, true},
-	"mkdir":                  {mcpserver.ProfileFS, false, false, true, []string{"path"}, true},
-	"delete":                 {mcpserver.ProfileFS, false, true, true, []string{"path"}, true},
-	"copy":                   {mcpserver.ProfileFS, false, true, true, []string{"destination", "source"}, true},
-	"move":                   {mcpserver.ProfileFS, false, true, true, []string{"destination", "source"}, true},
-	"info":                   {mcpserver.ProfileFS, true, false, true, []string{"path"}, true},
-	"search":                 {mcpserver.ProfileFS, true, false, true, []string{"pattern", "root_path"}, true},
+	"guide_cache_file":       {mcpserver.ProfileGuide, false, true, true, []string{"content"}},
+	"guide_cache_files":      {mcpserver.ProfileGuide, false, true, true, []string{"files"}},
+	"guide_begin_upload":     {mcpserver.ProfileGuide, false, true, true, nil},
+	"guide_read_file":        {mcpserver.ProfileGuide, false, true, true, []string{"content"}},
+	"guide_list_directory":   {mcpserver.ProfileGuide, false, true, true, []string{"entries", "path"}},
+	"guide_pending_requests": {mcpserver.ProfileGuide, true, false, true, nil},
+	"guide_changes":          {mcpserver.ProfileGuide, true, false, true, nil},
+	"guide_cache_stats":      {mcpserver.ProfileGuide, true, false, true, nil},
+	"guide_list_uploads":     {mcpserver.ProfileGuide, true, false, true, nil},
+	"guide_drop_uploads":     {mcpserver.ProfileGuide, false, true, true, nil},
+	"guide_snapshot":         {mcpserver.ProfileGuide, false, true, false, []string{"action"}},
+	"guide_file_history":     {mcpserver.ProfileGuide, true, false, true, []string{"path"}},
+	"guide_restore":          {mcpserver.ProfileGuide, false, true, true, []string{"path"}},
+	"read_file":              {mcpserver.ProfileProvider, true, false, true, []string{"file_path"}},
+	"read_file_binary":       {mcpserver.ProfileProvider, true, false, true, []string{"file_path"}},
+	"list_directory":         {mcpserver.ProfileProvider, true, false, true, []string{"directory_path"}},
+	"file_exists":            {mcpserver.ProfileProvider, true, false, true, []string{"path"}},
+	"get_file_stats":         {mcpserver.ProfileProvider, true, false, true, []string{"path"}},
+	"calculate_file_hash":    {mcpserver.ProfileProvider, true, false, true, []string{"file_path"}},
+	"find_files":             {mcpserver.ProfileProvider, true, false, true, []string{"directory_path", "patterns"}},
+	"list":                   {mcpserver.ProfileFS, true, false, true, []string{"path"}},
+	"read":                   {mcpserver.ProfileFS, true, false, true, []string{"path"}},
+	"write":                  {mcpserver.ProfileFS, false, true, false, []string{"content", "path"}},
+	"mkdir":                  {mcpserver.ProfileFS, false, false, true, []string{"path"}},
+	"delete":                 {mcpserver.ProfileFS, false, true, true, []string{"path"}},
+	"copy":                   {mcpserver.ProfileFS, false, true, true, []string{"destination", "source"}},
+	"move":                   {mcpserver.ProfileFS, false, true, true, []string{"destination", "source"}},
+	"info":                   {mcpserver.ProfileFS, true, false, true, []string{"path"}},
+	"search":                 {mcpserver.ProfileFS, true, false, true, []string{"pattern", "root_path"}},
 }
 
 // pathLike reports whether an argument name says it holds a path.
@@ -166,8 +165,8 @@ func TestTools(t *testing.T) {
 				t.Errorf("annotations readOnly %v destructive %v idempotent %v, want %v %v %v",
 					readOnly, destructive, idempotent, want.readOnly, want.destructive, want.idempotent)
 			}
-			if _, ok := outputs[name]; ok != want.output {
-				t.Errorf("has an output schema: %v, want %v", ok, want.output)
+			if _, ok := outputs[name]; !ok {
+				t.Errorf("no output schema: every tool has one")
 			}
 			if len(tool.OutputSchema) > 0 {
 				t.Errorf("tools/list sends an output schema (%d bytes): docs/tools.md shows it", len(tool.OutputSchema))

@@ -37,23 +37,29 @@ func Tools(env *tool.Env) []tool.Tool {
 	s.docs = tool.NewDocs(docs, "doc", "result", map[string]string{"error": "error.json"}, env)
 	r := tool.Read
 	return s.docs.Tools(
-		tool.InSnapshots(s.providerTool("read_file", "Read a text file from the depot", r("file_path"), providerShape{}, s.readFile(true))),
-		tool.InSnapshots(s.providerTool("read_file_binary", "Read a file from the depot as base64", r("file_path"), providerShape{}, s.readFile(false))),
-		tool.InSnapshots(s.providerTool("list_directory", "List a depot directory", r("directory_path"), providerShape{}, s.providerListDirectory)),
-		s.providerTool("file_exists", "Check whether a depot path exists", r("path"), providerShape{falseOnError: true}, s.providerFileExists),
+		tool.InSnapshots(s.providerTool("read_file", "Read a text file from the depot", r("file_path"), providerShape{field: "content"}, s.readFile(true))),
+		tool.InSnapshots(s.providerTool("read_file_binary", "Read a file from the depot as base64", r("file_path"), providerShape{field: "base64"}, s.readFile(false))),
+		tool.InSnapshots(s.providerTool("list_directory", "List a depot directory", r("directory_path"), providerShape{field: "paths"}, s.providerListDirectory)),
+		s.providerTool("file_exists", "Check whether a depot path exists", r("path"), providerShape{field: "exists", falseOnError: true}, s.providerFileExists),
 		s.providerTool("get_file_stats", "Get a depot entry's statistics", r("path"), providerShape{}, s.providerFileStats),
-		s.providerTool("calculate_file_hash", "Hash a file in the depot", r("file_path"), providerShape{}, s.providerFileHash),
-		s.providerTool("find_files", "Find files in the depot by name", r("directory_path"), providerShape{}, s.providerFindFiles),
+		s.providerTool("calculate_file_hash", "Hash a file in the depot", r("file_path"), providerShape{field: "digest"}, s.providerFileHash),
+		s.providerTool("find_files", "Find files in the depot by name", r("directory_path"), providerShape{field: "paths"}, s.providerFindFiles),
 	)
 }
 
 // providerTool builds one provider tool: read-only, idempotent, closed
-// world; an output schema only where the contract returns an object (the
-// tool has a <name>.output.json), which is then also the structured
-// content of its replies.
+// world. Every one has an output schema (<name>.output.json). A tool whose
+// contract returns an object (get_file_stats) sends it as structured
+// content always; one whose contract returns a bare value (shape.field
+// set) sends structured content only with Settings.OutputSchemas, the
+// value under shape.field, since the schema it then declares obliges it
+// to: the default reply stays the contract's text alone.
 func (s *tools) providerTool(name, title string, path tool.PathArg, shape providerShape, run tool.Func) tool.Tool {
 	spec := s.docs.Spec(name, title, tool.Hints{ReadOnly: true, Idempotent: true})
-	shape.structured = s.docs.HasOutputSchema(name)
+	if !s.docs.HasOutputSchema(name) {
+		panic("mcpserver: provider tool " + name + " has no output schema")
+	}
+	shape.structured = shape.field == "" || s.opts.OutputSchemas
 	return tool.Tool{
 		Spec:    spec,
 		Profile: tool.ProfileProvider,
@@ -70,9 +76,14 @@ func (s *tools) providerTool(name, title string, path tool.PathArg, shape provid
 // set so that MCP clients and models see the call failed, and the same
 // object as structured content.
 type providerShape struct {
-	// structured: the tool has an output schema, so its value (an object)
-	// is also the structured content.
+	// structured: the reply carries structured content: the value itself
+	// when it is an object, else {field: value}.
 	structured bool
+	// field names the property of the structured content that holds a
+	// bare value (a string, a list, a boolean); "" when the value is an
+	// object. A read answered with a resource link has {"link", "size",
+	// "sha256"} instead.
+	field string
 	// falseOnError: the contract forbids errors (file_exists): every
 	// failure except malformed arguments answers false.
 	falseOnError bool
@@ -81,17 +92,26 @@ type providerShape struct {
 var _ tool.Shape = providerShape{}
 
 // Success renders out.Data as the contract's value.
-func (p providerShape) Success(_ *tool.Call, out tool.Reply) (*mcp.CallToolResult, error) {
+func (p providerShape) Success(c *tool.Call, out tool.Reply) (*mcp.CallToolResult, error) {
+	var res *mcp.CallToolResult
 	if text, ok := out.Data.(string); ok {
-		return tool.WithLinks(&mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)}}, out), nil
+		res = tool.WithLinks(&mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)}}, out)
+	} else {
+		raw, err := json.Marshal(out.Data)
+		if err != nil {
+			return nil, err
+		}
+		res = &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(raw))}}
+		if p.structured && p.field == "" {
+			res.StructuredContent = json.RawMessage(raw)
+		}
 	}
-	raw, err := json.Marshal(out.Data)
-	if err != nil {
-		return nil, err
-	}
-	res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(raw))}}
-	if p.structured {
-		res.StructuredContent = json.RawMessage(raw)
+	if p.structured && p.field != "" {
+		if len(out.Links) > 0 {
+			res.StructuredContent = map[string]any{"link": out.Links[0].URI, "size": c.Size, "sha256": c.SHA256}
+		} else {
+			res.StructuredContent = map[string]any{p.field: out.Data}
+		}
 	}
 	return res, nil
 }

@@ -155,11 +155,13 @@ type Settings struct {
 	// all clients; default DefaultMaxSubscriptions.
 	MaxSubscriptions int
 
-	// OutputSchemas declares each tool's output schema in tools/list, for
-	// every tool whose results are structured (the guide and fs tools,
-	// get_file_stats), and has the server check each structured result
-	// against it before it is sent. Off by default: the schemas take
-	// 62 KB, several times the rest of tools/list, which every client
+	// OutputSchemas declares every tool's output schema in tools/list and
+	// has the server check each structured result against it before it
+	// is sent. The provider tools whose contract returns a bare value
+	// (read_file, list_directory, ...) then also send it as structured
+	// content, an object holding it, as a declared schema requires; their
+	// text is the same either way. Off by default: the schemas take
+	// 70 KB, several times the rest of tools/list, which every client
 	// pays in its context window on every session; docs/tools.md shows
 	// them either way.
 	OutputSchemas bool

@@ -29,12 +29,13 @@ type Hints struct {
 //     the reply, examples, errors, security notes), rendered only into
 //     docs/tools.md (optional: without it the description is the reference);
 //   - <tool>.input.json, the input schema;
-//   - <tool>.output.json, the schema of the tool's result, for every tool
-//     whose results are structured. tools/list declares it only with
-//     Settings.OutputSchemas (outputSchema is optional in every revision
-//     and the frames are large); replies carry their structured content
-//     either way, the tests validate every reply against it and
-//     docs/tools.md shows it;
+//   - <tool>.output.json, the schema of the tool's result (every tool has
+//     one). tools/list declares it only with Settings.OutputSchemas
+//     (outputSchema is optional in every revision and the frames are
+//     large); replies carry their structured content either way, except
+//     a provider tool whose contract returns a bare value, which sends it
+//     only when the schema is declared. The tests validate every
+//     structured reply against it and docs/tools.md shows it;
 //   - reply.json, the profile's reply frame: the schema any reply of its
 //     tools satisfies, in which the result is "#/$defs/<slot>";
 //   - the shared definitions the frame or results refer to (error.json,

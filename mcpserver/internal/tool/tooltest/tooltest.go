@@ -142,23 +142,18 @@ func (h *Harness) Call(name, args string) Result {
 			h.t.Fatalf("%s: structured content: %v", name, err)
 		}
 		out.Structured = raw
-		h.checkOutput(name, raw, res.IsError)
+		h.checkOutput(name, raw)
 	}
 	return out
 }
 
 // checkOutput fails the test unless the structured content raw of a reply
-// of tool name satisfies the tool's output schema. A tool without one
-// (a provider tool whose contract answers with a bare value) sends
-// structured content only with an error, its contract's error object.
-func (h *Harness) checkOutput(name string, raw json.RawMessage, isError bool) {
+// of tool name satisfies the tool's output schema, which every tool has.
+func (h *Harness) checkOutput(name string, raw json.RawMessage) {
 	h.t.Helper()
 	sch, ok := h.outputs[name]
 	if !ok {
 		doc, has := h.Tool(name).Docs.OutputSchema(name)
-		if !has && isError {
-			return
-		}
 		if !has {
 			h.t.Fatalf("%s: structured content, but no output schema (doc/%s.output.json)", name, name)
 		}

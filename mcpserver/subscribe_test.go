@@ -43,6 +43,9 @@ type subscriber struct {
 	notes  chan mcp.JSONRPCNotification
 	cancel context.CancelFunc // ends a subscriptions/listen stream
 	errs   chan error         // why subscriptions/listen streams ended early
+	// listenID is the subscription id of the current listen stream, as
+	// its acknowledgement named it ("" before one).
+	listenID string
 }
 
 // newSubscriber connects a client to srv over kind ("inprocess", "http",
@@ -135,7 +138,9 @@ func (s *subscriber) subscribe(uris ...string) {
 		s.t.Fatalf("listen: %v", err)
 	}
 	s.cancel = stop
+	s.listenID = ""
 	n := s.next(mcp.MethodNotificationSubscriptionsAcknowledged)
+	s.listenID = subscriptionID(n)
 	var ack struct {
 		Notifications mcp.SubscriptionFilter `json:"notifications"`
 	}
@@ -162,6 +167,13 @@ func (s *subscriber) next(method string) mcp.JSONRPCNotification {
 	for {
 		select {
 		case n := <-s.notes:
+			// A listen the client ended may still notify until the server
+			// has taken the cancellation in: over stdio, where every
+			// stream shares one pipe, its notifications arrive with the
+			// new stream's, tagged with the old id.
+			if id := subscriptionID(n); s.listenID != "" && id != "" && id != s.listenID {
+				continue
+			}
 			if n.Method == method {
 				return n
 			}
@@ -169,6 +181,15 @@ func (s *subscriber) next(method string) mcp.JSONRPCNotification {
 			s.t.Fatalf("no %s notification within 10s", method)
 		}
 	}
+}
+
+// subscriptionID returns the subscription id n is tagged with, "" if none.
+func subscriptionID(n mcp.JSONRPCNotification) string {
+	id, ok := n.Params.Meta[mcp.MetaKeySubscriptionID]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprint(id)
 }
 
 // updated returns the URI of the next resources/updated notification.

@@ -45,9 +45,18 @@ func (w *wtx) logEvents() error {
 		return nil
 	}
 	cutoff := w.rev - keep
+	// The old keys are found first and deleted after: a cursor's First
+	// after each Delete steps again over every leaf the earlier deletes
+	// emptied (bbolt removes them only at commit), quadratic in the
+	// changes one transaction drops: a quarter of the CPU of a
+	// transaction of 10,000 files.
+	var old []uint64
 	c := b.Cursor()
-	for k, _ := c.First(); k != nil && u64(k) <= cutoff; k, _ = c.First() {
-		if err := c.Delete(); err != nil {
+	for k, _ := c.First(); k != nil && u64(k) <= cutoff; k, _ = c.Next() {
+		old = append(old, u64(k))
+	}
+	for _, r := range old {
+		if err := b.Delete(u64bytes(r)); err != nil {
 			return err
 		}
 	}

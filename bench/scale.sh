@@ -6,6 +6,8 @@
 #   sudo bench/scale.sh -files 20000,100000,300000
 #   sudo DEPOTFS_SOAK=1 bench/scale.sh      # adds 1,000,000 and 10,000,000
 #   sudo bench/scale.sh -files 100000 -profile /tmp/prof   # heap and CPU profiles
+#   sudo bench/scale.sh -seeded /var/tmp/d.db -files 3000000  # a depot written by
+#                                            # bench/walk.sh -seed (see seeded.go)
 set -eu
 cd "$(dirname "$0")/.."
 bin=$(mktemp -d)

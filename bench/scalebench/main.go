@@ -35,6 +35,10 @@
 // The tree is /bK/dDDDD/fNNNNNNNN.txt: -per-dir files of 64 to 2048 bytes
 // in each directory, so a directory's size stays the same as the depot
 // grows and a walk's cost a file should too. It needs root (tmpfs, FUSE).
+// With -seeded FILE it pushes nothing: it measures a depot written
+// beforehand by bench/walk.sh -seed (see seeded.go), for sizes whose
+// pushes would take hours.
+//
 // bench/scale.sh builds depotfs and runs it. The machine may be shared:
 // the ratios are what to compare; the load average is printed with them.
 package main
@@ -76,6 +80,8 @@ func main() {
 	profile := flag.String("profile", "", "save heap and CPU profiles of the server in this `dir`ectory (needs depotfs built with -tags pprof)")
 	floorTree := flag.Int("floor-serve", -1, "internal: serve the floor's tree of this many files at -floor-mount")
 	floorMount := flag.String("floor-mount", "", "internal: where -floor-serve mounts")
+	seededDB := flag.String("seeded", "", "measure the bolt depot in this `file`, of -files files, written by bench/walk.sh -seed, instead of pushing (see seeded.go)")
+	restarts := flag.Int("restarts", 5, "with -seeded: restarts to time")
 	flag.Parse()
 	log.SetFlags(0)
 	if *floorTree >= 0 {
@@ -118,6 +124,13 @@ func main() {
 		addr := freeAddr()
 		os.Setenv("DEPOTFS_PPROF", addr)
 		b.profDir, b.pprof = *profile, "http://"+addr+"/debug/pprof/"
+	}
+	if *seededDB != "" {
+		if len(ns) != 1 {
+			log.Fatal("-seeded: -files must be the one size the depot holds")
+		}
+		b.seeded(*seededDB, ns[0], max(*restarts, 1))
+		return
 	}
 	b.run(ns)
 }

@@ -9,7 +9,9 @@
 //
 // The depot is a bolt store written directly (not pushed), the tree of
 // bench/scale.sh (/bK/dDDDDD/fNNNNNNNN.txt, -per-dir files of 64 to 2048
-// bytes a directory), kept in -db between runs. Each side runs in its own
+// bytes a directory), kept in -db between runs; with -seed it only writes
+// -db, -batch files a transaction, for bench/scale.sh -seeded to measure
+// sizes whose pushes would take hours. Each side runs in its own
 // process (this command with -side), the mount in-process with vfs's
 // defaults and the Go runtime's (no soft memory limit: bench/scale.sh
 // measures the server with its --memory-limit); the two alternate,
@@ -66,9 +68,15 @@ func main() {
 	reps := flag.Int("reps", 3, "walks of each side, alternating; the median is printed")
 	prof := flag.String("cpuprofile", "", "write each side's CPU profile of its walk N to `prefix`-N-SIDE.pprof")
 	side := flag.String("side", "", "internal: serve and walk this side (depotfs or floor), print each pass")
+	seedOnly := flag.Bool("seed", false, "only write the depot at -db, which must not exist, print how long it took and exit")
+	batch := flag.Int("batch", 1000, "files in each transaction of the depot's writing")
 	flag.Parse()
 	if _, ok := walkCmd[*work]; !ok {
 		log.Fatalf("-work: unknown %q", *work)
+	}
+	if *seedOnly {
+		seed(*db, *files, *perDir, max(*batch, 1))
+		return
 	}
 	if *side != "" {
 		serve(*side, *db, *files, *perDir, *work, *reps, *prof)
@@ -161,7 +169,7 @@ func serve(side, db string, files, perDir int, work string, reps int, prof strin
 			return func() { srv.Unmount() }
 		}
 	case "depotfs":
-		st := openDepot(db, files, perDir)
+		st := openDepot(db, files, perDir, 1000)
 		defer st.Close()
 		mount = func() func() {
 			m, err := vfs.Mount(context.Background(), mnt, st, nil)
@@ -211,8 +219,30 @@ func serve(side, db string, files, perDir int, work string, reps int, prof strin
 	}
 }
 
-// openDepot opens the depot at db, writing its files first if it is new.
-func openDepot(db string, files, perDir int) *bolt.Store {
+// seed writes the depot at db, which must not exist, closes it and
+// prints the time it took: how bench/scale.sh's largest sizes are made
+// without pushing millions of files at a push's rate.
+func seed(db string, files, perDir, batch int) {
+	if _, err := os.Stat(db); err == nil {
+		log.Fatalf("-seed: %s exists", db)
+	}
+	start := time.Now()
+	st := openDepot(db, files, perDir, batch)
+	if err := st.Close(); err != nil {
+		log.Fatal(err)
+	}
+	took := time.Since(start)
+	fi, err := os.Stat(db)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("walkbench: wrote %d files to %s in %s (%.0f files/s, %d transactions of %d), %d bytes; load average at end: %s\n",
+		files, db, took.Round(time.Second), float64(files)/took.Seconds(), (files+batch-1)/batch, batch, fi.Size(), loadavg())
+}
+
+// openDepot opens the depot at db, writing its files first if it is new,
+// batch files a transaction.
+func openDepot(db string, files, perDir, batch int) *bolt.Store {
 	_, statErr := os.Stat(db)
 	st, err := bolt.Open(db, &bolt.Options{NoSync: true})
 	if err != nil {
@@ -222,9 +252,9 @@ func openDepot(db string, files, perDir int) *bolt.Store {
 		return st
 	}
 	ctx := context.Background()
-	for i := 0; i < files; i += 1000 {
+	for i := 0; i < files; i += batch {
 		var reqs []store.PutRequest
-		for j := i; j < min(files, i+1000); j++ {
+		for j := i; j < min(files, i+batch); j++ {
 			p, data := file(j, perDir)
 			reqs = append(reqs, store.PutRequest{Path: p, Data: data, Encoding: "utf-8", Source: "walkbench", Writer: "walkbench"})
 		}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/depotfs/depotfs/bench/internal/benchd"
+)
+
+// The seeded mode (-seeded FILE): the measures of a size on a bolt depot
+// written beforehand without pushes (bench/walk.sh -seed), for the sizes
+// whose pushes would take hours (10,000,000 files at a push's rate of
+// about 1,600 files a second is 1.7 h). There is no push rate, no tmpfs
+// (the tree would not fit in memory) and no floor beside it; what it
+// measures is what must not grow with the depot, to compare with the
+// same measures of a small depot seeded the same way in the same hour:
+// restart-to-ready, anonymous memory after a start and after the walks
+// against an empty server's, and each walk's first pass on a fresh mount
+// with the kernel's caches dropped before it (the database read from
+// disk, as after a reboot), in wall and server CPU µs a file.
+
+// seeded measures the server on the depot in db, of n files.
+func (b *bench) seeded(db string, n, restarts int) {
+	b.db, b.mnt, b.blobs = filepath.Join(b.dir, "empty.db"), filepath.Join(b.dir, "mnt"), filepath.Join(b.dir, "blobs")
+	// Interrupted, leave no mount: the server gets SIGTERM as this
+	// process ends, and unmounts; this makes sure.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	go func() {
+		<-sig
+		syscall.Unmount(b.mnt, syscall.MNT_DETACH)
+		os.Exit(1)
+	}()
+	fmt.Printf("scalebench -seeded %s: %s, kernel %s, %d files, %d a directory; load average at start: %s\n",
+		db, time.Now().UTC().Format(time.RFC3339), kernel(), n, b.perDir, loadavg())
+	d := b.start()
+	time.Sleep(max(b.pause, 4*time.Second))
+	emptyAnon, _ := d.rss()
+	d.stop()
+	os.Remove(b.db)
+	fmt.Printf("empty server: RssAnon %s\n", mib(emptyAnon))
+
+	b.db = db
+	// Restarts cold (the caches dropped: the binary and the database
+	// read from disk, as after a reboot) and warm (right after a stop,
+	// as after an upgrade), alternating.
+	var cold, warm []time.Duration
+	for range restarts {
+		dropCaches()
+		d, took := b.restart()
+		cold = append(cold, took)
+		d.stop()
+		d, took = b.restart()
+		warm = append(warm, took)
+		d.stop()
+	}
+	slices.Sort(cold)
+	slices.Sort(warm)
+	fmt.Printf("restart to ready, caches dropped (%d): %v\nrestart to ready, right after a stop (%d): %v\n", restarts, cold, restarts, warm)
+
+	d, _ = b.restart()
+	time.Sleep(max(b.pause, 4*time.Second))
+	anon, file := d.rss()
+	fmt.Printf("after a start: RssAnon %s (%+.0f MiB over empty), RssFile %s, heap in use %s, db %s (%.0f B a file); load %s\n",
+		mib(anon), float64(anon-emptyAnon)/(1<<20), mib(file), mib(d.heap()), mib(size(db)), float64(size(db))/float64(n), loadavg())
+	fmt.Printf("\n| files | work | first pass, µs a file (each) | server CPU µs a file (each) | RssAnon after the walk (Δ empty) | load before/after |\n|---|---|---|---|---|---|\n")
+	for _, w := range b.works {
+		cmd, ok := walkCmd[w]
+		if !ok {
+			log.Fatalf("-works: unknown %q", w)
+		}
+		var walls, cpus []time.Duration
+		var after int64
+		load := loadavg()
+		for range b.firsts {
+			d.stop()
+			dropCaches()
+			d, _ = b.restart()
+			wall, cpu := runOn(fmt.Sprintf(cmd, b.mnt), d.cmd.Process.Pid)
+			walls, cpus = append(walls, wall), append(cpus, cpu)
+			after, _ = d.rss()
+		}
+		us := func(ds []time.Duration) string {
+			s := ""
+			for i, x := range ds {
+				if i > 0 {
+					s += ", "
+				}
+				s += fmt.Sprintf("%.2f", float64(x.Nanoseconds())/1e3/float64(n))
+			}
+			return fmt.Sprintf("%.2f (%s)", float64(benchd.Quantile(ds, 0.5).Nanoseconds())/1e3/float64(n), s)
+		}
+		fmt.Printf("| %d | %s | %s | %s | %s (%+.0f MiB) | %s / %s |\n", n, w, us(walls), us(cpus),
+			mib(after), float64(after-emptyAnon)/(1<<20), load, loadavg())
+	}
+	d.stop()
+}
+
+// dropCaches writes back the dirty pages and drops the kernel's page,
+// dentry and inode caches, so a pass reads the database from disk.
+func dropCaches() {
+	syscall.Sync()
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0); err != nil {
+		log.Fatalf("drop caches: %v", err)
+	}
+}

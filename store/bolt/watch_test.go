@@ -46,8 +46,8 @@ func TestWatchResync(t *testing.T) {
 }
 
 // TestWatchFallsBehind: a watcher that does not read while far more events
-// than the history holds are written gets a resync, then the latest
-// events; the writers never wait for it.
+// than the history holds are written gets a resync (one each time it falls
+// behind), then the latest events; the writers never wait for it.
 func TestWatchFallsBehind(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTemp(t, &bolt.Options{History: 8})
@@ -71,8 +71,12 @@ func TestWatchFallsBehind(t *testing.T) {
 		}
 		prev = ev.Revision
 	}
-	if resyncs != 1 {
-		t.Errorf("%d resyncs, want 1", resyncs)
+	// The store's watcher may run between the puts, fill the channel and
+	// fall behind again before the test reads: each time is one resync,
+	// so a loaded machine sees two or three. None, or one per event,
+	// would be the bug.
+	if resyncs < 1 || resyncs > 100/8 {
+		t.Errorf("%d resyncs for 100 writes past a history of 8, want between 1 and %d", resyncs, 100/8)
 	}
 }
 

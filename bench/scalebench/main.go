@@ -147,16 +147,6 @@ type bench struct {
 	blobs          string // the blob cache directory
 }
 
-// file is file i of the tree: its depot path and content.
-func file(i, perDir int) (string, []byte) {
-	r := rand.New(rand.NewPCG(uint64(i), 42))
-	data := make([]byte, 64+r.IntN(2048-64+1))
-	for j := range data {
-		data[j] = 'a' + byte(r.IntN(26))
-	}
-	return fmt.Sprintf("/b%d/d%05d/f%08d.txt", i/100_000, i/perDir, i), data
-}
-
 // row is what one size measured.
 type row struct {
 	n                       int
@@ -361,7 +351,7 @@ func (b *bench) push(d *daemon, have, n int) time.Duration {
 	var dirs []string
 	seen := map[string]bool{}
 	for i := have; i < n; i++ {
-		p, data := file(i, b.perDir)
+		p, data := floor.File(i, b.perDir)
 		full := filepath.Join(b.src, p)
 		if dd := filepath.Dir(full); !seen[dd] {
 			seen[dd] = true
@@ -569,7 +559,7 @@ func (f *floorProc) stop() { stopProc(f.cmd) }
 func serveFloor(mnt string, n, perDir int) {
 	t := floor.New(time.Now())
 	for i := range n {
-		p, data := file(i, perDir)
+		p, data := floor.File(i, perDir)
 		t.Add(p, data)
 	}
 	if err := os.MkdirAll(mnt, 0o755); err != nil {

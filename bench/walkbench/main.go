@@ -30,7 +30,6 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"runtime"
@@ -158,7 +157,7 @@ func serve(side, db string, files, perDir int, work string, reps int, prof strin
 	case "floor":
 		t := floor.New(time.Now())
 		for i := range files {
-			p, data := file(i, perDir)
+			p, data := floor.File(i, perDir)
 			t.Add(p, data)
 		}
 		mount = func() func() {
@@ -255,7 +254,7 @@ func openDepot(db string, files, perDir, batch int) *bolt.Store {
 	for i := 0; i < files; i += batch {
 		var reqs []store.PutRequest
 		for j := i; j < min(files, i+batch); j++ {
-			p, data := file(j, perDir)
+			p, data := floor.File(j, perDir)
 			reqs = append(reqs, store.PutRequest{Path: p, Data: data, Encoding: "utf-8", Source: "walkbench", Writer: "walkbench"})
 		}
 		if _, err := st.PutBatch(ctx, reqs); err != nil {
@@ -263,16 +262,6 @@ func openDepot(db string, files, perDir, batch int) *bolt.Store {
 		}
 	}
 	return st
-}
-
-// file is file i of the tree, as bench/scale.sh's.
-func file(i, perDir int) (string, []byte) {
-	r := rand.New(rand.NewPCG(uint64(i), 42))
-	data := make([]byte, 64+r.IntN(2048-64+1))
-	for j := range data {
-		data[j] = 'a' + byte(r.IntN(26))
-	}
-	return fmt.Sprintf("/b%d/d%05d/f%08d.txt", i/100_000, i/perDir, i), data
 }
 
 // cpu is the user and system time this process has used.

@@ -8,6 +8,8 @@
 #   sudo bench/scale.sh -files 100000 -profile /tmp/prof   # heap and CPU profiles
 #   sudo bench/scale.sh -seeded /var/tmp/d.db -files 3000000  # a depot written by
 #                                            # bench/walk.sh -seed (see seeded.go)
+#   sudo bench/scale.sh -seeded /var/tmp/d.db -files 3000000 -seeded-push 20000
+#                                            # then push 20,000 files into it
 set -eu
 cd "$(dirname "$0")/.."
 bin=$(mktemp -d)

@@ -82,6 +82,7 @@ func main() {
 	floorMount := flag.String("floor-mount", "", "internal: where -floor-serve mounts")
 	seededDB := flag.String("seeded", "", "measure the bolt depot in this `file`, of -files files, written by bench/walk.sh -seed, instead of pushing (see seeded.go)")
 	restarts := flag.Int("restarts", 5, "with -seeded: restarts to time")
+	seededPush := flag.Int("seeded-push", 0, "with -seeded: files to push into the depot after the walks (it keeps them), to measure memory after pushes and a snapshot")
 	flag.Parse()
 	log.SetFlags(0)
 	if *floorTree >= 0 {
@@ -129,7 +130,7 @@ func main() {
 		if len(ns) != 1 {
 			log.Fatal("-seeded: -files must be the one size the depot holds")
 		}
-		b.seeded(*seededDB, ns[0], max(*restarts, 1))
+		b.seeded(*seededDB, ns[0], max(*restarts, 1), *seededPush)
 		return
 	}
 	b.run(ns)

@@ -18,7 +18,12 @@
 // -reps walks each, and the medians are printed with their ratio. With
 // -cpuprofile PREFIX each side's process writes a CPU profile of its walk
 // N to PREFIX-N-depotfs.pprof or PREFIX-N-floor.pprof (go tool pprof
-// takes them all at once). It needs root (FUSE).
+// takes them all at once); with -memprofile PREFIX, a profile of what it
+// allocated (PREFIX-N-SIDE.pprof, with PREFIX-N-SIDE-base.pprof, what it
+// had allocated before the walk, for pprof's -diff_base). The page faults
+// a file are printed too: the database's pages mapped on first touch and
+// the heap's growth, which both sides pay in system time. It needs root
+// (FUSE).
 // bench/walk.sh builds and runs it.
 package main
 
@@ -57,6 +62,7 @@ type pass struct {
 	Allocs float64 // heap objects allocated
 	Bytes  float64 // heap bytes allocated
 	GCs    uint32  // collections during the walk (not a file)
+	Faults float64 // page faults (minor and major): the database's pages mapped on first touch, the heap's on growth
 }
 
 func main() {
@@ -66,6 +72,7 @@ func main() {
 	work := flag.String("work", "find", "walk: find or ls")
 	reps := flag.Int("reps", 3, "walks of each side, alternating; the median is printed")
 	prof := flag.String("cpuprofile", "", "write each side's CPU profile of its walk N to `prefix`-N-SIDE.pprof")
+	memProf := flag.String("memprofile", "", "write each side's profile of what its walk N allocated to `prefix`-N-SIDE.pprof (sampling slows allocation: not for CPU figures)")
 	side := flag.String("side", "", "internal: serve and walk this side (depotfs or floor), print each pass")
 	seedOnly := flag.Bool("seed", false, "only write the depot at -db, which must not exist, print how long it took and exit")
 	batch := flag.Int("batch", 1000, "files in each transaction of the depot's writing")
@@ -78,7 +85,7 @@ func main() {
 		return
 	}
 	if *side != "" {
-		serve(*side, *db, *files, *perDir, *work, *reps, *prof)
+		serve(*side, *db, *files, *perDir, *work, *reps, *prof, *memProf)
 		return
 	}
 	self, err := os.Executable()
@@ -90,11 +97,14 @@ func main() {
 	got := map[string][]pass{}
 	for k := range *reps {
 		for _, s := range []string{"depotfs", "floor"} {
-			p := ""
+			p, mp := "", ""
 			if *prof != "" {
 				p = fmt.Sprintf("%s-%d", *prof, k+1)
 			}
-			got[s] = append(got[s], runSide(self, s, *db, *files, *perDir, *work, p)...)
+			if *memProf != "" {
+				mp = fmt.Sprintf("%s-%d", *memProf, k+1)
+			}
+			got[s] = append(got[s], runSide(self, s, *db, *files, *perDir, *work, p, mp)...)
 		}
 	}
 	med := func(s string, f func(pass) float64) float64 {
@@ -105,7 +115,7 @@ func main() {
 		slices.Sort(xs)
 		return xs[len(xs)/2]
 	}
-	fmt.Printf("\n| work | files | server CPU µs a file, depotfs / floor | ×floor | objects a file | ×floor | bytes a file | ×floor | collections a walk | load at end |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Printf("\n| work | files | server CPU µs a file, depotfs / floor | ×floor | objects a file | ×floor | bytes a file | ×floor | page faults a file | collections a walk | load at end |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	row := []func(pass) float64{
 		func(p pass) float64 { return p.CPU },
 		func(p pass) float64 { return p.Allocs },
@@ -116,15 +126,19 @@ func main() {
 		d, fl := med("depotfs", f), med("floor", f)
 		fmt.Printf("| %.2f / %.2f | %.2f× ", d, fl, d/fl)
 	}
+	faults := func(p pass) float64 { return p.Faults }
 	gcs := func(p pass) float64 { return float64(p.GCs) }
-	fmt.Printf("| %.0f / %.0f | %s |\n", med("depotfs", gcs), med("floor", gcs), loadavg())
+	fmt.Printf("| %.3f / %.3f | %.0f / %.0f | %s |\n", med("depotfs", faults), med("floor", faults), med("depotfs", gcs), med("floor", gcs), loadavg())
 }
 
 // runSide runs one pass of side in a process of its own.
-func runSide(self, side, db string, files, perDir int, work, prof string) []pass {
+func runSide(self, side, db string, files, perDir int, work, prof, memProf string) []pass {
 	args := []string{"-side", side, "-db", db, "-files", strconv.Itoa(files), "-per-dir", strconv.Itoa(perDir), "-work", work, "-reps", "1"}
 	if prof != "" {
 		args = append(args, "-cpuprofile", prof)
+	}
+	if memProf != "" {
+		args = append(args, "-memprofile", memProf)
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Stderr = os.Stderr
@@ -146,7 +160,12 @@ func runSide(self, side, db string, files, perDir int, work, prof string) []pass
 
 // serve mounts side's tree reps times, walks it each time and prints a
 // pass a line, as JSON.
-func serve(side, db string, files, perDir int, work string, reps int, prof string) {
+func serve(side, db string, files, perDir int, work string, reps int, prof, memProf string) {
+	if memProf != "" {
+		// Sample finely enough to attribute the few objects a file
+		// costs; the profile covers the walks only (see below).
+		runtime.MemProfileRate = 512
+	}
 	mnt, err := os.MkdirTemp("", "walkbench")
 	if err != nil {
 		log.Fatal(err)
@@ -192,12 +211,19 @@ func serve(side, db string, files, perDir int, work string, reps int, prof strin
 		defer pprof.StopCPUProfile()
 	}
 	runtime.GC()
+	if memProf != "" {
+		// What the tree's building allocated is in the profile already:
+		// written after the walks, the profile's allocations minus these
+		// are the walks'. pprof's -diff_base takes both.
+		writeHeapProfile(memProf + "-" + side + "-base.pprof")
+		defer func() { writeHeapProfile(memProf + "-" + side + ".pprof") }()
+	}
 	enc := json.NewEncoder(os.Stdout)
 	for range reps {
 		unmount := mount()
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
-		c0 := cpu()
+		c0, f0 := cpu()
 		args := slices.Clone(walkCmd[work])
 		for i, a := range args {
 			if a == "%s" {
@@ -209,12 +235,27 @@ func serve(side, db string, files, perDir int, work string, reps int, prof strin
 		if err := cmd.Run(); err != nil {
 			log.Fatalf("%v: %v", args, err)
 		}
-		c := cpu() - c0
+		c1, f1 := cpu()
+		c := c1 - c0
 		runtime.ReadMemStats(&m1)
 		n := float64(files)
 		enc.Encode(pass{CPU: float64(c.Nanoseconds()) / 1e3 / n, Allocs: float64(m1.Mallocs-m0.Mallocs) / n,
-			Bytes: float64(m1.TotalAlloc-m0.TotalAlloc) / n, GCs: m1.NumGC - m0.NumGC})
+			Bytes: float64(m1.TotalAlloc-m0.TotalAlloc) / n, GCs: m1.NumGC - m0.NumGC, Faults: float64(f1-f0) / n})
 		unmount()
+	}
+}
+
+// writeHeapProfile writes the heap profile, with every allocation so far,
+// to p.
+func writeHeapProfile(p string) {
+	runtime.GC() // the profile is as of the last collection
+	f, err := os.Create(p)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		log.Fatal(err)
 	}
 }
 
@@ -264,13 +305,14 @@ func openDepot(db string, files, perDir, batch int) *bolt.Store {
 	return st
 }
 
-// cpu is the user and system time this process has used.
-func cpu() time.Duration {
+// cpu is the user and system time this process has used, and the page
+// faults it took.
+func cpu() (time.Duration, int64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		log.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Minflt + ru.Majflt
 }
 
 // loadavg is the one-minute load average.

@@ -268,51 +268,106 @@ func decodeListed(r *record, v []byte, strs map[string]string, c sealer, buf *[2
 // peekRecord reads what a listing needs of an encoded record (its kind,
 // inode number and revision) without decoding the rest, and checks the
 // whole record as decodeListed does: a record it accepts decodes, and one
-// it refuses does not (FuzzPeekRecord). Nothing is allocated.
+// it refuses does not (FuzzPeekRecord). Nothing is allocated. A listing
+// peeks at every child, so it reads the record with a position instead of
+// the decoder, whose calls do not inline: the integers of a record are
+// mostly one byte, which skip reads in place.
 func peekRecord(v []byte) (kind store.Kind, ino, rev uint64, err error) {
-	d := decoder{b: v}
-	if d.byte() != recordFormat {
+	if len(v) < 3 || v[0] != recordFormat {
 		return 0, 0, 0, errCorrupt
 	}
-	kind = store.Kind(d.byte())
-	flags := d.byte()
-	ino = d.uvarint()
-	d.varint() // size
+	kind, flags := store.Kind(v[1]), v[2]
+	if (kind != store.KindFile && kind != store.KindDir) || flags >= flagDeclared<<1 {
+		return 0, 0, 0, errCorrupt
+	}
+	at := 3
+	ino, at = peekUvarint(v, at)
+	at = skipVarint(v, at) // size
 	if flags&flagHash != 0 {
-		d.bytes(32)
+		at = skipBytes(v, at, 32)
 	}
 	if flags&flagDeclared != 0 {
-		d.bytes(32)
+		at = skipBytes(v, at, 32)
 	}
-	d.uvarint()  // mode
-	d.skipTime() // mtime
-	d.skipString()
-	d.skipString()
-	d.skipTime() // created
-	d.skipTime() // updated
-	d.uvarint()
-	d.skipString()
-	d.skipTime() // expires
-	rev = d.uvarint()
-	if d.err == nil && (len(d.b) != 0 || (kind != store.KindFile && kind != store.KindDir) || flags >= flagDeclared<<1) {
-		d.err = errCorrupt
-	}
-	if d.err != nil {
-		return 0, 0, 0, d.err
+	at = skipUvarint(v, at) // mode
+	at = skipTimeAt(v, at)  // mtime
+	at = skipStringAt(v, at)
+	at = skipStringAt(v, at)
+	at = skipTimeAt(v, at) // created
+	at = skipTimeAt(v, at) // updated
+	at = skipUvarint(v, at)
+	at = skipStringAt(v, at)
+	at = skipTimeAt(v, at) // expires
+	rev, at = peekUvarint(v, at)
+	if at != len(v) {
+		return 0, 0, 0, errCorrupt
 	}
 	return kind, ino, rev, nil
 }
 
-// skipString passes over a string without reading it.
-func (d *decoder) skipString() { d.bytes(d.uvarint()) }
+// The peek helpers read at position at of v and return the position
+// after what they read, or badAt when v is corrupt there; at badAt they
+// read nothing and return badAt, so a corrupt record's error surfaces at
+// the end of peekRecord, as the decoder's sticks.
+const badAt = -1
 
-// skipTime passes over a time, checking it as time does.
-func (d *decoder) skipTime() {
-	if d.byte() == 0 {
-		return
+// peekUvarint reads a uvarint, as binary.Uvarint.
+func peekUvarint(v []byte, at int) (uint64, int) {
+	if at >= 0 && at < len(v) && v[at] < 0x80 {
+		return uint64(v[at]), at + 1
 	}
-	d.varint()
-	if d.uvarint() >= 1e9 {
-		d.err = errCorrupt
+	return peekUvarintLong(v, at)
+}
+
+func peekUvarintLong(v []byte, at int) (uint64, int) {
+	if at < 0 || at >= len(v) {
+		return 0, badAt
 	}
+	x, n := binary.Uvarint(v[at:])
+	if n <= 0 {
+		return 0, badAt
+	}
+	return x, at + n
+}
+
+func skipUvarint(v []byte, at int) int {
+	_, at = peekUvarint(v, at)
+	return at
+}
+
+// skipVarint passes over a varint, as binary.Varint reads it: its
+// encoding is a uvarint's.
+func skipVarint(v []byte, at int) int { return skipUvarint(v, at) }
+
+// skipBytes passes over n bytes.
+func skipBytes(v []byte, at, n int) int {
+	if at < 0 || len(v)-at < n {
+		return badAt
+	}
+	return at + n
+}
+
+// skipStringAt passes over a string, as decoder.string reads it.
+func skipStringAt(v []byte, at int) int {
+	n, at := peekUvarint(v, at)
+	if at < 0 || uint64(len(v)-at) < n {
+		return badAt
+	}
+	return at + int(n)
+}
+
+// skipTimeAt passes over a time, checking it as decoder.time does.
+func skipTimeAt(v []byte, at int) int {
+	if at < 0 || at >= len(v) {
+		return badAt
+	}
+	if v[at] == 0 {
+		return at + 1
+	}
+	at = skipVarint(v, at+1)
+	nsec, at := peekUvarint(v, at)
+	if nsec >= 1e9 {
+		return badAt
+	}
+	return at
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"sync"
 	"unsafe"
 
 	"github.com/depotfs/depotfs/internal/depotpath"
@@ -59,9 +60,53 @@ type listedAt struct {
 // to, whose names take names bytes and records recs bytes (hints); decode
 // decodes an entry's record (as Add was given it) into the Entry named
 // name in dir, and must keep neither name nor rec, which are the
-// listing's memory.
+// listing's memory. Its records and index are those of a released
+// listing when one of about the size was released (see Release).
 func NewListing(dir string, n, names, recs int, decode func(dir, name string, rec []byte) (Entry, error)) *Listing {
-	return &Listing{dir: dir, names: make([]byte, 0, names), recs: make([]byte, 0, recs), at: make([]listedAt, 0, n), decode: decode}
+	l := &Listing{dir: dir, names: make([]byte, 0, names), decode: decode}
+	if b, ok := released.Get().(*listingBufs); ok {
+		switch {
+		case cap(b.recs) < recs || cap(b.at) < n:
+			// Too small: left to the collector.
+		case cap(b.recs) > 2*recs+4096:
+			released.Put(b) // kept for a larger directory's
+		default:
+			l.recs, l.at = b.recs, b.at
+			return l
+		}
+	}
+	l.recs, l.at = make([]byte, 0, recs), make([]listedAt, 0, n)
+	return l
+}
+
+// listingBufs are a released listing's records and index.
+type listingBufs struct {
+	recs []byte
+	at   []listedAt
+}
+
+// released holds listings' records and indexes for the next listings:
+// a walk lists directory after directory, each listing's records garbage
+// once its directory is read, and they were half of what a walk that
+// looks up few entries (find) allocated.
+var released sync.Pool
+
+// maxReleased bounds the records a released listing gives back: a huge
+// directory's are left to the collector.
+const maxReleased = 4 << 20
+
+// Release gives the listing's records and index back for a later
+// listing's (NewListing): a caller calls it once done with the listing
+// (a directory handle closed), and does not use the listing after. The
+// names stay: a name handed out may live on (see Listing). Entries
+// already decoded share nothing with the records. Releasing a listing of
+// ListingOf does nothing.
+func (l *Listing) Release() {
+	if l.recs == nil || cap(l.recs)+cap(l.at)*int(unsafe.Sizeof(listedAt{})) > maxReleased {
+		return
+	}
+	released.Put(&listingBufs{recs: l.recs[:0], at: l.at[:0]})
+	l.recs, l.at = nil, nil
 }
 
 // ListingOf returns the listing of dir whose entries are entries, for a

@@ -46,6 +46,7 @@ var (
 	_           = (fs.FileReaddirenter)((*dirHandle)(nil))
 	_           = (fs.FileSeekdirer)((*dirHandle)(nil))
 	_           = (fs.FileLookuper)((*dirHandle)(nil))
+	_           = (fs.FileReleasedirer)((*dirHandle)(nil))
 	_ listedDir = (*dirNode)(nil)
 )
 
@@ -114,6 +115,16 @@ func (h *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		}
 	}
 	return h.dir.Lookup(ctx, name, out)
+}
+
+// Releasedir gives the listing's records back for the next listing to
+// reuse (see store.Listing.Release): the kernel sends nothing more on a
+// released handle, and go-fuse waits for the calls on it in flight.
+func (h *dirHandle) Releasedir(context.Context, uint32) {
+	if h.entries != nil {
+		h.entries.Release()
+		h.entries = nil
+	}
 }
 
 // listedEntry is the entry a listing shows e as, with the fields that

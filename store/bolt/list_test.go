@@ -3,6 +3,7 @@ package bolt_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"unsafe"
@@ -99,6 +100,63 @@ func BenchmarkListFiles(b *testing.B) {
 			if l.At(i).Name == "" {
 				b.Fatal("no name")
 			}
+		}
+	}
+}
+
+// TestListAfterRelease: listings made from released ones' records (the
+// same size, smaller, larger, one after the other as a walk lists) show
+// what ReadDir shows, and the names and entries taken from a released
+// listing stay as they were.
+func TestListAfterRelease(t *testing.T) {
+	s, _ := openTemp(t, nil)
+	ctx := context.Background()
+	sizes := map[string]int{"/a": 300, "/b": 300, "/c": 20, "/d": 900, "/e": 1}
+	var reqs []store.PutRequest
+	for dir, n := range sizes {
+		for i := range n {
+			reqs = append(reqs, store.PutRequest{Path: fmt.Sprintf("%s/f%04d", dir, i), Data: []byte(dir + fmt.Sprint(i)), Source: "push:" + dir, Encoding: "utf-8"})
+		}
+	}
+	if _, err := s.PutBatch(ctx, reqs); err != nil {
+		t.Fatal(err)
+	}
+	type kept struct {
+		name  string
+		entry store.Entry
+	}
+	var keep []kept
+	for round := range 2 {
+		for _, dir := range []string{"/a", "/b", "/c", "/d", "/e", "/a", "/d", "/c"} {
+			want, err := s.ReadDir(ctx, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := s.List(ctx, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Len() != len(want) {
+				t.Fatalf("round %d, List(%s): %d entries, ReadDir %d", round, dir, l.Len(), len(want))
+			}
+			for i, w := range want {
+				got, err := l.Entry(i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, w) {
+					t.Fatalf("round %d, List(%s) entry %d:\n %+v\nReadDir:\n %+v", round, dir, i, got, w)
+				}
+				if i%97 == 0 {
+					keep = append(keep, kept{l.At(i).Name, got})
+				}
+			}
+			l.Release()
+		}
+	}
+	for _, k := range keep {
+		if want, err := s.Stat(ctx, k.entry.Path); err != nil || !reflect.DeepEqual(k.entry, want) || k.name != depotpath.Base(want.Path) {
+			t.Errorf("kept from a released listing: %q %+v; Stat: %+v, %v", k.name, k.entry, want, err)
 		}
 	}
 }

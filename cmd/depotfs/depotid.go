@@ -24,6 +24,11 @@ type depotRecord struct {
 // beside the --db file: one per prefix, since each prefix is a depot.
 func depotRecordPath(db, prefix string) string { return db + ".nats-" + prefix + ".json" }
 
+// viewCachePath is the file where serve keeps its view of the tree of the
+// depot under prefix (natsstore.Options.ViewCache), beside the record: a
+// restart then reads only what changed since it was written.
+func viewCachePath(db, prefix string) string { return db + ".nats-" + prefix + ".view" }
+
 // readDepotRecord returns the recorded depot id, "" when this host has
 // none (it never served a depot under the prefix).
 func readDepotRecord(path string) (string, error) {

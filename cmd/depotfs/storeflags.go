@@ -149,6 +149,7 @@ func openStore(ctx context.Context, cfg serveConfig, kek seal.Wrapper, log *slog
 		Settings: sharedSettings(cfg), ResetSettings: c.resetSettings,
 		MaxStoreBytes: int64(cfg.maxStoreSize), MaxFileBytes: int64(cfg.maxFileSize), KeepVersions: cfg.settings.KeepVersions,
 		History: cfg.feedHistory, Depot: served, Create: create, Quotas: cfg.quotas, Key: kek,
+		ViewCache: viewCachePath(cfg.db, c.prefix),
 	}, log)
 	if err != nil {
 		return nil, nil, nil, depotAdvice(err, record)

@@ -45,12 +45,16 @@ func (st *state) applyDirTime(key string, data []byte, del bool) error {
 	if err != nil {
 		return err
 	}
-	d := rules.DirTime{Path: r.Path, At: at, MTime: r.MTime, Updated: r.Updated}
+	st.addDirTime(key, rules.DirTime{Path: r.Path, At: at, MTime: r.MTime, Updated: r.Updated})
+	return nil
+}
+
+// addDirTime adds the directory times d at key, which holds none.
+func (st *state) addDirTime(key string, d rules.DirTime) {
 	st.dtKeys[key] = d
 	ts := append(st.dirTimes[d.Path], d)
 	slices.SortFunc(ts, func(a, b rules.DirTime) int { return cmp.Compare(a.At, b.At) })
 	st.dirTimes[d.Path] = ts
-	return nil
 }
 
 // dirTimeAt sets the times of e, a directory's entry at revision rev whose

@@ -52,3 +52,11 @@ func SlowApply(t testing.TB, d time.Duration) {
 // its plain hash (a version 1 seal record), as depots sealed before keyed
 // addresses do.
 func PlainAddresses(o *Options) { o.plainAddresses = true }
+
+// WriteViewCache writes s's view cache now, as a serving host does now
+// and then, and returns the stream sequence the file holds.
+func WriteViewCache(s *Store) (uint64, error) { return s.writeViewCache() }
+
+// ViewCacheLoaded returns the sequence of the view cache s loaded when it
+// opened, 0 when it read the whole tree.
+func ViewCacheLoaded(s *Store) uint64 { return s.loadedFrom }

@@ -131,6 +131,13 @@ type Options struct {
 	// holds messages without deleting them.
 	FirstRevision uint64
 
+	// ViewCache is a file where this host keeps a copy of its view of
+	// the tree, written now and then and when the store closes, so that
+	// an Open reads only what changed since (see viewcache.go); "" keeps
+	// none, and every Open reads the whole tree bucket. It is this host's
+	// own, like Depot. A store with a Key keeps none.
+	ViewCache string
+
 	// Key is the key-encryption key of a sealed depot: every host of a
 	// sealed depot must hold the key that wraps its data key, and a depot
 	// created by a host with a key is sealed (content, inline content and
@@ -181,7 +188,13 @@ type Store struct {
 	wg        sync.WaitGroup
 	open      openBlobs
 	catchUp   catchUp
-	pullMu    sync.Mutex // held by the one pull in flight (see waitApplied)
+	// viewCache is Options.ViewCache, "" when this store keeps none;
+	// viewCacheMu is held by the one write of it in flight. loadedFrom is
+	// the sequence of the view cache Open loaded, 0 for none.
+	viewCache   string
+	viewCacheMu sync.Mutex
+	loadedFrom  uint64
+	pullMu      sync.Mutex // held by the one pull in flight (see waitApplied)
 	writes
 }
 
@@ -250,6 +263,10 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 	}
 	s.wg.Go(s.sweeper)
 	s.wg.Go(s.watchdog)
+	if s.viewCache != "" {
+		from := s.view.applied()
+		s.wg.Go(func() { s.viewCacher(from) })
+	}
 	return s, nil
 }
 
@@ -337,7 +354,14 @@ func (s *Store) setup(outer context.Context) error {
 		s.view.st.rev = last
 		s.view.mu.Unlock()
 	}
-	if err := s.follow(ctx, 1); err != nil {
+	if !sealed && s.opts.Key == nil {
+		s.viewCache = s.opts.ViewCache
+	}
+	from := uint64(1)
+	if r := s.loadViewCache(ctx, info); r > 0 {
+		from = r + 1
+	}
+	if err := s.follow(ctx, from); err != nil {
 		return err
 	}
 	if err := s.readTree(outer, last); err != nil {
@@ -527,6 +551,9 @@ func (s *Store) Close() error {
 		// Wait for a transaction in flight.
 		s.wlock <- struct{}{}
 		<-s.wlock
+		if _, err := s.writeViewCache(); err != nil {
+			s.log.Warn("nats: writing this host's view cache", "err", err)
+		}
 	})
 	return nil
 }

@@ -34,6 +34,26 @@ func (u *uses) touch(sums ...string) {
 	}
 }
 
+// orders returns the use sequence and the last use of each of sums (0
+// for never), for the view cache.
+func (u *uses) orders(sums []string) (uint64, []uint64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := make([]uint64, len(sums))
+	for i, s := range sums {
+		out[i] = u.last[s]
+	}
+	return u.seq, out
+}
+
+// restore sets the last uses and the sequence a view cache held, before
+// any use.
+func (u *uses) restore(last map[string]uint64, seq uint64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.last, u.seq = last, seq
+}
+
 // order returns the last use of sum, 0 for never.
 func (u *uses) order(sum string) uint64 {
 	u.mu.Lock()

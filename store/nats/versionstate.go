@@ -78,7 +78,13 @@ func (st *state) applyVersion(key string, data []byte, del bool) error {
 		return fmt.Errorf("version %s: %w", key, err)
 	}
 	vr.Record.Revision = vr.Rev
-	v := &rules.Version{Path: vr.Path, Rec: &vr.Record, Until: vr.Until, Held: vr.Held}
+	st.addVersion(key, &rules.Version{Path: vr.Path, Rec: &vr.Record, Until: vr.Until, Held: vr.Held})
+	return nil
+}
+
+// addVersion adds the retained version v at key, which holds none, with
+// its indexes.
+func (st *state) addVersion(key string, v *rules.Version) {
 	st.vkeys[key] = v
 	st.quota.Charge(st.charged, v.Path, quota.Version(v.Rec, v.Held))
 	if v.Held {
@@ -92,7 +98,6 @@ func (st *state) applyVersion(key string, data []byte, del bool) error {
 	if sum := entryrec.PresentSum(v.Rec); sum != "" {
 		addTo(st.vrefs, sum, key)
 	}
-	return nil
 }
 
 // applySnapshot applies a snapshot message.
@@ -103,8 +108,13 @@ func (st *state) applySnapshot(key string, data []byte, del bool) error {
 	if s == nil {
 		return err
 	}
-	st.snaps[s.Name], st.snapNames[key] = *s, s.Name
+	st.addSnapshot(key, *s)
 	return nil
+}
+
+// addSnapshot adds snapshot s at key, which holds none.
+func (st *state) addSnapshot(key string, s store.Snapshot) {
+	st.snaps[s.Name], st.snapNames[key] = s, s.Name
 }
 
 // at returns the record of p at revision rev (see rules.At).

@@ -212,11 +212,7 @@ func (v *view) apply(msgs []msg, rev uint64) {
 		}
 	}
 	st.rev = max(st.rev, rev)
-	if !v.opened && st.rev >= v.openSeq {
-		v.opened = true
-		v.hub.Restore(replayed(v.replay, v.from, v.history, st.addr))
-		v.replay = nil
-	}
+	v.open()
 	// The events are published before v.mu lets a waiter see the new
 	// revision: a write returns once this host applied it (waitFor), and
 	// Changes right after must list it. Published after the unlock, a
@@ -224,6 +220,17 @@ func (v *view) apply(msgs []msg, rev uint64) {
 	v.hub.Publish(evs, st.entryRev)
 	v.mu.Unlock()
 	v.uses.touch(touched...)
+}
+
+// open fills the hub from the change records read, once the view has
+// applied the stream up to the sequence it had when the store opened;
+// v.mu must be held.
+func (v *view) open() {
+	if !v.opened && v.st.rev >= v.openSeq {
+		v.opened = true
+		v.hub.Restore(replayed(v.replay, v.from, v.history, v.st.addr))
+		v.replay = nil
+	}
 }
 
 // keyOf returns the KV key of a subject $KV.<bucket>.<key>.

@@ -41,14 +41,19 @@ type state struct {
 	nuploads, uploadBytes int64
 }
 
-func newState() *state {
+func newState() *state { return newStateFor(0, 0) }
+
+// newStateFor returns an empty state whose indexes have room for the
+// entries and blobs it will hold: growing maps of a million keys one
+// doubling at a time was most of a view cache's load.
+func newStateFor(entries, blobs int) *state {
 	return &state{
-		entries:  make(map[string]*record),
-		keyPath:  make(map[[sha256.Size]byte]string),
+		entries:  make(map[string]*record, entries),
+		keyPath:  make(map[[sha256.Size]byte]string, entries),
 		children: make(map[string]map[string]bool),
-		refs:     make(map[string]refSet),
+		refs:     make(map[string]refSet, blobs),
 		expiring: make(map[string]time.Time),
-		blobs:    make(map[string]*blobRecord),
+		blobs:    make(map[string]*blobRecord, blobs),
 		gcs:      make(map[string]*gcRecord),
 		uploads:  make(map[string]*uploadRecord),
 		vstate:   newVState(),

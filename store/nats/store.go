@@ -194,6 +194,7 @@ type Store struct {
 	viewCache   string
 	viewCacheMu sync.Mutex
 	loadedFrom  uint64
+	treeCreated time.Time  // when the tree stream was created (the view cache's check)
 	pullMu      sync.Mutex // held by the one pull in flight (see waitApplied)
 	writes
 }
@@ -341,6 +342,7 @@ func (s *Store) setup(outer context.Context) error {
 		return fmt.Errorf("tree bucket: %w", err)
 	}
 	last := info.State.LastSeq
+	s.treeCreated = info.Created
 	// What the view reads up to last is the tree as it was, not history
 	// for watchers (see view.apply).
 	s.view.hub.Init(s.opts.History, 0)

@@ -138,7 +138,7 @@ func (s *Store) copyView() *viewCopy {
 		return nil
 	}
 	c := &viewCopy{hdr: viewCacheHeader{
-		Prefix: s.opts.Prefix, Stream: s.tree.CachedInfo().Created, Depot: st.depot,
+		Prefix: s.opts.Prefix, Stream: s.treeCreated, Depot: st.depot,
 		Rev: st.rev, EntryRev: st.entryRev, ChangeN: st.changeN,
 		RootTime: st.rootTime, Counters: st.counters,
 	}}
@@ -342,7 +342,7 @@ func (s *Store) readViewCache(info *jetstream.StreamInfo) (*state, map[string]ui
 	if err := s.matches(&h, info); err != nil {
 		return nil, nil, 0, err
 	}
-	st := s.view.fresh()
+	st := s.view.fresh(h.Entries, h.Blobs)
 	uses, err := h.decode(dec, st)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("%w: %w", errViewCacheUnused, err)
@@ -388,12 +388,12 @@ func (s *Store) matches(h *viewCacheHeader, info *jetstream.StreamInfo) error {
 	return nil
 }
 
-// fresh returns an empty state set up as the view's: same quotas, chunk
-// cache and addresses.
-func (v *view) fresh() *state {
+// fresh returns an empty state set up as the view's (same quotas, chunk
+// cache and addresses), with room for entries and blobs.
+func (v *view) fresh(entries, blobs int) *state {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	st := newState()
+	st := newStateFor(entries, blobs)
 	st.quota, st.charged = v.st.quota, v.st.quota.Zero()
 	st.cache, st.addr = v.st.cache, v.st.addr
 	return st
@@ -405,26 +405,30 @@ func (v *view) fresh() *state {
 func (h *viewCacheHeader) decode(dec *gob.Decoder, st *state) (map[string]uint64, error) {
 	st.rev, st.entryRev, st.changeN = h.Rev, h.EntryRev, h.ChangeN
 	st.depot, st.rootTime, st.counters = h.Depot, h.RootTime, h.Counters
-	for n := 0; n < h.Entries; {
-		var batch []record
-		if err := dec.Decode(&batch); err != nil || len(batch) == 0 {
-			return nil, fmt.Errorf("entries: %w", cmpErr(err))
-		}
+	// One goroutine decodes while this one applies: each takes about
+	// half of a load's time, and a host has the cores to spare at start.
+	entries, blobs := make(chan []record, 2), make(chan []cachedBlob, 2)
+	decoded, stop := make(chan error, 1), make(chan struct{})
+	defer close(stop)
+	go func() { decoded <- h.decodeBulk(dec, entries, blobs, stop) }()
+	writers := map[string]string{}
+	for batch := range entries {
 		for i := range batch {
 			r := &batch[i]
 			if st.entries[r.Path] != nil {
 				return nil, fmt.Errorf("entry %s twice", r.Path)
 			}
+			// Most entries share a handful of writers.
+			if w, ok := writers[r.Writer]; ok {
+				r.Writer = w
+			} else if len(writers) < 1024 {
+				writers[r.Writer] = r.Writer
+			}
 			st.setEntry(r.Path, r)
 		}
-		n += len(batch)
 	}
 	uses := make(map[string]uint64, h.Blobs)
-	for n := 0; n < h.Blobs; {
-		var batch []cachedBlob
-		if err := dec.Decode(&batch); err != nil || len(batch) == 0 {
-			return nil, fmt.Errorf("blobs: %w", cmpErr(err))
-		}
+	for batch := range blobs {
 		for i := range batch {
 			b := &batch[i]
 			st.setBlob(b.Sum, &b.Blob)
@@ -432,7 +436,9 @@ func (h *viewCacheHeader) decode(dec *gob.Decoder, st *state) (map[string]uint64
 				uses[b.Sum] = b.Use
 			}
 		}
-		n += len(batch)
+	}
+	if err := <-decoded; err != nil {
+		return nil, err
 	}
 	var gcs []cachedGC
 	var uploads []cachedUpload
@@ -468,10 +474,45 @@ func (h *viewCacheHeader) decode(dec *gob.Decoder, st *state) (map[string]uint64
 	return uses, nil
 }
 
-// cmpErr is err, or one saying a batch was empty.
+// decodeBulk decodes the entries and blobs h announces from dec, in
+// batches, and sends them on entries and blobs, closing each once sent
+// whole or at the first error, which it returns; it returns early once
+// stop is closed.
+func (h *viewCacheHeader) decodeBulk(dec *gob.Decoder, entries chan<- []record, blobs chan<- []cachedBlob, stop <-chan struct{}) error {
+	defer close(blobs)
+	err := decodeBatches(dec, h.Entries, entries, stop)
+	close(entries)
+	if err != nil {
+		return fmt.Errorf("entries: %w", err)
+	}
+	if err := decodeBatches(dec, h.Blobs, blobs, stop); err != nil {
+		return fmt.Errorf("blobs: %w", err)
+	}
+	return nil
+}
+
+// decodeBatches decodes batches from dec until they hold n items, and
+// sends each on out.
+func decodeBatches[T any](dec *gob.Decoder, n int, out chan<- []T, stop <-chan struct{}) error {
+	for n > 0 {
+		var batch []T
+		if err := dec.Decode(&batch); err != nil || len(batch) == 0 || len(batch) > n {
+			return cmpErr(err)
+		}
+		n -= len(batch)
+		select {
+		case out <- batch:
+		case <-stop:
+			return errors.New("stopped")
+		}
+	}
+	return nil
+}
+
+// cmpErr is err, or one saying a batch was empty or too long.
 func cmpErr(err error) error {
 	if err == nil {
-		return errors.New("an empty batch")
+		return errors.New("a batch empty or longer than announced")
 	}
 	return err
 }

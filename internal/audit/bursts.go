@@ -2,6 +2,7 @@ package audit
 
 import (
 	"cmp"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -47,9 +48,30 @@ type Appender interface {
 	Err() error
 }
 
+// EarlyAppender is an Appender that can also write a record while the
+// change it describes commits (Log.AppendEarly); *Log is one, and so is
+// Bursts when what it writes to is.
+type EarlyAppender interface {
+	Appender
+	// AppendEarly writes r before its change is durable; the caller
+	// settles it with Confirm or Amend.
+	AppendEarly(r *Record) error
+	// Confirm returns once early, whose change is durable, is durable and
+	// checkpointed; r, the call's record as of its end, is not written.
+	Confirm(early, r *Record) error
+	// Amend writes r, the outcome of early's call whose change did not
+	// become durable, and returns once r is durable and checkpointed.
+	Amend(early, r *Record) error
+}
+
+// ErrNoEarly is AppendEarly's error when the log behind a Bursts cannot
+// write early records: the caller writes its record after the change, with
+// Append.
+var ErrNoEarly = errors.New("audit: early records not supported")
+
 var (
-	_ Appender = (*Log)(nil)
-	_ Appender = (*Bursts)(nil)
+	_ EarlyAppender = (*Log)(nil)
+	_ EarlyAppender = (*Bursts)(nil)
 )
 
 // Bursts is an Appender that writes refused calls of callers with a
@@ -112,6 +134,26 @@ func (b *Bursts) Err() error { return b.next.Err() }
 // AppendDeferred is next's: a deferred record is an allowed one, never
 // part of a burst.
 func (b *Bursts) AppendDeferred(r *Record) error { return b.next.AppendDeferred(r) }
+
+// AppendEarly is next's (an early record is an allowed call's), or
+// ErrNoEarly when next cannot write early records.
+func (b *Bursts) AppendEarly(r *Record) error {
+	e, ok := b.next.(EarlyAppender)
+	if !ok {
+		return ErrNoEarly
+	}
+	return e.AppendEarly(r)
+}
+
+// Confirm is next's; only a record AppendEarly wrote is confirmed.
+func (b *Bursts) Confirm(early, r *Record) error {
+	return b.next.(EarlyAppender).Confirm(early, r)
+}
+
+// Amend is next's; only a record AppendEarly wrote is amended.
+func (b *Bursts) Amend(early, r *Record) error {
+	return b.next.(EarlyAppender).Amend(early, r)
+}
 
 // Append writes r at once unless it is a refused call that continues a
 // burst past its first BurstFirst: it is then counted into the burst's record and Append returns

@@ -99,6 +99,14 @@ func (c *chain) skip(s seal) {
 			c.add(Problem{File: s.file, Seq: s.Last, What: "differs from the checkpoint: it, or records before it, were rewritten"})
 		}
 	}
+	if s.Last > c.cp.Seq && (c.cp.Seq+1 >= s.First || c.tail.from != 0) {
+		// The checkpoint stopped before an early record not settled when
+		// the file was rotated: the rest of it follows the checkpoint.
+		// (A checkpoint before the base, which retention moved past it,
+		// is no tail.)
+		c.tail.from = cmp.Or(c.tail.from, max(s.First, c.cp.Seq+1))
+		c.tail.to = s.Last
+	}
 	c.keyed = c.keyed || s.Keyed
 	c.expect, c.prev = s.Last+1, s.Hash
 }
@@ -133,5 +141,5 @@ func (t tailRange) describe(cp uint64) string {
 	if t.unkeyed {
 		return fmt.Sprintf("%s the signed checkpoint (record %d) and are unkeyed (version 1): unverified, they may have been added by anyone who could write the log", which, cp)
 	}
-	return fmt.Sprintf("%s the checkpoint (record %d): written under the key but never checkpointed, as a crash between a write and its checkpoint leaves them; the calls they record were not acknowledged, except allowed reads, which are answered before their record is durable", which, cp)
+	return fmt.Sprintf("%s the checkpoint (record %d): written under the key but never checkpointed, as a crash between a write and its checkpoint leaves them; the calls they record were not acknowledged, except allowed reads, which are answered before their record is durable, and a write's change may or may not be in the store, as its record is written while it commits", which, cp)
 }

@@ -28,7 +28,10 @@
 // # Durability and concurrency
 //
 // [Log.Append] returns once the record is synced and the checkpoint
-// updated; concurrent appends share syncs. [Log.AppendDeferred] (for
+// updated; concurrent appends share syncs. [Log.AppendEarly] writes the
+// record of a change still being committed and starts its sync; the
+// checkpoint stops before it until [Log.Confirm] or [Log.Amend] settles
+// it (early.go says why every crash point stays honest). [Log.AppendDeferred] (for
 // calls that changed nothing) writes the record in the same order and
 // returns before it is durable: a flusher goroutine, owned by the Log
 // from Open to Close, syncs within [Options.DeferredSync] unless an

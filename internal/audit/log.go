@@ -82,13 +82,15 @@ type Log struct {
 	// syncMu serializes the syncs of the current file and rotation; cpMu
 	// serializes checkpoint writes. They are two stages, so one group's
 	// checkpoint is flushed while the next group's records are: a
-	// checkpoint only ever names records already durable. Taken in the
-	// order syncMu, cpMu, mu.
+	// checkpoint only ever names records already durable, and never an
+	// early record not yet settled, nor any record after it (see
+	// early.go). Taken in the order syncMu, cpMu, mu.
 	syncMu      sync.Mutex
-	durable     uint64 // seq known durable, under syncMu
+	durable     uint64 // seq known durable, written under syncMu and mu
 	durableHead string // hash of record durable
 	cpMu        sync.Mutex
-	synced      uint64 // seq known durable and checkpointed, under cpMu
+	cpSettled   *sync.Cond // on cpMu: an early record was settled
+	synced      uint64     // seq known durable and checkpointed, under cpMu
 	cp          *checkpointFile
 
 	mu        sync.Mutex
@@ -100,6 +102,14 @@ type Log struct {
 	head      string // hash of the last record
 	err       error  // sticky: set when a write or sync failed
 	closed    bool
+	// pending holds the early records not settled yet, by seq, with the
+	// hash of the record before each: the checkpoint stops there.
+	pending map[uint64]string
+
+	// now (one slot) asks the flusher to sync the file at once: an early
+	// record was written, and its fsync should run while its change
+	// commits.
+	now chan struct{}
 
 	// The flusher makes deferred records durable: kick (one slot) wakes
 	// it after a deferred append, stop ends it, done closes when it has.
@@ -128,8 +138,9 @@ func Open(path string, opts *Options) (*Log, error) {
 	}
 	o.Logger = cmp.Or(o.Logger, slog.Default())
 	o.DeferredSync = cmp.Or(o.DeferredSync, DefaultDeferredSync)
-	l := &Log{path: path, opts: o, log: o.Logger,
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	l := &Log{path: path, opts: o, log: o.Logger, pending: map[uint64]string{},
+		kick: make(chan struct{}, 1), now: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	l.cpSettled = sync.NewCond(&l.cpMu)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("audit log directory: %w", err)
 	}
@@ -306,7 +317,7 @@ func (l *Log) remove(lf logFile) {
 // log, but the call it describes must be refused; Err reports the failure
 // until an Append succeeds again.
 func (l *Log) Append(r *Record) error {
-	seq, _, err := l.append(r)
+	seq, _, err := l.append(r, false)
 	if err != nil {
 		return err
 	}
@@ -323,7 +334,7 @@ func (l *Log) Append(r *Record) error {
 // Err reports a failure it is an Append: only a sync that succeeds clears
 // the failure.
 func (l *Log) AppendDeferred(r *Record) error {
-	seq, failing, err := l.append(r)
+	seq, failing, err := l.append(r, false)
 	switch {
 	case err != nil:
 		return err
@@ -338,8 +349,10 @@ func (l *Log) AppendDeferred(r *Record) error {
 }
 
 // append writes r as the next record and returns its seq, and whether the
-// log reported a failure before it.
-func (l *Log) append(r *Record) (uint64, bool, error) {
+// log reported a failure before it. With pending, r is an early record:
+// it is marked pending under the same lock that writes it, so no
+// checkpoint can name it in between.
+func (l *Log) append(r *Record, pending bool) (uint64, bool, error) {
 	bound(r)
 	if r.Time.IsZero() {
 		r.Time = l.opts.Now()
@@ -381,6 +394,9 @@ func (l *Log) append(r *Record) (uint64, bool, error) {
 			l.first, l.firstPrev = r.Seq, r.Prev
 		}
 		l.seq, l.head, r.Hash = r.Seq, hash, hash
+		if pending {
+			l.pending[r.Seq] = r.Prev
+		}
 		break
 	}
 	seq := l.seq
@@ -446,8 +462,9 @@ func (l *Log) fail(err error) error {
 
 // rotate renames a current file that cannot take another n bytes, seals
 // it, starts a new one and applies the retention. The checkpoint is
-// brought up to the renamed file's last record first, so it never points
-// into a sealed file. syncMu, cpMu and mu are held.
+// brought up to the renamed file's last record first, so it points into a
+// sealed file only while an early record of it is not settled. syncMu,
+// cpMu and mu are held.
 func (l *Log) rotate(n int64) error {
 	if l.size == 0 || l.size+n <= l.opts.MaxSize {
 		return nil // another Append rotated already
@@ -456,11 +473,11 @@ func (l *Log) rotate(n int64) error {
 		return l.fail(err)
 	}
 	l.durable, l.durableHead = l.seq, l.head
-	if l.synced < l.seq {
-		if err := l.cp.write(l.seq, l.head); err != nil {
+	if target, head := l.cpTarget(); l.synced < target {
+		if err := l.cp.write(target, head); err != nil {
 			return l.fail(err)
 		}
-		l.synced = l.seq
+		l.synced = target
 	}
 	if err := l.f.Close(); err != nil {
 		return l.fail(fmt.Errorf("audit log: close for rotation: %w", err))
@@ -510,33 +527,72 @@ func (l *Log) syncFile(f file) error {
 // group's records already are, and the checkpoint names only records a
 // finished sync made durable, as it did when both were one stage.
 func (l *Log) sync(seq uint64) error {
-	l.syncMu.Lock()
-	if l.durable < seq {
-		// Rotation needs syncMu, so the current file stays the same
-		// while it is synced; records already rotated away were synced
-		// by rotate.
-		l.mu.Lock()
-		f, target, head := l.f, l.seq, l.head
-		l.mu.Unlock()
-		if err := l.syncFile(f); err != nil {
-			l.syncMu.Unlock()
-			return l.failLocked(err)
-		}
-		l.durable, l.durableHead = target, head
+	if err := l.syncLog(seq); err != nil {
+		return err
 	}
-	target, head := l.durable, l.durableHead
-	l.syncMu.Unlock()
+	return l.checkpoint(seq, true)
+}
 
-	l.cpMu.Lock()
-	defer l.cpMu.Unlock()
-	if l.synced >= seq {
-		return nil // a later group's checkpoint, or a rotation, covers seq
+// syncLog returns once record seq is durable, syncing the current file
+// unless a sync since seq was written did.
+func (l *Log) syncLog(seq uint64) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	f, target, head, durable := l.f, l.seq, l.head, l.durable
+	l.mu.Unlock()
+	if durable >= seq {
+		return nil
 	}
-	if err := l.cp.write(target, head); err != nil {
+	// Rotation needs syncMu, so the current file stays the same while it
+	// is synced; records already rotated away were synced by rotate.
+	if err := l.syncFile(f); err != nil {
 		return l.failLocked(err)
 	}
-	l.synced = target
+	l.mu.Lock()
+	l.durable, l.durableHead = target, head
+	l.mu.Unlock()
 	return nil
+}
+
+// checkpoint brings the checkpoint up to record seq, which is durable,
+// or as far as it may go: never past an early record not settled yet.
+// With wait it returns once the checkpoint is at or past seq, waiting
+// for early records before seq to be settled; without, it writes what it
+// may and returns.
+func (l *Log) checkpoint(seq uint64, wait bool) error {
+	l.cpMu.Lock()
+	defer l.cpMu.Unlock()
+	for l.synced < seq {
+		l.mu.Lock()
+		target, head := l.cpTarget()
+		l.mu.Unlock()
+		if target > l.synced {
+			if err := l.cp.write(target, head); err != nil {
+				return l.failLocked(err)
+			}
+			l.synced = target
+			continue
+		}
+		if !wait {
+			return nil
+		}
+		l.cpSettled.Wait()
+	}
+	return nil
+}
+
+// cpTarget returns the last record the checkpoint may name, and its
+// hash: the last durable record, or the one before the first early record
+// not settled. mu is held.
+func (l *Log) cpTarget() (uint64, string) {
+	target, head := l.durable, l.durableHead
+	for seq, prev := range l.pending {
+		if seq <= target {
+			target, head = seq-1, prev
+		}
+	}
+	return target, head
 }
 
 // failLocked records err as the sticky error, taking mu.
@@ -585,41 +641,63 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	err := l.syncFile(l.f)
-	if err == nil && l.synced < l.seq {
-		err = l.cp.write(l.seq, l.head)
+	if err == nil {
+		l.durable, l.durableHead = l.seq, l.head
+		if target, head := l.cpTarget(); l.synced < target {
+			err = l.cp.write(target, head)
+		}
 	}
 	return errors.Join(err, l.f.Close(), l.cp.f.Close(), l.lock.Close())
 }
 
 // flusher makes deferred records durable: woken by a deferred append, it
 // waits Options.DeferredSync and syncs up to the last record, unless an
-// Append's sync covered them meanwhile (sync then does nothing). A failed
-// sync is the log's sticky error, which makes callers refuse calls, as a
-// failed Append does. It runs from Open until Close.
+// Append's sync covered them meanwhile (sync then does nothing). Woken by
+// an early append, it syncs the file at once, so the record is durable by
+// the time its change has committed. A failed sync is the log's sticky
+// error, which makes callers refuse calls, as a failed Append does. It
+// never waits for an early record to be settled. It runs from Open until
+// Close.
 func (l *Log) flusher() {
 	defer close(l.done)
 	t := time.NewTimer(l.opts.DeferredSync)
 	t.Stop()
+	armed := false
 	for {
-		select {
-		case <-l.stop:
-			return
-		case <-l.kick:
-		}
-		t.Reset(l.opts.DeferredSync)
 		select {
 		case <-l.stop:
 			t.Stop()
 			return
+		case <-l.kick:
+			if !armed {
+				t.Reset(l.opts.DeferredSync)
+				armed = true
+			}
+			continue
+		case <-l.now:
+			if err := l.syncLog(l.last()); err != nil {
+				l.log.Error("audit log: early records not made durable; calls are refused until an append succeeds", "err", err)
+			}
+			continue
 		case <-t.C:
+			armed = false
 		}
-		l.mu.Lock()
-		seq := l.seq
-		l.mu.Unlock()
-		if err := l.sync(seq); err != nil {
+		seq := l.last()
+		err := l.syncLog(seq)
+		if err == nil {
+			err = l.checkpoint(seq, false)
+		}
+		if err != nil {
 			l.log.Error("audit log: deferred records not made durable; calls are refused until an append succeeds", "err", err)
 		}
 	}
+}
+
+// last returns the seq of the last record written.
+func (l *Log) last() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seq
 }
 
 // brokenFile stands in for a current file that could not be reopened after

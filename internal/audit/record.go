@@ -90,7 +90,11 @@ type Record struct {
 	// the call finished; Status and Error say how far it got.
 	Cancelled bool `json:"cancelled,omitempty"`
 	// Error is the envelope's error type of a failed call.
-	Error      string  `json:"error,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Amends is the seq of this call's earlier record, written while its
+	// change was being committed (Log.AppendEarly), when the commit then
+	// failed: this record, not that one, says what the call did.
+	Amends     uint64  `json:"amends,omitempty"`
 	DurationMS float64 `json:"duration_ms"`
 	// V is the record's version: 0 (absent) for unkeyed records of an
 	// older depotfs, 2 for records chained under the key.

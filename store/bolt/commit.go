@@ -33,8 +33,11 @@ const maxBatch = 256
 // at once when it commits, instead of taking the lock in turn just to find
 // their write done.
 type commit struct {
-	ctx      context.Context
-	fn       func(*wtx) error
+	ctx context.Context
+	fn  func(*wtx) error
+	// ran, if set, is called once fn's last run has succeeded and the
+	// transaction is about to commit (store.CommitHook).
+	ran      func()
 	err      error
 	answered bool
 	done     chan struct{}
@@ -134,7 +137,15 @@ func (s *Store) tryCommit(batch []*commit) (int, error) {
 			}
 		}
 		gcLocked, err = w.finish(before)
-		return err
+		if err != nil {
+			return err
+		}
+		for _, c := range batch {
+			if !c.answered && c.ran != nil {
+				c.ran()
+			}
+		}
+		return nil
 	})
 	if gcLocked {
 		s.gc.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/internal/check"
@@ -102,7 +103,15 @@ func (s *Store) PutStreams(ctx context.Context, next func() (store.PutRequest, i
 func (s *Store) putFiles(ctx context.Context, files []streamFile) ([]store.PutResult, error) {
 	res := make([]store.PutResult, len(files))
 	failed := 0
-	err := s.update(ctx, func(w *wtx) error {
+	var ran func()
+	if h := store.CommitHookOf(ctx); h != nil {
+		ran = func() {
+			r := slices.Clone(res)
+			rules.Superseded(r)
+			h(r)
+		}
+	}
+	err := s.updateHooked(ctx, func(w *wtx) error {
 		for i, f := range files {
 			var err error
 			if f.in != nil {
@@ -116,7 +125,7 @@ func (s *Store) putFiles(ctx context.Context, files []streamFile) ([]store.PutRe
 			}
 		}
 		return nil
-	})
+	}, ran)
 	if err != nil {
 		p := files[failed].req.Path
 		return nil, &store.BatchError{Index: failed, Path: p, Err: pathErr("put", p, err)}

@@ -117,10 +117,16 @@ type wtx struct {
 // back, so it must set every result it reports on each run and have no
 // effect outside w.
 func (s *Store) update(ctx context.Context, fn func(w *wtx) error) error {
+	return s.updateHooked(ctx, fn, nil)
+}
+
+// updateHooked is update, calling ran (if set) once fn's last run has
+// succeeded and the transaction starts to commit (store.CommitHook).
+func (s *Store) updateHooked(ctx context.Context, fn func(w *wtx) error, ran func()) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	c := &commit{ctx: ctx, fn: fn, done: make(chan struct{})}
+	c := &commit{ctx: ctx, fn: fn, ran: ran, done: make(chan struct{})}
 	s.queue.add(c)
 	for {
 		select {

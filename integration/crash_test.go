@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/depotfs/depotfs/internal/audit"
 )
 
 // crashWriters is how many clients of TestCrashRecovery write at once, so
@@ -117,4 +119,31 @@ func TestCrashRecovery(t *testing.T) {
 		}
 	}
 	t.Logf("%d writes acknowledged before SIGKILL, %d visible after restart", len(acked), len(entries))
+
+	// Every acknowledged write has its record, written while its change
+	// committed and never amended as failed; the restart took the log
+	// (a record past the checkpoint is named in a recovery record), and
+	// it verifies.
+	recs := auditRecords(t, d2.auditLog())
+	recorded, amended := map[string]uint64{}, map[uint64]bool{}
+	for _, r := range recs {
+		if r.Amends != 0 {
+			amended[r.Amends] = true
+		}
+		if r.Tool == "guide_cache_file" && r.Decision == audit.Allow && r.Error == "" && len(r.Paths) > 0 {
+			recorded[r.Paths[0]] = r.Seq
+		}
+	}
+	for p := range acked {
+		seq, ok := recorded[p]
+		switch {
+		case !ok:
+			t.Errorf("acknowledged %s has no audit record", p)
+		case amended[seq]:
+			t.Errorf("acknowledged %s: its record %d is amended as failed", p, seq)
+		}
+	}
+	if code, out, errOut := runDepotfs(t, "audit", "verify", "--audit-log", d2.auditLog()); code != 0 {
+		t.Errorf("audit verify after SIGKILL: exit %d\n%s%s", code, out, errOut)
+	}
 }

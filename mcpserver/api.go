@@ -20,6 +20,9 @@ type (
 	IdentityStats = tool.IdentityStats
 	// Auditor keeps the audit log; *audit.Log implements it.
 	Auditor = tool.Auditor
+	// EarlyAuditor is an Auditor that can write a write's record while
+	// the write commits; *audit.Log and audit.Bursts implement it.
+	EarlyAuditor = tool.EarlyAuditor
 	// ListUploadsData is the reply data of guide_list_uploads, which
 	// "depotfs uploads" decodes.
 	ListUploadsData = guide.ListUploadsData

@@ -23,20 +23,37 @@ import (
 // meteredAudit feeds every audit record, the one account of each call and
 // refused authentication that mcpserver keeps, to the metrics as well.
 type meteredAudit struct {
-	mcpserver.Auditor
+	mcpserver.EarlyAuditor
 	m *metrics.Metrics
 }
 
-var _ mcpserver.Auditor = meteredAudit{}
+var _ mcpserver.EarlyAuditor = meteredAudit{}
 
 func (a meteredAudit) Append(r *audit.Record) error {
-	err := a.Auditor.Append(r)
+	err := a.EarlyAuditor.Append(r)
 	a.count(r)
 	return err
 }
 
 func (a meteredAudit) AppendDeferred(r *audit.Record) error {
-	err := a.Auditor.AppendDeferred(r)
+	err := a.EarlyAuditor.AppendDeferred(r)
+	a.count(r)
+	return err
+}
+
+// Confirm counts r, the call's record as of its end (its whole
+// duration), when the early record is settled: a call with an early
+// record is counted once, here or in Amend.
+func (a meteredAudit) Confirm(early, r *audit.Record) error {
+	err := a.EarlyAuditor.Confirm(early, r)
+	a.count(r)
+	return err
+}
+
+// Amend counts r, the call's outcome, instead of the early record it
+// amends.
+func (a meteredAudit) Amend(early, r *audit.Record) error {
+	err := a.EarlyAuditor.Amend(early, r)
 	a.count(r)
 	return err
 }

@@ -424,7 +424,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	if t, ok := st.(interface{ TamperedChunks() uint64 }); ok && kek != nil {
 		met.WatchTampered(t.TamperedChunks)
 	}
-	opts.Audit = meteredAudit{Auditor: calls, m: met}
+	opts.Audit = meteredAudit{EarlyAuditor: calls, m: met}
 	// drainMount closes the broker and, after a signal, waits until stopBy
 	// for the files open in the mount; nil without a mount.
 	var drainMount func()

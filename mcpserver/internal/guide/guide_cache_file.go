@@ -48,6 +48,9 @@ func (s *tools) putFile(ctx context.Context, c *tool.Call, a *fileArgs, source s
 
 	ctx, cancel := s.opts.CommitContext(ctx)
 	defer cancel()
+	// Nothing after the write fails the call: its record can be written
+	// while the write commits.
+	c.RecordAtCommit()
 	res, err := c.Store().Put(ctx, s.request(c, a, source, sum, a.data))
 	if err != nil {
 		return tool.Reply{}, &tool.StoreError{Op: "put", Path: a.path, Err: a.cond.Conflict(ctx, c.Store(), a.path, err)}

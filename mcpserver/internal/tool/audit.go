@@ -94,8 +94,13 @@ func (s *Runtime) Finish(c *Call, err error) error {
 	var auditErr error
 	if s.audit != nil {
 		r := s.callRecord(c, f, err, refused, now)
-		deferred := c.readOnly && r.Decision == audit.Allow
-		if auditErr = s.held.append(s.audit, r, c.committed, deferred); auditErr != nil {
+		if c.early != nil {
+			auditErr = s.settleEarly(c, r, err)
+		} else {
+			deferred := c.readOnly && r.Decision == audit.Allow
+			auditErr = s.held.append(s.audit, r, c.committed, deferred)
+		}
+		if auditErr != nil {
 			if c.committed {
 				s.log.Error("audit record not written yet: the call's change is stored; the record is kept and written once the audit log works, later calls are refused until then",
 					"tool", c.def.name, "identity", c.who.String(), "request_id", c.reqID, "paths", r.Paths, "err", auditErr)
@@ -106,6 +111,28 @@ func (s *Runtime) Finish(c *Call, err error) error {
 	}
 	s.logCall(c, f, err)
 	return auditErr
+}
+
+// settleEarly settles the record c wrote while its write committed
+// (RecordAtCommit): it confirms it when the call succeeded, and otherwise
+// writes r, the call's outcome, amending it. A record that cannot be
+// written is held, as Finish holds any: r when the call committed, and an
+// amending r always, so the early record is not left standing alone once
+// the log works again.
+func (s *Runtime) settleEarly(c *Call, r *audit.Record, err error) error {
+	ea := s.audit.(EarlyAuditor) // c.early is set only when it is one
+	if err == nil {
+		aerr := ea.Confirm(c.early, r)
+		if aerr != nil && c.committed {
+			s.held.hold(r)
+		}
+		return aerr
+	}
+	aerr := ea.Amend(c.early, r)
+	if aerr != nil {
+		s.held.hold(r)
+	}
+	return aerr
 }
 
 // callRecord builds the audit record of a call.

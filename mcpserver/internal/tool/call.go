@@ -72,7 +72,21 @@ type Call struct {
 	// readOnly: the call cannot change the depot (a door's request), so
 	// its record, when allowed, need not be durable before the reply.
 	readOnly bool
+	// atCommit: the call's outcome is that of its next whole-file write
+	// (RecordAtCommit), so its record may be written while it commits.
+	atCommit bool
+	// early is the record written while the call's write committed, set
+	// by the store's commit hook before the write returns; Finish settles
+	// it.
+	early *audit.Record
 }
+
+// RecordAtCommit declares that the call's outcome is that of its next
+// whole-file write (Store.Put): nothing after it can fail the call. Its
+// audit record is then written, and its fsync started, once the write
+// has run and while it commits, when the audit log can do that; the reply
+// still waits until the record and the write are durable.
+func (c *Call) RecordAtCommit() { c.atCommit = true }
 
 // Decode parses the call's arguments as a JSON object, recording problems
 // and decoded paths on the call (Args). It returns nil when raw is not an
@@ -288,6 +302,23 @@ type Auditor interface {
 	// Err reports a failure of the log that makes it refuse records, or
 	// nil.
 	Err() error
+}
+
+// EarlyAuditor is an Auditor that can write a record while the change it
+// describes commits (audit.Log.AppendEarly), so that the record's flush
+// and the store's overlap; *audit.Log implements it. Calls that declare
+// RecordAtCommit use it when the Runtime's Auditor is one.
+type EarlyAuditor interface {
+	Auditor
+	// AppendEarly writes r before its change is durable and starts its
+	// flush; the caller settles it with Confirm or Amend.
+	AppendEarly(r *audit.Record) error
+	// Confirm returns once early, whose change is durable, is durable and
+	// checkpointed; r, the call's record as of its end, is not written.
+	Confirm(early, r *audit.Record) error
+	// Amend writes r, the outcome of early's call whose change did not
+	// become durable, and returns once it is durable and checkpointed.
+	Amend(early, r *audit.Record) error
 }
 
 // Runtime is the server's side of the tool pipeline: the store, the

@@ -103,9 +103,38 @@ func (g *Store) wrote(ctx context.Context, err error) error {
 
 // Put is store.Store.Put for a caller allowed to write req.Path.
 func (g *Store) Put(ctx context.Context, req store.PutRequest) (store.PutResult, error) {
-	res, err := then(g.admit(grant.Write, len(req.Data), req.Path), func() (store.PutResult, error) { return g.rt.st.Put(ctx, req) })
+	res, err := then(g.admit(grant.Write, len(req.Data), req.Path), func() (store.PutResult, error) { return g.rt.st.Put(g.recordAtCommit(ctx), req) })
+	if err != nil && g.c.early != nil {
+		g.c.Status = "" // the early record's; Finish amends it
+	}
 	g.shownEvictions(&res.Evicted)
 	return res, g.wrote(ctx, err)
+}
+
+// recordAtCommit returns ctx with a commit hook that writes the call's
+// audit record while its write commits, when the call declared
+// RecordAtCommit and the audit log can (EarlyAuditor); otherwise ctx.
+// While records of earlier calls are held for a failing log, the record
+// is written after the write, behind them.
+func (g *Store) recordAtCommit(ctx context.Context) context.Context {
+	ea, ok := g.rt.audit.(EarlyAuditor)
+	if !ok || !g.c.atCommit || g.c.early != nil || g.rt.held.any.Load() {
+		return ctx
+	}
+	return store.WithCommitHook(ctx, func(res []store.PutResult) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		c := g.c
+		c.Status = res[0].Status.String()
+		r := g.rt.callRecord(c, nil, nil, false, g.rt.env.Now())
+		if err := ea.AppendEarly(r); err != nil {
+			// Finish writes the record after the write, and deals with
+			// the log's failure as it does for any call.
+			c.Status = ""
+			return
+		}
+		c.early = r
+	})
 }
 
 // PutBatch is store.Store.PutBatch for a caller allowed to write every

@@ -29,7 +29,9 @@ func (s *commitFailing) Put(ctx context.Context, req store.PutRequest) (store.Pu
 		return s.Store.Put(ctx, req)
 	}
 	if h := store.CommitHookOf(ctx); h != nil {
-		h([]store.PutResult{{Status: store.StatusCreated, Entry: store.Entry{Path: req.Path, Size: int64(len(req.Data))}}})
+		if ended := h([]store.PutResult{{Status: store.StatusCreated, Entry: store.Entry{Path: req.Path, Size: int64(len(req.Data))}}}); ended != nil {
+			ended(errCommit)
+		}
 	}
 	return store.PutResult{}, errCommit
 }

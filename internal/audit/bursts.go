@@ -56,6 +56,9 @@ type EarlyAppender interface {
 	// AppendEarly writes r before its change is durable; the caller
 	// settles it with Confirm or Amend.
 	AppendEarly(r *Record) error
+	// Committed lets the checkpoint pass early, whose change is durable,
+	// without waiting.
+	Committed(early *Record)
 	// Confirm returns once early, whose change is durable, is durable and
 	// checkpointed; r, the call's record as of its end, is not written.
 	Confirm(early, r *Record) error
@@ -144,6 +147,9 @@ func (b *Bursts) AppendEarly(r *Record) error {
 	}
 	return e.AppendEarly(r)
 }
+
+// Committed is next's; only a record AppendEarly wrote is settled.
+func (b *Bursts) Committed(early *Record) { b.next.(EarlyAppender).Committed(early) }
 
 // Confirm is next's; only a record AppendEarly wrote is confirmed.
 func (b *Bursts) Confirm(early, r *Record) error {

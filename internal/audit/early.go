@@ -36,8 +36,14 @@ func (l *Log) AppendEarly(r *Record) error {
 	return nil
 }
 
+// Committed settles early, a record written by AppendEarly whose change
+// is now durable, without waiting: the checkpoint may pass it. The store
+// calls it for every write of a group commit at once, so that one
+// checkpoint covers them all; Confirm still makes the call wait for it.
+func (l *Log) Committed(early *Record) { l.settle(early.Seq) }
+
 // Confirm settles early, a record written by AppendEarly whose change is
-// now durable: it returns once early and a checkpoint at or past it are
+// now durable (if Committed did not already): it returns once early and a checkpoint at or past it are
 // durable, as Append does for its record. r is the call's record as of
 // its end; it is not written (early says what the call did), but a
 // wrapper that counts calls counts it, as Amend's.

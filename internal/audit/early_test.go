@@ -163,6 +163,9 @@ func TestEarlyRecordsConcurrent(t *testing.T) {
 					r.Error = "system"
 					err = l.Amend(early, r)
 				} else {
+					if i%3 == 1 {
+						l.Committed(early) // as the store does for a group
+					}
 					err = l.Confirm(early, early)
 				}
 				if err != nil {

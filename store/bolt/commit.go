@@ -36,8 +36,10 @@ type commit struct {
 	ctx context.Context
 	fn  func(*wtx) error
 	// ran, if set, is called once fn's last run has succeeded and the
-	// transaction is about to commit (store.CommitHook).
-	ran      func()
+	// transaction is about to commit, and the function it returns
+	// (ended) once the commit has ended (store.CommitHook).
+	ran      func() func(error)
+	ended    func(error)
 	err      error
 	answered bool
 	done     chan struct{}
@@ -142,11 +144,17 @@ func (s *Store) tryCommit(batch []*commit) (int, error) {
 		}
 		for _, c := range batch {
 			if !c.answered && c.ran != nil {
-				c.ran()
+				c.ended = c.ran()
 			}
 		}
 		return nil
 	})
+	for _, c := range batch {
+		if c.ended != nil {
+			c.ended(dbErr(err))
+			c.ended = nil
+		}
+	}
 	if gcLocked {
 		s.gc.mu.Unlock()
 	}

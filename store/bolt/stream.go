@@ -103,12 +103,12 @@ func (s *Store) PutStreams(ctx context.Context, next func() (store.PutRequest, i
 func (s *Store) putFiles(ctx context.Context, files []streamFile) ([]store.PutResult, error) {
 	res := make([]store.PutResult, len(files))
 	failed := 0
-	var ran func()
+	var ran func() func(error)
 	if h := store.CommitHookOf(ctx); h != nil {
-		ran = func() {
+		ran = func() func(error) {
 			r := slices.Clone(res)
 			rules.Superseded(r)
-			h(r)
+			return h(r)
 		}
 	}
 	err := s.updateHooked(ctx, func(w *wtx) error {

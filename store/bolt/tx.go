@@ -121,8 +121,9 @@ func (s *Store) update(ctx context.Context, fn func(w *wtx) error) error {
 }
 
 // updateHooked is update, calling ran (if set) once fn's last run has
-// succeeded and the transaction starts to commit (store.CommitHook).
-func (s *Store) updateHooked(ctx context.Context, fn func(w *wtx) error, ran func()) error {
+// succeeded and the transaction starts to commit, and the function ran
+// returns once the commit has ended (store.CommitHook).
+func (s *Store) updateHooked(ctx context.Context, fn func(w *wtx) error, ran func() func(error)) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}

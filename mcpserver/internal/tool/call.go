@@ -313,6 +313,9 @@ type EarlyAuditor interface {
 	// AppendEarly writes r before its change is durable and starts its
 	// flush; the caller settles it with Confirm or Amend.
 	AppendEarly(r *audit.Record) error
+	// Committed lets the checkpoint pass early, whose change is durable,
+	// without waiting; it must not block.
+	Committed(early *audit.Record)
 	// Confirm returns once early, whose change is durable, is durable and
 	// checkpointed; r, the call's record as of its end, is not written.
 	Confirm(early, r *audit.Record) error

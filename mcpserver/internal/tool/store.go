@@ -121,7 +121,7 @@ func (g *Store) recordAtCommit(ctx context.Context) context.Context {
 	if !ok || !g.c.atCommit || g.c.early != nil || g.rt.held.any.Load() {
 		return ctx
 	}
-	return store.WithCommitHook(ctx, func(res []store.PutResult) {
+	return store.WithCommitHook(ctx, func(res []store.PutResult) func(error) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		c := g.c
@@ -131,9 +131,17 @@ func (g *Store) recordAtCommit(ctx context.Context) context.Context {
 			// Finish writes the record after the write, and deals with
 			// the log's failure as it does for any call.
 			c.Status = ""
-			return
+			return nil
 		}
 		c.early = r
+		// Settled at once for the whole group commit, so that one
+		// checkpoint covers its records; a failed commit is settled by
+		// Finish, which amends the record.
+		return func(err error) {
+			if err == nil {
+				ea.Committed(r)
+			}
+		}
 	})
 }
 

@@ -7,8 +7,8 @@ package audit
 // instead of their sum. What keeps the log honest at every crash point:
 //
 //   - The checkpoint never passes an early record until it is settled:
-//     Confirm once the change is durable, or Amend with a record saying
-//     the commit failed, once that record is durable. So a record the
+//     Committed or Confirm once the change is durable, or Amend with a
+//     record saying the commit failed, once that record is durable. So a record the
 //     checkpoint covers describes a change that is in the store, or is
 //     followed, within the checkpoint, by the record that says it is not.
 //   - A crash before the settlement leaves the early record past the
@@ -43,10 +43,10 @@ func (l *Log) AppendEarly(r *Record) error {
 func (l *Log) Committed(early *Record) { l.settle(early.Seq) }
 
 // Confirm settles early, a record written by AppendEarly whose change is
-// now durable (if Committed did not already): it returns once early and a checkpoint at or past it are
-// durable, as Append does for its record. r is the call's record as of
-// its end; it is not written (early says what the call did), but a
-// wrapper that counts calls counts it, as Amend's.
+// now durable (if Committed did not already): it returns once early and a
+// checkpoint at or past it are durable, as Append does for its record. r
+// is the call's record as of its end; it is not written (early says what
+// the call did), but a wrapper that counts calls counts it, as Amend's.
 func (l *Log) Confirm(early, _ *Record) error {
 	l.settle(early.Seq)
 	return l.sync(early.Seq)

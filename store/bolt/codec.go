@@ -104,14 +104,12 @@ func appendTime(b []byte, t time.Time) []byte {
 	return binary.AppendUvarint(b, uint64(t.Nanosecond()))
 }
 
-// decoder reads a record; the first error sticks.
+// decoder reads a time as a record encodes it (see dirtime.go); the
+// first error sticks. Records themselves are read with a position (see
+// decodeListed).
 type decoder struct {
 	b   []byte
 	err error
-	// strs, when not nil, interns the strings decoded: a listing's
-	// records share a few writers, sources and encodings, and one string
-	// each saves an allocation per record and field (see ReadDirAt).
-	strs map[string]string
 }
 
 func (d *decoder) byte() byte {
@@ -148,29 +146,6 @@ func (d *decoder) varint() int64 {
 	}
 	d.b = d.b[n:]
 	return v
-}
-
-func (d *decoder) bytes(n uint64) []byte {
-	if d.err != nil || uint64(len(d.b)) < n {
-		d.err = errCorrupt
-		return nil
-	}
-	v := d.b[:n]
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) string() string {
-	b := d.bytes(d.uvarint())
-	if d.strs == nil || len(b) == 0 {
-		return string(b)
-	}
-	if s, ok := d.strs[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	d.strs[s] = s
-	return s
 }
 
 func (d *decoder) time() time.Time {
@@ -217,41 +192,49 @@ func decodeInto(r *record, v []byte, c sealer) error {
 // interned) and leaves the record's hashes empty, returning them raw
 // instead (nil when absent; valid while v and buf are), opened by c into
 // buf when c sealed them, for a listing to spell all of them into one
-// string (see listing).
+// string (see listing). It reads with a position, as peekRecord does
+// (the decoder's calls do not inline, and a lookup decodes a record), and
+// accepts what peekRecord accepts.
 func decodeListed(r *record, v []byte, strs map[string]string, c sealer, buf *[2]hash) (sum, declared []byte, err error) {
-	d := decoder{b: v, strs: strs}
-	if d.byte() != recordFormat {
+	if len(v) < 3 || v[0] != recordFormat {
 		return nil, nil, errCorrupt
 	}
-	*r = record{Kind: store.Kind(d.byte())}
-	flags := d.byte()
-	r.Pinned = flags&flagPinned != 0
-	r.Present = flags&flagPresent != 0
-	r.Explicit = flags&flagExplicit != 0
-	r.Ino = d.uvarint()
-	r.Size = d.varint()
+	kind, flags := store.Kind(v[1]), v[2]
+	if (kind != store.KindFile && kind != store.KindDir) || flags >= flagDeclared<<1 {
+		return nil, nil, errCorrupt
+	}
+	// Built here and copied once: the fields written through r would
+	// each cost a write barrier while the collector runs.
+	d := record{Kind: kind, Pinned: flags&flagPinned != 0, Present: flags&flagPresent != 0, Explicit: flags&flagExplicit != 0}
+	at := 3
+	d.Ino, at = peekUvarint(v, at)
+	d.Size, at = peekVarint(v, at)
 	if flags&flagHash != 0 {
-		sum = d.bytes(32)
+		if at = skipBytes(v, at, 32); at >= 0 {
+			sum = v[at-32 : at]
+		}
 	}
 	if flags&flagDeclared != 0 {
-		declared = d.bytes(32)
+		if at = skipBytes(v, at, 32); at >= 0 {
+			declared = v[at-32 : at]
+		}
 	}
-	r.Mode = fs.FileMode(d.uvarint())
-	r.MTime = d.time()
-	r.Encoding = d.string()
-	r.Source = d.string()
-	r.Created = d.time()
-	r.Updated = d.time()
-	r.Updates = d.uvarint()
-	r.Writer = d.string()
-	r.Expires = d.time()
-	r.Revision = d.uvarint()
-	if d.err == nil && (len(d.b) != 0 || (r.Kind != store.KindFile && r.Kind != store.KindDir) || flags >= flagDeclared<<1) {
-		d.err = errCorrupt
+	var mode uint64
+	mode, at = peekUvarint(v, at)
+	d.Mode = fs.FileMode(mode)
+	d.MTime, at = peekTime(v, at)
+	d.Encoding, at = peekString(v, at, strs)
+	d.Source, at = peekString(v, at, strs)
+	d.Created, at = peekTime(v, at)
+	d.Updated, at = peekTime(v, at)
+	d.Updates, at = peekUvarint(v, at)
+	d.Writer, at = peekString(v, at, strs)
+	d.Expires, at = peekTime(v, at)
+	d.Revision, at = peekUvarint(v, at)
+	if at != len(v) {
+		return nil, nil, errCorrupt
 	}
-	if d.err != nil {
-		return nil, nil, d.err
-	}
+	*r = d
 	if c.keyed() {
 		if sum != nil {
 			buf[0] = c.openSum(hash(sum))
@@ -263,6 +246,55 @@ func decodeListed(r *record, v []byte, strs map[string]string, c sealer, buf *[2
 		}
 	}
 	return sum, declared, nil
+}
+
+// peekVarint reads a varint, as binary.Varint.
+func peekVarint(v []byte, at int) (int64, int) {
+	u, at := peekUvarint(v, at)
+	x := int64(u >> 1)
+	if u&1 != 0 {
+		x = ^x
+	}
+	return x, at
+}
+
+// peekTime reads a time: a marker byte, 0 for the zero time, else a
+// varint of Unix seconds and a uvarint of nanoseconds (as decoder.time).
+func peekTime(v []byte, at int) (time.Time, int) {
+	if at < 0 || at >= len(v) {
+		return time.Time{}, badAt
+	}
+	if v[at] == 0 {
+		return time.Time{}, at + 1
+	}
+	sec, at := peekVarint(v, at+1)
+	nsec, at := peekUvarint(v, at)
+	if at < 0 || nsec >= 1e9 {
+		return time.Time{}, badAt
+	}
+	return time.Unix(sec, int64(nsec)).UTC(), at
+}
+
+// peekString reads a string: a uvarint length and the bytes. strs, when
+// not nil, interns the strings read: a listing's records share a few
+// writers, sources and encodings, and one string each saves an
+// allocation a record and field (see ReadDirAt).
+func peekString(v []byte, at int, strs map[string]string) (string, int) {
+	n, at := peekUvarint(v, at)
+	if at < 0 || uint64(len(v)-at) < n {
+		return "", badAt
+	}
+	b := v[at : at+int(n)]
+	at += int(n)
+	if strs == nil || len(b) == 0 {
+		return string(b), at
+	}
+	if s, ok := strs[string(b)]; ok {
+		return s, at
+	}
+	s := string(b)
+	strs[s] = s
+	return s, at
 }
 
 // peekRecord reads what a listing needs of an encoded record (its kind,
@@ -347,7 +379,7 @@ func skipBytes(v []byte, at, n int) int {
 	return at + n
 }
 
-// skipStringAt passes over a string, as decoder.string reads it.
+// skipStringAt passes over a string, as peekString reads it.
 func skipStringAt(v []byte, at int) int {
 	n, at := peekUvarint(v, at)
 	if at < 0 || uint64(len(v)-at) < n {
@@ -356,7 +388,7 @@ func skipStringAt(v []byte, at int) int {
 	return at + int(n)
 }
 
-// skipTimeAt passes over a time, checking it as decoder.time does.
+// skipTimeAt passes over a time, checking it as peekTime does.
 func skipTimeAt(v []byte, at int) int {
 	if at < 0 || at >= len(v) {
 		return badAt

@@ -160,3 +160,23 @@ func TestListAfterRelease(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkListEntry decodes every entry of a listed directory of 1,000
+// stored files, as ls -lR's lookups do, a listing a round.
+func BenchmarkListEntry(b *testing.B) {
+	s, _ := openTemp(b, nil)
+	ctx := context.Background()
+	putDirOfFiles(b, s, "/b0/d00000", 1000)
+	l, err := s.List(ctx, "/b0/d00000")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range l.Len() {
+			if _, err := l.Entry(i); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

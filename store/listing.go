@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/hex"
+	"fmt"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -44,8 +47,34 @@ type Listing struct {
 	names   []byte // the names, one after the other; only ever appended to
 	recs    []byte // the records, one after the other
 	at      []listedAt
-	decode  func(dir, name string, rec []byte) (Entry, error)
+	decode  func(dir, name string, rec []byte) (RawEntry, error)
 	entries []Entry // ListingOf's; nil otherwise
+}
+
+// RawEntry is an entry of a Listing with its hashes raw: what a mount's
+// node keeps of a file is its hash raw, and spelling it in hex to read it
+// back cost a lookup an allocation and two conversions.
+type RawEntry struct {
+	// Entry is the entry but for its hashes: SHA256 and DeclaredSHA256
+	// are "". Its Path is a string of its own, which a caller may keep.
+	Entry
+	// Sum and Declared are the hashes Entry.SHA256 and
+	// Entry.DeclaredSHA256 spell; HasSum and HasDeclared say whether the
+	// entry has them.
+	Sum, Declared       [32]byte
+	HasSum, HasDeclared bool
+}
+
+// Spelled returns the entry with its hashes spelled as Entry spells them.
+func (r *RawEntry) Spelled() Entry {
+	e := r.Entry
+	if r.HasSum {
+		e.SHA256 = hex.EncodeToString(r.Sum[:])
+	}
+	if r.HasDeclared {
+		e.DeclaredSHA256 = hex.EncodeToString(r.Declared[:])
+	}
+	return e
 }
 
 // listedAt is where one entry's name and record begin in Listing.names
@@ -58,11 +87,11 @@ type listedAt struct {
 
 // NewListing returns an empty listing of dir for a store to Add n entries
 // to, whose names take names bytes and records recs bytes (hints); decode
-// decodes an entry's record (as Add was given it) into the Entry named
-// name in dir, and must keep neither name nor rec, which are the
-// listing's memory. Its records and index are those of a released
+// decodes an entry's record (as Add was given it) into the entry named
+// name in dir, with a path of its own, and must keep neither name nor
+// rec, which are the listing's memory. Its records and index are those of a released
 // listing when one of about the size was released (see Release).
-func NewListing(dir string, n, names, recs int, decode func(dir, name string, rec []byte) (Entry, error)) *Listing {
+func NewListing(dir string, n, names, recs int, decode func(dir, name string, rec []byte) (RawEntry, error)) *Listing {
 	l := &Listing{dir: dir, names: make([]byte, 0, names), decode: decode}
 	if b, ok := released.Get().(*listingBufs); ok {
 		switch {
@@ -150,16 +179,52 @@ func (l *Listing) At(i int) Listed {
 }
 
 // Entry returns entry i whole, decoding its record; an error when the
-// record is corrupt. Its strings may share memory with each other (a
-// store spells the path and the hashes into one string): a caller that
-// keeps one of them for long copies it.
+// record is corrupt. Its strings may share memory with other entries' (a
+// store's ReadDir spells a listing's paths into one string): a caller
+// that keeps one of them for long copies it.
 func (l *Listing) Entry(i int) (Entry, error) {
 	if l.entries != nil {
 		return l.entries[i], nil
 	}
-	end := uint32(len(l.recs))
-	if i+1 < len(l.at) {
-		end = l.at[i+1].rec
+	r, err := l.Raw(i)
+	if err != nil {
+		return Entry{}, err
 	}
-	return l.decode(l.dir, l.At(i).Name, l.recs[l.at[i].rec:end])
+	return r.Spelled(), nil
+}
+
+// Raw is Entry with the hashes raw and a path of the entry's own (see
+// RawEntry).
+func (l *Listing) Raw(i int) (RawEntry, error) {
+	if l.entries == nil {
+		end := uint32(len(l.recs))
+		if i+1 < len(l.at) {
+			end = l.at[i+1].rec
+		}
+		return l.decode(l.dir, l.At(i).Name, l.recs[l.at[i].rec:end])
+	}
+	e := l.entries[i]
+	r := RawEntry{Entry: e}
+	r.Path = strings.Clone(e.Path)
+	r.SHA256, r.DeclaredSHA256 = "", ""
+	var ok1, ok2 bool
+	r.HasSum, ok1 = unhex(&r.Sum, e.SHA256)
+	r.HasDeclared, ok2 = unhex(&r.Declared, e.DeclaredSHA256)
+	if !ok1 || !ok2 {
+		return RawEntry{}, fmt.Errorf("readdir %s: a hash is not lowercase hex: %w", e.Path, ErrCorrupt)
+	}
+	return r, nil
+}
+
+// unhex reads the hash s spells into sum: whether there is one ("" is
+// none), and whether s spells one.
+func unhex(sum *[32]byte, s string) (has, ok bool) {
+	if s == "" {
+		return false, true
+	}
+	if len(s) != 2*len(sum) {
+		return false, false
+	}
+	_, err := hex.Decode(sum[:], []byte(s))
+	return true, err == nil
 }

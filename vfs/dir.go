@@ -46,7 +46,7 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if err != nil {
 		return nil, d.fsys.errno("lookup", p, err)
 	}
-	return d.fsys.child(ctx, d.EmbeddedInode(), name, e, out), 0
+	return d.fsys.child(ctx, d.EmbeddedInode(), name, e, nil, out), 0
 }
 
 // Getattr reports the directory's current attributes.

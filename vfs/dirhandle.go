@@ -20,8 +20,9 @@ type listedDir interface {
 	list(ctx context.Context) (*store.Listing, syscall.Errno)
 	// listedAs is the inode number and mode the listing shows for e.
 	listedAs(e store.Listed) (ino uint64, mode uint32)
-	// lookupListed answers the lookup of e, the entry just listed.
-	lookupListed(ctx context.Context, e store.Entry, out *fuse.EntryOut) *fs.Inode
+	// lookupListed answers the lookup of entry i of l, just listed;
+	// false when its record does not decode.
+	lookupListed(ctx context.Context, l *store.Listing, i int, out *fuse.EntryOut) (*fs.Inode, bool)
 }
 
 // dirHandle is an open directory: a snapshot of its listing and a position
@@ -110,8 +111,8 @@ func (h *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 // whose record does not decode, which the store then reports).
 func (h *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	if i := h.last - 1; i >= 0 && h.entries.At(i).Name == name {
-		if e, err := h.entries.Entry(i); err == nil {
-			return h.dir.lookupListed(ctx, e, out), 0
+		if n, ok := h.dir.lookupListed(ctx, h.entries, i, out); ok {
+			return n, 0
 		}
 	}
 	return h.dir.Lookup(ctx, name, out)
@@ -148,6 +149,12 @@ func (d *dirNode) listedAs(l store.Listed) (uint64, uint32) {
 	return id.Ino, id.Mode
 }
 
-func (d *dirNode) lookupListed(ctx context.Context, e store.Entry, out *fuse.EntryOut) *fs.Inode {
-	return d.fsys.child(ctx, d.EmbeddedInode(), depotpath.Base(e.Path), e, out)
+// lookupListed answers from the entry raw (see store.RawEntry): a file's
+// node keeps its path and hash as the listing decodes them.
+func (d *dirNode) lookupListed(ctx context.Context, l *store.Listing, i int, out *fuse.EntryOut) (*fs.Inode, bool) {
+	r, err := l.Raw(i)
+	if err != nil {
+		return nil, false
+	}
+	return d.fsys.child(ctx, d.EmbeddedInode(), depotpath.Base(r.Path), r.Entry, &r, out), true
 }

@@ -164,12 +164,23 @@ func (fsys *fsys) takeReplaced() []*fileNode {
 // last lingerFor, or an open of it just failed with ESTALE: this is the
 // kernel's retry) holds its content for a while (see fileNode.keep), so
 // that an open racing the next update still reads what the lookup said.
-func (fsys *fsys) child(ctx context.Context, parent *fs.Inode, name string, e store.Entry, out *fuse.EntryOut) *fs.Inode {
+// raw, when not nil, is e as a listing decoded it (e is raw.Entry): its
+// hashes are spelled only when the node follows or keeps a version,
+// which compare hashes as the store spells them; a new node (a walk's)
+// takes raw's path and hash as they are.
+func (fsys *fsys) child(ctx context.Context, parent *fs.Inode, name string, e store.Entry, raw *store.RawEntry, out *fuse.EntryOut) *fs.Inode {
+	spelled := func() store.Entry {
+		if raw != nil {
+			e = raw.Spelled()
+			raw = nil
+		}
+		return e
+	}
 	id := stableAttr(e)
 	replacing := false
 	if ch := parent.GetChild(name); ch != nil {
 		if f, ok := ch.Operations().(*fileNode); ok && !e.IsDir() {
-			if res, _ := f.follow(ctx, e, nil, false); res != replaced {
+			if res, _ := f.follow(ctx, spelled(), nil, false); res != replaced {
 				// The kernel's retry of an open that failed with ESTALE
 				// may reach a node made by another lookup that held
 				// nothing (a file at rest then): it must hold its
@@ -188,15 +199,18 @@ func (fsys *fsys) child(ctx context.Context, parent *fs.Inode, name string, e st
 		}
 	}
 	var n fs.InodeEmbedder
-	if e.IsDir() {
+	switch {
+	case e.IsDir():
 		n = &dirNode{node: node{fsys: fsys}, path: strings.Clone(e.Path)}
-	} else {
-		f := &fileNode{node: node{fsys: fsys}, version: newFileVersion(e)}
-		if replacing || justUpdated(e) || fsys.staledRecently(e.Path) {
-			e = f.keep(ctx, e)
-			id = stableAttr(e)
-		}
+	case replacing || justUpdated(e) || fsys.staledRecently(e.Path):
+		f := &fileNode{node: node{fsys: fsys}, version: newFileVersion(spelled())}
+		e = f.keep(ctx, e)
+		id = stableAttr(e)
 		n = f
+	case raw != nil:
+		n = &fileNode{node: node{fsys: fsys}, version: rawVersion(raw)}
+	default:
+		n = &fileNode{node: node{fsys: fsys}, version: newFileVersion(e)}
 	}
 	fsys.fillAttr(e, &out.Attr)
 	return parent.NewInode(ctx, n, id)

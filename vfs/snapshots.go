@@ -305,9 +305,13 @@ func (d *snapDir) listedAs(l store.Listed) (uint64, uint32) {
 	return snapIno(d.tree.id, e), stableAttr(e).Mode
 }
 
-func (d *snapDir) lookupListed(ctx context.Context, e store.Entry, out *fuse.EntryOut) *fs.Inode {
+func (d *snapDir) lookupListed(ctx context.Context, l *store.Listing, i int, out *fuse.EntryOut) (*fs.Inode, bool) {
+	e, err := l.Entry(i)
+	if err != nil {
+		return nil, false
+	}
 	out.SetEntryTimeout(d.fsys.opts.EntryTimeout)
-	return d.tree.child(ctx, d.fsys, d.EmbeddedInode(), e, &out.Attr)
+	return d.tree.child(ctx, d.fsys, d.EmbeddedInode(), e, &out.Attr), true
 }
 
 // snapFile is a file version of a snapshot's tree. Immutable.

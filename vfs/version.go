@@ -28,19 +28,36 @@ type fileVersion struct {
 	present          bool
 }
 
-// newFileVersion is the version of e. It copies e's path: an entry of a
-// listing shares one string with all the listing's (see store/bolt), and
-// a node lives as long as the kernel keeps its inode.
+// newFileVersion is the version of e. It copies e's path: the entries of
+// a store's ReadDir may share one string (see store/bolt), and a node
+// lives as long as the kernel keeps its inode.
 func newFileVersion(e store.Entry) fileVersion {
-	v := fileVersion{path: strings.Clone(e.Path), source: e.Source, encoding: e.Encoding,
-		size: e.Size, rev: e.Revision, mode: e.Mode, present: e.Present}
 	sum := e.SHA256
 	if !e.Present {
 		sum = e.DeclaredSHA256
 	}
+	var raw [sha256.Size]byte
 	if len(sum) == 2*sha256.Size {
-		hex.Decode(v.sum[:], []byte(sum))
+		hex.Decode(raw[:], []byte(sum))
 	}
+	return versionOf(e, strings.Clone(e.Path), raw)
+}
+
+// rawVersion is the version of a listing's entry r, whose path is its own
+// and whose hashes are raw: nothing is copied or spelled.
+func rawVersion(r *store.RawEntry) fileVersion {
+	sum := r.Sum
+	if !r.Present {
+		sum = r.Declared
+	}
+	return versionOf(r.Entry, r.Path, sum)
+}
+
+// versionOf is the version of e at path with the hash sum (see
+// fileVersion.sum).
+func versionOf(e store.Entry, path string, sum [sha256.Size]byte) fileVersion {
+	v := fileVersion{path: path, source: e.Source, encoding: e.Encoding, sum: sum,
+		size: e.Size, rev: e.Revision, mode: e.Mode, present: e.Present}
 	v.mtimeS, v.mtimeNs = stamp(e.MTime)
 	v.ctimeS, v.ctimeNs = stamp(e.Updated)
 	return v

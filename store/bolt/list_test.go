@@ -57,6 +57,13 @@ func TestListIsReadDir(t *testing.T) {
 					if !reflect.DeepEqual(got, w) {
 						t.Errorf("List(%s) entry %d:\n %+v\nReadDir:\n %+v", dir, i, got, w)
 					}
+					raw, err := l.Raw(i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if raw.SHA256 != "" || raw.DeclaredSHA256 != "" || !reflect.DeepEqual(raw.Spelled(), w) {
+						t.Errorf("List(%s).Raw(%d) = %+v, spelled %+v; want %+v", dir, i, raw, raw.Spelled(), w)
+					}
 					at := l.At(i)
 					if wantAt := (store.Listed{Name: depotpath.Base(w.Path), Kind: w.Kind, Ino: w.Ino, Revision: w.Revision}); at != wantAt {
 						t.Errorf("List(%s).At(%d) = %+v, want %+v", dir, i, at, wantAt)

@@ -92,39 +92,6 @@ func (l *listing) spell(out []store.Entry) {
 	}
 }
 
-// spellOne spells the path of the entry named name in dir and its hashes
-// in hex (nil: none) into one string, sets r's hashes to theirs and
-// returns the path: one allocation where joining the path and spelling
-// each hash took one each.
-func spellOne(r *record, dir, name string, sum, declared []byte) string {
-	n := len(dir) + 1 + len(name)
-	if sum != nil {
-		n += 2 * len(sum)
-	}
-	if declared != nil {
-		n += 2 * len(declared)
-	}
-	buf := make([]byte, 0, n)
-	if dir != depotpath.Root {
-		buf = append(buf, dir...)
-	}
-	buf = append(buf, '/')
-	buf = append(buf, name...)
-	pathLen := len(buf)
-	buf = hex.AppendEncode(buf, sum)
-	buf = hex.AppendEncode(buf, declared)
-	s := unsafe.String(unsafe.SliceData(buf), len(buf))
-	at := pathLen
-	if sum != nil {
-		r.SHA256 = s[at : at+2*len(sum)]
-		at += 2 * len(sum)
-	}
-	if declared != nil {
-		r.Declared = s[at : at+2*len(declared)]
-	}
-	return s[:pathLen]
-}
-
 var _ store.Lister = (*Store)(nil)
 
 // List is ReadDir as a store.Listing (see store.Lister): each child's
@@ -173,7 +140,7 @@ func (s *Store) List(ctx context.Context, dir string) (*store.Listing, error) {
 			mu   sync.Mutex
 			strs = map[string]string{}
 		)
-		l = store.NewListing(dir, len(sc.at), len(sc.names), len(sc.recs), func(dir, name string, v []byte) (store.Entry, error) {
+		l = store.NewListing(dir, len(sc.at), len(sc.names), len(sc.recs), func(dir, name string, v []byte) (store.RawEntry, error) {
 			var (
 				r    record
 				sums [2]hash
@@ -182,9 +149,22 @@ func (s *Store) List(ctx context.Context, dir string) (*store.Listing, error) {
 			sum, declared, err := decodeListed(&r, v, strs, sl, &sums)
 			mu.Unlock()
 			if err != nil {
-				return store.Entry{}, pathErr("readdir", depotpath.Join(dir, name), err)
+				return store.RawEntry{}, pathErr("readdir", depotpath.Join(dir, name), err)
 			}
-			return r.Entry(spellOne(&r, dir, name, sum, declared)), nil
+			var p string // one allocation, the path's own
+			if dir == depotpath.Root {
+				p = "/" + name
+			} else {
+				p = dir + "/" + name
+			}
+			e := store.RawEntry{Entry: r.Entry(p)}
+			if sum != nil {
+				e.Sum, e.HasSum = hash(sum), true
+			}
+			if declared != nil {
+				e.Declared, e.HasDeclared = hash(declared), true
+			}
+			return e, nil
 		})
 		name, rec := 0, 0
 		for _, p := range sc.at {

@@ -46,3 +46,17 @@ func watchCRLExpiry(ctx context.Context, next func() time.Time, path string, log
 	check()
 	every(ctx, time.Hour, check)
 }
+
+// every runs f every d until ctx is done.
+func every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/depotfs/depotfs/internal/audit"
 	"github.com/depotfs/depotfs/internal/auth"
+	"github.com/depotfs/depotfs/internal/memlimit"
 	"github.com/depotfs/depotfs/internal/metrics"
 	"github.com/depotfs/depotfs/internal/sdnotify"
 	"github.com/depotfs/depotfs/mcpserver"
@@ -96,7 +97,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.mountOpts.Passthrough, "passthrough", true, "serve files of 256 KiB or more through FUSE passthrough from a blob cache, at local-disk speed (needs root and Linux 6.9 or later; off by itself otherwise)")
 	fs.StringVar(&c.mountOpts.BlobCacheDir, "blob-cache-dir", "", "`dir`ectory of the passthrough blob cache (blobs unchanged since the last run are kept, the rest deleted at start); empty: \"blobs\" beside the database")
 	fs.Var(&c.blobCacheSize, "blob-cache-size", "`size` limit on the passthrough blob cache, e.g. 1GiB; least recently used blobs are deleted first; 0 turns passthrough off")
-	fs.Var(&c.memoryLimit, "memory-limit", "soft `size` limit on depotfs's own memory (the Go heap; database pages mapped from the file are not counted): the garbage collector runs more often to stay under it, and once the live heap needs more, whenever the heap has grown by half; 0: the Go runtime's defaults; GOMEMLIMIT in the environment wins")
+	fs.Var(&c.memoryLimit, "memory-limit", "`size` of depotfs's own memory (the Go heap; database pages mapped from the file are not counted) that the garbage collector works to: it runs when the heap reaches it, and once the live heap is past half of it, whenever the heap has doubled; 0: the Go runtime's defaults; GOMEMLIMIT or GOGC in the environment wins")
 	fs.DurationVar(&c.uploadTimeout, "upload-timeout", time.Hour, "delete a chunked upload, and free the room its chunks take under --max-store-size, after this long without a new chunk")
 	fs.DurationVar(&c.settings.UploadURLTTL, "upload-url-ttl", mcpserver.DefaultUploadURLTTL, "how long an upload_url of guide_begin_upload (a raw HTTP PUT of a large file) works")
 	fs.StringVar(&c.publicURL, "public-url", "", "`URL` clients reach --listen at (scheme, host, port and any path prefix), e.g. https://depot.example.org behind a proxy that terminates TLS; guide_begin_upload builds its upload_url on it; empty: on each request's scheme and Host")
@@ -136,6 +137,10 @@ const (
 	defaultMaxFileSize  byteSize = 100 << 20
 	// defaultBlobCacheSize bounds the passthrough copies of stored files.
 	defaultBlobCacheSize byteSize = 1 << 30
+	// defaultMemoryLimit is --memory-limit's default (see
+	// internal/memlimit): the heap of the mount's nodes of about 100,000
+	// files the kernel knows (~0.7 KB each) plus the MCP server.
+	defaultMemoryLimit byteSize = 128 << 20
 )
 
 // defaultDataDir is where the database lives unless --db says otherwise:
@@ -299,7 +304,7 @@ func serve(ctx context.Context, cfg serveConfig, log *slog.Logger, level *slog.L
 	if err != nil {
 		return err
 	}
-	defer limitMemory(int64(cfg.memoryLimit), log)()
+	defer memlimit.Start(int64(cfg.memoryLimit), log)()
 	if ha.crl != nil {
 		go watchCRLExpiry(ctx, ha.crl.NextUpdate, cfg.auth.crl, log)
 	}

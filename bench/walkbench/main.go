@@ -13,8 +13,9 @@
 // -db, -batch files a transaction, for bench/scale.sh -seeded to measure
 // sizes whose pushes would take hours. Each side runs in its own
 // process (this command with -side), the mount in-process with vfs's
-// defaults and the Go runtime's (no soft memory limit: bench/scale.sh
-// measures the server with its --memory-limit); the two alternate,
+// defaults and the collector's settings the server makes of
+// -memory-limit (internal/memlimit, as depotfs's --memory-limit; 0: the
+// Go runtime's defaults), the floor with the runtime's; the two alternate,
 // -reps walks each, and the medians are printed with their ratio. With
 // -cpuprofile PREFIX each side's process writes a CPU profile of its walk
 // N to PREFIX-N-depotfs.pprof or PREFIX-N-floor.pprof (go tool pprof
@@ -35,6 +36,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -46,6 +48,7 @@ import (
 	"time"
 
 	"github.com/depotfs/depotfs/bench/internal/floor"
+	"github.com/depotfs/depotfs/internal/memlimit"
 	"github.com/depotfs/depotfs/store"
 	"github.com/depotfs/depotfs/store/bolt"
 	"github.com/depotfs/depotfs/vfs"
@@ -72,6 +75,7 @@ func main() {
 	work := flag.String("work", "find", "walk: find or ls")
 	reps := flag.Int("reps", 3, "walks of each side, alternating; the median is printed")
 	prof := flag.String("cpuprofile", "", "write each side's CPU profile of its walk N to `prefix`-N-SIDE.pprof")
+	memLimit := flag.Int64("memory-limit", 128, "the depotfs side's memory budget in `MiB`, as depotfs --memory-limit (0: the Go runtime's defaults)")
 	memProf := flag.String("memprofile", "", "write each side's profile of what its walk N allocated to `prefix`-N-SIDE.pprof (sampling slows allocation: not for CPU figures)")
 	side := flag.String("side", "", "internal: serve and walk this side (depotfs or floor), print each pass")
 	seedOnly := flag.Bool("seed", false, "only write the depot at -db, which must not exist, print how long it took and exit")
@@ -85,15 +89,15 @@ func main() {
 		return
 	}
 	if *side != "" {
-		serve(*side, *db, *files, *perDir, *work, *reps, *prof, *memProf)
+		serve(*side, *db, *files, *perDir, *work, *reps, *prof, *memProf, *memLimit<<20)
 		return
 	}
 	self, err := os.Executable()
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("walkbench: %s, %d files, %d a directory, %s, %d passes a side; load average at start: %s\n",
-		time.Now().UTC().Format(time.RFC3339), *files, *perDir, *work, *reps, loadavg())
+	fmt.Printf("walkbench: %s, %d files, %d a directory, %s, %d passes a side, memory limit %d MiB; load average at start: %s\n",
+		time.Now().UTC().Format(time.RFC3339), *files, *perDir, *work, *reps, *memLimit, loadavg())
 	got := map[string][]pass{}
 	for k := range *reps {
 		for _, s := range []string{"depotfs", "floor"} {
@@ -104,7 +108,7 @@ func main() {
 			if *memProf != "" {
 				mp = fmt.Sprintf("%s-%d", *memProf, k+1)
 			}
-			got[s] = append(got[s], runSide(self, s, *db, *files, *perDir, *work, p, mp)...)
+			got[s] = append(got[s], runSide(self, s, *db, *files, *perDir, *work, p, mp, *memLimit)...)
 		}
 	}
 	med := func(s string, f func(pass) float64) float64 {
@@ -132,8 +136,9 @@ func main() {
 }
 
 // runSide runs one pass of side in a process of its own.
-func runSide(self, side, db string, files, perDir int, work, prof, memProf string) []pass {
-	args := []string{"-side", side, "-db", db, "-files", strconv.Itoa(files), "-per-dir", strconv.Itoa(perDir), "-work", work, "-reps", "1"}
+func runSide(self, side, db string, files, perDir int, work, prof, memProf string, memLimitMiB int64) []pass {
+	args := []string{"-side", side, "-db", db, "-files", strconv.Itoa(files), "-per-dir", strconv.Itoa(perDir), "-work", work, "-reps", "1",
+		"-memory-limit", strconv.FormatInt(memLimitMiB, 10)}
 	if prof != "" {
 		args = append(args, "-cpuprofile", prof)
 	}
@@ -159,8 +164,9 @@ func runSide(self, side, db string, files, perDir int, work, prof, memProf strin
 }
 
 // serve mounts side's tree reps times, walks it each time and prints a
-// pass a line, as JSON.
-func serve(side, db string, files, perDir int, work string, reps int, prof, memProf string) {
+// pass a line, as JSON; the depotfs side's collector works to memLimit
+// bytes as the server's does.
+func serve(side, db string, files, perDir int, work string, reps int, prof, memProf string, memLimit int64) {
 	if memProf != "" {
 		// Sample finely enough to attribute the few objects a file
 		// costs; the profile covers the walks only (see below).
@@ -189,6 +195,7 @@ func serve(side, db string, files, perDir int, work string, reps int, prof, memP
 	case "depotfs":
 		st := openDepot(db, files, perDir, 1000)
 		defer st.Close()
+		defer memlimit.Start(memLimit, slog.Default())()
 		mount = func() func() {
 			m, err := vfs.Mount(context.Background(), mnt, st, nil)
 			if err != nil {

@@ -20,14 +20,15 @@ import (
 // (the tree would not fit in memory) and no floor beside it; what it
 // measures is what must not grow with the depot, to compare with the
 // same measures of a small depot seeded the same way in the same hour:
-// restart-to-ready, anonymous memory after a start and after the walks
-// against an empty server's, and each walk's first pass on a fresh mount
-// with the kernel's caches dropped before it (the database read from
-// disk, as after a reboot), in wall and server CPU µs a file. With
-// -seeded-push P it then pushes P more files into the depot (which keeps
-// them, and a snapshot "seeded-push" of the whole tree) on a fresh server,
-// and measures what the pushes left in anonymous memory and a whole-tree
-// snapshot. The write near the store limit is not measured there: on a
+// restart-to-ready, anonymous memory after a start, after the walks and
+// once the kernel has forgotten their inodes (its dentry and inode
+// caches dropped, a few seconds idle) against an empty server's, and
+// each walk's first pass on a fresh mount with the kernel's caches
+// dropped before it (the database read from disk, as after a reboot), in
+// wall and server CPU µs a file. With -seeded-push P it then pushes P
+// more files into the depot (which keeps them, and a snapshot
+// "seeded-push" of the whole tree) on a fresh server, and measures what
+// the pushes left in anonymous memory and a whole-tree snapshot. The write near the store limit is not measured there: on a
 // seeded depot with the snapshot held the store found nothing evictable
 // and refused it, so its time would say nothing about a snapshot's cost.
 
@@ -76,7 +77,7 @@ func (b *bench) seeded(db string, n, restarts, push int) {
 	anon, file := d.rss()
 	fmt.Printf("after a start: RssAnon %s (%+.0f MiB over empty), RssFile %s, heap in use %s, db %s (%.0f B a file); load %s\n",
 		mib(anon), float64(anon-emptyAnon)/(1<<20), mib(file), mib(d.heap()), mib(size(db)), float64(size(db))/float64(n), loadavg())
-	fmt.Printf("\n| files | work | first pass, µs a file (each) | server CPU µs a file (each) | RssAnon after the walk (Δ empty) | load before/after |\n|---|---|---|---|---|---|\n")
+	fmt.Printf("\n| files | work | first pass, µs a file (each) | server CPU µs a file (each) | RssAnon after the walk (Δ empty) | once the kernel forgets (Δ empty) | load before/after |\n|---|---|---|---|---|---|---|\n")
 	for _, w := range b.works {
 		cmd, ok := walkCmd[w]
 		if !ok {
@@ -93,6 +94,11 @@ func (b *bench) seeded(db string, n, restarts, push int) {
 			walls, cpus = append(walls, wall), append(cpus, cpu)
 			after, _ = d.rss()
 		}
+		// The kernel forgets the walk's inodes, and the server is left
+		// idle to give back what their nodes held.
+		forgetInodes()
+		time.Sleep(max(b.pause, 4*time.Second))
+		forgot, _ := d.rss()
 		us := func(ds []time.Duration) string {
 			s := ""
 			for i, x := range ds {
@@ -103,8 +109,8 @@ func (b *bench) seeded(db string, n, restarts, push int) {
 			}
 			return fmt.Sprintf("%.2f (%s)", float64(benchd.Quantile(ds, 0.5).Nanoseconds())/1e3/float64(n), s)
 		}
-		fmt.Printf("| %d | %s | %s | %s | %s (%+.0f MiB) | %s / %s |\n", n, w, us(walls), us(cpus),
-			mib(after), float64(after-emptyAnon)/(1<<20), load, loadavg())
+		fmt.Printf("| %d | %s | %s | %s | %s (%+.0f MiB) | %s (%+.0f MiB) | %s / %s |\n", n, w, us(walls), us(cpus),
+			mib(after), float64(after-emptyAnon)/(1<<20), mib(forgot), float64(forgot-emptyAnon)/(1<<20), load, loadavg())
 	}
 	d.stop()
 	if push > 0 {
@@ -135,5 +141,14 @@ func dropCaches() {
 	syscall.Sync()
 	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0); err != nil {
 		log.Fatalf("drop caches: %v", err)
+	}
+}
+
+// forgetInodes drops the kernel's dentry and inode caches, not its page
+// cache: the kernel forgets the mount's inodes (FORGET to the server)
+// without waiting for every dirty page on the machine to be written.
+func forgetInodes() {
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("2"), 0); err != nil {
+		log.Fatalf("drop the inode cache: %v", err)
 	}
 }

@@ -265,7 +265,9 @@ func Open(ctx context.Context, nc *nats.Conn, opts *Options) (*Store, error) {
 	s.wg.Go(s.sweeper)
 	s.wg.Go(s.watchdog)
 	if s.viewCache != "" {
-		from := s.view.applied()
+		// From the file's sequence: a host that read the whole tree
+		// writes the file soon, even if nothing changes afterwards.
+		from := s.loadedFrom
 		s.wg.Go(func() { s.viewCacher(from) })
 	}
 	return s, nil

@@ -518,7 +518,8 @@ func cmpErr(err error) error {
 }
 
 // viewCacher writes the view cache while the store serves (see
-// viewCacheEvery), from the sequence the view started at.
+// viewCacheEvery); from is the sequence the file held at open, 0 for
+// none.
 func (s *Store) viewCacher(from uint64) {
 	t := time.NewTicker(viewCacheCheck)
 	defer t.Stop()

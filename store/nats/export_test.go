@@ -60,3 +60,6 @@ func WriteViewCache(s *Store) (uint64, error) { return s.writeViewCache() }
 // ViewCacheLoaded returns the sequence of the view cache s loaded when it
 // opened, 0 when it read the whole tree.
 func ViewCacheLoaded(s *Store) uint64 { return s.loadedFrom }
+
+// CPUTime returns the CPU time the test process has used (see cpuTime).
+func CPUTime() time.Duration { return cpuTime() }

@@ -276,6 +276,12 @@ func (s *Store) loadViewCache(ctx context.Context, info *jetstream.StreamInfo) u
 	if s.viewCache == "" {
 		return 0
 	}
+	// A host killed while writing the file leaves its temporary file.
+	if old, err := filepath.Glob(s.viewCache + ".tmp*"); err == nil {
+		for _, f := range old {
+			os.Remove(f)
+		}
+	}
 	start := time.Now()
 	st, uses, seq, err := s.readViewCache(info)
 	var changes []rawChanges

@@ -80,9 +80,13 @@ func TestViewCacheAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Killed: what it wrote on closing is lost, the file at R stays.
+	// Killed: what it wrote on closing is lost, the file at R stays,
+	// and so does the temporary file of a write it was killed in.
 	a.Close()
 	if err := os.WriteFile(file, saved, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file+".tmp123", saved[:len(saved)/2], 0o600); err != nil {
 		t.Fatal(err)
 	}
 
@@ -101,6 +105,9 @@ func TestViewCacheAfterKill(t *testing.T) {
 	restarted := viewCacheHost(t, c, prefix, file)
 	if got := nats.ViewCacheLoaded(restarted); got != r {
 		t.Fatalf("the restarted host loaded its view cache at %d, want %d", got, r)
+	}
+	if _, err := os.Stat(file + ".tmp123"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the temporary file of a killed write is left: %v", err)
 	}
 	full := viewCacheHost(t, c, prefix, "")
 	if got := nats.ViewCacheLoaded(full); got != 0 {

@@ -135,11 +135,18 @@ func listedEntry(e store.Listed) store.Entry {
 }
 
 // listedAs shows a file node that followed later versions with its first
-// version's number: the listing says what stat says.
+// version's number: the listing says what stat says. Until a node of the
+// mount has followed one (fsys.followed, set before the node takes the
+// newer version), every file node's number is its version's, and the
+// entry alone numbers it: a walk's READDIR looked each name up among the
+// directory's nodes, a lock and a map probe a file, to find nothing.
 func (d *dirNode) listedAs(l store.Listed) (uint64, uint32) {
 	e := listedEntry(l)
 	id := stableAttr(e)
-	if ch := d.GetChild(l.Name); ch != nil && !e.IsDir() {
+	if e.IsDir() || !d.fsys.followed.Load() {
+		return id.Ino, id.Mode
+	}
+	if ch := d.GetChild(l.Name); ch != nil {
 		if f, ok := ch.Operations().(*fileNode); ok {
 			if v, _ := f.snapshot(); v.rev == e.Revision {
 				return ch.StableAttr().Ino, id.Mode

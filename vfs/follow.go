@@ -73,6 +73,7 @@ func (f *fileNode) follow(ctx context.Context, e store.Entry, c store.Content, r
 		case retarget && f.opensLocked() == 0 && !f.passed:
 			// A node the kernel was told is gone keeps saying so (its
 			// link count): the opener resolved the name before.
+			f.fsys.followed.Store(true) // before: see dirNode.listedAs
 			f.version = nv
 			f.cached = true
 			f.primer.primed.Store(false)
@@ -82,10 +83,12 @@ func (f *fileNode) follow(ctx context.Context, e store.Entry, c store.Content, r
 			f.mu.Unlock()
 			return replaced, v.size
 		case v.same(nv):
+			f.fsys.followed.Store(true) // before: see dirNode.listedAs
 			f.version = nv
 			f.mu.Unlock()
 			return refreshed, v.size
 		case !v.present && nv.present && f.opensLocked() == 0:
+			f.fsys.followed.Store(true) // before: see dirNode.listedAs
 			f.version = nv
 			f.mu.Unlock()
 			return filled, v.size
@@ -99,6 +102,7 @@ func (f *fileNode) follow(ctx context.Context, e store.Entry, c store.Content, r
 		}
 		f.mu.Lock()
 		if f.version.rev == v.rev && !f.gone && !f.passed {
+			f.fsys.followed.Store(true) // before: see dirNode.listedAs
 			f.version = nv
 			f.cached = true
 			f.mu.Unlock()

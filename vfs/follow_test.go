@@ -1,6 +1,8 @@
 package vfs_test
 
 import (
+	"bytes"
+	"encoding/binary"
 	"io"
 	"os"
 	"syscall"
@@ -19,11 +21,40 @@ func statOf(t *testing.T, f *os.File) syscall.Stat_t {
 	return st
 }
 
+// listedIno returns the inode number the listing of dir shows for name
+// (d_ino, which ls -i and find -inum read without a stat).
+func listedIno(t *testing.T, dir, name string) uint64 {
+	t.Helper()
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	buf := make([]byte, 1<<16)
+	for {
+		n, err := syscall.ReadDirent(fd, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			t.Fatalf("%s is not listed in %s", name, dir)
+		}
+		for b := buf[:n]; len(b) > 0; {
+			// struct linux_dirent64: d_ino, d_off, d_reclen, d_type, d_name.
+			reclen := int(binary.NativeEndian.Uint16(b[16:]))
+			if got, _, _ := bytes.Cut(b[19:reclen], []byte{0}); string(got) == name {
+				return binary.NativeEndian.Uint64(b)
+			}
+			b = b[reclen:]
+		}
+	}
+}
+
 // TestVersionsThatKeepTheInode checks which updates keep a file's inode:
 // an append (the open file then reads what was added, and fstat says the
 // new size) and a change of mode alone do; other content is a new inode,
 // and the open file's link count drops to 0 while it keeps reading its own
-// version.
+// version. A listing shows the inode number stat shows.
 func TestVersionsThatKeepTheInode(t *testing.T) {
 	st, _ := newStore(t, nil)
 	m := mount(t, st, nil)
@@ -58,6 +89,9 @@ func TestVersionsThatKeepTheInode(t *testing.T) {
 		}
 		if same := path.Ino == first.Ino; same != s.sameIno {
 			t.Errorf("%s: the path's inode is %d, the open file's %d; want same %v", s.name, path.Ino, first.Ino, s.sameIno)
+		}
+		if listed := listedIno(t, m.path("/"), "log"); listed != path.Ino {
+			t.Errorf("%s: the listing says inode %d, stat %d", s.name, listed, path.Ino)
 		}
 		if got := statOf(t, f); got.Nlink != s.nlink {
 			t.Errorf("%s: the open file's st_nlink = %d, want %d", s.name, got.Nlink, s.nlink)

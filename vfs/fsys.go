@@ -47,6 +47,11 @@ type fsys struct {
 	// anyStaled is len(staled) > 0, read without mu: a lookup asks
 	// staledRecently, and a walk's lookups should not all take mu.
 	anyStaled atomic.Bool
+	// followed: a file node of the mount once followed a newer version
+	// (see fileNode.follow), so its inode number may not be its
+	// version's; until then a listing numbers each file from its entry
+	// alone (see dirNode.listedAs).
+	followed atomic.Bool
 }
 
 // catcherUp is a store other hosts write (store/nats) that can wait until

@@ -22,10 +22,10 @@ import (
 // same measures of a small depot seeded the same way in the same hour:
 // restart-to-ready, anonymous memory after a start, after the walks and
 // once the kernel has forgotten their inodes (its dentry and inode
-// caches dropped, a few seconds idle) against an empty server's, and
-// each walk's first pass on a fresh mount with the kernel's caches
-// dropped before it (the database read from disk, as after a reboot), in
-// wall and server CPU µs a file. With -seeded-push P it then pushes P
+// caches dropped a few seconds after the walk, then a few more seconds
+// idle) against an empty server's, and each walk's first pass on a fresh
+// mount with the kernel's caches dropped before it (the database read
+// from disk, as after a reboot), in wall and server CPU µs a file. With -seeded-push P it then pushes P
 // more files into the depot (which keeps them, and a snapshot
 // "seeded-push" of the whole tree) on a fresh server, and measures what
 // the pushes left in anonymous memory and a whole-tree snapshot. The write near the store limit is not measured there: on a
@@ -94,10 +94,13 @@ func (b *bench) seeded(db string, n, restarts, push int) {
 			walls, cpus = append(walls, wall), append(cpus, cpu)
 			after, _ = d.rss()
 		}
-		// The kernel forgets the walk's inodes, and the server is left
-		// idle to give back what their nodes held.
-		forgetInodes()
+		// The kernel forgets the walk's inodes once the server has
+		// given back what the walk left (as it would forget them later,
+		// under memory pressure), and the server is left idle to give
+		// back what their nodes held.
 		time.Sleep(max(b.pause, 4*time.Second))
+		forgetInodes()
+		time.Sleep(2 * max(b.pause, 4*time.Second))
 		forgot, _ := d.rss()
 		us := func(ds []time.Duration) string {
 			s := ""

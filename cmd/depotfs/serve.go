@@ -139,7 +139,7 @@ const (
 	defaultBlobCacheSize byteSize = 1 << 30
 	// defaultMemoryLimit is --memory-limit's default (see
 	// internal/memlimit): the heap of the mount's nodes of about 100,000
-	// files the kernel knows (~0.7 KB each) plus the MCP server.
+	// files the kernel knows (~0.6 KB each) plus the MCP server.
 	defaultMemoryLimit byteSize = 128 << 20
 )
 

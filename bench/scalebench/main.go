@@ -398,7 +398,9 @@ type daemon struct {
 func (b *bench) start() *daemon {
 	metrics := freeAddr()
 	cmd, url := benchd.Serve(b.bin, "--db", b.db, "--mount", b.mnt, "--max-store-size", cmp.Or(b.maxStore, "1TiB"),
-		"--metrics-listen", metrics, "--blob-cache-dir", b.blobs)
+		"--metrics-listen", metrics, "--blob-cache-dir", b.blobs,
+		// In the work directory, not beside a -seeded database.
+		"--audit-log", filepath.Join(b.dir, "audit.log"))
 	return &daemon{cmd: cmd, url: url, metrics: "http://" + metrics + "/metrics", bin: b.bin}
 }
 

@@ -286,7 +286,16 @@ func (s *Store) loadViewCache(ctx context.Context, info *jetstream.StreamInfo) u
 	st, uses, seq, err := s.readViewCache(info)
 	var changes []rawChanges
 	if err == nil {
-		changes, err = s.readChangeLog(ctx, st.rev)
+		// A cluster electing a leader answers "no responders" for a
+		// moment; the whole read the file would be given up for meets
+		// the same, so the change log is asked again for a while first.
+		rctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+		err = retry(rctx, func() error {
+			var rerr error
+			changes, rerr = s.readChangeLog(rctx, st.rev)
+			return rerr
+		})
+		cancel()
 	}
 	if err != nil {
 		level := s.log.Info

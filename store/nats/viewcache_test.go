@@ -322,9 +322,12 @@ func treeOf(t *testing.T, c *natstest.Cluster, prefix string) jetstream.Stream {
 }
 
 // TestViewCachePastAgainstModel runs the model-based checker of the past
-// (pastcheck) on a writing host that keeps a view cache: each of its
-// restarts loads the file its close wrote, and every read after it is
-// compared with the model.
+// (pastcheck) on a writing host that keeps a view cache: its restarts load
+// the file its close wrote, and every read after it is compared with the
+// model. A restart may read the whole tree instead when the cluster does
+// not answer for longer than the store's timeout (the checker's faults
+// can coincide with it), so the test asks that restarts loaded the file,
+// not each one.
 func TestViewCachePastAgainstModel(t *testing.T) {
 	t.Parallel()
 	c := sharedCluster(t)
@@ -335,12 +338,19 @@ func TestViewCachePastAgainstModel(t *testing.T) {
 		cfg.Ops = 3000
 	}
 	reopen := cfg.Reopen
+	var restarts, loaded int
 	cfg.Reopen = func(ctx context.Context, keep int) (store.Store, error) {
 		next, err := reopen(ctx, keep)
-		if err == nil && nats.ViewCacheLoaded(next.(*nats.Store)) == 0 {
-			t.Error("the restarted host read the whole tree, not its view cache")
+		if err == nil {
+			restarts++
+			if nats.ViewCacheLoaded(next.(*nats.Store)) != 0 {
+				loaded++
+			}
 		}
 		return next, err
 	}
 	pastcheck.Check(t, t.Context(), s, cfg)
+	if restarts > 0 && loaded == 0 {
+		t.Errorf("none of the %d restarts loaded the view cache", restarts)
+	}
 }

@@ -72,20 +72,9 @@ func TestViewCacheAfterKill(t *testing.T) {
 	ok(w.PutChunk(ctx, upload))
 
 	ok(nil, a.Sync(ctx))
-	r, err := nats.WriteViewCache(a)
-	if err != nil || r == 0 {
-		t.Fatalf("writing the view cache: sequence %d, %v", r, err)
-	}
-	saved, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Killed: what it wrote on closing is lost, the file at R stays,
 	// and so does the temporary file of a write it was killed in.
-	a.Close()
-	if err := os.WriteFile(file, saved, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	r, saved := killAfterViewCache(t, a, file)
 	if err := os.WriteFile(file+".tmp123", saved[:len(saved)/2], 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -277,18 +266,7 @@ func TestViewCacheNotUsed(t *testing.T) {
 			for i := range 10 {
 				ok(a.Put(ctx, store.PutRequest{Path: fmt.Sprintf("/f%d", i), Data: []byte("x")}))
 			}
-			r, err := nats.WriteViewCache(a)
-			if err != nil || r == 0 {
-				t.Fatalf("writing the view cache: sequence %d, %v", r, err)
-			}
-			saved, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a.Close()
-			if err := os.WriteFile(file, saved, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			r, _ := killAfterViewCache(t, a, file)
 			w := viewCacheHost(t, c, prefix, "")
 			for i := range 5 {
 				ok(w.Put(ctx, store.PutRequest{Path: fmt.Sprintf("/g%d", i), Data: fmt.Appendf(nil, "y%d", i)}))
@@ -305,6 +283,26 @@ func TestViewCacheNotUsed(t *testing.T) {
 			sameView(t, restarted, viewCacheHost(t, c, prefix, ""), []string{"/f1", "/g4", "/other"})
 		})
 	}
+}
+
+// killAfterViewCache writes a's view cache to file, then closes a as if
+// it were killed there: the file keeps what was written before the close,
+// not what the close wrote. It returns the file's sequence and bytes.
+func killAfterViewCache(t *testing.T, a *nats.Store, file string) (uint64, []byte) {
+	t.Helper()
+	r, err := nats.WriteViewCache(a)
+	if err != nil || r == 0 {
+		t.Fatalf("writing the view cache: sequence %d, %v", r, err)
+	}
+	saved, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	if err := os.WriteFile(file, saved, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return r, saved
 }
 
 // treeOf returns the tree stream of depot prefix in c.
